@@ -1,0 +1,69 @@
+"""What a format adapter is: a scorer for auto-detection and a parser from lines to records."""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import ClassVar
+
+from trainwatch.model import Record
+
+NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf|infinity)", re.I)
+
+
+def to_float(text: str) -> float | None:
+    """Reads a number as logs print it: quoted, with thousands separators, %, nan or inf."""
+    t = text.strip().strip("'\"").rstrip("%").strip()
+    if not t:
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    if "," in t:
+        try:
+            return float(t.replace(",", ""))
+        except ValueError:
+            return None
+    low = t.lower()
+    if low in ("nan", "-nan", "+nan"):
+        return float("nan")
+    return None
+
+
+class Adapter(ABC):
+    """One log format. One instance per source, so it may keep state between lines.
+
+    Subclasses set the class attributes and implement `score` and `parse`; registering the class
+    in `trainwatch.adapters.BUILTIN` (or a third party's `trainwatch.formats` entry point) is all
+    that is needed for detection, `--format NAME` and `trainwatch formats`.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    example: ClassVar[str]
+    whole_file: ClassVar[bool] = False
+    """True for formats read as one document (trainer_state.json): `parse_document` replaces `parse`."""
+    text_signatures: ClassVar[bool] = True
+    """Whether error signatures and tracebacks are looked for in this format's lines."""
+
+    def __init__(self, source: str = "") -> None:
+        self.source = source
+
+    @classmethod
+    @abstractmethod
+    def score(cls, head: str, path: str) -> float:
+        """Confidence from 0 to 1 that a file starting with `head` (about 64 KB) is in this format."""
+
+    def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        """Records from one physical line (ANSI stripped, no newline, may hold `\\r` redraws)."""
+        return ()
+
+    def parse_document(self, text: str) -> Iterable[Record]:
+        """Records from a whole file, for `whole_file` formats."""
+        return ()
+
+    def finish(self) -> Iterable[Record]:
+        """Records held back for more lines (multi-line blocks), at the end of the data."""
+        return ()

@@ -1,0 +1,159 @@
+"""The alert life cycle, Prometheus-style: inactive -> pending -> firing -> resolved.
+
+Every rule's verdicts come here. An alert is keyed by a fingerprint (rule, source, subject), so it is
+reported once while it keeps firing; `for` and `keep_firing_for` count logged steps or seconds; and
+inhibit rules keep dependent alerts quiet while their cause fires, as Alertmanager does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from trainwatch.config import Config, Duration, Inhibit, RuleSpec
+from trainwatch.model import Alert, AlertState, Finding
+
+MAX_ALERTS = 2000  # oldest resolved alerts are dropped past this, so memory stays bounded
+
+
+def fingerprint(rule: str, source: str, subject: str) -> str:
+    return hashlib.sha1(f"{rule}\x00{source}\x00{subject}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class _Track:
+    alert: Alert
+    active_since: float
+    active_evals: int = 1
+    inactive_since: float | None = None
+    inactive_evals: int = 0
+    notified: bool = False
+
+
+@dataclass(frozen=True)
+class AlertChange:
+    """A transition worth telling the sinks about."""
+
+    alert: Alert
+    state: AlertState  # FIRING (new) or RESOLVED
+
+
+class AlertBook:
+    def __init__(self, config: Config) -> None:
+        self._inhibit: list[Inhibit] = config.inhibit
+        self._tracks: dict[str, _Track] = {}
+        self.alerts: dict[str, Alert] = {}  # every alert that fired, by fingerprint, oldest first
+
+    def judge(self, spec: RuleSpec, source: str, subject: str, finding: Finding | None, now: float,
+              *, one_shot: bool = False) -> list[AlertChange]:
+        """Applies one verdict: `finding` when the condition holds, None when it does not."""
+        fp = fingerprint(spec.id, source, subject)
+        track = self._tracks.get(fp)
+        if finding is None:
+            return self._inactive(fp, track, spec, now) if track else []
+        if track is None or track.alert.state is AlertState.RESOLVED:
+            alert = Alert(rule=spec.id, severity=finding.severity if finding.severity is not None else spec.severity,
+                          family=spec.family, title=spec.title, finding=finding,
+                          fixes=tuple(finding.extra_fixes) + spec.fixes, state=AlertState.PENDING,
+                          fingerprint=fp, first_step=finding.step, first_line=finding.line, started_at=now,
+                          last_seen_at=now)
+            track = self._tracks[fp] = _Track(alert, active_since=now)
+        else:
+            track.active_evals += 1
+            track.inactive_since = None
+            track.inactive_evals = 0
+            a = track.alert
+            a.last_seen_at = now
+            a.count += 1
+            if finding.severity is not None and finding.severity > a.severity:
+                a.severity = finding.severity
+            if a.state is AlertState.PENDING:
+                a.finding = finding
+            else:
+                a.finding.step = finding.step
+                a.finding.evidence.update(finding.evidence)
+        a = track.alert
+        if a.state is AlertState.PENDING and (one_shot or _reached(spec.for_, track.active_evals, now - track.active_since)):
+            a.state = AlertState.FIRING
+            a.started_at = now
+            self.alerts[fp] = a
+            self.alerts[fp] = self.alerts.pop(fp)
+            self._trim()
+            if not self._inhibited(a):
+                track.notified = True
+                return [AlertChange(a, AlertState.FIRING)]
+        return []
+
+    def _inactive(self, fp: str, track: _Track, spec: RuleSpec, now: float) -> list[AlertChange]:
+        a = track.alert
+        if a.state is AlertState.PENDING:
+            del self._tracks[fp]
+            return []
+        if a.state is AlertState.RESOLVED:
+            return []
+        if track.inactive_since is None:
+            track.inactive_since = now
+        track.inactive_evals += 1
+        keep = spec.keep_firing_for
+        if not keep.zero and not _reached(keep, track.inactive_evals, now - track.inactive_since, strict=True):
+            return []
+        a.state = AlertState.RESOLVED
+        a.resolved_at = now
+        changes = [AlertChange(a, AlertState.RESOLVED)] if track.notified else []
+        return changes + self._released(a)
+
+    def _inhibited(self, alert: Alert) -> bool:
+        for rule in self._inhibit:
+            if alert.rule not in rule.targets and "*" not in rule.targets:
+                continue
+            for other in self.alerts.values():
+                if other is alert or other.rule != rule.source or other.state is not AlertState.FIRING:
+                    continue
+                if all(_label(other, k) == _label(alert, k) for k in rule.equal):
+                    return True
+        return False
+
+    def _released(self, cause: Alert) -> list[AlertChange]:
+        """Alerts that were held quiet by `cause` and still fire are told now."""
+        out = []
+        for track in self._tracks.values():
+            a = track.alert
+            if a.state is AlertState.FIRING and not track.notified and not self._inhibited(a):
+                track.notified = True
+                out.append(AlertChange(a, AlertState.FIRING))
+        return out
+
+    def is_inhibited(self, alert: Alert) -> bool:
+        return alert.state is AlertState.FIRING and self._inhibited(alert)
+
+    def firing(self) -> list[Alert]:
+        return [a for a in self.alerts.values() if a.state is AlertState.FIRING]
+
+    def all(self) -> Iterable[Alert]:
+        return self.alerts.values()
+
+    def _trim(self) -> None:
+        if len(self.alerts) <= MAX_ALERTS:
+            return
+        for fp, a in list(self.alerts.items()):
+            if a.state is AlertState.RESOLVED:
+                del self.alerts[fp]
+                self._tracks.pop(fp, None)
+                if len(self.alerts) <= MAX_ALERTS:
+                    return
+
+
+def _reached(d: Duration, evals: int, elapsed: float, strict: bool = False) -> bool:
+    if d.seconds:
+        return elapsed > d.seconds if strict else elapsed >= d.seconds
+    needed = d.steps + (1 if strict else 0)
+    return evals >= max(needed, 1)
+
+
+def _label(alert: Alert, key: str) -> str:
+    if key == "source":
+        return alert.finding.source
+    if key == "subject":
+        return alert.finding.subject
+    return ""

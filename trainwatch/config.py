@@ -1,0 +1,248 @@
+"""Presets and user config: YAML in, validated dataclasses out, errors that name the file and key.
+
+Resolution order: presets/base.yaml, then the chosen preset (sft, grpo, ebft, pretrain), then
+./trainwatch.yaml when present, then --config. Later files change any key of earlier ones.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainwatch.errors import ConfigError
+from trainwatch.model import Severity
+
+PRESETS = ("sft", "grpo", "ebft", "pretrain")
+META_KEYS = {"enabled", "severity", "family", "title", "fixes", "for", "keep_firing_for", "metric", "above",
+             "below", "summary", "kind"}
+FAMILIES = ("loss", "oom", "speed", "hang", "resume", "rl", "gpu", "data")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|min|minutes?|h|hours?|steps?)?\s*$")
+_UNIT_S = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60,
+           "minutes": 60, "h": 3600, "hour": 3600, "hours": 3600}
+
+
+@dataclass(frozen=True)
+class Duration:
+    """Prometheus's `for`: a number of logged steps, or seconds (`30s`, `5m`)."""
+
+    steps: int = 0
+    seconds: float = 0.0
+
+    @property
+    def zero(self) -> bool:
+        return not self.steps and not self.seconds
+
+    def __str__(self) -> str:
+        if self.seconds:
+            return f"{self.seconds:g}s"
+        return f"{self.steps} steps" if self.steps else "0"
+
+
+@dataclass
+class RuleSpec:
+    """One rule as the presets and config define it."""
+
+    id: str
+    severity: Severity
+    family: str
+    title: str
+    fixes: tuple[str, ...] = ()
+    enabled: bool = True
+    for_: Duration = Duration()
+    keep_firing_for: Duration = Duration()
+    metric: str = ""  # set for range rules
+    above: float | None = None
+    below: float | None = None
+    summary: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_range(self) -> bool:
+        return bool(self.metric)
+
+
+@dataclass(frozen=True)
+class Inhibit:
+    """Alertmanager's inhibit rule: while `source` fires, `targets` with equal labels stay quiet."""
+
+    source: str
+    targets: tuple[str, ...]
+    equal: tuple[str, ...] = ("source",)
+
+
+@dataclass
+class Config:
+    preset: str
+    rules: dict[str, RuleSpec]
+    inhibit: list[Inhibit]
+    files: list[str] = field(default_factory=list)  # where it came from, for `trainwatch rules`
+    aliases: dict[str, str] = field(default_factory=dict)
+
+
+def _read_yaml(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{where}: not valid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def _packaged(name: str) -> str:
+    return resources.files("trainwatch").joinpath(name).read_text(encoding="utf-8")
+
+
+def preset_text(name: str) -> str:
+    if name not in PRESETS and name != "base":
+        raise ConfigError(f"unknown preset {name!r}", hint="known presets: " + ", ".join(PRESETS))
+    return _packaged(f"presets/{name}.yaml")
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def parse_duration(value: Any, where: str) -> Duration:
+    if isinstance(value, bool):
+        raise ConfigError(f"{where}: expected a number of steps or a time like '30s', got {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ConfigError(f"{where}: must not be negative")
+        return Duration(steps=int(value))
+    if isinstance(value, str):
+        m = _DURATION.match(value)
+        if m:
+            n, unit = float(m.group(1)), (m.group(2) or "steps")
+            if unit.startswith("step"):
+                return Duration(steps=int(n))
+            return Duration(seconds=n * _UNIT_S[unit])
+    raise ConfigError(f"{where}: expected a number of steps or a time like '30s' or '5m', got {value!r}")
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origin: str) -> RuleSpec:
+    where = f"{origin}: rules.{rid}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    is_range = "metric" in raw
+    if defaults is None and not is_range:
+        raise ConfigError(f"{where}: unknown rule", hint="a new rule needs 'metric' and 'above' or 'below'")
+    known_params = {k for k in (defaults or {}) if k not in META_KEYS}
+    for key in raw:
+        if key not in META_KEYS and key not in known_params:
+            allowed = sorted(META_KEYS | known_params)
+            raise ConfigError(f"{where}.{key}: unknown key", hint="allowed: " + ", ".join(allowed))
+    try:
+        severity = Severity.parse(str(raw.get("severity", "warning")))
+    except ValueError as exc:
+        raise ConfigError(f"{where}.severity: {exc}") from None
+    family = raw.get("family", "loss")
+    if family not in FAMILIES:
+        raise ConfigError(f"{where}.family: unknown family {family!r}", hint="one of " + ", ".join(FAMILIES))
+    fixes = raw.get("fixes", [])
+    if not isinstance(fixes, list) or not all(isinstance(f, str) for f in fixes):
+        raise ConfigError(f"{where}.fixes: expected a list of strings")
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{where}.enabled: expected true or false, got {enabled!r}")
+    params: dict[str, Any] = {}
+    for k in known_params:
+        v = raw.get(k)
+        dv = (defaults or {}).get(k)
+        if isinstance(dv, (int, float)) and not isinstance(dv, bool):
+            v = _number(v, f"{where}.{k}")
+            if isinstance(dv, int) and float(v).is_integer():
+                v = int(v)
+        elif isinstance(dv, bool) and not isinstance(v, bool):
+            raise ConfigError(f"{where}.{k}: expected true or false, got {v!r}")
+        params[k] = v
+    spec = RuleSpec(
+        id=rid, severity=severity, family=family, title=str(raw.get("title", rid)), fixes=tuple(fixes),
+        enabled=enabled, summary=str(raw.get("summary", "")), params=params,
+        for_=parse_duration(raw.get("for", 0), f"{where}.for"),
+        keep_firing_for=parse_duration(raw.get("keep_firing_for", 0), f"{where}.keep_firing_for"),
+    )
+    if is_range:
+        metric = raw.get("metric")
+        if not isinstance(metric, str) or not metric:
+            raise ConfigError(f"{where}.metric: expected a metric name")
+        spec.metric = metric
+        spec.above = _number(raw["above"], f"{where}.above") if raw.get("above") is not None else None
+        spec.below = _number(raw["below"], f"{where}.below") if raw.get("below") is not None else None
+        if spec.above is None and spec.below is None:
+            raise ConfigError(f"{where}: a range rule needs 'above' or 'below'")
+    return spec
+
+
+def _build_inhibit(raw: Any, origin: str) -> list[Inhibit]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{origin}: inhibit: expected a list")
+    out = []
+    for i, item in enumerate(raw):
+        where = f"{origin}: inhibit[{i}]"
+        if not isinstance(item, dict) or "source" not in item or "targets" not in item:
+            raise ConfigError(f"{where}: expected a mapping with 'source' and 'targets'")
+        targets = item["targets"]
+        if not isinstance(targets, list):
+            raise ConfigError(f"{where}.targets: expected a list of rule ids")
+        out.append(Inhibit(str(item["source"]), tuple(map(str, targets)), tuple(item.get("equal", ["source"]))))
+    return out
+
+
+def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
+    """The configuration in force: base, preset, then each user file in order."""
+    origin = "presets/base.yaml"
+    base = _read_yaml(preset_text("base"), origin)
+    merged = _merge(base, _read_yaml(preset_text(preset), f"presets/{preset}.yaml"))
+    defaults = {rid: spec for rid, spec in base.get("rules", {}).items()}
+    files = [origin, f"presets/{preset}.yaml"]
+    user_rule_origin: dict[str, str] = {}
+    for path in user_files or []:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read config: {getattr(exc, 'strerror', None) or exc}") from None
+        data = _read_yaml(text, str(path))
+        for key in data:
+            if key not in ("rules", "inhibit", "aliases"):
+                raise ConfigError(f"{path}: {key}: unknown key", hint="allowed: rules, inhibit, aliases")
+        rules = data.get("rules", {})
+        if not isinstance(rules, dict):
+            raise ConfigError(f"{path}: rules: expected a mapping of rule id to settings")
+        for rid in rules:
+            user_rule_origin[rid] = str(path)
+        if "aliases" in data and not isinstance(data["aliases"], dict):
+            raise ConfigError(f"{path}: aliases: expected a mapping of metric name to canonical name")
+        if "inhibit" in data:
+            _build_inhibit(data["inhibit"], str(path))
+            data = dict(data)
+            data["inhibit"] = merged.get("inhibit", []) + data["inhibit"]
+        merged = _merge(merged, data)
+        files.append(str(path))
+    rules: dict[str, RuleSpec] = {}
+    for rid, raw in merged.get("rules", {}).items():
+        rules[rid] = _build_rule(str(rid), raw, defaults.get(rid), user_rule_origin.get(rid, origin))
+    aliases = {str(k): str(v) for k, v in merged.get("aliases", {}).items()}
+    return Config(preset, rules, _build_inhibit(merged.get("inhibit", []), origin), files, aliases)

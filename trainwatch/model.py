@@ -1,0 +1,156 @@
+"""The records that flow through the engine: samples and events in, findings and alerts out."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+class Severity(enum.IntEnum):
+    """Ordered so that max() gives the worst; values are the monitoring exit codes."""
+
+    INFO = 0  # an info finding never changes the exit code
+    WARNING = 1
+    CRITICAL = 2
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return _SEVERITY_NAMES[text.strip().lower()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r} (use info, warning or critical)") from None
+
+    @property
+    def label(self) -> str:
+        return _SEVERITY_LABELS[self]
+
+
+_SEVERITY_NAMES = {"info": Severity.INFO, "warning": Severity.WARNING,
+                   "critical": Severity.CRITICAL}
+_SEVERITY_LABELS = {Severity.INFO: "info", Severity.WARNING: "warning", Severity.CRITICAL: "critical"}
+
+
+@dataclass(slots=True)
+class Sample:
+    """One metric value at one step, as a format adapter read it."""
+
+    name: str
+    value: float
+    step: int | None = None
+    time: float | None = None  # seconds since the epoch, when the log says so
+    source: str = ""
+    line: int = 0
+    step_inferred: bool = False
+
+
+class EventKind(str, enum.Enum):
+    ERROR = "error"  # a known error signature (OOM, NCCL, ...)
+    TRACEBACK = "traceback"
+    CHECKPOINT = "checkpoint"
+    EVAL_START = "eval_start"
+    TRAIN_END = "train_end"
+    RESUME = "resume"
+    PROGRESS = "progress"  # a progress bar: step of total, without metrics
+    INFO = "info"  # facts a banner gives (total steps, batch size, ...)
+
+
+@dataclass(slots=True)
+class Event:
+    """Something the log says happened, other than a metric value."""
+
+    kind: EventKind
+    source: str = ""
+    line: int = 0
+    step: int | None = None
+    time: float | None = None
+    signature: str = ""  # id of the matched error signature, for ERROR events
+    text: str = ""  # the evidence: the line, or the whole traceback
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+Record = Union[Sample, Event]
+
+
+@dataclass(slots=True)
+class Finding:
+    """What a rule saw when its condition held: the evidence behind an alert."""
+
+    message: str
+    step: int | None = None
+    line: int = 0
+    source: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    subject: str = ""  # what the finding is about (a metric name, a signature id); part of the fingerprint
+    step_inferred: bool = False
+    severity: Severity | None = None  # overrides the rule's default when set
+    extra_fixes: tuple[str, ...] = ()  # situation-specific fixes, shown before the rule's own
+
+
+class AlertState(str, enum.Enum):
+    PENDING = "pending"
+    FIRING = "firing"
+    RESOLVED = "resolved"
+
+
+@dataclass(slots=True)
+class Alert:
+    """A rule's finding with its life cycle: reported once while it keeps firing."""
+
+    rule: str
+    severity: Severity
+    family: str
+    title: str
+    finding: Finding
+    fixes: tuple[str, ...]
+    state: AlertState = AlertState.FIRING
+    fingerprint: str = ""
+    first_step: int | None = None
+    first_line: int = 0
+    started_at: float = 0.0
+    last_seen_at: float = 0.0
+    resolved_at: float | None = None
+    count: int = 1
+    acknowledged: bool = False
+
+    @property
+    def source(self) -> str:
+        return self.finding.source
+
+    def to_dict(self) -> dict[str, Any]:
+        f = self.finding
+        return {
+            "id": self.rule,
+            "fingerprint": self.fingerprint,
+            "severity": self.severity.label,
+            "family": self.family,
+            "title": self.title,
+            "state": self.state.value,
+            "message": f.message,
+            "source": f.source,
+            "subject": f.subject,
+            "step": self.first_step,
+            "step_inferred": f.step_inferred,
+            "line": self.first_line,
+            "last_step": f.step,
+            "count": self.count,
+            "evidence": _jsonable(f.evidence),
+            "fixes": list(self.fixes),
+            "started_at": self.started_at,
+            "resolved_at": self.resolved_at,
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    """NaN and Inf are data here; JSON has no literal for them, so they travel as strings."""
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        if value in (float("inf"), float("-inf")):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,55 @@
+"""The rule registry: coded rules by id; range rules need no code, only YAML.
+
+A new coded rule is one module with a Rule subclass plus one line in CODED, and its defaults,
+title and fixes in presets/base.yaml.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from trainwatch.config import Config, RuleSpec
+from trainwatch.rules.base import Rule
+from trainwatch.rules.range import RangeRule
+
+CODED: dict[str, str] = {
+    # rule id -> "module:Class" under trainwatch.rules
+}
+
+
+def coded_class(rule_id: str) -> type[Rule] | None:
+    target = CODED.get(rule_id)
+    if target is None:
+        return None
+    module, _, cls = target.partition(":")
+    return getattr(import_module(f"trainwatch.rules.{module}"), cls)  # type: ignore[no-any-return]
+
+
+def build_rule(spec: RuleSpec) -> Rule | None:
+    if spec.is_range:
+        return RangeRule(spec)
+    cls = coded_class(spec.id)
+    if cls is not None:
+        return cls(spec)
+    if spec.params.get("signature") or spec.id in _signature_ids():
+        from trainwatch.rules.signature import SignatureRule
+
+        return SignatureRule(spec)
+    return None
+
+
+def _signature_ids() -> set[str]:
+    from trainwatch.adapters.signatures import signature_ids
+
+    return signature_ids()
+
+
+def build_rules(config: Config) -> list[Rule]:
+    rules = []
+    for spec in config.rules.values():
+        if not spec.enabled:
+            continue
+        rule = build_rule(spec)
+        if rule is not None:
+            rules.append(rule)
+    return rules

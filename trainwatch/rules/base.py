@@ -1,0 +1,90 @@
+"""What a rule is: a plain function of the store and the newest record, plus its spec from a preset.
+
+A rule answers one question each time it is asked: does my condition hold now for this subject?
+It returns a Finding (holds, with the evidence) or None (does not hold). The alert life cycle
+(pending, firing, resolved, `for`, `keep_firing_for`, dedup, inhibition) is not the rule's job:
+trainwatch.alerts does it the same way for every rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from trainwatch.config import RuleSpec
+from trainwatch.model import Event, EventKind, Finding
+from trainwatch.store import MetricStore, Point, Series
+
+
+@dataclass
+class SourceState:
+    """What the engine knows about one source beyond its metrics."""
+
+    name: str
+    format: str = ""
+    lines: int = 0
+    step: int | None = None
+    total_steps: int | None = None
+    facts: dict[str, Any] = field(default_factory=dict)  # from banners: batch size, accumulation, world size...
+    last_line: str = ""
+    last_progress_at: float | None = None  # clock time of the last new step
+    ended: bool = False  # end-of-training summary seen, or the run crashed with a traceback
+    events: int = 0
+    phase: str = "train"  # train, eval or checkpoint: the stall detector allows longer silences in the last two
+
+
+@dataclass
+class RuleContext:
+    """Everything a rule may look at; `now` is the injected clock's time, never the wall clock."""
+
+    store: MetricStore
+    sources: dict[str, SourceState]
+    now: float
+
+    def series(self, name: str, source: str) -> Series | None:
+        return self.store.get(name, source)
+
+
+class Rule:
+    """Base for coded rules. Subclasses set `id` and the triggers, and override the hooks they need."""
+
+    id: ClassVar[str]
+    watches: ClassVar[tuple[str, ...]] = ()
+    """Canonical metric names whose new samples trigger `on_sample`; ("*",) means every metric."""
+    events: ClassVar[tuple[EventKind, ...]] = ()
+    """Event kinds that trigger `on_event`."""
+    ticks: ClassVar[bool] = False
+    """Whether `on_tick` runs on the clock (stall and other time-based rules)."""
+
+    def __init__(self, spec: RuleSpec) -> None:
+        self.spec = spec
+        self.p = spec.params
+
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+        return None
+
+    def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
+        return None
+
+    def on_tick(self, ctx: RuleContext) -> Iterable[tuple[str, str, Finding | None]]:
+        """(source, subject, finding or None) for every subject the rule judged on this tick."""
+        return ()
+
+    def on_end(self, ctx: RuleContext, source: str) -> Iterable[Finding]:
+        """Findings that need the whole run (e.g. the final loss level), when a source's data ends."""
+        return ()
+
+
+def finite(values: Iterable[float]) -> list[float]:
+    return [v for v in values if math.isfinite(v)]
+
+
+def median(values: list[float]) -> float:
+    s = sorted(values)
+    n = len(s)
+    if not n:
+        return math.nan
+    mid = n // 2
+    return s[mid] if n % 2 else (s[mid - 1] + s[mid]) / 2

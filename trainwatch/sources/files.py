@@ -1,0 +1,112 @@
+"""Finding log files and reading them as numbered lines, in bounded memory."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from trainwatch.errors import SourceError
+
+CHUNK = 1 << 22
+MAX_LINE = 1 << 22  # longer physical lines are cut here; the rest of the line is skipped
+HEAD_BYTES = 1 << 16
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", ".csv")
+LOG_NAMES = ("trainer_state.json", "metrics.csv", "trainer_log.jsonl")
+
+
+def is_log_name(path: Path) -> bool:
+    name = path.name.lower()
+    return name in LOG_NAMES or name.endswith(LOG_SUFFIXES)
+
+
+def discover(paths: list[str]) -> list[Path]:
+    """Files named, matched by a glob, or found as logs under a directory; order kept, duplicates dropped."""
+    found: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if any(c in raw for c in "*?[") and not p.exists():
+            matches = sorted(glob.glob(raw, recursive=True))
+            if not matches:
+                raise SourceError(f"{raw}: no file matches this pattern")
+            found.extend(Path(m) for m in matches if Path(m).is_file())
+        elif p.is_dir():
+            logs = sorted(q for q in p.rglob("*") if q.is_file() and is_log_name(q))
+            if not logs:
+                raise SourceError(f"{raw}: directory holds no log, trainer_state.json or metrics.csv files")
+            found.extend(logs)
+        elif p.exists():
+            if not p.is_file():
+                raise SourceError(f"{raw}: not a regular file")
+            found.append(p)
+        else:
+            raise SourceError(f"{raw}: no such file or directory")
+    seen: set[str] = set()
+    out = []
+    for p in found:
+        key = os.path.realpath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def open_checked(path: Path):  # type: ignore[no-untyped-def]
+    try:
+        return open(path, "rb")
+    except PermissionError:
+        raise SourceError(f"{path}: permission denied") from None
+    except IsADirectoryError:
+        raise SourceError(f"{path}: is a directory") from None
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot open: {exc.strerror or exc}") from None
+
+
+def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
+    with open_checked(path) as f:
+        try:
+            return f.read(size)
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def looks_binary(head: bytes) -> bool:
+    """NUL bytes or mostly control bytes: not a text log."""
+    if not head:
+        return False
+    if b"\x00" in head[:8192]:
+        return True
+    sample = head[:8192]
+    bad = sum(1 for b in sample if b < 9 or 13 < b < 27 or 27 < b < 32)
+    return bad > len(sample) * 0.1
+
+
+def iter_lines(f, start_line: int = 0) -> Iterator[tuple[int, str]]:  # type: ignore[no-untyped-def]
+    """(line number, text) from a binary file object: invalid UTF-8 replaced, a last line without a newline kept."""
+    lineno = start_line
+    rest = b""
+    skipping = False
+    while True:
+        chunk = f.read(CHUNK)
+        if not chunk:
+            break
+        data = rest + chunk if rest else chunk
+        parts = data.split(b"\n")
+        rest = parts.pop()
+        for raw in parts:
+            lineno += 1
+            if skipping:
+                skipping = False
+                continue
+            yield lineno, raw.decode("utf-8", "replace")
+        if len(rest) > MAX_LINE:
+            if not skipping:
+                lineno += 1
+                yield lineno, rest[:MAX_LINE].decode("utf-8", "replace")
+                skipping = True
+                lineno -= 1  # the line's end, when it comes, closes this same line
+            rest = b""
+    if rest and not skipping:
+        lineno += 1
+        yield lineno, rest.decode("utf-8", "replace")

@@ -1,0 +1,166 @@
+"""Metric history in bounded memory: every recent point, plus a downsampled history of the whole run."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from trainwatch.model import Sample
+
+RECENT_POINTS = 2048
+HISTORY_BUCKETS = 1024
+
+
+@dataclass(slots=True)
+class Bucket:
+    """Consecutive points merged into one; min and max survive so a spike is never averaged away."""
+
+    first_step: int
+    last_step: int
+    minimum: float
+    maximum: float
+    last: float
+    total: float
+    finite: int
+    nonfinite: int
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.finite if self.finite else math.nan
+
+    def merge(self, other: Bucket) -> None:
+        self.last_step = other.last_step
+        self.minimum = min(self.minimum, other.minimum)
+        self.maximum = max(self.maximum, other.maximum)
+        self.last = other.last
+        self.total += other.total
+        self.finite += other.finite
+        self.nonfinite += other.nonfinite
+
+
+@dataclass(slots=True)
+class Point:
+    step: int
+    value: float
+    time: float | None
+    line: int
+    step_inferred: bool = False
+
+
+@dataclass
+class Series:
+    """One metric from one source."""
+
+    name: str
+    source: str
+    recent: deque[Point] = field(default_factory=lambda: deque(maxlen=RECENT_POINTS))
+    history: list[Bucket] = field(default_factory=list)
+    bucket_size: int = 1
+    count: int = 0
+    nan_count: int = 0
+    inf_count: int = 0
+    minimum: float = math.inf
+    maximum: float = -math.inf
+    first: float | None = None
+    _pending: Bucket | None = None
+    _pending_n: int = 0
+
+    def add(self, point: Point) -> None:
+        v = point.value
+        self.count += 1
+        finite = math.isfinite(v)
+        if finite:
+            if v < self.minimum:
+                self.minimum = v
+            if v > self.maximum:
+                self.maximum = v
+            if self.first is None:
+                self.first = v
+        elif v != v:
+            self.nan_count += 1
+        else:
+            self.inf_count += 1
+        self.recent.append(point)
+        self._add_history(point.step, v, finite)
+
+    def _add_history(self, step: int, v: float, finite: bool) -> None:
+        lo = hi = v if finite else math.nan
+        b = Bucket(step, step, lo, hi, v, v if finite else 0.0, int(finite), int(not finite))
+        if self._pending is None:
+            self._pending = b
+            self._pending_n = 1
+        else:
+            if finite:
+                p = self._pending
+                p.minimum = v if p.minimum != p.minimum else min(p.minimum, v)
+                p.maximum = v if p.maximum != p.maximum else max(p.maximum, v)
+                p.total += v
+                p.finite += 1
+            else:
+                self._pending.nonfinite += 1
+            self._pending.last_step = step
+            self._pending.last = v
+            self._pending_n += 1
+        if self._pending_n >= self.bucket_size:
+            self.history.append(self._pending)
+            self._pending = None
+            self._pending_n = 0
+            if len(self.history) >= HISTORY_BUCKETS:
+                self._halve()
+
+    def _halve(self) -> None:
+        merged: list[Bucket] = []
+        for i in range(0, len(self.history) - 1, 2):
+            a = self.history[i]
+            a.merge(self.history[i + 1])
+            merged.append(a)
+        if len(self.history) % 2:
+            merged.append(self.history[-1])
+        self.history = merged
+        self.bucket_size *= 2
+
+    @property
+    def last(self) -> Point | None:
+        return self.recent[-1] if self.recent else None
+
+    def values(self, n: int | None = None) -> list[float]:
+        """The last n values (all recent ones when n is None), NaN and Inf included."""
+        pts = self.recent if n is None else list(self.recent)[-n:]
+        return [p.value for p in pts]
+
+    def whole_run(self) -> list[Bucket]:
+        """The downsampled history of the whole run, oldest first, the unfinished bucket last."""
+        return self.history + ([self._pending] if self._pending is not None else [])
+
+
+class MetricStore:
+    """Series by (source, metric name); the one place metric history lives."""
+
+    def __init__(self) -> None:
+        self._series: dict[tuple[str, str], Series] = {}
+
+    def add(self, sample: Sample, step: int) -> Series:
+        key = (sample.source, sample.name)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = Series(sample.name, sample.source)
+        series.add(Point(step, sample.value, sample.time, sample.line, sample.step_inferred))
+        return series
+
+    def get(self, name: str, source: str = "") -> Series | None:
+        return self._series.get((source, name))
+
+    def find(self, name: str) -> list[Series]:
+        """All sources' series of one metric."""
+        return [s for (_, n), s in self._series.items() if n == name]
+
+    def __iter__(self) -> Iterator[Series]:
+        return iter(list(self._series.values()))
+
+    def __len__(self) -> int:
+        return len(self._series)
+
+    def names(self) -> list[str]:
+        return sorted({n for _, n in self._series})
