@@ -109,6 +109,13 @@ def preset_text(name: str) -> str:
     return _packaged(f"presets/{name}.yaml")
 
 
+def _base_files() -> list[str]:
+    """base.yaml, then the catalogue's other parts (base-*.yaml), which hold more rules' defaults."""
+    names = [p.name for p in resources.files("trainwatch").joinpath("presets").iterdir()
+             if p.name.startswith("base") and p.name.endswith(".yaml")]
+    return sorted(names, key=lambda n: (n != "base.yaml", n))
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for k, v in over.items():
@@ -214,7 +221,9 @@ def _build_inhibit(raw: Any, origin: str) -> list[Inhibit]:
 def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
     """The configuration in force: base, preset, then each user file in order."""
     origin = "presets/base.yaml"
-    base = _read_yaml(preset_text("base"), origin)
+    base: dict[str, Any] = {}
+    for name in _base_files():
+        base = _merge(base, _read_yaml(_packaged(f"presets/{name}"), f"presets/{name}"))
     merged = _merge(base, _read_yaml(preset_text(preset), f"presets/{preset}.yaml"))
     defaults = {rid: spec for rid, spec in base.get("rules", {}).items()}
     files = [origin, f"presets/{preset}.yaml"]

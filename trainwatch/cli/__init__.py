@@ -1,0 +1,55 @@
+"""The command line: one module per subcommand, each with `add_parser(subparsers)` and `run(args) -> int`.
+
+Exit codes follow the monitoring-plugin convention: 0 healthy, 1 warning, 2 critical, 3 unknown
+(unreadable input, no format recognised, bad config or usage). argparse's own exit 2 for usage
+errors is replaced by 3, and every TrainwatchError becomes one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import import_module
+
+from trainwatch import __version__
+from trainwatch.errors import TrainwatchError, UsageError
+
+EXIT_OK, EXIT_WARNING, EXIT_CRITICAL, EXIT_UNKNOWN = 0, 1, 2, 3
+COMMANDS = ("check", "tail", "formats", "rules", "gpus", "demo")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="trainwatch", description="Watch a training run and say what is going wrong.")
+    parser.add_argument("--version", action="version", version=f"trainwatch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            module = import_module(f"trainwatch.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"trainwatch.cli.{name}":
+                continue  # a command not built yet
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help(sys.stderr)
+            return EXIT_UNKNOWN
+        return int(args.run(args))
+    except TrainwatchError as exc:
+        print(f"trainwatch: error: {exc}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK

@@ -1,0 +1,89 @@
+"""Shared by `check` and `tail`: sources opened with the right adapter, the preset chosen, the engine built."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainwatch import adapters, config
+from trainwatch.adapters.pipeline import SourceParser
+from trainwatch.engine import Engine
+from trainwatch.errors import SourceError
+from trainwatch.sources.files import looks_binary, read_head
+
+_GRPO_KEYS = ("reward_std", "frac_reward_zero_std", "rewards/", "completions/mean_length", "'reward'",
+              '"reward"', "clip_ratio/")
+_EBFT_KEYS = ("ebft/",)
+USER_CONFIG = "trainwatch.yaml"
+
+
+@dataclass
+class OpenSource:
+    path: Path
+    name: str  # the label in reports and alerts: the path as the user gave it
+    format: str
+    head: str
+    parser: SourceParser
+
+
+def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None) -> OpenSource:
+    """Detects the format from the file's start (or takes `fmt`) and builds its parser."""
+    raw = read_head(path) if head is None else head
+    name = str(path)
+    if fmt is None:
+        if not raw:
+            raise SourceError(f"{path}: empty file, nothing to check")
+        if looks_binary(raw):
+            raise SourceError(f"{path}: binary data, not a text log")
+        text = raw.decode("utf-8", "replace")
+        fmt = adapters.detect(text, name)
+        if fmt is None:
+            raise SourceError(f"{path}: no known log format recognised",
+                              hint="see 'trainwatch formats', or force one with --format NAME")
+    else:
+        text = raw.decode("utf-8", "replace")
+    adapter = adapters.get(fmt)(name)
+    return OpenSource(path, name, fmt, text, SourceParser(adapter))
+
+
+def choose_preset(sources: list[OpenSource]) -> str:
+    """GRPO keys -> grpo, EBFT keys -> ebft, Megatron -> pretrain, otherwise sft."""
+    heads = [s.head for s in sources]
+    if any(k in h for h in heads for k in _EBFT_KEYS):
+        return "ebft"
+    if any(k in h for h in heads for k in _GRPO_KEYS):
+        return "grpo"
+    if any(s.format == "megatron" for s in sources):
+        return "pretrain"
+    return "sft"
+
+
+def config_files(explicit: list[str] | None) -> list[Path]:
+    """./trainwatch.yaml when present, then the --config files in the order given."""
+    files = [Path(USER_CONFIG)] if Path(USER_CONFIG).is_file() else []
+    for f in explicit or []:
+        p = Path(f)
+        if not p.is_file():
+            raise SourceError(f"{f}: config file not found")
+        files.append(p)
+    return files
+
+
+def make_engine(sources: list[OpenSource], preset: str | None, configs: list[str] | None,
+                clock: Callable[[], float] = time.time) -> Engine:
+    chosen = preset or choose_preset(sources)
+    engine = Engine(config.load(chosen, config_files(configs)), clock=clock)
+    for s in sources:
+        engine.source(s.name, s.format)
+    return engine
+
+
+_RANK = re.compile(r"rank[_-]?(\d+)", re.I)
+
+
+def rank_of(name: str) -> int | None:
+    m = _RANK.search(Path(name).name)
+    return int(m.group(1)) if m else None
