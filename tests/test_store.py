@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+from trainwatch.model import Sample
+from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, MetricStore
+
+
+def test_nan_and_inf_are_kept_and_counted() -> None:
+    store = MetricStore()
+    for i, v in enumerate([1.0, math.nan, 2.0, math.inf, -math.inf]):
+        store.add(Sample("loss", v, source="a"), i)
+    s = store.get("loss", "a")
+    assert s is not None
+    assert s.count == 5 and s.nan_count == 1 and s.inf_count == 2
+    assert math.isnan(s.values()[1])
+    assert (s.minimum, s.maximum) == (1.0, 2.0)
+
+
+def test_history_is_bounded_and_keeps_spikes() -> None:
+    store = MetricStore()
+    n = 100_000
+    for i in range(n):
+        store.add(Sample("loss", 1000.0 if i == 63_457 else 1.0, source="a"), i)
+    s = store.get("loss", "a")
+    assert s is not None
+    assert len(s.recent) == RECENT_POINTS
+    buckets = s.whole_run()
+    assert len(buckets) <= HISTORY_BUCKETS + 1
+    assert buckets[0].first_step == 0 and buckets[-1].last_step == n - 1
+    assert max(b.maximum for b in buckets) == 1000.0  # the spike survives downsampling
+
+
+def test_memory_does_not_grow_with_run_length() -> None:
+    def used(n: int) -> int:
+        store = MetricStore()
+        tracemalloc.start()
+        for i in range(n):
+            store.add(Sample("loss", float(i % 7), source="a"), i)
+        size = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        return size
+
+    small, big = used(20_000), used(120_000)
+    assert big < small * 1.5

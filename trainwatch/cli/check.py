@@ -1,0 +1,109 @@
+"""`trainwatch check`: one pass over finished or running logs, a report, and a monitoring exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from trainwatch import runner
+from trainwatch.engine import Engine
+from trainwatch.errors import SourceError
+from trainwatch.sinks import report
+from trainwatch.sources.files import discover, iter_lines, open_checked
+
+MAX_DOCUMENT = 256 << 20
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("check", help="analyse logs once and report findings",
+                       description="Read logs once, report the run and every finding, exit 0/1/2/3.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log files, globs or directories")
+    add_engine_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    p.set_defaults(run=run)
+
+
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", dest="fmt", metavar="NAME", help="force a format (see 'trainwatch formats')")
+    p.add_argument("--preset", metavar="NAME", help="sft, grpo, ebft or pretrain (default: chosen from the metrics)")
+    p.add_argument("--config", action="append", metavar="FILE", help="YAML overrides (repeatable)")
+
+
+class LogClock:
+    """Time as the log tells it, when it does; otherwise the wall clock at the start of the check."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def open_all(paths: list[str], fmt: str | None) -> tuple[list[runner.OpenSource], list[str]]:
+    files = discover(paths)
+    explicit = {str(Path(p)) for p in paths}
+    opened, skipped = [], []
+    for path in files:
+        try:
+            opened.append(runner.open_source(path, fmt))
+        except SourceError as exc:
+            if str(path) in explicit or len(files) == 1:
+                raise
+            skipped.append(str(exc))
+    if not opened:
+        raise SourceError(f"{', '.join(paths)}: no readable log in a known format")
+    return opened, skipped
+
+
+def feed_file(engine: Engine, src: runner.OpenSource, clock: LogClock) -> report.SourceInfo:
+    info = report.SourceInfo(src.name, src.format)
+    parser = src.parser
+    with open_checked(src.path) as f:
+        if parser.adapter.whole_file:
+            data = f.read(MAX_DOCUMENT)
+            info.lines = data.count(b"\n") + 1
+            records = parser.document(data.decode("utf-8", "replace"))
+            info.records = len(records)
+            _feed(engine, records, clock)
+        else:
+            try:
+                for lineno, line in iter_lines(f):
+                    records = parser.feed(line, lineno)
+                    if records:
+                        info.records += len(records)
+                        _feed(engine, records, clock)
+                    info.lines = lineno
+            except OSError as exc:
+                raise SourceError(f"{src.path}: read failed: {exc.strerror or exc}") from None
+    rest = parser.finish()
+    info.records += len(rest)
+    _feed(engine, rest, clock)
+    state = engine.sources[src.name]
+    state.lines = info.lines
+    engine.finish(src.name)
+    return info
+
+
+def _feed(engine: Engine, records: list, clock: LogClock) -> None:  # type: ignore[type-arg]
+    for r in records:
+        if r.time is not None and r.time > clock.now:
+            clock.now = r.time
+        engine.feed(r)
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    opened, skipped = open_all(args.paths, args.fmt)
+    clock = LogClock(time.time())
+    engine = runner.make_engine(opened, args.preset, args.config, clock=clock)
+    infos = [feed_file(engine, src, clock) for src in opened]
+    if infos and skipped:
+        infos[0].skipped.extend(skipped)
+    doc = report.document(engine, infos, engine.config.preset, preset_auto=args.preset is None)
+    if args.json:
+        report.write_json(doc, sys.stdout)
+    else:
+        report.write_text(doc, sys.stdout)
+    return report.exit_code(engine)

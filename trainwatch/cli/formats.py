@@ -1,0 +1,40 @@
+"""`trainwatch formats`: the registered log formats, or how each scores a given file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trainwatch import adapters
+from trainwatch.sources.files import discover, looks_binary, read_head
+from trainwatch.textsafe import plain
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("formats", help="list log formats, or detect the format of files",
+                       description="List the registered log formats with an example line each.")
+    p.add_argument("--detect", nargs="+", metavar="PATH", help="show how every format scores these files")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    if not args.detect:
+        for name, cls in adapters.registry().items():
+            out.write(f"{name:14} {cls.description}\n{'':14} e.g. {cls.example}\n")
+        return 0
+    worst = 0
+    for path in discover(args.detect):
+        head = read_head(path)
+        if not head or looks_binary(head):
+            out.write(f"{path}: {'empty' if not head else 'binary'}, no format\n")
+            worst = 3
+            continue
+        ranked = adapters.scores(head.decode("utf-8", "replace"), str(path))
+        best = ranked[0] if ranked and ranked[0][0] >= adapters.DETECT_THRESHOLD else None
+        out.write(f"{plain(str(path))}: {best[1] if best else 'no format recognised'}\n")
+        for score, name in ranked:
+            out.write(f"  {score:4.2f}  {name}\n")
+        if best is None:
+            worst = 3
+    return worst

@@ -1,0 +1,60 @@
+"""`trainwatch rules`: the rules and thresholds in force after presets and config files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from trainwatch import config, runner
+from trainwatch.config import RuleSpec
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("rules", help="show the rules and thresholds in force",
+                       description="Show every rule with its severity and thresholds after presets and --config.")
+    p.add_argument("--preset", default="sft", metavar="NAME", help="sft (default), grpo, ebft or pretrain")
+    p.add_argument("--config", action="append", metavar="FILE", help="YAML overrides (repeatable)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--all", action="store_true", help="include disabled rules")
+    p.set_defaults(run=run)
+
+
+def describe(spec: RuleSpec) -> dict[str, Any]:
+    d: dict[str, Any] = {"id": spec.id, "enabled": spec.enabled, "severity": spec.severity.label,
+                         "family": spec.family, "title": spec.title}
+    if spec.is_range:
+        d["metric"] = spec.metric
+        if spec.above is not None:
+            d["above"] = spec.above
+        if spec.below is not None:
+            d["below"] = spec.below
+    if not spec.for_.zero:
+        d["for"] = str(spec.for_)
+    if not spec.keep_firing_for.zero:
+        d["keep_firing_for"] = str(spec.keep_firing_for)
+    d.update({k: v for k, v in spec.params.items() if k != "signature"})
+    d["fixes"] = list(spec.fixes)
+    return d
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = config.load(args.preset, runner.config_files(args.config))
+    specs = [s for s in cfg.rules.values() if s.enabled or args.all]
+    if args.json:
+        json.dump({"preset": cfg.preset, "files": cfg.files, "rules": [describe(s) for s in specs]},
+                  sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    out = sys.stdout
+    out.write(f"preset {cfg.preset}; from {', '.join(cfg.files)}\n\n")
+    for s in sorted(specs, key=lambda s: (s.family, s.id)):
+        d = describe(s)
+        keys = [k for k in d if k not in ("id", "enabled", "severity", "family", "title", "fixes")]
+        settings = ", ".join(f"{k}={d[k]}" for k in keys)
+        off = "" if s.enabled else "  (disabled)"
+        out.write(f"{s.id:28} {s.severity.label:8} {s.family:7} {s.title}{off}\n")
+        if settings:
+            out.write(f"{'':28} {settings}\n")
+    return 0

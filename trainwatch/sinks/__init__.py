@@ -1,0 +1,1 @@
+"""Where alerts go: the check report, the headless printer, the alert log, hooks; the TUI is one more."""

@@ -1,0 +1,153 @@
+"""The `check` report: a short text summary for people, and one stable JSON document for tools."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from trainwatch.engine import Engine
+from trainwatch.model import Alert, Severity, _jsonable
+from trainwatch.textsafe import plain
+
+KEY_METRICS = ("loss", "eval_loss", "grad_norm", "lr", "epoch", "tokens_per_sec", "mfu", "loss_scale",
+               "reward", "reward_std", "kl", "entropy")
+SCHEMA_VERSION = 1
+STATUS = {0: "ok", 1: "warning", 2: "critical", 3: "unknown"}
+
+
+@dataclass
+class SourceInfo:
+    name: str
+    format: str
+    lines: int = 0
+    records: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def exit_code(engine: Engine) -> int:
+    worst = engine.worst()
+    return int(worst) if worst is not None else 0
+
+
+def _fmt(v: float) -> str:
+    if not math.isfinite(v):
+        return "nan" if v != v else ("inf" if v > 0 else "-inf")
+    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+        return f"{v:.3g}"
+    return f"{v:.4g}"
+
+
+def metrics_of(engine: Engine, source: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for series in engine.store:
+        if series.source != source:
+            continue
+        last = series.last
+        out[series.name] = {
+            "last": last.value if last else None,
+            "last_step": last.step if last else None,
+            "min": series.minimum if series.count > series.nan_count + series.inf_count else None,
+            "max": series.maximum if series.count > series.nan_count + series.inf_count else None,
+            "count": series.count,
+            "nan": series.nan_count,
+            "inf": series.inf_count,
+        }
+    return out
+
+
+def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto: bool) -> dict[str, Any]:
+    """The JSON report; its fields are documented in the README and only ever grow."""
+    code = exit_code(engine)
+    alerts = engine.alerts()
+    counts = {"critical": 0, "warning": 0, "info": 0}
+    for a in alerts:
+        counts[a.severity.label] += 1
+    srcs = []
+    for info in sources:
+        state = engine.sources.get(info.name)
+        metrics = metrics_of(engine, info.name)
+        steps = [m["last_step"] for m in metrics.values() if m["last_step"] is not None]
+        srcs.append({
+            "path": info.name, "format": info.format, "lines": info.lines, "records": info.records,
+            "last_step": state.step if state else None, "total_steps": state.total_steps if state else None,
+            "max_step": max(steps) if steps else None,
+            "ended": bool(state and state.ended), "metrics": metrics, "skipped": info.skipped,
+        })
+    return _jsonable({
+        "schema": SCHEMA_VERSION, "status": STATUS[code], "exit_code": code, "preset": preset,
+        "preset_auto": preset_auto, "sources": srcs, "counts": counts,
+        "findings": [a.to_dict() for a in alerts],
+    })
+
+
+def write_json(doc: dict[str, Any], out: TextIO) -> None:
+    json.dump(doc, out, indent=2, allow_nan=False)
+    out.write("\n")
+
+
+def write_text(doc: dict[str, Any], out: TextIO) -> None:
+    def w(text: str) -> None:
+        out.write(plain(text, keep_newlines=True))
+
+    auto = " (chosen from the metric names)" if doc["preset_auto"] else ""
+    w(f"trainwatch check: {len(doc['sources'])} source(s), preset {doc['preset']}{auto}\n")
+    for s in doc["sources"]:
+        step = s["last_step"]
+        total = f" of {s['total_steps']}" if s["total_steps"] else ""
+        ended = ", training ended" if s["ended"] else ""
+        steps = f"step {step}{total}" if step is not None else "no steps"
+        w(f"  {s['path']}  [{s['format']}]  {s['lines']} lines, {steps}{ended}\n")
+        shown = [(k, s["metrics"][k]) for k in KEY_METRICS if k in s["metrics"]]
+        if shown:
+            parts = []
+            for k, m in shown:
+                bad = m["nan"] + m["inf"]
+                extra = f" ({bad} non-finite)" if bad else ""
+                parts.append(f"{k} {_fmt_json(m['last'])}{extra}")
+            w("    last: " + ", ".join(parts) + "\n")
+        for why in s["skipped"]:
+            w(f"    note: {why}\n")
+    findings = doc["findings"]
+    w("\n")
+    if not findings:
+        w("No findings: the run looks healthy.\n")
+    for f in findings:
+        where = f"step {f['step']}" + (" (inferred)" if f["step_inferred"] else "") if f["step"] is not None else "no step"
+        line = f", line {f['line']}" if f["line"] else ""
+        w(f"{f['severity'].upper():8} {f['id']}  [{f['family']}]  {where}{line}  {f['source']}\n")
+        w(f"  {f['title']}: {f['message']}\n")
+        ev = _evidence_line(f["evidence"])
+        if ev:
+            w(f"  evidence: {ev}\n")
+        if f["count"] > 1:
+            w(f"  seen {f['count']} times, last at step {f['last_step']}\n")
+        for i, fix in enumerate(f["fixes"], 1):
+            w(f"  {i}. {fix}\n")
+        w("\n")
+    c = doc["counts"]
+    w(f"Status: {doc['status'].upper()} ({c['critical']} critical, {c['warning']} warning, {c['info']} info)\n")
+
+
+def _fmt_json(v: Any) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return _fmt(float(v))
+    return str(v)
+
+
+def _evidence_line(ev: dict[str, Any]) -> str:
+    parts = []
+    for k, v in ev.items():
+        if isinstance(v, (list, tuple)):
+            v = "[" + ", ".join(_fmt_json(x) for x in list(v)[-8:]) + "]"
+        elif isinstance(v, str) and "\n" in v:
+            continue  # whole tracebacks go in the JSON, not the one-line summary
+        else:
+            v = _fmt_json(v)
+        parts.append(f"{k}={v}")
+    return ", ".join(parts)
+
+
+def severity_rank(a: Alert) -> int:
+    return -int(a.severity) if a.severity > Severity.INFO else 1
