@@ -83,7 +83,11 @@ def looks_binary(head: bytes) -> bool:
 
 
 def iter_lines(f, start_line: int = 0) -> Iterator[tuple[int, str]]:  # type: ignore[no-untyped-def]
-    """(line number, text) from a binary file object: invalid UTF-8 replaced, a last line without a newline kept."""
+    """(line number, text) from a binary file object: invalid UTF-8 replaced, a last line without a newline kept.
+
+    Whole chunks are decoded at once (a line never straddles the cut), which keeps the per-line cost to
+    one split; a line longer than MAX_LINE is cut there and the rest of it skipped.
+    """
     lineno = start_line
     rest = b""
     skipping = False
@@ -92,21 +96,26 @@ def iter_lines(f, start_line: int = 0) -> Iterator[tuple[int, str]]:  # type: ig
         if not chunk:
             break
         data = rest + chunk if rest else chunk
-        parts = data.split(b"\n")
-        rest = parts.pop()
-        for raw in parts:
-            lineno += 1
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            rest = data
+        else:
+            rest = data[cut + 1:]
+            lines = data[:cut].decode("utf-8", "replace").split("\n")
             if skipping:
+                lines[0] = None  # type: ignore[call-overload]
                 skipping = False
-                continue
-            yield lineno, raw.decode("utf-8", "replace")
+            for text in lines:
+                lineno += 1
+                if text is not None:
+                    yield lineno, text
         if len(rest) > MAX_LINE:
             if not skipping:
-                lineno += 1
-                yield lineno, rest[:MAX_LINE].decode("utf-8", "replace")
+                yield lineno + 1, rest[:MAX_LINE].decode("utf-8", "replace")
                 skipping = True
-                lineno -= 1  # the line's end, when it comes, closes this same line
             rest = b""
     if rest and not skipping:
         lineno += 1
         yield lineno, rest.decode("utf-8", "replace")
+    elif skipping:
+        lineno += 1

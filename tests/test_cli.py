@@ -1,0 +1,207 @@
+"""The command line as a user meets it: exit codes, one-line errors, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEALTHY = "".join(f"Step {s}: loss={3.0 * 0.97 ** (s / 10):.4f}, lr={1e-4:.2e}, grad_norm=1.{s % 7}\n"
+                  for s in range(10, 410, 10))
+
+
+def tw(*args: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run([sys.executable, "-m", "trainwatch", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, input=stdin, timeout=120)
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert lines[0].startswith("trainwatch: error: ")
+    return lines[0]
+
+
+@pytest.fixture()
+def healthy(tmp_path: Path) -> Path:
+    p = tmp_path / "run.log"
+    p.write_text(HEALTHY)
+    return p
+
+
+def test_healthy_log_exits_zero(healthy: Path) -> None:
+    proc = tw("check", str(healthy))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "keyvalue" in proc.stdout
+    assert "Status: OK" in proc.stdout
+
+
+def test_nan_loss_is_critical_with_step_and_line(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text(HEALTHY + "Step 410: loss=nan, lr=1.00e-04, grad_norm=1.2\n")
+    proc = tw("check", str(p), "--json")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["status"] == "critical" and doc["exit_code"] == 2
+    first = doc["findings"][0]
+    assert first["id"] == "loss.nonfinite"
+    assert first["severity"] == "critical" and first["step"] == 410 and first["line"] == 41
+    assert first["fixes"], "a finding always comes with fixes"
+    src = doc["sources"][0]
+    assert src["format"] == "keyvalue" and src["metrics"]["loss"]["nan"] == 1
+
+
+def test_json_document_fields_are_stable(healthy: Path) -> None:
+    doc = json.loads(tw("check", str(healthy), "--json").stdout)
+    assert set(doc) >= {"schema", "status", "exit_code", "preset", "preset_auto", "sources", "counts", "findings"}
+    assert set(doc["sources"][0]) >= {"path", "format", "lines", "records", "last_step", "total_steps", "ended",
+                                      "metrics"}
+    assert doc["sources"][0]["metrics"]["loss"]["last_step"] == 400
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    assert "no such file" in one_line_error(tw("check", str(tmp_path / "nope.log")))
+
+
+def test_directory_without_logs(tmp_path: Path) -> None:
+    (tmp_path / "model.bin").write_bytes(b"\x00" * 10)
+    assert "no log" in one_line_error(tw("check", str(tmp_path)))
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    p = tmp_path / "empty.log"
+    p.write_text("")
+    line = one_line_error(tw("check", str(p)))
+    assert "empty.log" in line and "empty" in line
+
+
+def test_binary_garbage(tmp_path: Path) -> None:
+    p = tmp_path / "garbage.log"
+    p.write_bytes(bytes(range(256)) * 200)
+    line = one_line_error(tw("check", str(p)))
+    assert "garbage.log" in line
+
+
+def test_prose_is_not_a_format(tmp_path: Path) -> None:
+    p = tmp_path / "notes.txt"
+    p.write_text("Dear diary,\nToday the model did not train at all and I went home.\n" * 20)
+    assert "no known log format" in one_line_error(tw("check", str(p)))
+
+
+def test_invalid_utf8_is_read(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_bytes(HEALTHY.encode() + b"\xff\xfe garbage \xc3\x28\n" + b"Step 410: loss=1.0, lr=1e-4, grad_norm=1.0\n")
+    proc = tw("check", str(p), "--json")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert json.loads(proc.stdout)["sources"][0]["last_step"] == 410
+
+
+def test_truncated_last_line_is_read(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text(HEALTHY + "Step 410: loss=nan, lr=1e-4")  # killed mid-line, no newline
+    proc = tw("check", str(p), "--json")
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["findings"][0]["step"] == 410
+
+
+def test_huge_single_line(tmp_path: Path) -> None:
+    p = tmp_path / "huge.log"
+    p.write_text(HEALTHY + "x" * (10 << 20) + "\n" + "Step 410: loss=1.0, lr=1e-4, grad_norm=1.0\n")
+    proc = tw("check", str(p), "--json")
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["sources"][0]["last_step"] == 410
+    assert doc["sources"][0]["lines"] == 42
+
+
+def test_unknown_preset_and_format(healthy: Path) -> None:
+    assert "unknown preset 'nope'" in one_line_error(tw("check", str(healthy), "--preset", "nope"))
+    assert "unknown format 'nope'" in one_line_error(tw("check", str(healthy), "--format", "nope"))
+
+
+def test_usage_errors_exit_3_not_2(healthy: Path) -> None:
+    one_line_error(tw("check"))
+    one_line_error(tw("check", str(healthy), "--no-such-flag"))
+    one_line_error(tw("frobnicate"))
+
+
+def test_malformed_yaml_config(healthy: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("rules:\n  loss.spike: {factor: [1, 2\n")
+    line = one_line_error(tw("check", str(healthy), "--config", str(cfg)))
+    assert "bad.yaml" in line and "YAML" in line
+
+
+def test_wrong_typed_yaml_config_names_the_key(healthy: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "typed.yaml"
+    cfg.write_text("rules:\n  loss.nonfinite:\n    severity: [critical]\n")
+    line = one_line_error(tw("check", str(healthy), "--config", str(cfg)))
+    assert "typed.yaml" in line and "rules.loss.nonfinite.severity" in line
+
+
+def test_unknown_rule_in_config(healthy: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rules:\n  no.such.rule: {enabled: false}\n")
+    line = one_line_error(tw("check", str(healthy), "--config", str(cfg)))
+    assert "rules.no.such.rule" in line and "unknown rule" in line
+
+
+def test_config_disables_a_rule(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text(HEALTHY + "Step 410: loss=nan, lr=1.00e-04, grad_norm=1.2\n")
+    cfg = tmp_path / "off.yaml"
+    cfg.write_text("rules:\n  loss.nonfinite: {enabled: false}\n")
+    doc = json.loads(tw("check", str(p), "--json", "--config", str(cfg)).stdout)
+    assert "loss.nonfinite" not in {f["id"] for f in doc["findings"]}
+
+
+def test_local_trainwatch_yaml_is_read(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text(HEALTHY)
+    (tmp_path / "trainwatch.yaml").write_text(
+        "rules:\n  my.lr_cap:\n    metric: lr\n    above: 1.0e-5\n    severity: critical\n    family: loss\n")
+    proc = tw("check", "run.log", "--json", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["findings"][0]["id"] == "my.lr_cap"
+
+
+def test_formats_lists_every_adapter_with_an_example() -> None:
+    proc = tw("formats")
+    assert proc.returncode == 0
+    for name in ("hf_console", "trainer_state", "jsonl", "keyvalue", "megatron", "csv"):
+        assert name in proc.stdout
+
+
+def test_formats_detect(healthy: Path) -> None:
+    proc = tw("formats", "--detect", str(healthy))
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0].endswith(": keyvalue")
+
+
+def test_rules_shows_thresholds_in_force(tmp_path: Path) -> None:
+    base = json.loads(tw("rules", "--json").stdout)
+    assert base["preset"] == "sft"
+    ids = {r["id"] for r in base["rules"]}
+    assert {"loss.nonfinite", "loss.spike", "grad.spike"} <= ids
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rules:\n  loss.nonfinite: {severity: warning}\n")
+    over = json.loads(tw("rules", "--json", "--config", str(cfg)).stdout)
+    assert next(r for r in over["rules"] if r["id"] == "loss.nonfinite")["severity"] == "warning"
+    grpo = json.loads(tw("rules", "--preset", "grpo", "--json").stdout)
+    assert grpo["preset"] == "grpo"
+
+
+def test_log_text_cannot_inject_escapes(tmp_path: Path) -> None:
+    p = tmp_path / "run.log"
+    p.write_text(HEALTHY + "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+                 "RuntimeError: boom \x1b[2J\x1b]8;;http://x\x07link\x1b]8;;\x07 [bold]red[/bold]\n")
+    proc = tw("check", str(p))
+    assert "\x1b" not in proc.stdout
+    assert proc.returncode == 2
