@@ -21,7 +21,7 @@ from trainwatch.model import Severity
 PRESETS = ("sft", "grpo", "ebft", "pretrain")
 META_KEYS = {"enabled", "severity", "family", "title", "fixes", "for", "keep_firing_for", "metric", "above",
              "below", "summary", "kind"}
-FAMILIES = ("loss", "oom", "speed", "hang", "resume", "rl", "gpu", "data")
+FAMILIES = ("loss", "oom", "speed", "hang", "resume", "rl", "gpu", "data", "run")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|min|minutes?|h|hours?|steps?)?\s*$")
 _UNIT_S = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60,
            "minutes": 60, "h": 3600, "hour": 3600, "hours": 3600}

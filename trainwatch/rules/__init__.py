@@ -14,6 +14,30 @@ from trainwatch.rules.range import RangeRule
 
 CODED: dict[str, str] = {
     # rule id -> "module:Class" under trainwatch.rules
+    "loss.nonfinite": "loss:LossNonFinite",
+    "loss.spike": "loss:LossSpike",
+    "loss.diverging": "loss:LossDiverging",
+    "loss.plateau": "loss:LossPlateau",
+    "loss.flat_from_start": "loss:LossFlatFromStart",
+    "loss.overfit": "loss:LossOverfit",
+    "loss.leak": "loss:LossLeak",
+    "loss.level": "loss:LossLevel",
+    "grad.nonfinite": "grad:GradNonFinite",
+    "grad.spike": "grad:GradSpike",
+    "lr.zero": "lr:LrZero",
+    "lr.no_warmup": "lr:LrNoWarmup",
+    "lr.schedule": "lr:LrSchedule",
+    "fp16.overflow": "fp16:Fp16Overflow",
+    "resume.detected": "resume:ResumeDetected",
+    "resume.sched_reset": "resume:ResumeSchedReset",
+    "resume.loss_jump": "resume:ResumeLossJump",
+    "speed.drop": "speed:SpeedDrop",
+    "oom.rl_logits": "rl:RlLogits",
+    "rl.reward_zero": "rl:StaysZero",
+    "rl.reward_std_zero": "rl:StaysZero",
+    "rl.length_hacking": "rl:LengthHacking",
+    "ebft.alignment_down": "rl:AlignmentDown",
+    "error.traceback": "traceback:TracebackRule",
 }
 
 
@@ -39,8 +63,10 @@ def build_rule(spec: RuleSpec) -> Rule | None:
 
 
 def _signature_ids() -> set[str]:
-    from trainwatch.adapters.signatures import signature_ids
-
+    try:
+        from trainwatch.adapters.signatures import signature_ids
+    except ImportError:  # the scanner is optional for rules; without it no id is a signature
+        return set()
     return signature_ids()
 
 

@@ -1,0 +1,51 @@
+"""fp16 loss-scale trouble: overflow messages that keep coming, or a loss scale that collapsed.
+
+A few overflows at the start are the dynamic scaler finding its level; only many in a short span,
+or a scale at or below `min_scale`, mean the run is skipping steps for real.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from trainwatch.model import Event, Finding
+from trainwatch.rules.base import Rule, RuleContext
+from trainwatch.rules.stats import fmt
+from trainwatch.store import Point, Series
+
+
+class Fp16Overflow(Rule):
+    id = "fp16.overflow"
+    watches = ("loss_scale",)
+
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self.signature = spec.id  # the engine hands this rule the ERROR events of its signature
+        self._steps: dict[str, deque[int]] = {}
+
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+        v = point.value
+        if not math.isfinite(v) or v > float(self.p["min_scale"]):
+            return None
+        return Finding(message=f"loss scale collapsed to {fmt(v)} at step {point.step} (max {fmt(series.maximum)})",
+                       evidence={"value": v, "max": series.maximum, "step": point.step})
+
+    def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
+        step = event.step if event.step is not None else 0
+        q = self._steps.setdefault(event.source, deque(maxlen=1000))
+        q.append(step)
+        window = int(self.p["window_steps"])
+        recent = sum(1 for s in q if s > step - window)
+        scale = event.fields.get("loss_scale")
+        ev = {"overflows": len(q), "recent": recent, "window_steps": window, "step": step, "line": event.line}
+        if isinstance(scale, (int, float)):
+            ev["loss_scale"] = scale
+            if scale <= float(self.p["min_scale"]):
+                return Finding(message=f"loss scale reduced to {fmt(scale)} after {len(q)} overflows",
+                               subject="fp16.overflow", evidence=ev)
+        if recent < int(self.p["min_events"]):
+            return None
+        tail = f", loss scale now {fmt(scale)}" if isinstance(scale, (int, float)) else ""
+        return Finding(message=f"{recent} gradient overflows (skipped steps) within {window} steps{tail}",
+                       subject="fp16.overflow", evidence=ev)

@@ -1,0 +1,49 @@
+"""Gradient-norm rules: the smoke alarm. NaN/Inf grad-norm, and spikes over its recent level."""
+
+from __future__ import annotations
+
+import math
+
+from trainwatch.model import Finding
+from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.stats import before, fmt, mad_sigma
+from trainwatch.store import Point, Series
+
+
+class GradNonFinite(Rule):
+    id = "grad.nonfinite"
+    watches = ("grad_norm",)
+
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+        v = point.value
+        if math.isfinite(v):
+            return None
+        return Finding(message=f"grad_norm is {'NaN' if v != v else 'Inf'} at step {point.step}",
+                       evidence={"value": v, "step": point.step, "nan_count": series.nan_count,
+                                 "inf_count": series.inf_count})
+
+
+class GradSpike(Rule):
+    """grad_norm far above its recent median (robustly), or above the preset's instability line."""
+
+    id = "grad.spike"
+    watches = ("grad_norm",)
+
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+        v = point.value
+        if not math.isfinite(v):
+            return None
+        prev = before(series, point, int(self.p["window"]))
+        unstable = float(self.p["unstable_above"])
+        med = median(prev) if prev else math.nan
+        ev = {"value": v, "baseline": med, "step": point.step}
+        if len(prev) >= int(self.p["min_history"]) and med > 0:
+            noise = mad_sigma(prev, med)
+            if v >= float(self.p["ratio"]) * med and v - med >= float(self.p["mad_k"]) * noise:
+                ev["ratio"] = v / med
+                return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is {v / med:.0f}x its recent "
+                                       f"median {fmt(med)}", evidence=ev)
+        if v > unstable:
+            ev["threshold"] = unstable
+            return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is above {unstable:g}", evidence=ev)
+        return None
