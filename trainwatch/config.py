@@ -223,7 +223,10 @@ def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
     origin = "presets/base.yaml"
     base: dict[str, Any] = {}
     for name in _base_files():
-        base = _merge(base, _read_yaml(_packaged(f"presets/{name}"), f"presets/{name}"))
+        part = _read_yaml(_packaged(f"presets/{name}"), f"presets/{name}")
+        if isinstance(part.get("inhibit"), list) and isinstance(base.get("inhibit"), list):
+            part = dict(part, inhibit=base["inhibit"] + part["inhibit"])  # each part adds its own
+        base = _merge(base, part)
     merged = _merge(base, _read_yaml(preset_text(preset), f"presets/{preset}.yaml"))
     defaults = {rid: spec for rid, spec in base.get("rules", {}).items()}
     files = [origin, f"presets/{preset}.yaml"]
