@@ -1,0 +1,351 @@
+"""Hugging Face Trainer console output (also axolotl, TRL, LLaMA-Factory, unsloth).
+
+The Trainer prints each log() call as a Python-repr dict without the step, between tqdm redraws
+that share physical lines through carriage returns. The step is therefore inferred: from the
+training bar's N/M before the dict, from a trainer_state.json next to the log, from the logging
+interval, or from epoch x steps per epoch, and samples say so with step_inferred=True.
+Per-line work stays cheap because a log can be a gigabyte: lines without a dict only look at their
+last carriage-return segments for a bar.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from trainwatch.adapters.base import Adapter
+from trainwatch.model import Event, EventKind, Record, Sample
+
+PAIR = re.compile(
+    r"""'([^'\\]{1,200})':\s*('[^'\\]*'|"[^"\\]*"|[-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[A-Za-z_]\w*))"""
+)
+DICT_START = re.compile(r"\{'[^'\\]{1,200}':\s")
+BAR = re.compile(r"(\d+)%\|[^|\r]{0,400}\|\s*(\d+)/(\d+)\s*\[")
+SCORE_DICT = re.compile(r"\{'(?:loss|eval_[\w/-]+|train_runtime|learning_rate|grad_norm|epoch|reward)'\s*:")
+SCORE_BAR = re.compile(r"(?:^|\r)\s*\d+%\|[^|\r\n]{0,400}\|\s*\d+/\d+\s*\[\d")
+BANNER = re.compile(
+    r"(?i)\b(num examples|num epochs|total steps|total optimization steps|(?:instantaneous )?batch size per device"
+    r"|gradient accumulation steps|num gpus(?: used)?|number of trainable parameters|trainable parameters"
+    r"|total train batch size[^=]*)\s*=\s*`?(\d[\d,]*)"
+)
+BANNER_FIELDS = {
+    "num examples": "num_examples", "num epochs": "num_epochs", "total steps": "total_steps",
+    "total optimization steps": "total_steps", "batch size per device": "batch_size",
+    "instantaneous batch size per device": "batch_size", "gradient accumulation steps": "grad_accum",
+    "num gpus": "world_size", "num gpus used": "world_size", "number of trainable parameters": "params",
+    "trainable parameters": "params",
+}
+LOGGING_STEPS = re.compile(r"\blogging_steps=(\d+)")
+CKPT_STEP = re.compile(r"checkpoint-(\d+)")
+GLOBAL_STEP = re.compile(r"global step (\d+)")
+STEP_KEYS = ("step", "global_step")
+EVAL_PREFIXES = ("eval_", "test_", "predict_")
+SUMMARY_KEY = "train_runtime"
+KNOWN_KEYS = ("epoch", "loss", "learning_rate", "grad_norm", "train_runtime")
+
+
+def parse_repr_dict(text: str) -> dict[str, float]:
+    """Numeric entries of a printed Python dict; quoted numbers (transformers 5) count, bools do not."""
+    out: dict[str, float] = {}
+    for key, raw in PAIR.findall(text):
+        if raw[0] in "'\"":
+            raw = raw[1:-1].strip()
+        elif raw in ("True", "False", "None"):
+            continue
+        try:
+            out[key] = float(raw)
+        except ValueError:
+            continue
+    return out
+
+
+class _StateSteps:
+    """Steps of a trainer_state.json beside the log, matched to console dicts in order."""
+
+    def __init__(self, source: str) -> None:
+        self.dir = os.path.dirname(os.path.abspath(source)) if source else ""
+        self.entries: list[tuple[str, float | None, int]] = []
+        self.pos = 0
+        self.path: str | None = None
+        self.mtime = 0.0
+        self.loaded = False
+
+    def _find(self) -> str | None:
+        if not self.dir:
+            return None
+        here = os.path.join(self.dir, "trainer_state.json")
+        if os.path.isfile(here):
+            return here
+        found = glob.glob(os.path.join(glob.escape(self.dir), "checkpoint-*", "trainer_state.json"))
+        return max(found, key=os.path.getmtime) if found else None
+
+    def _load(self) -> None:
+        self.loaded = True
+        path = self._find()
+        if path is None:
+            return
+        try:
+            mtime = os.path.getmtime(path)
+            if path == self.path and mtime == self.mtime:
+                return
+            with open(path, encoding="utf-8", errors="replace") as f:
+                history = json.load(f).get("log_history") or []
+        except (OSError, ValueError, AttributeError):
+            return
+        self.path, self.mtime = path, mtime
+        entries = []
+        for e in history:
+            if isinstance(e, dict) and isinstance(e.get("step"), int):
+                epoch = e.get("epoch")
+                entries.append((_kind(e), float(epoch) if isinstance(epoch, (int, float)) else None, e["step"]))
+        self.entries = entries
+
+    def step_for(self, kind: str, epoch: float | None) -> int | None:
+        if not self.loaded:
+            self._load()
+        for attempt in (0, 1):
+            for i in range(self.pos, len(self.entries)):
+                k, ep, step = self.entries[i]
+                if k != kind:
+                    continue
+                if epoch is not None and ep is not None and abs(ep - epoch) > max(0.006, abs(epoch) * 1e-3):
+                    continue
+                self.pos = i + 1
+                return step
+            if attempt == 0 and self.path is not None:
+                self._load()  # written again at the next checkpoint: newer entries may be there now
+        return None
+
+
+def _kind(d: dict[str, Any]) -> str:
+    if SUMMARY_KEY in d:
+        return "summary"
+    if any(k.startswith(EVAL_PREFIXES) for k in d):
+        return "eval"
+    return "train"
+
+
+class HFConsoleAdapter(Adapter):
+    name = "hf_console"
+    description = "Hugging Face Trainer console: printed metric dicts between tqdm bars (TRL, axolotl, unsloth)"
+    example = "{'loss': 2.0592, 'grad_norm': 0.6914, 'learning_rate': 7.17e-05, 'epoch': 0.03}"
+
+    def __init__(self, source: str = "") -> None:
+        super().__init__(source)
+        self.total: int | None = None  # the training bar's M
+        self.bar_total: int | None = None  # M of the last bar seen while `total` is unknown
+        self.buffered = False  # dicts arrive late (block-buffered stdout): bars are not their steps
+        self.from_bar = False
+        self.base = 0  # step a resumed run restarted from
+        self.bar_step: int | None = None
+        self.bar_used: int | None = None  # bar step a train dict already took
+        self.progress_sent: int | None = None
+        self.last_step: int | None = None
+        self.last_train_step: int | None = None
+        self.interval: int | None = None
+        self.logging_steps: int | None = None
+        self.steps_per_epoch: float | None = None
+        self.num_epochs: int | None = None
+        self.train_count = 0
+        self.in_eval = False
+        self.state = _StateSteps(source)
+
+    @classmethod
+    def score(cls, head: str, path: str) -> float:
+        dicts = len(SCORE_DICT.findall(head))
+        if dicts:
+            return min(0.95, 0.85 + 0.02 * dicts)
+        bars = len(SCORE_BAR.findall(head))
+        hints = sum(h in head for h in ("***** Running training *****", "Unsloth", "TrainingArguments",
+                                        "transformers", "Trainer"))
+        if bars and hints:
+            return 0.6
+        if bars >= 3:
+            return 0.4
+        return 0.0
+
+    # -- per line -----------------------------------------------------------------------------
+    def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        out: list[Record] = []
+        if "{'" in line:
+            self._dict_line(line, lineno, out)
+        elif "%|" in line:
+            self._bar(self._last_bar(line, 0, len(line)), lineno, out)
+        else:
+            if " = " in line:
+                self._banner(line, lineno, out)
+            elif "logging_steps=" in line:
+                m = LOGGING_STEPS.search(line)
+                if m:
+                    self.logging_steps = int(m.group(1))
+                    out.append(Event(EventKind.INFO, self.source, lineno, fields={"logging_steps": self.logging_steps}))
+            if "ing training from" in line:
+                self._resume(line, lineno, out)
+            if "aving model checkpoint" in line:
+                m = CKPT_STEP.search(line)
+                step = int(m.group(1)) if m else self.last_step
+                out.append(Event(EventKind.CHECKPOINT, self.source, lineno, step=step, text=line.strip()[:500]))
+        self._progress(lineno, out)
+        return out
+
+    def _dict_line(self, line: str, lineno: int, out: list[Record]) -> None:
+        pos = 0
+        while True:
+            m = DICT_START.search(line, pos)
+            if m is None:
+                break
+            b = m.start()
+            if "%|" in line[pos:b]:
+                self._bar(self._last_bar(line, pos, b), lineno, out)
+            end = line.find("}", b)
+            end = len(line) if end < 0 else end + 1
+            self._dict(line[b:end], lineno, out)
+            pos = end
+        if "%|" in line[pos:]:
+            self._bar(self._last_bar(line, pos, len(line)), lineno, out)
+
+    @staticmethod
+    def _last_bar(line: str, start: int, end: int) -> tuple[str, int, int] | None:
+        """The last tqdm bar in line[start:end], looking back over a few carriage-return segments."""
+        stop = end
+        for _ in range(4):
+            cut = line.rfind("\r", start, stop)
+            seg_start = start if cut < 0 else cut + 1
+            if "%|" in line[seg_start:stop]:
+                found = None
+                for m in BAR.finditer(line, seg_start, stop):
+                    found = m
+                if found is not None:
+                    desc = line[seg_start:found.start()].strip()
+                    return desc, int(found.group(2)), int(found.group(3))
+            if cut < 0:
+                break
+            stop = cut
+        return None
+
+    def _bar(self, bar: tuple[str, int, int] | None, lineno: int, out: list[Record]) -> None:
+        if bar is None:
+            return
+        desc, n, m = bar
+        if desc and not desc.endswith(("]", ")")):  # dataset maps, shard loading, ...: not the trainer's bars
+            return
+        if self.total is None:  # not known yet: the last bar before the first train dict is the trainer's
+            self.bar_step, self.bar_total = n, m
+            return
+        if m == self.total:
+            if self.bar_step is not None and n > self.bar_step:
+                self.in_eval = False
+            self.bar_step = n
+        elif not self.in_eval and self.bar_step is not None and n < m:
+            self.in_eval = True
+            out.append(Event(EventKind.EVAL_START, self.source, lineno, step=self.bar_step,
+                             fields={"total": m}))
+
+    def _progress(self, lineno: int, out: list[Record]) -> None:
+        if self.total is not None and self.bar_step is not None and self.bar_step != self.progress_sent:
+            self.progress_sent = self.bar_step
+            out.append(Event(EventKind.PROGRESS, self.source, lineno, step=self.bar_step,
+                             fields={"step": self.bar_step, "total": self.total}))
+
+    def _dict(self, text: str, lineno: int, out: list[Record]) -> None:
+        values = parse_repr_dict(text)
+        if not any(k in KNOWN_KEYS or k.startswith(EVAL_PREFIXES) for k in values):
+            return  # some other printed dict (a config, a batch): not a Trainer log
+        kind = _kind(values)
+        printed = next((int(values.pop(k)) for k in STEP_KEYS if k in values and values[k] == values[k]), None)
+        epoch = values.get("epoch")
+        inferred = printed is None
+        if kind == "train":
+            step = printed if printed is not None else self._train_step(epoch)
+            self.train_count += 1
+            if step is not None:
+                if self.last_train_step is not None and step > self.last_train_step and self.bar_used == step:
+                    self.interval = step - self.last_train_step
+                self.last_train_step = step
+        else:
+            step = printed
+            if step is None:
+                step = self.last_step if self.last_step is not None else self.bar_step
+            self.in_eval = False
+        if step is not None:
+            self.last_step = max(step, self.last_step or 0) if kind != "train" else step
+        if kind == "summary":
+            out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=step, text=text[:2000], fields=values))
+            return
+        for k, v in values.items():
+            out.append(Sample(k, v, step, None, self.source, lineno, inferred))
+
+    def _train_step(self, epoch: float | None) -> int | None:
+        """The step of a train dict; see the module docstring for the order of the sources."""
+        if self.total is None and self.bar_total is not None:
+            self.total = self.bar_total
+        last = self.last_train_step
+        fresh = self.bar_step is not None and self.bar_step != self.bar_used
+        if last is not None and self.bar_step is not None and not fresh:
+            self.buffered = True  # two dicts without a redraw between: stdout is block-buffered, bars run ahead
+        step = self.state.step_for("train", epoch)
+        if step is None and self.logging_steps:
+            step = self.base + (self.train_count + 1) * self.logging_steps
+        if step is None and fresh and not self.buffered:
+            est = self._epoch_step(epoch)
+            if est is not None and self.bar_step > 1.5 * est + 2:  # type: ignore[operator]
+                self.buffered = True
+            else:
+                step = self.bar_step
+                if last is not None and self.from_bar and step is not None and step > last:
+                    self.interval = step - last
+                if epoch and epoch > 0 and step:
+                    self.steps_per_epoch = step / epoch
+                self.from_bar = True
+        if fresh:
+            self.bar_used = self.bar_step
+        if step is None and self.interval and last is not None and not self.buffered:
+            step = last + self.interval
+        if step is None:
+            step = self._epoch_step(epoch)
+        if step is None:
+            step = (last or self.base) + (self.interval or 1)
+        if last is not None and step <= last:
+            step = last + (self.interval or self.logging_steps or 1)
+        return step
+
+    def _epoch_step(self, epoch: float | None) -> int | None:
+        if epoch is None:
+            return None
+        spe = self.steps_per_epoch
+        if spe is None and self.total and self.num_epochs:
+            spe = self.total / self.num_epochs
+        return None if spe is None else int(round(epoch * spe))
+
+    def _banner(self, line: str, lineno: int, out: list[Record]) -> None:
+        fields: dict[str, int] = {}
+        for name, raw in BANNER.findall(line):
+            key = BANNER_FIELDS.get(name.lower().strip())
+            if key is None and name.lower().startswith("total train batch size"):
+                key = "total_batch_size"
+            if key is None:
+                continue
+            try:
+                fields[key] = int(raw.replace(",", ""))
+            except ValueError:
+                continue
+        if not fields:
+            return
+        if "total_steps" in fields:
+            self.total = fields["total_steps"]
+        if "num_epochs" in fields:
+            self.num_epochs = fields["num_epochs"]
+        out.append(Event(EventKind.INFO, self.source, lineno, text=line.strip()[:500], fields=fields))
+
+    def _resume(self, line: str, lineno: int, out: list[Record]) -> None:
+        if "Resuming training from checkpoint" in line or "Continuing training from" in line:
+            m = CKPT_STEP.search(line) or GLOBAL_STEP.search(line)
+            step = int(m.group(1)) if m else None
+            if step is not None:
+                self.base, self.last_train_step, self.train_count = step, None, 0
+            out.append(Event(EventKind.RESUME, self.source, lineno, step=step, text=line.strip()[:500],
+                             fields={"step": step} if step is not None else {}))
