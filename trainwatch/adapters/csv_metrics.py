@@ -1,0 +1,109 @@
+"""CSV metrics (Lightning CSVLogger metrics.csv): a header, then sparse rows keyed by step/epoch.
+
+Lightning rewrites the file with a wider header when new keys appear, so a line that looks like a
+header (no numbers, a step or epoch column) replaces the current one wherever it turns up.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable
+
+from trainwatch.adapters.base import Adapter
+from trainwatch.model import Record, Sample
+
+STEP_COLUMNS = ("step", "global_step", "trainer/global_step", "iteration", "iter")
+HEADER_HINTS = ("step", "epoch", "global_step", "iteration", "iter")
+
+
+def _cells(line: str) -> list[str]:
+    if '"' in line:
+        try:
+            return next(csv.reader([line]))
+        except (csv.Error, StopIteration):
+            return line.split(",")
+    return line.split(",")
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return False
+
+
+def _looks_like_header(cells: list[str]) -> bool:
+    names = [c.strip() for c in cells]
+    if len(names) < 2 or any(not c for c in names) or any(_is_number(c) for c in names):
+        return False
+    return any(c.lower() in HEADER_HINTS for c in names) or all(
+        c.replace("_", "").replace("/", "").replace("-", "").replace(".", "").replace(" ", "").isalnum()
+        for c in names)
+
+
+class CsvMetricsAdapter(Adapter):
+    name = "csv"
+    description = "CSV metrics with a header row (Lightning CSVLogger metrics.csv, sparse columns)"
+    example = "epoch,step,train_loss_step,val_loss\n0,49,2.4513,"  # header and one row
+
+    def __init__(self, source: str = "") -> None:
+        super().__init__(source)
+        self.header: list[str] | None = None
+        self.step_col = -1
+
+    @classmethod
+    def score(cls, head: str, path: str) -> float:
+        lines = [ln.rstrip("\r") for ln in head.split("\n") if ln.strip()]
+        if not lines:
+            return 0.0
+        first = _cells(lines[0])
+        if not _looks_like_header(first):
+            return 0.0
+        rows = lines[1:21]
+        if rows and not all(r.count(",") >= 1 and any(_is_number(c) for c in _cells(r)) for r in rows[:-1] or rows):
+            return 0.1
+        score = 0.6
+        if any(c.strip().lower() in HEADER_HINTS for c in first):
+            score += 0.25
+        if path.endswith(".csv"):
+            score += 0.1
+        return min(score, 0.95)
+
+    def _set_header(self, cells: list[str]) -> None:
+        self.header = [c.strip() for c in cells]
+        lowered = [c.lower() for c in self.header]
+        self.step_col = next((lowered.index(k) for k in STEP_COLUMNS if k in lowered), -1)
+
+    def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        line = line.rstrip("\r")
+        if not line.strip() or "," not in line:
+            return ()
+        cells = _cells(line)
+        if _looks_like_header(cells):
+            self._set_header(cells)  # the first header, or a rewritten wider one
+            return ()
+        if self.header is None:
+            return ()
+        header = self.header or []
+        step: int | None = None
+        if 0 <= self.step_col < len(cells):
+            try:
+                v = float(cells[self.step_col])
+                step = int(v) if math.isfinite(v) else None
+            except ValueError:
+                step = None
+        out = []
+        for i, cell in enumerate(cells[:len(header)]):  # ragged rows: extra cells have no name
+            if i == self.step_col:
+                continue
+            cell = cell.strip()
+            if not cell:
+                continue
+            try:
+                value = float(cell)
+            except ValueError:
+                continue
+            out.append(Sample(header[i], value, step, None, self.source, lineno, False))
+        return out

@@ -1,0 +1,95 @@
+"""trainer_state.json: the Trainer's own log_history, where every entry carries its step.
+
+The file is rewritten whole at each checkpoint, so a live reader re-reads it and must not report
+the same entries twice: the adapter remembers the last step it emitted and what it emitted there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from trainwatch.adapters.base import Adapter
+from trainwatch.model import Event, EventKind, Record, Sample
+
+SKIP_KEYS = frozenset({"step"})
+SUMMARY_KEY = "train_runtime"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):  # some writers quote numbers
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+class TrainerStateAdapter(Adapter):
+    name = "trainer_state"
+    description = "Hugging Face trainer_state.json (log_history entries, read whole on each change)"
+    example = '{"log_history": [{"epoch": 0.1, "grad_norm": 2.75, "learning_rate": 1.8e-05, "loss": 1.14, "step": 50}]}'
+    whole_file = True
+    text_signatures = False
+
+    def __init__(self, source: str = "") -> None:
+        super().__init__(source)
+        self.last_step: int | None = None
+        self.seen_at_last: set[str] = set()
+
+    @classmethod
+    def score(cls, head: str, path: str) -> float:
+        if path.replace("\\", "/").rsplit("/", 1)[-1] == "trainer_state.json":
+            return 0.97
+        start = head.lstrip()[:1]
+        if start == "{" and '"log_history"' in head:
+            return 0.9
+        return 0.0
+
+    def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        return ()
+
+    def parse_document(self, text: str) -> Iterable[Record]:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return []  # half-written file: the next change brings a whole one
+        history = data.get("log_history") if isinstance(data, dict) else None
+        if not isinstance(history, list):
+            return []
+        out: list[Record] = []
+        prev_step: int | None = None
+        new_last, new_seen = self.last_step, set(self.seen_at_last)
+        for entry in history:
+            if not isinstance(entry, dict):
+                continue
+            raw_step = entry.get("step")
+            step = int(raw_step) if isinstance(raw_step, (int, float)) and not isinstance(raw_step, bool) \
+                and math.isfinite(raw_step) else prev_step  # some predict_* entries have no step
+            if step is None:
+                continue
+            prev_step = step
+            key = json.dumps(sorted(entry), separators=(",", ":"))
+            if self.last_step is not None:
+                if step < self.last_step or (step == self.last_step and key in self.seen_at_last):
+                    continue
+            if new_last is None or step > new_last:
+                new_last, new_seen = step, set()
+            if step == new_last:
+                new_seen.add(key)
+            out.extend(self._records(entry, step))
+        self.last_step, self.seen_at_last = new_last, new_seen
+        return out
+
+    def _records(self, entry: dict[str, Any], step: int) -> list[Record]:
+        values = {k: v for k, v in ((k, _number(v)) for k, v in entry.items() if k not in SKIP_KEYS)
+                  if v is not None}
+        if SUMMARY_KEY in entry:
+            return [Event(EventKind.TRAIN_END, self.source, 0, step=step, fields=values)]
+        return [Sample(k, v, step, None, self.source, 0, False) for k, v in values.items()]
