@@ -38,6 +38,18 @@ CODED: dict[str, str] = {
     "rl.length_hacking": "rl:LengthHacking",
     "ebft.alignment_down": "rl:AlignmentDown",
     "error.traceback": "traceback:TracebackRule",
+    # live rules (clock and GPU telemetry); defaults in presets/base-live.yaml
+    "hang.stall": "stall:StallRule",
+    "hang.stopped": "gpu:GpuStopped",
+    "hang.collective": "gpu:GpuCollective",
+    "hang.dead_rank": "ranks:DeadRank",
+    "oom.near": "gpu:NearOom",
+    "oom.creep": "gpu:MemoryCreep",
+    "speed.starved": "gpu:Starved",
+    "speed.mfu": "speed_live:Mfu",
+    "gpu.lost": "gpu:GpuLost",
+    "gpu.throttle": "gpu:Throttle",
+    "gpu.ecc": "gpu:Ecc",
 }
 
 

@@ -1,0 +1,383 @@
+"""The live watcher: files followed through inotify (or polling), GPUs sampled, one engine thread.
+
+The engine is synchronous and not thread-safe, so only one thread ever touches it: the engine
+thread, which drains a bounded queue (file-change wake-ups from watchdog, GPU readings from the
+sampler) and calls engine.tick() on a timer. Other threads only put items on the queue. Readers
+such as the TUI take `lock` briefly to copy what they show.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import glob
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainwatch import config
+from trainwatch.alerts import AlertChange
+from trainwatch.engine import Engine
+from trainwatch.live.source import LiveSource
+from trainwatch.model import Record
+from trainwatch.errors import TrainwatchError
+from trainwatch.runner import choose_preset, config_files, open_source
+from trainwatch.sources.files import is_log_name
+from trainwatch.sources.gpu import Backend, GpuSampler, default_backend
+
+QUEUE_MAX = 10_000
+RING_LINES = 2_000
+INFO_MAX = 500
+_STOP = object()
+
+
+class _Spec:
+    """One path argument: a file, a glob, or a directory, and where to watch for what it names."""
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+        self.is_glob = any(c in raw for c in "*?[") and not Path(raw).exists()
+        self.is_dir = not self.is_glob and Path(raw).is_dir()
+        if self.is_glob:
+            base = raw
+            while any(c in base for c in "*?["):
+                base = os.path.dirname(base)
+            self.base = Path(base or ".")
+        elif self.is_dir:
+            self.base = Path(raw)
+        else:
+            self.base = Path(raw).parent if str(Path(raw).parent) else Path(".")
+        self.recursive = self.is_dir or (self.is_glob and "**" in raw)
+
+    def existing(self) -> list[Path]:
+        if self.is_glob:
+            return [Path(m) for m in sorted(glob.glob(self.raw, recursive=True)) if Path(m).is_file()]
+        if self.is_dir:
+            if not self.base.is_dir():
+                return []
+            return sorted(q for q in self.base.rglob("*") if q.is_file() and is_log_name(q))
+        return [Path(self.raw)]
+
+    def wants(self, path: str) -> bool:
+        if self.is_glob:
+            return fnmatch.fnmatch(path, self.raw) or fnmatch.fnmatch(os.path.normpath(path),
+                                                                      os.path.normpath(self.raw))
+        if self.is_dir:
+            p = Path(path)
+            return is_log_name(p) and _under(p, self.base)
+        return os.path.abspath(path) == os.path.abspath(self.raw)
+
+
+def _under(p: Path, base: Path) -> bool:
+    try:
+        Path(os.path.abspath(p)).relative_to(os.path.abspath(base))
+        return True
+    except ValueError:
+        return False
+
+
+class Watcher:
+    def __init__(self, paths: list[str], *, fmt: str | None = None, preset: str | None = None,
+                 configs: list[str] | None = None, gpu: bool = True, gpu_interval: float = 1.0,
+                 poll: bool = False, from_end: bool = False, clock: Callable[[], float] = time.time,
+                 gpu_backend: Backend | None = None, tick_interval: float = 0.5,
+                 poll_interval: float | None = None, params: float | None = None,
+                 ring_lines: int = RING_LINES) -> None:
+        self.fmt = fmt
+        self.clock = clock
+        self.poll = poll
+        self.from_end = from_end
+        self.tick_interval = tick_interval
+        self.poll_interval = poll_interval if poll_interval is not None else (0.5 if poll else 5.0)
+        self.params = params
+        self.ring_lines = ring_lines
+        self.lock = threading.RLock()
+        self.finished = threading.Event()
+        self.info_lines: list[str] = []
+        self.dropped = 0  # queue items dropped because the engine thread fell far behind
+        self._info_listeners: list[Callable[[str], None]] = []
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_MAX)
+        self._pending: set[str] = set()
+        self._pending_lock = threading.Lock()
+        self._specs = [_Spec(p) for p in paths]
+        self._sources: dict[str, LiveSource] = {}
+        self._thread: threading.Thread | None = None
+        self._observer: Any = None
+        self._watched: set[str] = set()
+        self._stopped = False
+        self._started = False
+        self.engine = self._build_engine(preset, configs)
+        self.sampler: GpuSampler | None = None
+        if gpu:
+            self.sampler = GpuSampler(gpu_backend or default_backend(), interval=gpu_interval, clock=clock,
+                                      emit=self._put_records, notice=self._notice)
+
+    # -- public API -------------------------------------------------------------------------------
+
+    def add_listener(self, fn: Callable[[AlertChange], None]) -> None:
+        with self.lock:
+            self.engine.listeners.append(fn)
+
+    def add_info_listener(self, fn: Callable[[str], None]) -> None:
+        """fn(text) for each one-line notice (file waiting, rotated, NVML missing, ...)."""
+        self._info_listeners.append(fn)
+
+    def recent_lines(self, source: str, n: int) -> list[tuple[int, str]]:
+        with self.lock:
+            src = self._sources.get(source)
+            if src is None:
+                return []
+            lines = list(src.lines)
+        return lines[-n:] if n > 0 else []
+
+    def sources(self) -> list[LiveSource]:
+        with self.lock:
+            return list(self._sources.values())
+
+    def gpu_devices(self) -> list[dict[str, Any]]:
+        return self.sampler.devices() if self.sampler is not None else []
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        with self.lock:
+            for spec in self._specs:
+                found = spec.existing()
+                if not found:
+                    what = "pattern matches no file" if spec.is_glob else "does not exist"
+                    self._notice(f"{spec.raw}: {what} yet; waiting for it")
+                for p in found:
+                    self._add(p)
+            self._read_all()  # the backlog first, so history and rules are complete
+        if not self.poll:
+            self._start_observer()
+        if self.sampler is not None and self.sampler.open():
+            self.sampler.start()
+        self._thread = threading.Thread(target=self._run, name="trainwatch-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops following; what was already written is read and fed first. Safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._observer is not None:
+            try:
+                self._observer.stop()
+                self._observer.join(timeout=5)
+            except Exception:
+                pass
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self._thread is not None:
+            self._queue_put(_STOP, block=True)
+            self._thread.join(timeout=30)
+        with self.lock:
+            self._read_all()
+            for src in self._sources.values():
+                self._guard(src, lambda s=src: s.close(self.engine))
+                state = self.engine.sources.get(src.name)
+                if state is not None and state.ended:
+                    self.engine.finish(src.name)
+
+    def wake(self, path: str) -> None:
+        """A file or directory changed (called from watchdog's thread): schedule a read."""
+        with self._pending_lock:
+            if path in self._pending:
+                return
+            self._pending.add(path)
+        self._queue_put(("fs", path))
+
+    # -- the engine thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        mono = time.monotonic
+        next_tick = mono() + self.tick_interval
+        next_poll = mono() + self.poll_interval
+        while True:
+            timeout = max(0.0, min(next_tick, next_poll) - mono())
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            items = [] if item is None else [item]
+            while True:  # take everything waiting, so a burst costs one lock
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            with self.lock:
+                for it in items:
+                    if it is _STOP:
+                        return
+                    self._handle(it)
+                now = mono()
+                if now >= next_poll:
+                    self._read_all()
+                    self._rescan()
+                    next_poll = now + self.poll_interval
+                if now >= next_tick:
+                    self.engine.tick()
+                    next_tick = now + self.tick_interval
+                self._check_finished()
+
+    def _handle(self, item: Any) -> None:
+        kind, payload = item
+        if kind == "records":
+            self.engine.feed_all(payload)
+            return
+        path = payload
+        with self._pending_lock:
+            self._pending.discard(path)
+        src = self._sources.get(os.path.abspath(path))
+        if src is not None:
+            self._guard(src, lambda: src.poll(self.engine))
+            return
+        for spec in self._specs:
+            if spec.wants(path) and (spec.is_glob or spec.is_dir) and os.path.isfile(path):
+                new = self._add(Path(path))
+                if new is not None:
+                    self._guard(new, lambda: new.poll(self.engine))
+                return
+        # a directory event (a file moved in or out): look at every source of that directory
+        for src in self._sources.values():
+            if os.path.dirname(os.path.abspath(src.path)) == os.path.abspath(path):
+                self._guard(src, lambda s=src: s.poll(self.engine))
+
+    def _read_all(self) -> None:
+        for src in list(self._sources.values()):
+            self._guard(src, lambda s=src: s.poll(self.engine))
+
+    def _rescan(self) -> None:
+        for spec in self._specs:
+            if spec.is_glob or spec.is_dir:
+                for p in spec.existing():
+                    new = self._add(p)
+                    if new is not None:
+                        self._guard(new, lambda n=new: n.poll(self.engine))
+        if self._observer is not None:
+            self._schedule_all()
+
+    def _check_finished(self) -> None:
+        states = [self.engine.sources.get(s.name) for s in self._sources.values() if s.follower is not None]
+        if states and all(st is not None and st.ended for st in states):
+            self.finished.set()
+
+    # -- sources ----------------------------------------------------------------------------------
+
+    def _add(self, path: Path) -> LiveSource | None:
+        key = os.path.abspath(path)
+        if key in self._sources:
+            return None
+        from_end = self.from_end and self._thread is None and path.exists()  # later files: from their start
+        src = LiveSource(path, fmt=self.fmt, from_end=from_end, ring=self.ring_lines, notice=self._notice,
+                         params=self.params)
+        self._sources[key] = src
+        return src
+
+    def _guard(self, src: LiveSource, fn: Callable[[], Any]) -> None:
+        try:
+            fn()
+        except Exception as exc:  # one bad source must not stop the others
+            self._notice(f"{src.path}: error while following ({type(exc).__name__}: {exc}); continuing")
+
+    # -- inotify ------------------------------------------------------------------------------------
+
+    def _start_observer(self) -> None:
+        from watchdog.observers import Observer
+
+        self._observer = Observer(timeout=0.2)
+        self._schedule_all()
+        if self._observer is None:
+            return
+        try:
+            self._observer.start()
+        except OSError as exc:
+            self._fall_back(exc)
+
+    def _schedule_all(self) -> None:
+        handler = _Handler(self)
+        wanted: list[tuple[Path, bool]] = [(spec.base, spec.recursive) for spec in self._specs]
+        for path, recursive in wanted:
+            key = f"{os.path.abspath(path)}|{recursive}"
+            if key in self._watched or not path.is_dir() or self._observer is None:
+                continue
+            try:
+                self._observer.schedule(handler, str(path), recursive=recursive)
+                self._watched.add(key)
+            except OSError as exc:
+                self._fall_back(exc)
+                return
+
+    def _fall_back(self, exc: OSError) -> None:
+        why = "inotify watch limit reached" if exc.errno in (errno.ENOSPC, errno.EMFILE) else \
+            f"inotify unavailable ({exc.strerror or exc})"
+        self._notice(f"{why}; following by polling every {min(self.poll_interval, 0.5):g} s")
+        obs, self._observer = self._observer, None
+        try:
+            if obs is not None and obs.is_alive():
+                obs.stop()
+        except Exception:
+            pass
+        self.poll = True
+        self.poll_interval = min(self.poll_interval, 0.5)
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _build_engine(self, preset: str | None, configs: list[str] | None) -> Engine:
+        chosen = preset
+        if chosen is None:
+            opened = []
+            for spec in self._specs:
+                for p in spec.existing():
+                    try:
+                        opened.append(open_source(p, self.fmt))
+                    except TrainwatchError:
+                        pass  # not there or not recognised yet: said when it is followed
+            chosen = choose_preset(opened) if opened else "sft"
+        return Engine(config.load(chosen, config_files(configs)), clock=self.clock)
+
+    def _put_records(self, records: list[Record]) -> None:
+        self._queue_put(("records", records))
+
+    def _queue_put(self, item: Any, block: bool = False) -> None:
+        try:
+            self._queue.put(item, block=block, timeout=5 if block else None)
+        except queue.Full:
+            self.dropped += 1
+            if isinstance(item, tuple) and item[0] == "fs":
+                with self._pending_lock:
+                    self._pending.discard(item[1])  # the safety poll will read it
+
+    def _notice(self, text: str) -> None:
+        self.info_lines.append(text)
+        if len(self.info_lines) > INFO_MAX:
+            del self.info_lines[: len(self.info_lines) - INFO_MAX]
+        for fn in list(self._info_listeners):
+            try:
+                fn(text)
+            except Exception:
+                pass
+
+
+class _Handler:
+    """watchdog's callbacks: every event only wakes the engine thread for the paths involved."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def dispatch(self, event: Any) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        for attr in ("src_path", "dest_path"):
+            p = getattr(event, attr, "")
+            if p:
+                p = os.fsdecode(p)
+                self.watcher.wake(p)
+                if event.is_directory is False and event.event_type in ("deleted", "moved"):
+                    self.watcher.wake(os.path.dirname(p))

@@ -1,0 +1,233 @@
+"""Following one file as it grows: partial lines held, truncation, rotation, deletion and return.
+
+A FileFollower does no waiting and no threading of its own: whoever drives it (the watcher's engine
+thread) calls `poll()` when inotify says the file or its directory changed, or on the polling timer.
+Each call reads what is new and returns it as numbered lines. The follower survives everything a
+log file can do to it and reports each thing once, as a short message, never as an exception.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainwatch.sources.files import MAX_LINE
+
+READ_CHUNK = 1 << 20
+MAX_DOCUMENT = 64 << 20  # a whole_file document (trainer_state.json) larger than this is not re-read
+
+
+@dataclass
+class Chunk:
+    """What one poll found: complete lines, redraw segments of the unfinished line, notices."""
+
+    lines: list[tuple[int, str]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    restarted: bool = False  # the file was truncated or replaced: line numbers start again
+    document: str | None = None  # whole_file mode: the new text of the document
+
+
+class FileFollower:
+    """Reads one path incrementally. Line numbers are the file's own (1-based)."""
+
+    def __init__(self, path: Path, *, from_end: bool = False, whole_file: bool = False,
+                 notice: Callable[[str], None] | None = None) -> None:
+        self.path = path
+        self.whole_file = whole_file
+        self._fd: int | None = None
+        self._ino: tuple[int, int] | None = None
+        self._offset = 0
+        self._lineno = 0
+        self._partial = b""
+        self._partial_skip = False  # the held line passed MAX_LINE: the rest of it is dropped
+        self._from_end = from_end
+        self._missing_said = False
+        self._unreadable_said = False
+        self._doc_sig: tuple[int, int, int] | None = None
+
+    # -- the one entry point --------------------------------------------------------------------
+
+    def poll(self) -> Chunk:
+        """Everything new since the last call. Never raises for what the filesystem does."""
+        out = Chunk()
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self._fd is not None:
+                self._drain(out)  # the old file's last words first
+                self._close()
+                out.notices.append(f"{self.path}: file was removed; waiting for it to return")
+                self._missing_said = True
+            elif not self._missing_said:
+                out.notices.append(f"{self.path}: does not exist yet; waiting for it")
+                self._missing_said = True
+            return out
+        except OSError as exc:
+            self._unreadable(out, exc)
+            return out
+        if self.whole_file:
+            self._document(st, out)
+            return out
+        ino = (st.st_dev, st.st_ino)
+        if self._fd is not None and ino != self._ino:
+            self._drain(out)  # rotated or replaced: finish the old file, then continue with the new one
+            self._close()
+            out.notices.append(f"{self.path}: file was replaced (rotation); following the new file")
+            out.restarted = True
+        if self._fd is None:
+            if not self._open(st, out):
+                return out
+        elif st.st_size < self._offset:
+            out.notices.append(f"{self.path}: file was truncated; reading it again from the start")
+            self._offset = 0
+            self._lineno = 0
+            self._partial = b""
+            out.restarted = True
+        self._drain(out)
+        return out
+
+    @property
+    def lineno(self) -> int:
+        return self._lineno
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd is not None
+
+    def close(self) -> None:
+        self._close()
+
+    def flush_partial(self) -> list[tuple[int, str]]:
+        """The unfinished last line, at the very end (the writer will not finish it)."""
+        if not self._partial or self._partial_skip:
+            return []
+        self._lineno += 1
+        text = self._partial.decode("utf-8", "replace")
+        self._partial = b""
+        return [(self._lineno, text)]
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _open(self, st: os.stat_result, out: Chunk) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            self._unreadable(out, exc)
+            return False
+        if self._missing_said and not out.restarted:
+            out.notices.append(f"{self.path}: file appeared; following it")
+            out.restarted = self._ino is not None
+        if self._unreadable_said:
+            out.notices.append(f"{self.path}: readable again; following it")
+        self._fd = fd
+        self._ino = (st.st_dev, st.st_ino)
+        self._missing_said = self._unreadable_said = False
+        self._lineno = 0
+        self._partial = b""
+        self._offset = 0
+        if self._from_end:
+            self._from_end = False
+            self._skip_to_end(st.st_size)
+        return True
+
+    def _skip_to_end(self, size: int) -> None:
+        """--from-end: the backlog is skipped but counted, so line numbers stay the file's own."""
+        assert self._fd is not None
+        offset = 0
+        last = b""
+        while offset < size:
+            try:
+                data = os.pread(self._fd, min(READ_CHUNK, size - offset), offset)
+            except OSError:
+                break
+            if not data:
+                break
+            self._lineno += data.count(b"\n")
+            offset += len(data)
+            last = data
+        self._offset = offset
+        if last and not last.endswith(b"\n"):
+            self._offset = offset - (len(last) - last.rfind(b"\n") - 1)  # the unfinished line is read whole
+
+    def _drain(self, out: Chunk) -> None:
+        if self._fd is None:
+            return
+        while True:
+            try:
+                data = os.pread(self._fd, READ_CHUNK, self._offset)
+            except OSError as exc:
+                self._unreadable(out, exc)
+                self._close()
+                return
+            if not data:
+                break
+            self._offset += len(data)
+            self._split(self._partial + data if self._partial else data, out)
+            if len(data) < READ_CHUNK:
+                break
+
+    def _split(self, data: bytes, out: Chunk) -> None:
+        parts = data.split(b"\n")
+        rest = parts.pop()
+        for raw in parts:
+            if self._partial_skip:
+                self._partial_skip = False
+                continue
+            self._lineno += 1
+            out.lines.append((self._lineno, raw.decode("utf-8", "replace")))
+        if len(rest) > MAX_LINE and not self._partial_skip:
+            self._lineno += 1
+            out.lines.append((self._lineno, rest[:MAX_LINE].decode("utf-8", "replace")))
+            self._partial_skip = True
+            rest = b""
+        elif self._partial_skip:
+            rest = b""
+        elif b"\r" in rest:
+            # a progress bar redraws with \r and may not end its line for minutes: hand over the
+            # finished redraws now, under the number the line will have, and keep the rest
+            cut = rest.rfind(b"\r")
+            done, rest = rest[:cut], rest[cut + 1:]
+            if done.strip(b"\r"):
+                out.lines.append((self._lineno + 1, done.decode("utf-8", "replace")))
+        self._partial = rest
+
+    def _document(self, st: os.stat_result, out: Chunk) -> None:
+        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if sig == self._doc_sig:
+            return
+        if st.st_size > MAX_DOCUMENT:
+            if self._doc_sig is None or self._doc_sig[1] <= MAX_DOCUMENT:
+                out.notices.append(f"{self.path}: document over {MAX_DOCUMENT >> 20} MiB; not re-read")
+            self._doc_sig = sig
+            return
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self._unreadable(out, exc)
+            return
+        if self._missing_said or self._unreadable_said:
+            out.notices.append(f"{self.path}: readable again; following it")
+            self._missing_said = self._unreadable_said = False
+        self._doc_sig = sig
+        out.document = data.decode("utf-8", "replace")
+
+    def _unreadable(self, out: Chunk, exc: OSError) -> None:
+        if not self._unreadable_said:
+            reason = exc.strerror or str(exc)
+            out.notices.append(f"{self.path}: cannot read ({reason}); will retry")
+            self._unreadable_said = True
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
