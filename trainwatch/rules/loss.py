@@ -209,7 +209,7 @@ class LossFlatFromStart(Rule):
         pts = finite_points(series.recent)
         if len(pts) < need or pts[0].step > int(self.p["start_within"]):
             return None
-        h = int(self.p["head"])
+        h = max(2, len(pts) // 4)
         first = median([p.value for p in pts[:h]])
         last = median([p.value for p in pts[-h:]])
         if first <= 0:

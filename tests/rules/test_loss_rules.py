@@ -1,0 +1,218 @@
+from __future__ import annotations
+
+import math
+import random
+
+from trainwatch.model import EventKind, Severity
+
+from rulekit import Run, healthy_loss, warmup_decay_lr
+
+
+def feed_healthy(r: Run, n: int, seed: int = 0, **kw) -> None:
+    rnd = random.Random(seed + 1)
+    for i, v in enumerate(healthy_loss(n, seed, **kw)):
+        step = i + 1
+        r.step(step, loss=v, grad_norm=abs(1.0 + rnd.gauss(0, 0.25)), lr=warmup_decay_lr(i, n))
+
+
+def test_long_noisy_healthy_curves_fire_nothing():
+    for seed in range(5):
+        r = Run("sft")
+        feed_healthy(r, 600, seed)
+        r.event(EventKind.TRAIN_END, step=600)
+        r.finish()
+        assert r.fired() == [], (seed, r.fired())
+
+
+def test_nonfinite_after_grad_spike_is_a_blowup_with_sample_range():
+    r = Run()
+    r.event(EventKind.INFO, batch_size=4, grad_accum=8, world_size=2)
+    for s in range(1, 31):
+        r.step(s, loss=2.0 - s * 0.01, grad_norm=1.0 + 0.05 * (s % 3))
+    r.step(31, grad_norm=40.0, loss=2.4)
+    r.step(32, grad_norm=float("inf"))
+    r.step(32, loss=float("nan"))
+    a = r.alert("loss.nonfinite")
+    assert a.severity is Severity.CRITICAL
+    assert a.first_step == 32
+    assert a.finding.evidence["diagnosis"] == "blow-up"
+    assert a.finding.evidence["samples"] == [32 * 64, 32 * 64 + 63]
+    assert a.fixes[0].startswith("Optimisation blow-up")
+    assert "grad.nonfinite" in r.fired()
+
+
+def test_nonfinite_with_flat_grad_norm_points_at_the_data():
+    r = Run()
+    for s in range(1, 31):
+        r.step(s, loss=2.0 - s * 0.01, grad_norm=1.0 + 0.05 * (s % 3))
+    r.step(31, grad_norm=1.02)
+    r.step(31, loss=float("inf"))
+    a = r.alert("loss.nonfinite")
+    assert a.finding.evidence["diagnosis"] == "bad sample or numerics"
+    assert "bad sample" in a.finding.message
+    assert "samples" not in a.finding.evidence  # batch facts unknown
+    assert a.fixes[0].startswith("Bad sample")
+
+
+def test_nonfinite_eval_loss_fires_and_dedups_while_it_stays_nan():
+    r = Run()
+    for s in range(1, 6):
+        r.step(s, loss=2.0)
+    r.step(5, eval_loss=float("nan"))
+    r.step(6, eval_loss=float("nan"))
+    assert r.fired().count("loss.nonfinite") == 1
+    a = r.alert("loss.nonfinite")
+    assert a.count == 2 and a.finding.subject == "" and "eval_loss" in a.finding.message
+
+
+def test_nonfinite_inhibits_spike_while_it_fires():
+    r = Run()
+    for s in range(1, 31):
+        r.step(s, loss=2.0 + 0.01 * (s % 2))
+    r.step(31, loss=float("nan"))
+    r.step(32, loss=50.0)  # a spike while loss.nonfinite still fires (keep_firing_for)
+    assert r.fired() == ["loss.nonfinite"]
+    spike = [a for a in r.engine.book.firing() if a.rule == "loss.spike"]
+    assert spike and r.engine.book.is_inhibited(spike[0])
+
+
+def test_loss_spike_fires_once_at_its_step_and_resolves():
+    r = Run()
+    vals = healthy_loss(60, 3)
+    for i, v in enumerate(vals[:40]):
+        r.step(i + 1, loss=v)
+    r.step(41, loss=vals[40] * 5)
+    a = r.alert("loss.spike")
+    assert a.first_step == 41 and a.finding.evidence["ratio"] > 4
+    for i, v in enumerate(vals[41:], start=42):
+        r.step(i, loss=v)
+    assert r.fired().count("loss.spike") == 1
+    assert a.state.value == "resolved"
+
+
+def test_small_bump_is_not_a_spike():
+    r = Run()
+    vals = healthy_loss(60, 4)
+    for i, v in enumerate(vals[:40]):
+        r.step(i + 1, loss=v)
+    r.step(41, loss=vals[40] * 1.5)
+    assert "loss.spike" not in r.fired()
+
+
+def test_diverging_fires_on_a_rising_trend():
+    r = Run()
+    rnd = random.Random(7)
+    for s in range(1, 31):
+        r.step(s, loss=3.0 - s * 0.03 + rnd.gauss(0, 0.03))
+    for s in range(31, 60):
+        r.step(s, loss=(2.1 + (s - 30) * 0.15) * (1 + rnd.gauss(0, 0.02)))
+    a = r.alert("loss.diverging")
+    assert 35 <= a.first_step <= 50
+    assert a.severity is Severity.CRITICAL
+
+
+def test_plateau_fires_when_the_loss_stalls_high():
+    r = Run()
+    rnd = random.Random(2)
+    for s in range(1, 100):
+        level = 6.0 - 2.0 * min(s, 20) / 20  # falls to 4.0 then sits there
+        r.step(s, loss=level * (1 + rnd.gauss(0, 0.01)))
+    a = r.alert("loss.plateau")
+    assert a.finding.evidence["value"] > 3.9
+    assert "loss.flat_from_start" not in r.fired()
+
+
+def test_plateau_is_silent_below_the_expected_level():
+    r = Run()
+    for s in range(1, 100):
+        r.step(s, loss=1.5 - 0.5 * min(s, 20) / 20)
+    assert "loss.plateau" not in r.fired()
+
+
+def test_flat_from_start_fires_and_also_at_the_end_of_a_short_run():
+    r = Run()
+    rnd = random.Random(5)
+    for s in range(1, 70):
+        r.step(s, loss=5.5 + rnd.gauss(0, 0.05))
+    a = r.alert("loss.flat_from_start")
+    assert a.first_step == 50 and a.severity is Severity.CRITICAL
+    short = Run()
+    for s in range(1, 9):
+        short.step(s * 10, loss=5.5 + rnd.gauss(0, 0.05))
+    assert "loss.flat_from_start" not in short.fired()
+    short.finish()
+    assert "loss.flat_from_start" in short.fired()
+
+
+def test_flat_from_start_ignores_a_log_that_starts_late():
+    r = Run()
+    for s in range(1, 70):
+        r.step(1000 + s, loss=1.2)
+    r.finish()
+    assert "loss.flat_from_start" not in r.fired()
+
+
+def test_overfit_fires_when_eval_rises_and_train_falls():
+    r = Run()
+    evals = [2.0, 1.8, 1.7, 1.75, 1.85, 1.95]
+    for e, ev in enumerate(evals):
+        for s in range(e * 10 + 1, e * 10 + 11):
+            r.step(s, loss=2.2 - s * 0.02)
+        r.step(e * 10 + 10, eval_loss=ev)
+    a = r.alert("loss.overfit")
+    assert a.first_step == 50 and a.finding.evidence["best_step"] == 30
+
+
+def test_overfit_silent_while_train_rises_too():
+    r = Run()
+    evals = [2.0, 1.8, 1.7, 1.75, 1.85, 1.95]
+    for e, ev in enumerate(evals):
+        for s in range(e * 10 + 1, e * 10 + 11):
+            r.step(s, loss=1.0 + s * 0.02)
+        r.step(e * 10 + 10, eval_loss=ev)
+    assert "loss.overfit" not in r.fired()
+
+
+def test_leak_when_eval_far_below_train():
+    r = Run()
+    for s in range(1, 11):
+        r.step(s, loss=2.0)
+    r.step(10, eval_loss=0.6)
+    assert r.alert("loss.leak").severity is Severity.INFO
+    ok = Run()
+    for s in range(1, 11):
+        ok.step(s, loss=2.0)
+    ok.step(10, eval_loss=1.8)
+    assert "loss.leak" not in ok.fired()
+
+
+def test_level_only_in_sft_and_only_at_the_end():
+    for preset, expect in (("sft", True), ("pretrain", False)):
+        r = Run(preset)
+        for s in range(1, 30):
+            r.step(s, loss=4.0 + 1.0 / s)
+        assert "loss.level" not in r.fired()
+        r.finish()
+        assert ("loss.level" in r.fired()) is expect
+    ok = Run()
+    for s in range(1, 30):
+        ok.step(s, loss=1.2)
+    ok.finish()
+    assert "loss.level" not in ok.fired()
+
+
+def test_megatron_nan_iterations_is_a_range_rule():
+    r = Run()
+    r.step(10, nan_iterations=0)
+    assert r.fired() == []
+    r.step(20, **{"number of nan iterations": 2})
+    assert r.fired() == ["megatron.nan_iterations"]
+
+
+def test_nonfinite_values_are_never_dropped_by_trend_rules():
+    r = Run()
+    for s in range(1, 40):
+        r.step(s, loss=float("nan") if s % 5 == 0 else 2.0 - s * 0.01)
+    assert r.fired() == ["loss.nonfinite"]  # keep_firing_for holds it across the finite steps between
+    assert r.engine.store.get("loss", "run.log").nan_count == 7
+    assert not math.isnan(r.engine.store.get("loss", "run.log").minimum)
