@@ -1,0 +1,292 @@
+"""The Textual app: composition, key bindings, themes and the one refresh timer. Widgets do the drawing.
+
+The engine runs in the watcher's thread; this app only reads it. A timer (`--refresh`, default 0.5 s)
+checks a cheap version fingerprint under the lock and, when something changed, copies a Snapshot
+and hands it to the widgets, so a log growing by thousands of lines a second still costs a few
+redraws a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.widgets import Footer, Input, OptionList
+
+from trainwatch.errors import UsageError
+from trainwatch.model import AlertState, Severity
+from trainwatch.tui import themes, view
+from trainwatch.tui.messages import AlertChanged
+from trainwatch.tui.model import WatchModel
+from trainwatch.tui.screens.alert_detail import AlertScreen
+from trainwatch.tui.screens.help import HelpScreen
+from trainwatch.tui.screens.metric import MetricScreen
+from trainwatch.tui.widgets.alerts import AlertDetail, AlertList
+from trainwatch.tui.widgets.chart import MetricChart
+from trainwatch.tui.widgets.gpu_panel import GpuPanel
+from trainwatch.tui.widgets.header import HeaderBar
+from trainwatch.tui.widgets.log_pane import LogPane
+from trainwatch.tui.widgets.metric_list import MetricList
+
+DEFAULT_REFRESH_S = 0.5
+
+
+class TrainwatchApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "trainwatch"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        Binding("q", "quit", "quit", id="quit"),
+        Binding("question_mark", "help", "help", id="help"),
+        Binding("tab", "app.focus_next", "next panel", show=False, id="focus_next"),
+        Binding("shift+tab", "app.focus_previous", "previous panel", show=False, id="focus_previous"),
+        Binding("right", "app.focus_next", "next panel", show=False, id="panel_right"),
+        Binding("left", "app.focus_previous", "previous panel", show=False, id="panel_left"),
+        Binding("enter", "noop", "open metric / alert", show=False, id="open"),
+        Binding("s", "smooth(-1)", "smooth-", id="smooth_down"),
+        Binding("S", "smooth(1)", "smooth+", id="smooth_up"),
+        Binding("y", "log_y", "log y", show=False, id="log_y"),
+        Binding("w", "window", "whole run / recent", show=False, id="window"),
+        Binding("p", "pause", "pause", id="pause"),
+        Binding("l", "toggle('log')", "log", id="log"),
+        Binding("g", "toggle('gpus')", "GPUs", id="gpus"),
+        Binding("a", "acknowledge", "ack", id="ack"),
+        Binding("slash", "filter", "filter", id="filter"),
+        Binding("escape", "close_filter", "close filter", show=False, id="close_filter"),
+        Binding("t", "next_theme", "theme", id="theme"),
+    ]
+
+    def __init__(self, model: WatchModel, *, theme: str | None = None, refresh_s: float = DEFAULT_REFRESH_S,
+                 clock: Callable[[], float] = time.monotonic, start_model: bool = True) -> None:
+        super().__init__()
+        self.model = model
+        self.clock = clock
+        self.refresh_s = max(0.05, min(10.0, refresh_s))
+        self.start_model = start_model
+        self.paused = False
+        self.snapshot: view.Snapshot | None = None
+        self.rates = view.RateMeter()
+        self._version: tuple[int, ...] = ()
+        self._dirty = True
+        self._started_at = clock()
+        self._themes = themes.builtin_themes()
+        wanted = themes.resolve(theme, self._themes)
+        if wanted is None:
+            raise UsageError(f"unknown theme {theme!r}", hint="bundled: " + ", ".join(sorted(self._themes)))
+        self._themes[wanted.name] = wanted
+        self._initial_theme = wanted.name
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield Input(placeholder="filter metrics", id="filter")
+                yield MetricList(id="metrics")
+            with Vertical(id="right"):
+                yield MetricChart(id="chart")
+                with Horizontal(id="lower"):
+                    yield AlertList(id="alerts")
+                    yield AlertDetail(id="detail")
+        yield GpuPanel(id="gpus")
+        yield LogPane(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for t in self._themes.values():
+            self.register_theme(t)
+        self.theme = self._initial_theme
+        self._layout_for(self.size.width, self.size.height)
+        if self.size.height >= 32:
+            self.query_one(LogPane).add_class("-shown")
+        self.model.add_listener(self._on_engine_change)
+        if self.start_model:
+            self.model.start()
+        self.query_one(MetricList).focus()
+        self.refresh_view()
+        self.set_interval(self.refresh_s, self.refresh_view)
+
+    def on_unmount(self) -> None:
+        if self.start_model:
+            self.model.stop()
+
+    # -- the refresh timer -----------------------------------------------------------------------
+
+    def _on_engine_change(self, change: object) -> None:
+        """Called on the engine thread: must not block or touch widgets, so it only posts a message."""
+        self.post_message(AlertChanged(change))  # type: ignore[arg-type]
+
+    def on_alert_changed(self, message: AlertChanged) -> None:
+        self._dirty = True
+        a = message.change.alert
+        if message.change.state is AlertState.FIRING and a.severity >= Severity.WARNING and not self.paused:
+            self.notify(f"{a.title or a.rule} (step {a.first_step})", title=a.severity.label.upper(),
+                        severity="error" if a.severity is Severity.CRITICAL else "warning", timeout=6)
+
+    def refresh_view(self, force: bool = False) -> None:
+        """Reads engine state only when its version changed; always keeps the clock text current."""
+        if self.paused and not force:
+            return
+        metrics = self.query_one(MetricList)
+        log_src = self.snapshot.log_source if self.snapshot else ""
+        v = view.version(self.model, log_src)
+        if force or self._dirty or v != self._version or self.snapshot is None:
+            self._version, self._dirty = v, False
+            snap = view.take(self.model, selected=metrics.selected_key, log_source=log_src or None)
+            self.snapshot = snap
+            metrics.set_metrics(snap.metrics)
+            self._show_chart()
+            alerts = self.query_one(AlertList)
+            alerts.set_alerts(snap.alerts)
+            self.query_one(AlertDetail).show(alerts.selected)
+            self.query_one(LogPane).show(snap.log_source, snap.log_lines)
+            self.query_one(GpuPanel).show(snap.gpus, snap.metrics, snap.info_lines)
+        self._show_header()
+
+    def _show_header(self) -> None:
+        snap = self.snapshot
+        if snap is None:
+            return
+        now = self.clock()
+        self.rates.add(now, snap.step)
+        rate = self.rates.rate()
+        first, last = snap.times
+        elapsed = (last - first) if first is not None and last is not None and last > first else now - self._started_at
+        self.query_one(HeaderBar).show(snap, elapsed=elapsed, rate=rate,
+                                       eta=view.eta_seconds(snap.step, snap.total, rate), paused=self.paused)
+
+    def _show_chart(self) -> None:
+        snap = self.snapshot
+        if snap is None:
+            return
+        key = self.query_one(MetricList).selected_key
+        chart = snap.chart
+        if key is not None and (chart is None or chart.name != key[1]):
+            self._dirty = True  # the selection moved: the next tick copies that series
+        self.query_one(MetricChart).set_series(chart)
+        if isinstance(self.screen, MetricScreen):
+            self.screen.update_series(chart)
+
+    # -- selection -------------------------------------------------------------------------------
+
+    @on(OptionList.OptionHighlighted, "#metrics")
+    def _metric_moved(self) -> None:
+        if self.snapshot is not None and not self.paused:
+            self.refresh_view(force=True)
+
+    @on(OptionList.OptionSelected, "#metrics")
+    def _metric_opened(self) -> None:
+        chart = self.query_one(MetricChart)
+        self.push_screen(MetricScreen(chart.series, level=chart.level, log_y=chart.log_y, whole_run=chart.whole_run))
+
+    @on(OptionList.OptionHighlighted, "#alerts")
+    def _alert_moved(self) -> None:
+        self.query_one(AlertDetail).show(self.query_one(AlertList).selected)
+
+    @on(OptionList.OptionSelected, "#alerts")
+    def _alert_opened(self) -> None:
+        alert = self.query_one(AlertList).selected
+        if alert is None:
+            return
+
+        def done(ack: bool | None) -> None:
+            if ack:
+                self._acknowledge(alert)
+
+        self.push_screen(AlertScreen(alert), done)
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        metrics = self.query_one(MetricList)
+        metrics.filter = event.value.strip()
+        if self.snapshot is not None:
+            metrics.set_metrics(self.snapshot.metrics)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.query_one("#filter").remove_class("-shown")
+        self.query_one(MetricList).focus()
+
+    def on_resize(self, event: Resize) -> None:
+        self._layout_for(event.size.width, event.size.height)
+
+    def _layout_for(self, width: int, height: int) -> None:
+        self.screen.set_class(width < 100, "-narrow")
+        self.screen.set_class(height < 30, "-short")
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def action_noop(self) -> None:
+        """enter is handled by the focused list; the binding exists so help and the footer list it."""
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(list(self.BINDINGS)))  # type: ignore[arg-type]
+
+    def action_smooth(self, delta: int) -> None:
+        chart = self.query_one(MetricChart)
+        chart.change(level=chart.level + delta)
+        w, n = chart.level_values
+        self.notify(f"smoothing: EMA weight {w:g}, moving average {n}", timeout=2)
+
+    def action_log_y(self) -> None:
+        chart = self.query_one(MetricChart)
+        chart.change(log_y=not chart.log_y)
+
+    def action_window(self) -> None:
+        chart = self.query_one(MetricChart)
+        chart.change(whole_run=not chart.whole_run)
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        if not self.paused:
+            self._dirty = True
+            self.refresh_view()
+        else:
+            self._show_header()
+
+    def action_toggle(self, panel: str) -> None:
+        self.query_one(f"#{panel}").toggle_class("-shown")
+        self._dirty = True
+        if not self.paused:
+            self.call_after_refresh(self.refresh_view, True)
+
+    def action_acknowledge(self) -> None:
+        alert = self.query_one(AlertList).selected
+        if alert is not None:
+            self._acknowledge(alert)
+
+    def _acknowledge(self, alert: view.AlertView) -> None:
+        with self.model.lock:
+            alert.ref.acknowledged = not alert.ref.acknowledged
+        self._dirty = True
+        self.refresh_view(force=True)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("-shown")
+        box.focus()
+
+    def action_close_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        if box.has_class("-shown"):
+            box.remove_class("-shown")
+            self.query_one(MetricList).focus()
+
+    def action_next_theme(self) -> None:
+        names = sorted(self._themes)
+        i = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(i + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+
+def run_tui(watcher: WatchModel, args: argparse.Namespace) -> int:
+    """Runs the app over a Watcher until the user quits; starts and stops the watcher. Returns 0."""
+    app = TrainwatchApp(watcher, theme=getattr(args, "theme", None),
+                        refresh_s=float(getattr(args, "refresh", None) or DEFAULT_REFRESH_S))
+    result = app.run()
+    return int(result or 0)

@@ -1,0 +1,15 @@
+"""Messages posted into the app from other threads (the watcher's engine thread)."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from trainwatch.alerts import AlertChange
+
+
+class AlertChanged(Message):
+    """An alert fired or resolved; the app marks its view dirty and may notify."""
+
+    def __init__(self, change: AlertChange) -> None:
+        super().__init__()
+        self.change = change

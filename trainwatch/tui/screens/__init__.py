@@ -1,0 +1,1 @@
+"""Modal screens: help, alert detail, metric zoom."""

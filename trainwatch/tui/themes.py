@@ -1,0 +1,69 @@
+"""Themes as files: YAML in themes/ (packaged as trainwatch.themes) becomes textual.theme.Theme.
+
+Built-ins load from the installed package, or from the checkout's themes/ folder when the package
+mapping is not installed; a user may also pass a path to a YAML file as --theme.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from textual.theme import Theme
+
+from trainwatch.errors import ConfigError
+
+DEFAULT_THEME = "trainwatch-dark"
+_FIELDS = ("name", "primary", "secondary", "warning", "error", "success", "accent", "foreground",
+           "background", "surface", "panel", "boost", "dark", "luminosity_spread", "text_alpha", "variables")
+
+
+def theme_from_yaml(text: str, where: str) -> Theme:
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or "name" not in data or "primary" not in data:
+        raise ConfigError(f"{where}: a theme needs at least 'name' and 'primary'")
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown theme keys: {', '.join(unknown)}", hint="allowed: " + ", ".join(_FIELDS))
+    return Theme(**data)
+
+
+def _theme_files() -> list[tuple[str, str]]:
+    """(where, text) for every bundled theme file."""
+    out: list[tuple[str, str]] = []
+    try:
+        root: Any = resources.files("trainwatch.themes")
+        entries = list(root.iterdir())
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        here = Path(__file__).resolve().parents[2] / "themes"
+        entries = list(here.iterdir()) if here.is_dir() else []
+    for entry in sorted(entries, key=lambda e: e.name):
+        if entry.name.endswith((".yaml", ".yml")):
+            out.append((f"themes/{entry.name}", entry.read_text(encoding="utf-8")))
+    return out
+
+
+def builtin_themes() -> dict[str, Theme]:
+    themes = {}
+    for where, text in _theme_files():
+        theme = theme_from_yaml(text, where)
+        themes[theme.name] = theme
+    return themes
+
+
+def resolve(name: str | None, themes: dict[str, Theme]) -> Theme | None:
+    """The theme for --theme NAME: a bundled name (with or without the 'trainwatch-' prefix), or a file."""
+    if not name:
+        return themes.get(DEFAULT_THEME)
+    for candidate in (name, f"trainwatch-{name}"):
+        if candidate in themes:
+            return themes[candidate]
+    p = Path(name)
+    if p.suffix in (".yaml", ".yml") and p.is_file():
+        return theme_from_yaml(p.read_text(encoding="utf-8"), str(p))
+    return None

@@ -1,0 +1,276 @@
+"""A copy of the engine state the screen needs, taken briefly under the watcher's lock.
+
+Widgets render only from a Snapshot, so the engine thread is never blocked by drawing and widgets
+never see half-updated state. No Textual import here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainwatch.model import Alert, AlertState, Severity
+from trainwatch.store import Series
+from trainwatch.tui.model import WatchModel
+
+SPARK_POINTS = 120
+LOG_LINES = 200
+# Cards are ordered by the first pattern a metric name matches; unmatched names follow, GPU series last.
+IMPORTANCE = ("loss", "eval_loss", "grad_norm", "lr", "tokens_per_sec", "samples_per_sec", "mfu", "tflops",
+              "step_time_ms", "loss_scale", "reward", "reward_std", "rewards/*", "kl", "entropy",
+              "frac_reward_zero_std", "completions/*", "clip_ratio*", "perplexity", "epoch", "num_tokens")
+STALL_RULES = ("hang.stall", "hang.stopped", "hang.collective")
+
+
+@dataclass(frozen=True)
+class MetricView:
+    name: str
+    source: str
+    label: str
+    last: float | None
+    minimum: float | None
+    maximum: float | None
+    count: int
+    nan: int
+    inf: int
+    spark: tuple[float, ...]
+    severity: Severity | None  # worst live alert about this metric
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source, self.name)
+
+
+@dataclass(frozen=True)
+class AlertView:
+    ref: Alert  # to acknowledge it (under the lock)
+    fingerprint: str
+    rule: str
+    severity: Severity
+    title: str
+    message: str
+    state: AlertState
+    source: str
+    subject: str
+    step: int | None
+    line: int
+    count: int
+    evidence: dict[str, Any]
+    fixes: tuple[str, ...]
+    acknowledged: bool
+    inhibited: bool
+
+    @property
+    def live(self) -> bool:
+        """Counts towards the badge: firing, not acknowledged, not held quiet by its cause."""
+        return self.state is AlertState.FIRING and not self.acknowledged and not self.inhibited
+
+
+@dataclass(frozen=True)
+class SourceView:
+    name: str
+    format: str
+    step: int | None
+    total: int | None
+    ended: bool
+    phase: str
+
+
+@dataclass(frozen=True)
+class ChartSeries:
+    """The selected metric's points: recent ones, the whole run in buckets, eval points, alert steps."""
+
+    name: str
+    recent: tuple[tuple[int, float], ...]
+    buckets: tuple[tuple[int, int, float, float, float, int], ...]  # first, last, min, max, mean, nonfinite
+    eval_points: tuple[tuple[int, float], ...]
+    alert_steps: tuple[int, ...]
+
+
+@dataclass
+class Snapshot:
+    preset: str
+    sources: list[SourceView]
+    metrics: list[MetricView]
+    alerts: list[AlertView]
+    gpus: list[dict[str, Any]]
+    info_lines: list[str]
+    log_source: str
+    log_lines: list[tuple[int, str]]
+    chart: ChartSeries | None
+    finished: bool = False
+    times: tuple[float | None, float | None] = (None, None)  # first and last timestamp the log printed
+
+    @property
+    def badge(self) -> str:
+        live = [a for a in self.alerts if a.live and a.severity > Severity.INFO]
+        if any(a.severity is Severity.CRITICAL and a.rule not in STALL_RULES for a in live):
+            return "CRITICAL"
+        if any(a.rule in STALL_RULES for a in live):
+            return "STALLED"
+        if live:
+            return "WARNING"
+        return "OK"
+
+    @property
+    def step(self) -> int | None:
+        steps = [s.step for s in self.sources if s.step is not None]
+        return max(steps) if steps else None
+
+    @property
+    def total(self) -> int | None:
+        totals = [s.total for s in self.sources if s.total]
+        return max(totals) if totals else None
+
+
+def version(model: WatchModel, log_source: str) -> tuple[int, ...]:
+    """A cheap fingerprint of everything drawn: when it has not changed, nothing is redrawn."""
+    with model.lock:
+        eng = model.engine
+        samples = sum(s.count for s in eng.store)
+        events = sum(s.events for s in eng.sources.values())
+        acks = sum(1 for a in eng.book.all() if a.acknowledged)
+        last = model.recent_lines(log_source, 1) if log_source else []
+        return (samples, events, eng.changes, acks, last[0][0] if last else -1, len(model.info_lines))
+
+
+def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str | None) -> Snapshot:
+    """Copies what the screen shows. Holds the lock only for the copying."""
+    with model.lock:
+        eng = model.engine
+        alerts = [_alert_view(a, eng.book.is_inhibited(a)) for a in eng.book.all()]
+        sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase)
+                   for s in eng.sources.values()]
+        series = [s for s in eng.store]
+        multi = len({s.source for s in series if s.source != "gpu"}) > 1
+        metrics = [_metric_view(s, alerts, multi) for s in series]
+        chosen = selected
+        if chosen is None or eng.store.get(chosen[1], chosen[0]) is None:
+            chosen = None
+        chart = None
+        if metrics:
+            metrics.sort(key=_order)
+            key = chosen or metrics[0].key
+            s = eng.store.get(key[1], key[0])
+            if s is not None:
+                chart = _chart(s, eng.store.get("eval_loss", s.source) if s.name == "loss" else None, alerts)
+        names = [s.name for s in sources if s.name != "gpu"]
+        src = log_source if log_source in names else (names[0] if names else "")
+        lines = model.recent_lines(src, LOG_LINES) if src else []
+        times = _times(series)
+        return Snapshot(preset=eng.config.preset, sources=[s for s in sources if s.name != "gpu"],
+                        metrics=metrics, alerts=_alert_order(alerts), gpus=model.gpu_devices(),
+                        info_lines=list(model.info_lines), log_source=src, log_lines=lines, chart=chart,
+                        finished=model.finished.is_set(), times=times)
+
+
+def _alert_view(a: Alert, inhibited: bool) -> AlertView:
+    f = a.finding
+    return AlertView(ref=a, fingerprint=a.fingerprint, rule=a.rule, severity=a.severity, title=a.title,
+                     message=f.message, state=a.state, source=f.source, subject=f.subject, step=a.first_step,
+                     line=a.first_line, count=a.count, evidence=dict(f.evidence), fixes=tuple(a.fixes),
+                     acknowledged=a.acknowledged, inhibited=inhibited)
+
+
+def _alert_order(alerts: list[AlertView]) -> list[AlertView]:
+    """Unacknowledged firing first, then most severe, then newest."""
+    return sorted(alerts, key=lambda a: (not a.live, -a.severity, -(a.step if a.step is not None else -1),
+                                         -a.line))
+
+
+def _about(a: AlertView, name: str) -> bool:
+    return a.subject == name or a.evidence.get("metric") == name
+
+
+def _metric_view(s: Series, alerts: list[AlertView], multi: bool) -> MetricView:
+    worst: Severity | None = None
+    for a in alerts:
+        if a.live and a.source == s.source and _about(a, s.name):
+            worst = a.severity if worst is None else max(worst, a.severity)
+    last = s.last
+    finite = s.count > s.nan_count + s.inf_count
+    return MetricView(
+        name=s.name, source=s.source, label=f"{s.name} [{_short(s.source)}]" if multi and s.source != "gpu" else s.name,
+        last=last.value if last else None, minimum=s.minimum if finite else None,
+        maximum=s.maximum if finite else None, count=s.count, nan=s.nan_count, inf=s.inf_count,
+        spark=tuple(p.value for p in list(s.recent)[-SPARK_POINTS:]), severity=worst)
+
+
+def _short(source: str) -> str:
+    return source.rsplit("/", 1)[-1]
+
+
+def _order(m: MetricView) -> tuple[int, int, str, str]:
+    if m.source == "gpu" or m.name.startswith("gpu"):
+        return (2, 0, m.name, m.source)
+    for i, pat in enumerate(IMPORTANCE):
+        if m.name == pat or (("*" in pat) and fnmatch.fnmatchcase(m.name, pat)):
+            return (0, i, m.name, m.source)
+    return (1, 0, m.name, m.source)
+
+
+def _chart(s: Series, ev: Series | None, alerts: list[AlertView]) -> ChartSeries:
+    buckets = tuple((b.first_step, b.last_step, b.minimum, b.maximum, b.mean if b.finite else b.last, b.nonfinite)
+                    for b in s.whole_run())
+    steps = tuple(sorted({a.step for a in alerts if a.step is not None and a.source == s.source
+                          and (_about(a, s.name) or (s.name == "loss" and not a.evidence.get("metric")))}))
+    return ChartSeries(name=s.name, recent=tuple((p.step, p.value) for p in s.recent),
+                       buckets=buckets, eval_points=tuple((p.step, p.value) for p in ev.recent) if ev else (),
+                       alert_steps=steps)
+
+
+def _times(series: list[Series]) -> tuple[float | None, float | None]:
+    first = last = None
+    for s in series:
+        if s.source == "gpu" or not s.recent:
+            continue
+        t0, t1 = s.recent[0].time, s.recent[-1].time
+        if t0 is not None and (first is None or t0 < first):
+            first = t0
+        if t1 is not None and (last is None or t1 > last):
+            last = t1
+    return first, last
+
+
+@dataclass
+class RateMeter:
+    """Steps per second over a sliding window of the injected clock; None until two readings differ."""
+
+    window_s: float = 60.0
+    _readings: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=256))
+
+    def add(self, now: float, step: int | None) -> None:
+        if step is None:
+            return
+        if self._readings and self._readings[-1][1] == step:
+            return
+        self._readings.append((now, step))
+        while len(self._readings) > 2 and now - self._readings[0][0] > self.window_s:
+            self._readings.popleft()
+
+    def rate(self) -> float | None:
+        if len(self._readings) < 2:
+            return None
+        (t0, s0), (t1, s1) = self._readings[0], self._readings[-1]
+        if t1 <= t0 or s1 <= s0:
+            return None
+        return (s1 - s0) / (t1 - t0)
+
+
+def eta_seconds(step: int | None, total: int | None, rate: float | None) -> float | None:
+    if step is None or not total or not rate or rate <= 0 or step >= total:
+        return None
+    return (total - step) / rate
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "—"
+    s = int(seconds)
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return f"{d}d{h:02d}:{m:02d}:{s:02d}" if d else f"{h}:{m:02d}:{s:02d}"

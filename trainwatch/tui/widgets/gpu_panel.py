@@ -1,0 +1,71 @@
+"""Per-GPU utilisation, memory, temperature and power with sparklines; says so plainly when there is none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.content import Content
+from textual.widgets import Static
+
+from trainwatch.tui.charts import fmt, sparkline
+from trainwatch.tui.view import MetricView
+
+
+class GpuPanel(Static):
+    DEFAULT_CSS = """
+    GpuPanel { height: auto; max-height: 12; border: round $panel; padding: 0 1; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(markup=False, **kwargs)  # type: ignore[arg-type]
+        self.border_title = "GPUs"
+        self._shown: object = None
+
+    def show(self, devices: list[dict[str, Any]], metrics: list[MetricView], info: list[str]) -> None:
+        gpu = {m.name: m for m in metrics if m.source == "gpu" or m.name.startswith("gpu")}
+        key = (tuple(sorted(gpu.items())), tuple(tuple(sorted(d.items())) for d in devices), tuple(info),
+               self.content_size.width)
+        if key == self._shown:
+            return
+        self._shown = key
+        self.update(render_gpus(devices, gpu, info, self.content_size.width or 80))
+
+
+def _dev_index(d: dict[str, Any], i: int) -> int:
+    v = d.get("index", i)
+    return int(v) if isinstance(v, (int, float)) else i
+
+
+def render_gpus(devices: list[dict[str, Any]], gpu: dict[str, MetricView], info: list[str], width: int) -> Content:
+    indices = sorted({_dev_index(d, i) for i, d in enumerate(devices)}
+                     | {int(n[3:].split("/")[0]) for n in gpu if n[3:].split("/")[0].isdigit()})
+    if not indices:
+        why = next((line for line in info if "gpu" in line.lower() or "nvml" in line.lower()), "")
+        return Content.styled("No GPU telemetry available" + (f": {why}" if why else "."), "$warning")
+    by_index = {_dev_index(d, i): d for i, d in enumerate(devices)}
+    spark_w = max(4, min(20, (width - 60) // 2))
+    rows = []
+    for i in indices:
+        d = by_index.get(i, {})
+
+        def last(key: str, i: int = i, d: dict[str, Any] = d) -> float | None:
+            v = d.get(key)
+            if isinstance(v, (int, float)):
+                return float(v)
+            m = gpu.get(f"gpu{i}/{key}")
+            return m.last if m is not None else None
+
+        def spark(key: str, i: int = i) -> Content:
+            m = gpu.get(f"gpu{i}/{key}")
+            cells = sparkline(m.spark, spark_w) if m is not None else []
+            return Content.assemble(*[(c, "$error" if bad else "$primary") for c, bad in cells])
+
+        util, used, total = last("util"), last("mem_used"), last("mem_total")
+        temp, power, limit = last("temp"), last("power"), last("power_limit")
+        mem = f"{fmt(used)}/{fmt(total)}" if total else fmt(used)
+        pw = f"{fmt(power)}/{fmt(limit)}W" if limit else f"{fmt(power)}W"
+        name = str(d.get("name", ""))[:18]
+        rows.append(Content.assemble((f"gpu{i} ", "bold"), (f"{name:<18} " if name else ""),
+                                     f"util {fmt(util):>5}% ", spark("util"), f" mem {mem} ", spark("mem_used"),
+                                     f" {fmt(temp)}°C {pw}"))
+    return Content("\n").join(rows)

@@ -1,0 +1,56 @@
+"""Top bar: sources and formats, preset, step/total, ETA, elapsed, speed, and the health badge."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.widgets import Static
+
+from trainwatch.tui.charts import fmt
+from trainwatch.tui.view import Snapshot, duration
+from trainwatch.tui.widgets.styles import BADGE_CLASS
+
+
+class HeaderBar(Horizontal):
+    DEFAULT_CSS = """
+    HeaderBar { height: 2; background: $panel; }
+    HeaderBar #info { width: 1fr; height: 2; padding: 0 1; }
+    HeaderBar #badge { width: auto; min-width: 10; height: 2; padding: 0 1; content-align: center middle;
+                       text-style: bold; }
+    HeaderBar #badge.-ok { background: $success; color: $background; }
+    HeaderBar #badge.-warning { background: $warning; color: $background; }
+    HeaderBar #badge.-critical { background: $error; color: $background; }
+    HeaderBar #badge.-stalled { background: $warning; color: $background; text-style: bold reverse; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="info", markup=False)
+        yield Static("OK", id="badge", classes="-ok", markup=False)
+
+    def show(self, snap: Snapshot, *, elapsed: float | None, rate: float | None, eta: float | None,
+             paused: bool = False) -> None:
+        srcs = ", ".join(f"{s.name} ({s.format or '?'})" for s in snap.sources) or "no source yet"
+        first = Content.assemble(("trainwatch", "bold $accent"), " · ", srcs, " · preset ", (snap.preset, "bold"))
+        if paused:
+            first = first + Content.styled("  ⏸ PAUSED", "bold $warning")
+        parts: list[Content | str | tuple[str, str]] = []
+        step, total = snap.step, snap.total
+        if step is not None:
+            pct = f" {100 * step / total:.0f}%" if total else ""
+            parts += ["step ", (f"{step}" + (f"/{total}" if total else "") + pct, "bold")]
+        if eta is not None:
+            parts += [" · ETA ", (duration(eta), "bold")]
+        parts += [" · elapsed ", duration(elapsed)]
+        tok = next((m.last for m in snap.metrics if m.name == "tokens_per_sec" and m.last is not None), None)
+        if tok is not None:
+            parts += [" · ", (fmt(tok), "bold"), " tok/s"]
+        elif rate is not None:
+            parts += [" · ", (f"{rate:.2f}", "bold"), " steps/s"]
+        if snap.finished or any(s.ended for s in snap.sources):
+            parts += [" · ", ("run ended", "$text-muted")]
+        second = Content.assemble(*parts)
+        self.query_one("#info", Static).update(Content("\n").join([first, second]))
+        badge = self.query_one("#badge", Static)
+        badge.update(snap.badge)
+        badge.set_classes(BADGE_CLASS[snap.badge])
