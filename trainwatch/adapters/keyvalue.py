@@ -1,0 +1,237 @@
+"""Plain-text metric lines: `key=value`, `key: value` and `key value` pairs, as home-made loops print them.
+
+Covers `Step 10: loss=2.45, lr=6.7e-05`, verl's `step:10 - actor/entropy:0.41 - ...`, nanoGPT's
+`iter 100: loss 2.31, time 45.1ms, mfu 31.2%`, torchtitan's double-space fields, DeepSpeed's
+`steps: 10 loss: 2.34 iter time (s): 0.51`, OLMo/Composer blocks (`[step=10/10000,epoch=0]` then
+indented `key=value` lines, held until the block ends), and Keras fit lines after `Epoch N/M`.
+Prose is not metrics: a line counts only with a step-like key, or with several short metric-like
+pairs making up most of it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from datetime import datetime
+
+from trainwatch.adapters.base import Adapter
+from trainwatch.model import Event, EventKind, Record, Sample
+
+NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|Infinity|-inf)"
+PAIR = re.compile(
+    r"(?P<k>[A-Za-z_][\w/.\-()%@ ]{0,60}?)\s*(?:[:=]\s*|\s+)\[?(?P<v>" + NUM + r")(?![\w.])?(?P<u>%|[A-Za-z]{1,3}\b)?"
+)
+STEP_PREFIX = re.compile(
+    r"^(?P<k>step|steps|iter|iteration|it|global_step|batch|update)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
+    r"\s*[:,|\]\-]?\s*", re.I)
+FIELD_SPLIT = re.compile(r",\s+|\s+-\s+|\t|\s{2,}")
+PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
+STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iteration", "it", "batch", "update",
+                       "num_updates", "trainer/global_step", "_step"})
+STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
+LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
+LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
+BLOCK_HEAD = re.compile(r"^\[(?P<k>step|batch|iter)=(?P<n>\d+)(?:/(?P<m>\d+))?(?:,\s*epoch=(?P<e>\d+))?\]:?\s*$")
+BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM + r")")
+KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
+KERAS_LINE = re.compile(r"^\s*\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?(?:-\s+)?\d+m?s\b")
+KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
+MFU_SENTINEL = -100.0
+SCORE_LINES = 400
+
+
+def _number(raw: str) -> float | None:
+    raw = raw.rstrip(",")
+    try:
+        return float(raw)
+    except ValueError:
+        try:
+            return float(raw.replace(",", ""))
+        except ValueError:
+            return None
+
+
+def _pairs(text: str) -> tuple[list[tuple[str, float]], int]:
+    """(key, value) pairs of a line and how many fields it had."""
+    fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
+    out: list[tuple[str, float]] = []
+    for field in fields:
+        pos = 0
+        while pos < len(field):
+            m = PAIR.match(field, pos)
+            if m is None:
+                break
+            value = _number(m.group("v"))
+            key = m.group("k").strip()
+            if value is None or not key:
+                break
+            if m.group("u") == "ms" and not key.lower().endswith("ms"):
+                key += "_ms"
+            out.append((key, value))
+            pos = m.end()
+            rest = field[pos:]
+            skip = re.match(r"[^\s]*\s*", rest)  # a unit or "/513" stuck to the value
+            pos += skip.end() if skip else 0
+    return out, len(fields)
+
+
+def _stamp(date: str, clock: str, frac: str | None) -> float | None:
+    try:
+        dt = datetime.fromisoformat(f"{date} {clock}")
+    except ValueError:
+        return None
+    return dt.timestamp() + (float("0." + frac) if frac else 0.0)
+
+
+class KeyValueAdapter(Adapter):
+    name = "keyvalue"
+    description = "Plain key=value / key: value metric lines (custom loops, nanoGPT, verl, OLMo blocks, Keras fit)"
+    example = "Step 10: loss=2.45, lr=6.67e-05, grad_norm=1.02"
+
+    def __init__(self, source: str = "") -> None:
+        super().__init__(source)
+        self.block: dict[str, object] | None = None
+        self.keras_epoch: int | None = None
+        self.count = 0  # records without a printed step
+        self.absorbed = 0  # block lines taken (for scoring)
+
+    @classmethod
+    def score(cls, head: str, path: str) -> float:
+        lines = head.split("\n")
+        if len(lines) > 1:
+            lines = lines[:-1]  # the last may be cut off mid-line
+        probe = cls("")
+        hits = total = 0
+        for i, line in enumerate(lines[:SCORE_LINES]):
+            if not line.strip():
+                continue
+            total += 1
+            before = probe.absorbed
+            try:
+                got = list(probe.parse(line, i + 1))
+            except Exception:
+                got = []
+            if probe.absorbed > before or any(isinstance(r, Sample) for r in got):
+                hits += 1
+        if hits < 3 or total == 0:
+            return 0.05 * hits
+        frac = hits / total
+        return min(0.85, 0.3 + 0.55 * min(1.0, 2 * frac))
+
+    # -- per line -----------------------------------------------------------------------------
+    def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        if "\r" in line:
+            line = line.rstrip("\r")
+            line = line[line.rfind("\r") + 1:]
+        if "\b" in line:
+            line = line.replace("\b", "")
+        out: list[Record] = []
+        if self.block is not None:
+            m = BLOCK_LINE.match(line) if line[:1] in " \t" else None
+            if m is not None:
+                value = _number(m.group("v"))
+                if value is not None:
+                    self.block["pairs"].append((m.group("k").strip(), value))  # type: ignore[union-attr]
+                self.absorbed += 1
+                return out
+            out.extend(self._flush())
+        if not line.strip() or len(line) > 20000:
+            return out
+        when = None
+        text = line
+        if text[:1] in "[0123456789":
+            m = STAMP.match(text)
+            if m is not None:
+                when = _stamp(m.group(1), m.group(2), m.group(3))
+                text = text[m.end():]
+        if "\t" in text:
+            text = text[text.rfind("\t") + 1:]
+        text = text.strip()
+        if text[:1] == "[":
+            b = BLOCK_HEAD.match(text)
+            if b is not None:
+                self.block = {"step": int(b.group("n")), "total": b.group("m"), "epoch": b.group("e"),
+                              "line": lineno, "time": when, "pairs": []}
+                self.absorbed += 1
+                return out
+            text = LEVEL_TOKEN.sub("", text, count=1)
+        if text[:1] in "IWDE":
+            text = LEVEL_WORD.sub("", text, count=1)
+        if text.startswith("Epoch ") and KERAS_EPOCH.match(text):
+            m = KERAS_EPOCH.match(text)
+            assert m is not None
+            self.keras_epoch = int(m.group(1))
+            return out
+        if self.keras_epoch is not None and KERAS_LINE.match(text):
+            self._keras(text, lineno, out)
+            return out
+        if text.lower().startswith("saving checkpoint to"):
+            out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
+            return out
+        self._generic(text, lineno, when, out)
+        return out
+
+    def finish(self) -> Iterable[Record]:
+        return self._flush()
+
+    # -- shapes ---------------------------------------------------------------------------------
+    def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:
+        if not any(c.isdigit() for c in text[:4000]):
+            return
+        step: int | None = None
+        total: int | None = None
+        m = STEP_PREFIX.match(text)
+        if m is not None:
+            step = int(m.group("n"))
+            total = int(m.group("m")) if m.group("m") else None
+            text = text[m.end():]
+        pairs, nfields = _pairs(text)
+        if step is None:
+            for k, v in pairs:
+                if k.lower() in STEP_KEYS and math.isfinite(v):
+                    step = int(v)
+                    break
+        inferred = False
+        if step is None:
+            # no step: only a line made of several short metric-like pairs
+            if len(pairs) < 2 or len(pairs) < 0.6 * nfields or any(" " in k for k, _ in pairs):
+                return
+            self.count += 1
+            step, inferred = self.count, True
+        if not pairs:
+            return
+        if total is not None:
+            out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
+                             fields={"step": step, "total": total}))
+        for k, v in pairs:
+            low = k.lower()
+            if low in STEP_KEYS:
+                continue
+            if low == "mfu" and v == MFU_SENTINEL:
+                continue  # nanoGPT prints -100% until it has measured a few iterations
+            out.append(Sample(k, v, step, when, self.source, lineno, inferred))
+
+    def _keras(self, text: str, lineno: int, out: list[Record]) -> None:
+        for m in KERAS_PAIR.finditer(text):
+            value = _number(m.group("v"))
+            if value is not None:
+                out.append(Sample(m.group("k"), value, self.keras_epoch, None, self.source, lineno, True))
+
+    def _flush(self) -> list[Record]:
+        b = self.block
+        self.block = None
+        if b is None:
+            return []
+        step = int(b["step"])  # type: ignore[call-overload]
+        line = int(b["line"])  # type: ignore[call-overload]
+        when = b["time"]
+        out: list[Record] = []
+        if b["total"]:
+            out.append(Event(EventKind.PROGRESS, self.source, line, step=step, time=when,  # type: ignore[arg-type]
+                             fields={"step": step, "total": int(b["total"])}))  # type: ignore[call-overload]
+        if b["epoch"] is not None:
+            out.append(Sample("epoch", float(b["epoch"]), step, when, self.source, line, False))  # type: ignore[arg-type]
+        for k, v in b["pairs"]:  # type: ignore[attr-defined]
+            out.append(Sample(k, v, step, when, self.source, line, False))  # type: ignore[arg-type]
+        return out
