@@ -1,0 +1,201 @@
+"""`trainwatch tail`: follow logs (and GPUs) live, in the TUI or headless with alerts as they fire.
+
+Headless, it reads the backlog first, then follows; it ends when every run has ended, on
+--exit-on, or on SIGINT/SIGTERM, and exits with the worst severity seen (0/1/2). With --daemon it
+keeps following after a run ends (a systemd service, say).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from trainwatch.alerts import AlertChange
+from trainwatch.cli.check import add_engine_options
+from trainwatch.errors import UsageError
+from trainwatch.model import AlertState, Severity
+from trainwatch.sinks.printer import Printer, stamp
+
+EXIT_UNKNOWN = 3
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("tail", help="follow logs and GPUs live (TUI, or --headless)",
+                       description="Follow training logs (files, globs, directories) and GPU telemetry live.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log files, globs (quote them) or directories")
+    add_engine_options(p)
+    p.add_argument("--headless", action="store_true", help="no TUI: print alerts as they fire")
+    p.add_argument("--json", action="store_true", help="headless: one JSON object per alert/status/info line")
+    p.add_argument("--from-end", action="store_true", help="skip the existing backlog, follow new lines only")
+    p.add_argument("--poll", action="store_true", help="poll instead of inotify (network filesystems)")
+    p.add_argument("--poll-interval", type=_positive, metavar="SECONDS", help="polling period (default 0.5)")
+    p.add_argument("--no-gpu", action="store_true", help="no GPU telemetry")
+    p.add_argument("--gpu-interval", type=_positive, default=1.0, metavar="SECONDS", help="GPU sampling period")
+    p.add_argument("--gpu-replay", metavar="TRACE", help="GPU readings from a recorded JSON-lines trace")
+    p.add_argument("--params", type=_model_size, metavar="N", help="model size for MFU, e.g. 7e9 or 7B")
+    p.add_argument("--exit-on", type=_severity, metavar="SEVERITY", help="exit once an alert this severe fires")
+    p.add_argument("--until-done", action="store_true", help="exit when every run has ended (the default)")
+    p.add_argument("--daemon", action="store_true", help="never exit on a run's end; only on a signal")
+    p.add_argument("--status-every", type=_positive, metavar="SECONDS", help="headless: a status line this often")
+    p.add_argument("--alert-log", metavar="FILE", help="append every alert as a JSON line to FILE")
+    p.add_argument("--on-alert", metavar="CMD", help="run CMD (no shell) per alert, the alert as JSON on stdin")
+    p.add_argument("--on-alert-severity", type=_severity, default=Severity.WARNING, metavar="SEVERITY",
+                   help="lowest severity that runs the hook (default warning)")
+    p.add_argument("--hook-timeout", type=_positive, default=10.0, metavar="SECONDS", help="hook time limit")
+    p.add_argument("--no-fixes", action="store_true", help="headless text: leave out the suggested fixes")
+    p.add_argument("--theme", metavar="NAME", help="TUI theme")
+    p.add_argument("--refresh", type=_positive, metavar="SECONDS", help="TUI refresh period")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.daemon and args.until_done:
+        raise UsageError("--daemon and --until-done contradict each other")
+    watcher = build_watcher(args)
+    if not args.headless:
+        return _tui(watcher, args)
+    return Headless(watcher, args).run()
+
+
+def build_watcher(args: argparse.Namespace) -> Any:
+    from trainwatch.live.watcher import Watcher
+    from trainwatch.sources.gpu import ReplayBackend
+
+    backend = ReplayBackend(args.gpu_replay, loop=True) if args.gpu_replay else None
+    return Watcher(args.paths, fmt=args.fmt, preset=args.preset, configs=args.config, gpu=not args.no_gpu,
+                   gpu_interval=args.gpu_interval, poll=args.poll, from_end=args.from_end, gpu_backend=backend,
+                   poll_interval=args.poll_interval, params=args.params)
+
+
+def _tui(watcher: Any, args: argparse.Namespace) -> int:
+    try:
+        from trainwatch.tui.app import run_tui
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("trainwatch.tui"):
+            print("trainwatch: error: the TUI is not available in this build; use --headless", file=sys.stderr)
+            return EXIT_UNKNOWN
+        raise
+    return int(run_tui(watcher, args))
+
+
+class Headless:
+    """The headless loop: sinks attached to the watcher, then wait for an end condition."""
+
+    def __init__(self, watcher: Any, args: argparse.Namespace) -> None:
+        self.watcher = watcher
+        self.args = args
+        self.printer = Printer(sys.stdout, as_json=args.json, fixes=not args.no_fixes)
+        self.done = threading.Event()
+        self.signalled: int | None = None
+        self.alert_log = None
+        self.hooks = None
+
+    def run(self) -> int:
+        from trainwatch.sinks.alert_log import AlertLog
+        from trainwatch.sinks.hooks import HookRunner
+
+        info = self._info
+        if self.args.alert_log:
+            self.alert_log = AlertLog(self.args.alert_log, notice=info)
+        if self.args.on_alert:
+            self.hooks = HookRunner(self.args.on_alert, min_severity=self.args.on_alert_severity,
+                                    timeout=self.args.hook_timeout, notice=info)
+        self.watcher.add_info_listener(info)
+        self.watcher.add_listener(self._alert)
+        old = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.watcher.start()
+            self._wait()
+        finally:
+            self.watcher.stop()
+            for s, h in old.items():
+                signal.signal(s, h)
+            if self.hooks is not None:
+                self.hooks.stop()
+            if self.alert_log is not None:
+                self.alert_log.close()
+        worst = self.watcher.engine.worst()
+        return int(worst) if worst is not None else 0
+
+    def _wait(self) -> None:
+        every = self.args.status_every
+        next_status = time.monotonic() + every if every else None
+        while not self.done.is_set():
+            timeout = 0.25 if next_status is None else max(0.0, min(0.25, next_status - time.monotonic()))
+            self.done.wait(timeout)
+            if self.watcher.finished.is_set() and not self.args.daemon:
+                break
+            if next_status is not None and time.monotonic() >= next_status:
+                self.printer.status(self._status())
+                next_status = time.monotonic() + every
+
+    def _alert(self, change: AlertChange) -> None:
+        """On the engine thread: print, log, hand to the hook (none of which may block for long)."""
+        self.printer.alert(change)
+        if self.alert_log is not None:
+            self.alert_log.write(change)
+        if self.hooks is not None:
+            self.hooks.submit(change)
+        exit_on = self.args.exit_on
+        if exit_on is not None and change.state is AlertState.FIRING and change.alert.severity >= exit_on:
+            self.done.set()
+
+    def _info(self, text: str) -> None:
+        self.printer.info(text, sys.stderr)
+
+    def _signal(self, signum: int, frame: Any) -> None:
+        self.signalled = signum
+        self.done.set()
+
+    def _status(self) -> dict[str, Any]:
+        w = self.watcher
+        with w.lock:
+            eng = w.engine
+            sources = []
+            for src in w.sources():
+                st = eng.sources.get(src.name)
+                sources.append({"source": src.name, "label": src.label, "format": st.format if st else "",
+                                "step": st.step if st else None, "lines": st.lines if st else 0,
+                                "ended": bool(st and st.ended)})
+            firing = [a for a in eng.alerts() if a.state is AlertState.FIRING]
+            worst = eng.worst()
+        return {"time": stamp(time.time()), "sources": sources, "firing": len(firing),
+                "worst": worst.label if worst is not None else None, "gpus": w.gpu_devices()}
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return v
+
+
+def _severity(text: str) -> Severity:
+    try:
+        return Severity.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def _model_size(text: str) -> float:
+    t = text.strip().lower()
+    mult = _SUFFIX.get(t[-1:], 1.0)
+    if t[-1:] in _SUFFIX:
+        t = t[:-1]
+    try:
+        v = float(t) * mult
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a parameter count like 7e9 or 7B, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return v

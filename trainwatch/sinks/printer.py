@@ -1,0 +1,75 @@
+"""The headless printer: one line per alert (fixes indented below it), or one JSON object per line.
+
+Log text in messages is untrusted, so it is printed plain: no escape sequences reach the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, TextIO
+
+from trainwatch.alerts import AlertChange
+from trainwatch.model import AlertState, _jsonable
+from trainwatch.textsafe import plain
+
+
+def stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+
+class Printer:
+    def __init__(self, stream: TextIO, *, as_json: bool = False, fixes: bool = True) -> None:
+        self.stream = stream
+        self.as_json = as_json
+        self.fixes = fixes
+        self._lock = threading.Lock()  # the engine thread and the main thread both print
+
+    def alert(self, change: AlertChange) -> None:
+        a = change.alert
+        t = a.started_at if change.state is AlertState.FIRING else (a.resolved_at or a.last_seen_at)
+        if self.as_json:
+            self._write(json.dumps({"type": "alert", "time": stamp(t), **a.to_dict(), "state": change.state.value}))
+            return
+        step = f"step {a.finding.step}" if a.finding.step is not None else "step -"
+        if change.state is AlertState.RESOLVED:
+            self._write(f"{stamp(t)} resolved {a.rule} {plain(a.source)} {step}: {plain(a.title)}")
+            return
+        head = f"{stamp(t)} {a.severity.label.upper():8} {a.rule} {plain(a.source)} {step}: {plain(a.finding.message)}"
+        lines = [head]
+        if self.fixes:
+            lines += [f"    - {plain(fix)}" for fix in a.fixes]
+        self._write("\n".join(lines))
+
+    def info(self, text: str, stream: TextIO | None = None) -> None:
+        if self.as_json:
+            self._write(json.dumps({"type": "info", "time": stamp(time.time()), "message": plain(text)}))
+        else:
+            self._write(f"trainwatch: {plain(text)}", stream)
+
+    def status(self, status: dict[str, Any]) -> None:
+        if self.as_json:
+            self._write(json.dumps(_jsonable({"type": "status", **status})))
+            return
+        parts = []
+        for s in status["sources"]:
+            done = " done" if s["ended"] else ""
+            parts.append(f"{plain(s['label'])} step {s['step'] if s['step'] is not None else '-'}{done}")
+        for g in status.get("gpus", []):
+            if g.get("lost"):
+                parts.append(f"{g['key']} LOST")
+            elif "util" in g:
+                mem = f" {g['mem_used'] / 1024:.1f}/{g['mem_total'] / 1024:.0f}G" if "mem_total" in g else ""
+                parts.append(f"{g['key']} {g['util']:.0f}%{mem}")
+        worst = status["worst"] or "ok"
+        self._write(f"{status['time']} status {worst}, {status['firing']} firing | " + ", ".join(parts))
+
+    def _write(self, text: str, stream: TextIO | None = None) -> None:
+        out = stream or self.stream
+        with self._lock:
+            try:
+                out.write(text + "\n")
+                out.flush()
+            except (BrokenPipeError, ValueError):
+                pass
