@@ -40,6 +40,7 @@ BANNER_FIELDS = {
     "trainable parameters": "params",
 }
 LOGGING_STEPS = re.compile(r"\blogging_steps=(\d+)")
+NUM_EPOCHS = re.compile(r"\bnum_train_epochs=(\d+(?:\.\d+)?)")
 CKPT_STEP = re.compile(r"checkpoint-(\d+)")
 GLOBAL_STEP = re.compile(r"global step (\d+)")
 STEP_KEYS = ("step", "global_step")
@@ -139,7 +140,9 @@ class HFConsoleAdapter(Adapter):
         self.total: int | None = None  # the training bar's M
         self.bar_total: int | None = None  # M of the last bar seen while `total` is unknown
         self.buffered = False  # dicts arrive late (block-buffered stdout): bars are not their steps
-        self.from_bar = False
+        self.spe_floor = 0.0  # lower bound of steps per epoch, from bars that were on time
+        self.first_epoch: float | None = None
+        self.first_step_logged = False
         self.base = 0  # step a resumed run restarted from
         self.bar_step: int | None = None
         self.bar_used: int | None = None  # bar step a train dict already took
@@ -175,20 +178,24 @@ class HFConsoleAdapter(Adapter):
             self._dict_line(line, lineno, out)
         elif "%|" in line:
             self._bar(self._last_bar(line, 0, len(line)), lineno, out)
-        else:
+        if "=" in line:
             if " = " in line:
                 self._banner(line, lineno, out)
-            elif "logging_steps=" in line:
-                m = LOGGING_STEPS.search(line)
+            if "num_train_epochs=" in line and self.num_epochs is None:
+                m = NUM_EPOCHS.search(line)
                 if m:
+                    self.num_epochs = max(1, int(float(m.group(1)) + 0.999))
+            if "logging_steps=" in line and self.logging_steps is None:
+                m = LOGGING_STEPS.search(line)
+                if m and int(m.group(1)) > 0:
                     self.logging_steps = int(m.group(1))
                     out.append(Event(EventKind.INFO, self.source, lineno, fields={"logging_steps": self.logging_steps}))
-            if "ing training from" in line:
-                self._resume(line, lineno, out)
-            if "aving model checkpoint" in line:
-                m = CKPT_STEP.search(line)
-                step = int(m.group(1)) if m else self.last_step
-                out.append(Event(EventKind.CHECKPOINT, self.source, lineno, step=step, text=line.strip()[:500]))
+        if "ing training from" in line:
+            self._resume(line, lineno, out)
+        if "aving model checkpoint" in line:
+            m = CKPT_STEP.search(line)
+            step = int(m.group(1)) if m else self.last_step
+            out.append(Event(EventKind.CHECKPOINT, self.source, lineno, step=step, text=line.strip()[:500]))
         self._progress(lineno, out)
         return out
 
@@ -280,45 +287,60 @@ class HFConsoleAdapter(Adapter):
             out.append(Sample(k, v, step, None, self.source, lineno, inferred))
 
     def _train_step(self, epoch: float | None) -> int | None:
-        """The step of a train dict; see the module docstring for the order of the sources."""
+        """The step of a train dict: trainer_state.json, then epoch x steps per epoch, the logging
+        interval, the bar; never going backwards. Bars alone are not trusted: tqdm skips redraws
+        (mininterval) and block-buffered stdout prints dicts long after their bar."""
         if self.total is None and self.bar_total is not None:
             self.total = self.bar_total
         last = self.last_train_step
         fresh = self.bar_step is not None and self.bar_step != self.bar_used
         if last is not None and self.bar_step is not None and not fresh:
-            self.buffered = True  # two dicts without a redraw between: stdout is block-buffered, bars run ahead
-        step = self.state.step_for("train", epoch)
-        if step is None and self.logging_steps:
-            step = self.base + (self.train_count + 1) * self.logging_steps
-        if step is None and fresh and not self.buffered:
-            est = self._epoch_step(epoch)
-            if est is not None and self.bar_step > 1.5 * est + 2:  # type: ignore[operator]
-                self.buffered = True
-            else:
-                step = self.bar_step
-                if last is not None and self.from_bar and step is not None and step > last:
-                    self.interval = step - last
-                if epoch and epoch > 0 and step:
-                    self.steps_per_epoch = step / epoch
-                self.from_bar = True
+            self.buffered = True  # two dicts without a redraw between: the bar is no step marker
         if fresh:
             self.bar_used = self.bar_step
-        if step is None and self.interval and last is not None and not self.buffered:
-            step = last + self.interval
+        if epoch is not None and epoch > 0:
+            if self.first_epoch is None:
+                self.first_epoch = epoch
+            if fresh and not self.buffered and self.bar_step:
+                self.spe_floor = max(self.spe_floor, self.bar_step / epoch)
+        step = self.state.step_for("train", epoch)
+        est = self._epoch_step(epoch) if step is None else None
+        if step is None and self.logging_steps:
+            if self.train_count == 0 and epoch and est is not None and est < self.logging_steps / 2:
+                self.first_step_logged = True  # logging_first_step: the first dict is step 1
+                step = self.base + 1
+            else:
+                k = self.train_count + (0 if self.first_step_logged else 1)
+                step = self.base + k * self.logging_steps
         if step is None:
-            step = self._epoch_step(epoch)
+            step = est
+        if step is None and fresh and not self.buffered:
+            step = self.bar_step
         if step is None:
-            step = (last or self.base) + (self.interval or 1)
+            step = (last if last is not None else self.base) + (self.logging_steps or 1)
         if last is not None and step <= last:
-            step = last + (self.interval or self.logging_steps or 1)
+            step = last + 1
         return step
+
+    def _steps_per_epoch(self) -> float | None:
+        if self.total and self.num_epochs:
+            return self.total / self.num_epochs
+        floor = self.spe_floor
+        if self.first_epoch:
+            floor = max(floor, 1.0 / self.first_epoch)  # the first log is at step 1 or later
+        if floor <= 0:
+            return None
+        if abs(floor - round(floor)) < 1e-3 * floor:
+            return float(round(floor))  # steps per epoch are whole numbers in the Trainer
+        if self.total:
+            epochs = max(1, int(self.total / floor + 1e-6))  # floor is a lower bound: fewest epochs that fit
+            return self.total / epochs
+        return floor
 
     def _epoch_step(self, epoch: float | None) -> int | None:
         if epoch is None:
             return None
-        spe = self.steps_per_epoch
-        if spe is None and self.total and self.num_epochs:
-            spe = self.total / self.num_epochs
+        spe = self._steps_per_epoch()
         return None if spe is None else int(round(epoch * spe))
 
     def _banner(self, line: str, lineno: int, out: list[Record]) -> None:
