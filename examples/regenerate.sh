@@ -5,6 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 PY=${PY:-/work/trainenv/bin/python}
+PY4=${PY4:-/work/trainenv4/bin/python}   # transformers 4.x venv, only for hf4_* runs
 TORCHRUN=${TORCHRUN:-/work/trainenv/bin/torchrun}
 S=examples/train_tiny.py
 TMP=${TMP_OUT:-/tmp/trainwatch_runs}
@@ -21,7 +22,7 @@ hf() {
   on "$name" || return 0
   rm -rf "$TMP/$name"
   echo ">> $name"
-  $PY $S --framework hf --out "$TMP/$name" "$@" > "$L/$name.log" 2>&1
+  ${HFPY:-$PY} $S --framework hf --out "$TMP/$name" "$@" > "$L/$name.log" 2>&1
   mkdir -p "$R/$name"
   cp "$L/$name.log" "$R/$name/run.log"
   cp "$TMP/$name/trainer_state.json" "$R/$name/trainer_state.json"
@@ -41,6 +42,9 @@ hf hf_bad_sample_filtered     --failure bad_sample --bad-step 37
 hf hf_overfit                 --failure overfit
 hf hf_frozen                  --failure frozen
 hf hf_resume_no_sched         --failure resume_no_sched
+
+# transformers 4.x (Python-repr floats in the console dicts instead of 5.x quoted strings)
+HFPY=$PY4 hf hf4_healthy      --failure none
 
 tq torch_healthy    --failure none --jsonl "$L/torch_healthy.jsonl"
 tq torch_high_lr    --failure high_lr
