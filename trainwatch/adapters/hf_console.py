@@ -247,7 +247,7 @@ class HFConsoleAdapter(Adapter):
             if self.bar_step is not None and n > self.bar_step:
                 self.in_eval = False
             self.bar_step = n
-        elif not self.in_eval and self.bar_step is not None and n < m:
+        elif not self.in_eval and self.bar_step is not None:
             self.in_eval = True
             out.append(Event(EventKind.EVAL_START, self.source, lineno, step=self.bar_step,
                              fields={"total": m}))
