@@ -101,10 +101,12 @@ class DeadRank(Rule):
         lead = max((s.step or 0) for _, s in moving)
         label = _label(name, st)
         last = st.last_line.strip()[:160]
-        return Finding(message=f"{label} stopped at step {st.step} ({name}:{st.lines}) {duration(silent)} ago while "
-                               f"{len(moving)} other rank(s) went on to step {lead}; last line: {last}",
-                       step=st.step, line=st.lines, subject=name,
-                       evidence={"rank_source": name, "file": name, "line": st.lines, "silent_s": round(silent, 1),
+        line = st.lines or max((s.recent[-1].line for s in ctx.store if s.source == name and s.recent), default=0)
+        msg = (f"{label} stopped at step {st.step} ({name}:{line}) {duration(silent)} ago while "
+               f"{len(moving)} other rank(s) went on to step {lead}")
+        return Finding(message=msg + (f"; last line: {last}" if last else ""),
+                       step=st.step, line=line, subject=name,
+                       evidence={"rank_source": name, "file": name, "line": line, "silent_s": round(silent, 1),
                                  "others_step": lead, "last_line": last})
 
 
