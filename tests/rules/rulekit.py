@@ -85,3 +85,31 @@ def warmup_decay_lr(step: int, total: int, peak: float = 2e-5, warmup: int = 10)
     return peak * max(0.0, (total - step) / (total - warmup))
 
 
+
+
+def run_log(path: Path, preset: str = "sft") -> Engine:
+    """A real log through detection, its adapter and the scanner, into an engine; the data then ends."""
+    from trainwatch.adapters import detect, get
+    from trainwatch.adapters.pipeline import SourceParser
+
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    name = detect(text[:65536], str(path))
+    assert name is not None, f"no adapter for {path}"
+    clock = Clock()
+    eng = Engine(config.load(preset), clock=clock)
+    parser = SourceParser(get(name)(str(path)))
+    if parser.adapter.whole_file:
+        records = parser.document(text)
+    else:
+        records = [r for i, line in enumerate(text.splitlines(), 1) for r in parser.feed(line, i)]
+    records += parser.finish()
+    for r in records:
+        clock.t += 1.0
+        eng.feed(r)
+    eng.finish()
+    return eng
+
+
+def told(eng: Engine) -> dict[str, int | None]:
+    """Rule id -> first step, for every alert that fired and was not held quiet."""
+    return {a.rule: a.first_step for a in eng.alerts() if not eng.book.is_inhibited(a)}

@@ -39,6 +39,10 @@ class LossNonFinite(Rule):
     id = "loss.nonfinite"
     watches = ("loss", "eval_loss")
 
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._first_bad: dict[str, int] = {}  # source -> step of its first non-finite loss
+
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         v = point.value
         if math.isfinite(v):
@@ -46,7 +50,10 @@ class LossNonFinite(Rule):
         word = "NaN" if v != v else "Inf"
         ev: dict[str, Any] = {"metric": series.name, "value": v, "step": point.step,
                               "nan_count": series.nan_count, "inf_count": series.inf_count}
-        cause, fixes = self._diagnose(ctx, series.source, point.step, ev)
+        first_bad = self._first_bad.setdefault(series.source, point.step)
+        if point.step < first_bad:  # a restart: a new first
+            first_bad = self._first_bad[series.source] = point.step
+        cause, fixes = self._diagnose(ctx, series.source, first_bad, ev)
         msg = f"{series.name} is {word} at step {point.step}"
         if cause:
             msg += f": {cause}"
@@ -62,7 +69,7 @@ class LossNonFinite(Rule):
         if g is None:
             ev["diagnosis"] = "unknown"
             return "", ()
-        pts = [p for p in g.recent if p.step <= step]
+        pts = [p for p in g.recent if p.step < step]  # the same step's grad-norm is a consequence
         look = pts[-int(self.p["lookback"]):]
         base = finite_points(pts[:-len(look)] if look else pts)[-int(self.p["baseline"]):]
         ev["grad_norm_before"] = [p.value for p in look]
@@ -134,7 +141,7 @@ class LossDiverging(Rule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._best: dict[str, tuple[float, int]] = {}
+        self._best: dict[str, tuple[float, int, float]] = {}  # median, its step, the noise around it
         self._last_step: dict[str, int] = {}
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
@@ -146,21 +153,19 @@ class LossDiverging(Rule):
             return None
         window = int(self.p["window"])
         vals = last_finite(series, window)
-        if len(vals) < window:
-            return None
         cur = median(vals)
         best = self._best.get(src)
         if best is None or cur < best[0]:
-            self._best[src] = (cur, point.step)
+            self._best[src] = (cur, point.step, mad_sigma(vals, cur))
             return None
-        fin = sum(1 for p in series.recent if math.isfinite(p.value))
-        if fin < int(self.p["min_history"]) or best[0] <= 0:
+        if len(vals) < int(self.p["min_history"]) or best[0] <= 0:
             return None
+        # with fewer points than a window, only a blow-up far above the start counts
+        need = float(self.p["rise_ratio"]) if len(vals) >= window else float(self.p["early_ratio"])
         ratio = cur / best[0]
-        noise = mad_sigma(vals, cur)
-        if ratio < float(self.p["rise_ratio"]) or cur - best[0] < 2 * noise:
+        if ratio < need or cur - best[0] < 3 * best[2]:  # the rise must clear the noise of the good times
             return None
-        return Finding(message=f"loss median {fmt(cur)} over the last {window} points is {ratio:.1f}x its low "
+        return Finding(message=f"loss median {fmt(cur)} over the last {len(vals)} points is {ratio:.1f}x its low "
                                f"{fmt(best[0])} (step {best[1]})",
                        evidence={"value": cur, "baseline": best[0], "ratio": ratio, "baseline_step": best[1],
                                  "step": point.step})
@@ -235,6 +240,7 @@ class LossFlatFromStart(Rule):
         if f is None:
             return []
         f.subject = "loss"
+        f.step = s.last.step if s.last else None
         return [f]
 
 
@@ -290,6 +296,9 @@ class LossLeak(Rule):
         t = median(recent)
         if t <= 0 or v >= float(self.p["ratio"]) * t:
             return None
+        earlier = [p.value for p in finite_points(train.recent) if p.step <= point.step][-2 * w:-w]
+        if len(earlier) < len(recent) or median(earlier) > t * (1 + float(self.p["settled"])):
+            return None  # train loss still falling fast: its logged average lags the eval
         return Finding(message=f"eval_loss {fmt(v)} is {v / t:.0%} of the train loss {fmt(t)}",
                        evidence={"value": v, "baseline": t, "ratio": v / t, "step": point.step})
 

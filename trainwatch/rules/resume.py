@@ -81,9 +81,15 @@ class ResumeSchedReset(_AfterResume):
     metric = "lr"
     watches = ("lr",)
 
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._replayed: dict[str, int] = {}
+
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         r = self.resume_for(series, point)
-        if r is None or r.done or not math.isfinite(point.value):
+        if r is None:
+            return self._replay(series, point)
+        if r.done or not math.isfinite(point.value):
             return None
         after = finite_points(list(series.recent)[r.at_index:])
         ref = [p for p in finite_points(r.before) if p.step <= point.step]
@@ -107,6 +113,30 @@ class ResumeSchedReset(_AfterResume):
                                evidence={"values": [p.value for p in head], "step": point.step,
                                          "resume_step": r.step})
         return None
+
+
+    def _replay(self, series: Series, point: Point) -> Finding | None:
+        """No visible resume, but the LR climbs back through the run's own warmup values after decaying:
+        a new process started the schedule from step 0 (scheduler state not restored)."""
+        pts = finite_points(series.recent)
+        v = point.value
+        if len(pts) < 6 or not math.isfinite(v) or v <= 0 or self._replayed.get(series.source) == pts[0].step:
+            return None
+        vals = [p.value for p in pts[:-1]]
+        peak = max(vals)
+        ipeak = vals.index(peak)
+        warm = [x for x in vals[:ipeak] if 0 < x < 0.999 * peak]
+        low = min(vals[ipeak:])
+        if not warm or low >= 0.9 * peak or vals[-1] != low or v < 1.2 * low:
+            return None
+        match = next((x for x in warm if abs(x - v) <= 0.02 * v), None)
+        if match is None:
+            return None
+        self._replayed[series.source] = pts[0].step
+        return Finding(message=f"LR rose from {fmt(low)} to {fmt(v)} at step {point.step}, a value of its own "
+                               f"warmup: the schedule restarted (resumed without the scheduler state?)",
+                       evidence={"value": v, "baseline": low, "peak": peak, "warmup_value": match,
+                                 "step": point.step})
 
 
 class ResumeLossJump(_AfterResume):

@@ -1,0 +1,56 @@
+"""The real logs in examples/logs (tiny real runs): healthy ones stay quiet, induced failures fire the
+right rule at the right step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rulekit import run_log, told
+
+LOGS = Path(__file__).resolve().parents[2] / "examples" / "logs"
+
+
+def _log(name: str) -> Path:
+    p = LOGS / name
+    if not p.exists():
+        pytest.skip(f"{name} not generated yet")
+    pytest.importorskip("trainwatch.adapters.hf_console")
+    return p
+
+
+@pytest.mark.parametrize("name", ["hf_healthy.log", "torch_healthy.log"])
+def test_healthy_runs_are_quiet(name):
+    assert told(run_log(_log(name))) == {}
+
+
+@pytest.mark.parametrize("name", ["hf_bad_sample.log", "torch_bad_sample.log"])
+def test_bad_sample_is_diagnosed_as_data_at_its_step(name):
+    eng = run_log(_log(name))
+    t = told(eng)
+    assert t["loss.nonfinite"] == 40 and t["grad.nonfinite"] == 40
+    a = next(a for a in eng.alerts() if a.rule == "loss.nonfinite")
+    assert a.finding.evidence["diagnosis"] == "bad sample or numerics"
+
+
+@pytest.mark.parametrize("name", ["hf_high_lr.log", "torch_high_lr.log", "hf_high_lr_adamw.log"])
+def test_high_lr_diverges_early(name):
+    t = told(run_log(_log(name)))
+    assert t["loss.diverging"] <= 22
+    assert "lr.no_warmup" in t
+
+
+def test_frozen_is_flat_from_start():
+    assert "loss.flat_from_start" in told(run_log(_log("hf_frozen.log")))
+
+
+def test_overfit_fires_at_the_second_rising_eval():
+    t = told(run_log(_log("hf_overfit.log")))
+    assert t["loss.overfit"] == 100
+    assert set(t) <= {"loss.overfit", "loss.level"}
+
+
+def test_resume_without_scheduler_state():
+    t = told(run_log(_log("hf_resume_no_sched.log")))
+    assert 80 < t["resume.sched_reset"] <= 90
