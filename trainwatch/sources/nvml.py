@@ -79,14 +79,20 @@ class NvmlBackend:
         """fn() or None when the device cannot say; a lost device raises _Lost."""
         nv = self.nv
         try:
-            return fn()
+            value = fn()
+            if field == "retired pages":
+                value = len(value)
+            return value
         except nv.NVMLError as exc:
             if type(exc).__name__ in _LOST_NAMES:
                 raise _Lost(_text(exc)) from None
-            if (i, field) not in self.unsupported:
-                self.unsupported.add((i, field))
-                self.notices.append(f"gpu{i}: {field} not available ({_text(exc)})")
-            return None
+            reason = _text(exc)
+        except Exception as exc:  # a binding that answers in an unexpected shape: that field is lost, not the rest
+            reason = f"{type(exc).__name__}: {exc}"
+        if (i, field) not in self.unsupported:
+            self.unsupported.add((i, field))
+            self.notices.append(f"gpu{i}: {field} not available ({reason})")
+        return None
 
     def _fill(self, i: int, h: Any, r: dict[str, Any]) -> None:
         nv = self.nv
@@ -123,7 +129,7 @@ class NvmlBackend:
         pages = self._call(i, "retired pages", lambda: nv.nvmlDeviceGetRetiredPages(
             h, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR))
         if pages is not None:
-            r["retired_pages"] = float(len(pages))
+            r["retired_pages"] = float(pages)
 
     def _mig(self, i: int, h: Any) -> list[dict[str, Any]]:
         nv = self.nv
