@@ -1,0 +1,121 @@
+"""Plain key=value / key: value lines in the shapes real loops print."""
+
+from __future__ import annotations
+
+import math
+
+from trainwatch.adapters.keyvalue import KeyValueAdapter
+from trainwatch.model import EventKind
+from trainwatch.names import Canonicalizer
+from tests.adapters.helpers import events, run, samples, series
+
+
+def values(line: str) -> dict[str, tuple[int | None, float]]:
+    return {s.name: (s.step, s.value) for s in samples(run(KeyValueAdapter(""), [line]))}
+
+
+def test_step_prefix_with_equals_pairs() -> None:
+    v = values("Step 10: loss=2.45, lr=6.67e-05, grad_norm=nan")
+    assert v["loss"] == (10, 2.45) and v["lr"] == (10, 6.67e-05)
+    assert v["grad_norm"][0] == 10 and math.isnan(v["grad_norm"][1])
+
+
+def test_verl_dash_separated() -> None:
+    v = values("step:12 - actor/entropy:0.41 - critic/score/mean:0.25 - actor/pg_loss:-0.031 - timing_s/gen:3.2")
+    assert v == {"actor/entropy": (12, 0.41), "critic/score/mean": (12, 0.25), "actor/pg_loss": (12, -0.031),
+                 "timing_s/gen": (12, 3.2)}
+
+
+def test_nanogpt_iter_and_eval_lines_with_mfu_sentinel() -> None:
+    recs = run(KeyValueAdapter(""), ["iter 0: loss 4.2012, time 1234.50ms, mfu -100.00%",
+                                     "iter 100: loss 2.3114, time 45.10ms, mfu 31.20%",
+                                     "step 500: train loss 2.1034, val loss 2.3391",
+                                     "iter 510: loss nan, time 44.0ms, mfu 31.00%"])
+    assert series(recs, "mfu") == [(100, 31.2), (510, 31.0)]  # the -100% sentinel is skipped
+    assert series(recs, "time_ms")[0] == (0, 1234.5)
+    canon = Canonicalizer()
+    assert {canon(s.name) for s in samples(recs) if s.step == 500} == {"loss", "eval_loss"}
+    assert math.isnan(series(recs, "loss")[-1][1])
+
+
+def test_home_made_comma_format() -> None:
+    v = values("ep: 0, batch: 20, time: 9.17, ntokens: 485.20/513, loss: 10.98")
+    assert v == {"ep": (20, 0.0), "time": (20, 9.17), "ntokens": (20, 485.2), "loss": (20, 10.98)}
+
+
+def test_torchtitan_double_spaced_with_units_and_thousands() -> None:
+    v = values("step:  7  loss: 11.2031  memory: 41.02GiB(43.18%)  tps: 1,842  tflops: 9.1  mfu: 2.93%")
+    assert v["tps"] == (7, 1842.0) and v["memory"] == (7, 41.02) and v["mfu"] == (7, 2.93)
+
+
+def test_deepspeed_prefixes_and_spaced_keys() -> None:
+    v = values("[2024-03-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] step=30, skipped=1, lr=[0.0002]")
+    assert v == {"skipped": (30, 1.0), "lr": (30, 0.0002)}
+    v = values("steps: 40 loss: 2.7711 iter time (s): 0.498 samples/sec: 64.2")
+    assert v == {"loss": (40, 2.7711), "iter time (s)": (40, 0.498), "samples/sec": (40, 64.2)}
+
+
+def test_pipe_table_without_step_is_counted() -> None:
+    recs = run(KeyValueAdapter(""), [
+        "| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.61 | loss  6.92 | ppl  1012.50",
+        "| epoch   1 |   400/ 2983 batches | lr 20.0000 | ms/batch 11.02 | loss   nan | ppl      nan"])
+    loss = samples(recs, "loss")
+    assert [s.step for s in loss] == [1, 2] and all(s.step_inferred for s in loss)
+    assert math.isnan(loss[1].value)
+
+
+def test_olmo_block_held_until_it_ends_and_flushed_at_finish() -> None:
+    lines = [
+        "2025-11-02 10:01:02.500\tnode-a:0\tolmo.train:990\tINFO\t[step=20/5000,epoch=0]",
+        "    optim/total_grad_norm=1.25",
+        "    train/CrossEntropyLoss=8.512",
+        "    train/Perplexity=4,971",
+        "    System/Peak GPU Memory (MB)=31,204",
+        "2025-11-02 10:01:40.100\tnode-a:0\tolmo.train:990\tINFO\t[step=30/5000,epoch=0]",
+        "    train/CrossEntropyLoss=8.1",
+    ]
+    ad = KeyValueAdapter("")
+    first = [r for n, ln in enumerate(lines[:5], 1) for r in ad.parse(ln, n)]
+    assert first == []  # held: more lines of the block may follow
+    recs = run(ad, lines[5:])
+    assert series(recs, "train/CrossEntropyLoss") == [(20, 8.512), (30, 8.1)]  # the last one came from finish()
+    assert series(recs, "train/Perplexity") == [(20, 4971.0)]
+    assert series(recs, "System/Peak GPU Memory (MB)") == [(20, 31204.0)]
+    assert samples(recs, "train/CrossEntropyLoss")[0].time is not None
+    assert events(recs, EventKind.PROGRESS)[0].fields == {"step": 20, "total": 5000}
+
+
+def test_keras_fit_verbose_2_and_1_and_keras_3() -> None:
+    recs = run(KeyValueAdapter(""), [
+        "Epoch 1/30",
+        "256/256 - 6s - loss: 3.2051 - accuracy: 0.1502 - val_loss: 3.01 - 6s/epoch - 23ms/step",
+        "Epoch 2/30",
+        "\r1/4 [======>.......................] - ETA: 0s - loss: 5.9\r4/4 [==============================] - 0s 11ms/step - loss: 2.9876 - accuracy: 0.2011",
+        "Epoch 3/30",
+        "256/256 ━━━━━━━━━━━━━━━━━━━━ 5s 20ms/step - accuracy: 0.3001 - loss: 2.5012",
+    ])
+    assert series(recs, "loss") == [(1, 3.2051), (2, 2.9876), (3, 2.5012)]
+    assert series(recs, "val_loss") == [(1, 3.01)]
+    assert all(s.step_inferred for s in samples(recs))
+
+
+def test_prose_is_not_metrics() -> None:
+    for line in ["Total number of parameters: 151,879,680",
+                 "Num examples = 80 | Num Epochs = 4 | Total steps = 250",
+                 "The answer: there is an error in step 3 of the problem, so x = 4.",
+                 "Peak GPU Memory (MB) before ddp: 610",
+                 "Loading weights from /data/ckpt/step_3000.pt",
+                 "logging_nan_inf_filter=True,",
+                 "wandb: Tracking run with wandb version 0.26.1"]:
+        assert values(line) == {}, line
+
+
+def test_score_prefers_many_parsed_lines() -> None:
+    good = "\n".join(f"Step {i}: loss={3 - i / 100:.3f}, lr=1e-4" for i in range(30)) + "\n"
+    assert KeyValueAdapter.score(good, "x.log") >= 0.8
+    prose = "\n".join(["Total number of parameters: 1,000"] * 30 + ["Step 1: loss=2.0"]) + "\n"
+    assert KeyValueAdapter.score(prose, "x.log") < 0.3
+
+
+def test_checkpoint_line() -> None:
+    assert events(run(KeyValueAdapter(""), ["saving checkpoint to out-shakespeare"]), EventKind.CHECKPOINT)
