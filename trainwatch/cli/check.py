@@ -53,7 +53,21 @@ def open_all(paths: list[str], fmt: str | None) -> tuple[list[runner.OpenSource]
             skipped.append(str(exc))
     if not opened:
         raise SourceError(f"{', '.join(paths)}: no readable log in a known format")
-    return opened, skipped
+    return _one_view_per_run(opened, explicit, skipped), skipped
+
+
+def _one_view_per_run(opened: list[runner.OpenSource], explicit: set[str],
+                      skipped: list[str]) -> list[runner.OpenSource]:
+    """A trainer_state.json found beside a console log of the same run would repeat every finding;
+    the console adapter already takes its steps from it, so it is not read a second time."""
+    console_dirs = {s.path.parent for s in opened if s.format == "hf_console"}
+    out = []
+    for s in opened:
+        if s.format == "trainer_state" and s.path.parent in console_dirs and str(s.path) not in explicit:
+            skipped.append(f"{s.path}: same run as the console log beside it (used for its steps)")
+            continue
+        out.append(s)
+    return out
 
 
 def feed_file(engine: Engine, src: runner.OpenSource, clock: LogClock) -> report.SourceInfo:
