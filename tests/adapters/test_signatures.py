@@ -1,0 +1,223 @@
+"""Error signatures: each one matched, figures parsed, prose left alone; tracebacks captured whole."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainwatch.adapters.signatures import SignatureScanner, signature_ids
+from trainwatch.model import Event, EventKind
+
+BRIEF_IDS = {
+    "oom.cuda", "oom.host", "deepspeed.exit7", "hang.nccl", "cuda.illegal_access", "cuda.device_assert",
+    "cuda.ecc", "gpu.xid", "fp16.overflow", "data.pad_token", "deepspeed.dummy_optim", "rl.reward_import",
+    "rl.generation_batch", "fsdp.weight_2d", "ckpt.checkpoint_error", "rl.bf16_weight_sync",
+    "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
+    "megatron.grad_nan",
+}
+
+
+def scan(lines: list[str]) -> list[Event]:
+    sc = SignatureScanner("log")
+    out: list[Event] = []
+    for n, line in enumerate(lines, 1):
+        out.extend(sc.feed(line, n))
+    out.extend(sc.finish())
+    return out
+
+
+def errors(lines: list[str]) -> list[Event]:
+    return [e for e in scan(lines) if e.kind == EventKind.ERROR]
+
+
+def test_ids_are_the_briefs() -> None:
+    assert signature_ids() == BRIEF_IDS
+
+
+ONE_LINERS = [
+    ("oom.cuda", "CUDA error: out of memory"),
+    ("oom.host", "Killed"),
+    ("oom.host", "E0101 12:00:00 api.py:869] failed (exitcode: -9) local_rank: 0 (pid: 4242) of binary: /bin/python"),
+    ("deepspeed.exit7", "[launch.py:316:sigkill_handler] failed (exitcode: -7) local_rank: 1 (pid: 99) of binary"),
+    ("hang.nccl", "[rank1]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective "
+                  "operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+                  "ran for 600042 milliseconds before timing out."),
+    ("hang.nccl", "NCCL communicator was aborted on rank 3."),
+    ("hang.nccl", "torch.distributed.DistBackendError: NCCL error in: ../nccl.cpp:1970, unhandled cuda error"),
+    ("hang.nccl", "ncclUnhandledCudaError: Call to CUDA function failed."),
+    ("cuda.illegal_access", "RuntimeError: CUDA error: an illegal memory access was encountered"),
+    ("cuda.device_assert", "RuntimeError: CUDA error: device-side assert triggered"),
+    ("cuda.device_assert", "../aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward: block: [0,0,0], "
+                           "thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed."),
+    ("cuda.ecc", "RuntimeError: CUDA error: uncorrectable ECC error encountered"),
+    ("gpu.xid", "[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."),
+    ("fp16.overflow", "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0"),
+    ("fp16.overflow", "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768"),
+    ("data.pad_token", "ValueError: Asking to pad but the tokenizer does not have a padding token."),
+    ("deepspeed.dummy_optim", "AttributeError: 'DummyOptim' object has no attribute 'step'"),
+    ("rl.reward_import", "unable to load strategy my_rewards.fmt, then None is not callable"),
+    ("rl.generation_batch", "ValueError: generation_batch_size (6) is not divisible by num_generations (4)"),
+    ("fsdp.weight_2d", "RuntimeError: 'weight' must be 2-D"),
+    ("ckpt.checkpoint_error", "torch.utils.checkpoint.CheckpointError: torch.utils.checkpoint: A different number of "
+                              "tensors was saved during the original forward and recomputation."),
+    ("rl.bf16_weight_sync", "TypeError: Got unsupported ScalarType BFloat16"),
+    ("data.chat_template_boundary", "ValueError: Content end boundary is before start boundary"),
+    ("data.cas_error", "RuntimeError: CAS service error : Reqwest Error: HTTP status server error (500)"),
+    ("loss.nan_message", "ValueError: The loss returned in `training_step` is nan."),
+    ("loss.nan_message", "Loss is nan, stopping training"),
+    ("loss.nan_message", "Unexpected result nan (message='loss is NaN')"),
+    ("run.signal", "W1227 22:43:28.153000 54958 torch/distributed/elastic/agent/server/api.py:725] Received 15 death "
+                   "signal, shutting down workers"),
+    ("run.signal", "torch.distributed.elastic.multiprocessing.api.SignalException: Process 54958 got signal: 15"),
+    ("megatron.grad_nan", "RuntimeError: Rank 3: found NaN in local grad norm for bucket #0 in backward pass"),
+]
+
+
+@pytest.mark.parametrize(("sig", "line"), ONE_LINERS)
+def test_each_signature_matches(sig: str, line: str) -> None:
+    found = errors([line])
+    assert [e.signature for e in found] == [sig]
+    assert found[0].line == 1 and found[0].text == line.strip()
+
+
+def test_every_brief_id_has_a_matching_line() -> None:
+    covered = {s for s, _ in ONE_LINERS} | {"run.child_failed"}
+    assert covered == BRIEF_IDS
+
+
+def test_oom_old_wording_figures_in_gib() -> None:
+    (e,) = errors(["RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 1; 23.69 GiB total capacity; "
+                   "21.50 GiB already allocated; 310.06 MiB free; 22.10 GiB reserved in total by PyTorch) If reserved "
+                   "memory is >> allocated memory try setting max_split_size_mb"])
+    assert e.signature == "oom.cuda"
+    assert e.fields == pytest.approx({"tried_gib": 0.5, "total_gib": 23.69, "allocated_gib": 21.5,
+                                      "free_gib": 310.06 / 1024, "reserved_gib": 22.1, "gpu": 1})
+
+
+def test_oom_new_wording_figures_in_gib() -> None:
+    (e,) = errors(["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 0 has a total capacity "
+                   "of 79.11 GiB of which 1.02 GiB is free. Process 777 has 78.08 GiB memory in use. Of the allocated "
+                   "memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated."])
+    assert e.fields == pytest.approx({"tried_gib": 2.5, "total_gib": 79.11, "free_gib": 1.02,
+                                      "allocated_gib": 70.0, "reserved_gib": 76.5, "gpu": 0})
+
+
+def test_nccl_watchdog_fields() -> None:
+    (e,) = errors([ONE_LINERS[4][1]])
+    assert e.fields == {"timeout_ms": 600000.0, "ran_ms": 600042.0, "op": "ALLREDUCE", "rank": 1.0}
+
+
+def test_fp16_overflow_loss_scale() -> None:
+    assert errors([ONE_LINERS[13][1]])[0].fields["loss_scale"] == 16384.0
+    assert errors(["  66%|######5   | 893/1352 [05:32<00:57,  7.92it/s]Gradient overflow.  Skipping step, loss "
+                   "scaler 0 reducing loss scale to 32768.0"])[0].fields["loss_scale"] == 32768.0
+
+
+CHILD = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2025-08-01_01:06:47
+  host      : node7
+  rank      : 4 (local_rank: 4)
+  exitcode  : {code} (pid: 208585)
+  error_file: <N/A>
+  traceback : {tb}
+============================================================"""
+
+
+@pytest.mark.parametrize(("code", "tb", "sig"), [
+    ("-9", "Signal 9 (SIGKILL) received by PID 208585", "oom.host"),
+    ("-7", "Signal 7 (SIGBUS) received by PID 208585", "deepspeed.exit7"),
+    ("1", "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html", "run.child_failed"),
+])
+def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> None:
+    found = errors(CHILD.format(code=code, tb=tb).split("\n") + ["next line"])
+    assert [e.signature for e in found] == [sig]  # one event for the block, not one per line
+    assert found[0].fields == {"exitcode": int(code), "rank": 4}
+    assert found[0].line == 1
+
+
+@pytest.mark.parametrize("line", [
+    "logging_nan_inf_filter=True,",
+    "WARNING:huggingface_hub.utils._http:'(ReadTimeoutError(\"HTTPSConnectionPool(host='hf.co', port=443): Read "
+    "timed out. (read timeout=10)\"), '(Request ID: abc)')' thrown while requesting HEAD; Retrying in 1s [Retry 1/5].",
+    "Generated: Let me check the algebra again: there is an error in the problem statement, so nan is not a number.",
+    "The model ran out of memory ideas, said the poem; killed time; NCCL_DEBUG=INFO",
+    "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4.4e-07, 'epoch': 0.0}",
+    "error_file: <N/A>",
+    "Setting `pad_token_id` to `eos_token_id`:None for open-end generation.",
+    "exitcode 0, all good",
+])
+def test_prose_does_not_fire(line: str) -> None:
+    assert errors([line]) == []
+
+
+TB = [
+    "Traceback (most recent call last):",
+    '  File "/w/train.py", line 88, in <module>',
+    "    main()",
+    '  File "/w/train.py", line 70, in main',
+    "    loss.backward()",
+    "           ^^^^^^^^",
+    "KeyError: 'labels'",
+    "",
+    "During handling of the above exception, another exception occurred:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "/w/train.py", line 90, in <module>',
+    "    cleanup()",
+    "RuntimeError: cleanup failed",
+]
+
+
+def test_chained_traceback_is_one_event() -> None:
+    found = scan(["starting"] + TB + ["after the crash"])
+    (tb,) = [e for e in found if e.kind == EventKind.TRACEBACK]
+    assert tb.text.split("\n") == TB
+    assert tb.line == 2
+    assert tb.fields["exception"] == "RuntimeError" and tb.fields["message"] == "cleanup failed"
+    assert tb.fields["frames"] == 3
+
+
+def test_traceback_starting_mid_tqdm_line_and_with_rank_prefixes() -> None:
+    lines = [" 12%|#2        | 30/250 [13:55<1:39:52, 27.24s/it]\rTraceback (most recent call last):",
+             '[rank0]:   File "/w/train.py", line 5, in <module>',
+             "[rank0]:     trainer.train()",
+             "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.",
+             "W0101 next log line"]
+    found = scan(lines)
+    (tb,) = [e for e in found if e.kind == EventKind.TRACEBACK]
+    assert tb.text.startswith("Traceback (most recent call last):\n  File")
+    assert tb.fields["exception"] == "OutOfMemoryError"
+    assert [e.signature for e in found if e.kind == EventKind.ERROR] == ["oom.cuda"]
+
+
+def test_log_ending_mid_traceback_still_emits_it() -> None:
+    found = scan(TB[:5])
+    (tb,) = [e for e in found if e.kind == EventKind.TRACEBACK]
+    assert tb.fields["complete"] is False and tb.fields["frames"] == 2
+
+
+def test_huge_traceback_is_capped() -> None:
+    lines = ["Traceback (most recent call last):"]
+    for i in range(5000):
+        lines += [f'  File "/w/m{i}.py", line {i}, in f{i}', "    f()"]
+    lines += ["RecursionError: maximum recursion depth exceeded", "done"]
+    (tb,) = [e for e in scan(lines) if e.kind == EventKind.TRACEBACK]
+    assert len(tb.text) < 100_000 and "lines left out" in tb.text
+    assert tb.text.endswith("RecursionError: maximum recursion depth exceeded")
+    assert tb.fields["frames"] == 5000
+
+
+def test_keyboard_interrupt_then_second_traceback() -> None:
+    lines = ["Traceback (most recent call last):", '  File "a.py", line 1, in <module>', "KeyboardInterrupt",
+             "Exception ignored in atexit callback: <function _exit at 0x7f>",
+             "Traceback (most recent call last):", '  File "b.py", line 2, in _exit', "KeyboardInterrupt:"]
+    tbs = [e for e in scan(lines) if e.kind == EventKind.TRACEBACK]
+    assert [t.fields["exception"] for t in tbs] == ["KeyboardInterrupt", "KeyboardInterrupt"]
+    assert [t.line for t in tbs] == [1, 5]
