@@ -60,3 +60,13 @@ if on ddp_rank_failure; then
     --max-steps 60 --fail-rank 1 --fail-step 30 --out "$D" > "$D/torchrun.log" 2>&1
   echo "   torchrun exit code: $?"
 fi
+
+# TRL GRPOTrainer (needs `pip install trl` in the venv)
+if on grpo_tiny; then
+  echo ">> grpo_tiny"
+  rm -rf "$TMP/grpo_tiny"
+  $PY examples/grpo_tiny.py --out "$TMP/grpo_tiny" > "$L/grpo_tiny.log" 2>&1
+  mkdir -p "$R/grpo_tiny"
+  cp "$L/grpo_tiny.log" "$R/grpo_tiny/run.log"
+  cp "$TMP/grpo_tiny/trainer_state.json" "$R/grpo_tiny/trainer_state.json"
+fi
