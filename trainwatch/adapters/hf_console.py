@@ -304,6 +304,8 @@ class HFConsoleAdapter(Adapter):
             if fresh and not self.buffered and self.bar_step:
                 self.spe_floor = max(self.spe_floor, self.bar_step / epoch)
         step = self.state.step_for("train", epoch)
+        if step is not None and last is not None and step <= last:
+            step = None  # a stale or unrelated state file
         est = self._epoch_step(epoch) if step is None else None
         if step is None and self.logging_steps:
             if self.train_count == 0 and epoch and est is not None and est < self.logging_steps / 2:

@@ -1,0 +1,124 @@
+"""Detection picks the right adapter for each shape; every adapter's example parses; real logs work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainwatch.adapters import detect, registry
+from trainwatch.adapters.pipeline import SourceParser
+from trainwatch.model import EventKind, Sample
+from trainwatch.sources.files import iter_lines
+
+DATA = Path(__file__).parent / "data"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+EXPECTED = {
+    "hf_console_v4.log": "hf_console",
+    "hf_console_v5_grpo.log": "hf_console",
+    "run/trainer_state.json": "trainer_state",
+    "metrics.jsonl": "jsonl",
+    "metrics.csv": "csv",
+    "megatron.log": "megatron",
+    "olmo.log": "keyvalue",
+    "keras.txt": "keyvalue",
+    "custom.log": "keyvalue",
+    "nanogpt.log": "keyvalue",
+    "verl.log": "keyvalue",
+}
+
+
+def head_of(path: Path) -> str:
+    return path.read_bytes()[:1 << 16].decode("utf-8", "replace")
+
+
+def parse_file(path: Path, fmt: str) -> list:  # type: ignore[type-arg]
+    parser = SourceParser(registry()[fmt](str(path)))
+    if parser.adapter.whole_file:
+        out = parser.document(path.read_text(encoding="utf-8", errors="replace"))
+    else:
+        out = []
+        with open(path, "rb") as f:
+            for n, line in iter_lines(f):
+                out.extend(parser.feed(line, n))
+    out.extend(parser.finish())
+    assert parser.errors == 0
+    return out
+
+
+@pytest.mark.parametrize(("name", "fmt"), sorted(EXPECTED.items()))
+def test_detects_and_parses_each_fixture(name: str, fmt: str) -> None:
+    path = DATA / name
+    assert detect(head_of(path), str(path)) == fmt
+    recs = parse_file(path, fmt)
+    assert len([r for r in recs if isinstance(r, Sample)]) >= 5
+
+
+def test_prose_is_detected_as_nothing() -> None:
+    prose = "\n".join(["This is a README about training.", "It has no metrics at all, only words.",
+                       "Some errors are mentioned: there is an error in step three."] * 10)
+    assert detect(prose, "README.txt") is None
+
+
+def test_killed_run_last_partial_line_and_traceback_are_read() -> None:
+    recs = parse_file(DATA / "hf_console_v5_grpo.log", "hf_console")
+    assert [r.signature for r in recs if getattr(r, "kind", None) == EventKind.ERROR] == ["oom.cuda"]
+    tb = [r for r in recs if getattr(r, "kind", None) == EventKind.TRACEBACK]
+    assert len(tb) == 1 and tb[0].fields["exception"] == "OutOfMemoryError"
+
+
+@pytest.mark.parametrize("name", sorted(registry()))
+def test_every_adapters_example_parses(name: str) -> None:
+    cls = registry()[name]
+    assert cls.description and cls.example
+    ad = cls("")
+    if cls.whole_file:
+        recs = list(ad.parse_document(cls.example))
+    else:
+        recs = [r for n, line in enumerate(cls.example.split("\n"), 1) for r in ad.parse(line, n)]
+        recs += list(ad.finish())
+    assert any(isinstance(r, Sample) for r in recs)
+    assert cls.score(cls.example + "\n", "example.log") > 0 or cls.whole_file
+
+
+def _real_logs() -> list[tuple[Path, str]]:
+    """The real logs other engineers produced with real trainers, when present."""
+    out = []
+    for p in sorted((EXAMPLES / "logs").glob("*")):
+        if p.suffix == ".jsonl":
+            out.append((p, "jsonl"))
+        elif p.suffix == ".log":
+            first = p.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+            out.append((p, "keyvalue" if "framework=torch" in first else "hf_console"))
+    for p in sorted((EXAMPLES / "runs").glob("*/run.log")):
+        out.append((p, "hf_console"))
+    for p in sorted((EXAMPLES / "runs").glob("*/trainer_state.json")):
+        out.append((p, "trainer_state"))
+    return out
+
+
+@pytest.mark.skipif(not _real_logs(), reason="no example logs yet")
+@pytest.mark.parametrize(("path", "fmt"), _real_logs(), ids=lambda v: str(v).rsplit("examples/", 1)[-1])
+def test_real_example_logs(path: Path, fmt: str) -> None:
+    assert detect(head_of(path), str(path)) == fmt
+    recs = parse_file(path, fmt)
+    losses = [r for r in recs if isinstance(r, Sample) and r.name in ("loss", "train/loss")]
+    assert losses
+    steps = [s.step for s in losses]
+    assert all(s is not None for s in steps)
+    assert steps == sorted(steps) or "resume" in path.name or "resume" in path.parent.name
+
+
+def test_console_steps_match_trainer_state_in_real_runs() -> None:
+    """Where a real run left both files, the console's inferred steps are the state's steps."""
+    import json
+
+    pairs = [(p, p.parent / "trainer_state.json") for p in sorted((EXAMPLES / "runs").glob("*/run.log"))
+             if (p.parent / "trainer_state.json").exists() and "resume" not in p.parent.name]
+    if not pairs:
+        pytest.skip("no example runs yet")
+    for log, state in pairs:
+        truth = [e["step"] for e in json.loads(state.read_text())["log_history"] if "loss" in e]
+        got = [r.step for r in parse_file(log, "hf_console") if isinstance(r, Sample) and r.name == "loss"]
+        assert got == truth, log
