@@ -37,7 +37,6 @@ class LiveSource:
         self.follower: FileFollower | None = None
         self.lines: deque[tuple[int, str]] = deque(maxlen=ring)
         self.gave_up = False
-        self.doc_records = 0  # whole_file: records already fed from earlier versions of the document
         self._waiting_said = False
 
     @property
@@ -81,7 +80,9 @@ class LiveSource:
                 self.notice(f"{self.path}: cannot read ({exc.strerror or exc}); will retry")
                 self._waiting_said = True
             return False
-        if not head.strip() or (self.fmt is None and b"\n" not in head and len(head) < DETECT_GIVE_UP_BYTES):
+        document = self.path.suffix.lower() == ".json"  # a whole document may hold no newline at all
+        if not head.strip() or (self.fmt is None and not document and b"\n" not in head
+                                and len(head) < DETECT_GIVE_UP_BYTES):
             return False  # nothing to recognise yet
         if self.fmt is None and looks_binary(head):
             self.notice(f"{self.path}: binary data, not a text log; not followed")
@@ -110,17 +111,13 @@ class LiveSource:
             self.notice(text)
         assert self.opened is not None
         parser = self.opened.parser
-        n = 0
         if chunk.document is not None:
-            records = parser.document(chunk.document)
-            if records:
-                start = self.doc_records if len(records) >= self.doc_records else 0
-                self.doc_records = len(records)
-                n += self._records(engine, records[start:])
-            return n
+            # whole_file adapters remember what they reported: a re-read yields only new entries
+            return self._records(engine, parser.document(chunk.document))
         if not chunk.lines:
             return 0
         state = engine.source(self.name)
+        n = 0
         for lineno, text in chunk.lines:
             self.lines.append((lineno, text))
             n += self._records(engine, parser.feed(text, lineno))

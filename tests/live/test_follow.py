@@ -1,0 +1,240 @@
+"""Following real files appended by real child processes, through real watchdog observers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from trainwatch.live.watcher import Watcher
+from trainwatch.model import AlertState
+
+from .conftest import append, wait_until
+
+
+def lines_of(w: Watcher, path: Path) -> list[str]:
+    return [t for _, t in w.recent_lines(str(path), 1000)]
+
+
+def step_of(w: Watcher, path: Path) -> int | None:
+    with w.lock:
+        st = w.engine.sources.get(str(path))
+        return st.step if st else None
+
+
+@pytest.fixture(params=["inotify", "poll"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def make(paths: list[Path | str], mode: str = "inotify", **kw) -> Watcher:  # type: ignore[no-untyped-def]
+    kw.setdefault("fmt", "keyvalue")
+    w = Watcher([str(p) for p in paths], gpu=False, poll=(mode == "poll"), poll_interval=0.1 if mode == "poll" else None,
+                **kw)
+    w.start()
+    return w
+
+
+def test_backlog_then_follow(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=2.45, lr=1e-4\nStep 2: loss=2.40, lr=1e-4\n")
+    w = make([log], mode)
+    try:
+        assert step_of(w, log) == 2  # the backlog is read before start() returns
+        append(log, "Step 3: loss=2.30, lr=1e-4")
+        wait_until(lambda: step_of(w, log) == 3, what="step 3")
+        assert lines_of(w, log)[-1] == "Step 3: loss=2.30, lr=1e-4"
+        assert w.recent_lines(str(log), 1) == [(3, "Step 3: loss=2.30, lr=1e-4")]
+    finally:
+        w.stop()
+
+
+def test_nan_alert_fires_live(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=2.45, lr=1e-4\n")
+    w = make([log], mode)
+    fired = []
+    w.add_listener(lambda c: fired.append(c.alert.rule) if c.state is AlertState.FIRING else None)
+    try:
+        append(log, "Step 2: loss=nan, lr=1e-4")
+        wait_until(lambda: "loss.nonfinite" in fired, what="the NaN alert")
+    finally:
+        w.stop()
+
+
+def test_from_end_skips_backlog_but_keeps_line_numbers(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=nan, lr=1e-4\nStep 2: loss=2.40, lr=1e-4\n")
+    w = make([log], from_end=True)
+    try:
+        assert step_of(w, log) is None and not [a for a in w.engine.alerts() if a.rule == "loss.nonfinite"]
+        append(log, "Step 3: loss=2.30, lr=1e-4")
+        wait_until(lambda: step_of(w, log) == 3)
+        assert w.recent_lines(str(log), 5) == [(3, "Step 3: loss=2.30, lr=1e-4")]
+    finally:
+        w.stop()
+
+
+def test_partial_line_held_until_newline(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=2.45, lr=1e-4\n")
+    w = make([log], mode)
+    try:
+        append(log, "Step 2: loss=2.4", newline=False)
+        append(log, "Step 2b: marker", newline=False)  # still no newline: nothing may be parsed
+        append(log, "")  # the newline
+        wait_until(lambda: len(lines_of(w, log)) == 2)
+        assert lines_of(w, log)[-1] == "Step 2: loss=2.4Step 2b: marker"
+    finally:
+        w.stop()
+
+
+def test_carriage_return_progress_is_seen_before_the_newline(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("Step 1: loss=2.45, lr=1e-4\n")
+    w = make([log])
+    try:
+        append(log, "\rprogress 1\rprogress 2\rStep 5: loss=2.0, lr=1e-4\rpartial", newline=False)
+        wait_until(lambda: step_of(w, log) == 5, what="the redrawn step")
+        assert not any("partial" in t for t in lines_of(w, log))
+    finally:
+        w.stop()
+
+
+def test_truncation_copytruncate(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("".join(f"Step {i}: loss=2.0, lr=1e-4\n" for i in range(1, 20)))
+    w = make([log], mode)
+    try:
+        assert step_of(w, log) == 19
+        with open(log, "r+") as f:
+            f.truncate(0)
+        append(log, "Step 20: loss=1.9, lr=1e-4")
+        wait_until(lambda: step_of(w, log) == 20, what="the line after truncation")
+        assert w.recent_lines(str(log), 1) == [(1, "Step 20: loss=1.9, lr=1e-4")]
+        assert any("truncated" in t for t in w.info_lines)
+    finally:
+        w.stop()
+
+
+def test_rotation_finishes_old_file_then_follows_new(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=2.0, lr=1e-4\n")
+    w = make([log], mode)
+    try:
+        append(log, "Step 2: loss=2.0, lr=1e-4")
+        os.rename(log, tmp_path / "run.log.1")
+        append(tmp_path / "run.log.1", "Step 3: loss=2.0, lr=1e-4")  # the writer still holds the old file
+        append(log, "Step 4: loss=1.9, lr=1e-4")  # a new file under the old name
+        wait_until(lambda: step_of(w, log) == 4, what="the rotated file")
+        texts = lines_of(w, log)
+        assert "Step 2: loss=2.0, lr=1e-4" in texts
+        assert texts[-1] == "Step 4: loss=1.9, lr=1e-4"
+    finally:
+        w.stop()
+
+
+def test_deleted_file_returns(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=2.0, lr=1e-4\n")
+    w = make([log], mode)
+    try:
+        log.unlink()
+        wait_until(lambda: any("removed" in t for t in w.info_lines), what="the removal notice")
+        append(log, "Step 7: loss=1.9, lr=1e-4")
+        wait_until(lambda: step_of(w, log) == 7, what="the returned file")
+    finally:
+        w.stop()
+
+
+def test_file_that_does_not_exist_yet(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "later.log"
+    w = make([log], mode, fmt=None)  # the format is detected once enough lines have arrived
+    try:
+        assert any("does not exist yet" in t for t in w.info_lines)
+        append(log, "Step 1: loss=2.0, lr=1e-4")
+        append(log, "Step 2: loss=1.9, lr=1e-4")
+        append(log, "Step 3: loss=nan, lr=1e-4")
+        wait_until(lambda: step_of(w, log) == 3, what="the new file")
+        wait_until(lambda: any(a.rule == "loss.nonfinite" for a in w.engine.alerts()))
+    finally:
+        w.stop()
+
+
+def test_glob_and_directory_pick_up_new_files_with_their_own_labels(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "rank0.log").write_text("Step 1: loss=2.0, lr=1e-4\n")
+    w = make([str(out / "rank*.log")])
+    try:
+        append(out / "rank3.log", "Step 1: loss=2.0, lr=1e-4")
+        wait_until(lambda: step_of(w, out / "rank3.log") == 1, what="the new rank file")
+        labels = {s.name: s.label for s in w.sources()}
+        assert labels[str(out / "rank3.log")] == "rank 3" and labels[str(out / "rank0.log")] == "rank 0"
+    finally:
+        w.stop()
+    d = tmp_path / "run"
+    d.mkdir()
+    w = make([d], fmt=None)
+    try:
+        state = {"log_history": [{"loss": 2.0, "step": 10, "epoch": 0.1, "learning_rate": 1e-4}]}
+        (d / "trainer_state.json").write_text(json.dumps(state))
+        wait_until(lambda: step_of(w, d / "trainer_state.json") == 10, what="trainer_state.json")
+        state["log_history"].append({"loss": float("nan"), "step": 20, "epoch": 0.2, "learning_rate": 1e-4})
+        tmp = d / "tmp.json.partial"
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, d / "trainer_state.json")  # re-written whole, as the Trainer does
+        wait_until(lambda: step_of(w, d / "trainer_state.json") == 20, what="the re-read document")
+        loss = w.engine.store.get("loss", str(d / "trainer_state.json"))
+        assert loss is not None and [p.step for p in loss.recent] == [10, 20]  # no duplicates
+    finally:
+        w.stop()
+
+
+def test_inotify_limit_falls_back_to_polling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from watchdog.observers import Observer
+
+    def full(*a, **k):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    monkeypatch.setattr(Observer, "schedule", full)
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=2.0, lr=1e-4\n")
+    w = make([log])
+    try:
+        assert w.poll is True and any("inotify watch limit" in t for t in w.info_lines)
+        append(log, "Step 2: loss=2.0, lr=1e-4")
+        wait_until(lambda: step_of(w, log) == 2, what="a line found by polling")
+    finally:
+        w.stop()
+
+
+def test_unreadable_file_is_reported_and_the_rest_followed(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads every file")
+    bad = tmp_path / "bad.log"
+    bad.write_text("Step 1: loss=2.0\n")
+    bad.chmod(0)
+    good = tmp_path / "good.log"
+    good.write_text("Step 1: loss=2.0, lr=1e-4\n")
+    w = make([bad, good])
+    try:
+        assert any("bad.log" in t and "cannot read" in t for t in w.info_lines)
+        append(good, "Step 2: loss=2.0, lr=1e-4")
+        wait_until(lambda: step_of(w, good) == 2)
+    finally:
+        w.stop()
+
+
+def test_stop_reads_what_was_written_last(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=2.0, lr=1e-4\n")
+    w = make([log], "poll")
+    append(log, "Step 2: loss=2.0, lr=1e-4")
+    w.stop()
+    assert step_of(w, log) == 2
+    w.stop()  # idempotent
