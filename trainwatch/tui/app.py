@@ -103,13 +103,18 @@ class TrainwatchApp(App[int]):
         self.theme = self._initial_theme
         self._layout_for(self.size.width, self.size.height)
         if self.size.height >= 32:
-            self.query_one(LogPane).add_class("-shown")
+            self._q(LogPane).add_class("-shown")
         self.model.add_listener(self._on_engine_change)
         if self.start_model:
             self.model.start()
-        self.query_one(MetricList).focus()
+        self._q(MetricList).focus()
         self.refresh_view()
         self.set_interval(self.refresh_s, self.refresh_view)
+
+    def _q(self, selector, expect_type=None):  # type: ignore[no-untyped-def]
+        """Queries the main screen, also while a modal screen (help, alert, zoom) is on top."""
+        base = self.screen_stack[0] if self.screen_stack else self.screen
+        return base.query_one(selector, expect_type) if expect_type is not None else base.query_one(selector)
 
     def on_unmount(self) -> None:
         if self.start_model:
@@ -130,9 +135,9 @@ class TrainwatchApp(App[int]):
 
     def refresh_view(self, force: bool = False) -> None:
         """Reads engine state only when its version changed; always keeps the clock text current."""
-        if self.paused and not force:
+        if (self.paused and not force) or not self.screen_stack:
             return
-        metrics = self.query_one(MetricList)
+        metrics = self._q(MetricList)
         log_src = self.snapshot.log_source if self.snapshot else ""
         v = view.version(self.model, log_src)
         if force or self._dirty or v != self._version or self.snapshot is None:
@@ -141,11 +146,11 @@ class TrainwatchApp(App[int]):
             self.snapshot = snap
             metrics.set_metrics(snap.metrics)
             self._show_chart()
-            alerts = self.query_one(AlertList)
+            alerts = self._q(AlertList)
             alerts.set_alerts(snap.alerts)
-            self.query_one(AlertDetail).show(alerts.selected)
-            self.query_one(LogPane).show(snap.log_source, snap.log_lines)
-            self.query_one(GpuPanel).show(snap.gpus, snap.metrics, snap.info_lines)
+            self._q(AlertDetail).show(alerts.selected)
+            self._q(LogPane).show(snap.log_source, snap.log_lines)
+            self._q(GpuPanel).show(snap.gpus, snap.metrics, snap.info_lines)
         self._show_header()
 
     def _show_header(self) -> None:
@@ -157,18 +162,18 @@ class TrainwatchApp(App[int]):
         rate = self.rates.rate()
         first, last = snap.times
         elapsed = (last - first) if first is not None and last is not None and last > first else now - self._started_at
-        self.query_one(HeaderBar).show(snap, elapsed=elapsed, rate=rate,
+        self._q(HeaderBar).show(snap, elapsed=elapsed, rate=rate,
                                        eta=view.eta_seconds(snap.step, snap.total, rate), paused=self.paused)
 
     def _show_chart(self) -> None:
         snap = self.snapshot
         if snap is None:
             return
-        key = self.query_one(MetricList).selected_key
+        key = self._q(MetricList).selected_key
         chart = snap.chart
         if key is not None and (chart is None or chart.name != key[1]):
             self._dirty = True  # the selection moved: the next tick copies that series
-        self.query_one(MetricChart).set_series(chart)
+        self._q(MetricChart).set_series(chart)
         if isinstance(self.screen, MetricScreen):
             self.screen.update_series(chart)
 
@@ -181,16 +186,16 @@ class TrainwatchApp(App[int]):
 
     @on(OptionList.OptionSelected, "#metrics")
     def _metric_opened(self) -> None:
-        chart = self.query_one(MetricChart)
+        chart = self._q(MetricChart)
         self.push_screen(MetricScreen(chart.series, level=chart.level, log_y=chart.log_y, whole_run=chart.whole_run))
 
     @on(OptionList.OptionHighlighted, "#alerts")
     def _alert_moved(self) -> None:
-        self.query_one(AlertDetail).show(self.query_one(AlertList).selected)
+        self._q(AlertDetail).show(self._q(AlertList).selected)
 
     @on(OptionList.OptionSelected, "#alerts")
     def _alert_opened(self) -> None:
-        alert = self.query_one(AlertList).selected
+        alert = self._q(AlertList).selected
         if alert is None:
             return
 
@@ -202,22 +207,23 @@ class TrainwatchApp(App[int]):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        metrics = self.query_one(MetricList)
+        metrics = self._q(MetricList)
         metrics.filter = event.value.strip()
         if self.snapshot is not None:
             metrics.set_metrics(self.snapshot.metrics)
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
-        self.query_one("#filter").remove_class("-shown")
-        self.query_one(MetricList).focus()
+        self._q("#filter").remove_class("-shown")
+        self._q(MetricList).focus()
 
     def on_resize(self, event: Resize) -> None:
         self._layout_for(event.size.width, event.size.height)
 
     def _layout_for(self, width: int, height: int) -> None:
-        self.screen.set_class(width < 100, "-narrow")
-        self.screen.set_class(height < 30, "-short")
+        main = self.screen_stack[0] if self.screen_stack else self.screen
+        main.set_class(width < 100, "-narrow")
+        main.set_class(height < 30, "-short")
 
     # -- actions ---------------------------------------------------------------------------------
 
@@ -228,17 +234,17 @@ class TrainwatchApp(App[int]):
         self.push_screen(HelpScreen(list(self.BINDINGS)))  # type: ignore[arg-type]
 
     def action_smooth(self, delta: int) -> None:
-        chart = self.query_one(MetricChart)
+        chart = self._q(MetricChart)
         chart.change(level=chart.level + delta)
         w, n = chart.level_values
         self.notify(f"smoothing: EMA weight {w:g}, moving average {n}", timeout=2)
 
     def action_log_y(self) -> None:
-        chart = self.query_one(MetricChart)
+        chart = self._q(MetricChart)
         chart.change(log_y=not chart.log_y)
 
     def action_window(self) -> None:
-        chart = self.query_one(MetricChart)
+        chart = self._q(MetricChart)
         chart.change(whole_run=not chart.whole_run)
 
     def action_pause(self) -> None:
@@ -250,13 +256,13 @@ class TrainwatchApp(App[int]):
             self._show_header()
 
     def action_toggle(self, panel: str) -> None:
-        self.query_one(f"#{panel}").toggle_class("-shown")
+        self._q(f"#{panel}").toggle_class("-shown")
         self._dirty = True
         if not self.paused:
             self.call_after_refresh(self.refresh_view, True)
 
     def action_acknowledge(self) -> None:
-        alert = self.query_one(AlertList).selected
+        alert = self._q(AlertList).selected
         if alert is not None:
             self._acknowledge(alert)
 
@@ -267,15 +273,15 @@ class TrainwatchApp(App[int]):
         self.refresh_view(force=True)
 
     def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
+        box = self._q("#filter", Input)
         box.add_class("-shown")
         box.focus()
 
     def action_close_filter(self) -> None:
-        box = self.query_one("#filter", Input)
+        box = self._q("#filter", Input)
         if box.has_class("-shown"):
             box.remove_class("-shown")
-            self.query_one(MetricList).focus()
+            self._q(MetricList).focus()
 
     def action_next_theme(self) -> None:
         names = sorted(self._themes)

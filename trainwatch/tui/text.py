@@ -24,7 +24,10 @@ def clean(line: str) -> str:
     """The line as plain printable text: escapes removed, tabs expanded, other controls dropped."""
     if "\x1b" in line or "\x9b" in line:
         line = _ESCAPES.sub("", line)
-    line = _CONTROL.sub("", line.rstrip("\r\n"))
+    line = line.rstrip("\r\n")
+    if "\r" in line:  # a terminal shows what follows the last carriage return (tqdm redraws)
+        line = next((part for part in reversed(line.split("\r")) if part.strip()), "")
+    line = _CONTROL.sub("", line)
     return line.expandtabs(4)
 
 

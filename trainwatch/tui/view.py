@@ -156,7 +156,8 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
             key = chosen or metrics[0].key
             s = eng.store.get(key[1], key[0])
             if s is not None:
-                chart = _chart(s, eng.store.get("eval_loss", s.source) if s.name == "loss" else None, alerts)
+                known = {m.name for m in metrics}
+                chart = _chart(s, eng.store.get("eval_loss", s.source) if s.name == "loss" else None, alerts, known)
         names = [s.name for s in sources if s.name != "gpu"]
         src = log_source if log_source in names else (names[0] if names else "")
         lines = model.recent_lines(src, LOG_LINES) if src else []
@@ -212,11 +213,13 @@ def _order(m: MetricView) -> tuple[int, int, str, str]:
     return (1, 0, m.name, m.source)
 
 
-def _chart(s: Series, ev: Series | None, alerts: list[AlertView]) -> ChartSeries:
+def _chart(s: Series, ev: Series | None, alerts: list[AlertView], known: set[str]) -> ChartSeries:
+    """Alert markers: alerts about this metric, and on the loss chart also those about no metric (events)."""
     buckets = tuple((b.first_step, b.last_step, b.minimum, b.maximum, b.mean if b.finite else b.last, b.nonfinite)
                     for b in s.whole_run())
     steps = tuple(sorted({a.step for a in alerts if a.step is not None and a.source == s.source
-                          and (_about(a, s.name) or (s.name == "loss" and not a.evidence.get("metric")))}))
+                          and (_about(a, s.name) or (s.name == "loss" and a.subject not in known
+                                                    and a.evidence.get("metric") not in known))}))
     return ChartSeries(name=s.name, recent=tuple((p.step, p.value) for p in s.recent),
                        buckets=buckets, eval_points=tuple((p.step, p.value) for p in ev.recent) if ev else (),
                        alert_steps=steps)

@@ -19,11 +19,11 @@ class HelpScreen(ModalScreen[None]):
 
     def __init__(self, bindings: list[Binding]) -> None:
         super().__init__()
-        self._bindings = bindings
+        self._keys = bindings
 
     def compose(self) -> ComposeResult:
         rows = [Content.styled("trainwatch keys", "bold $accent"), Content("")]
-        for b in self._bindings:
+        for b in self._keys:
             keys = ", ".join(_pretty(k) for k in b.key.split(","))
             rows.append(Content.assemble((f"{keys:<18}", "bold"), b.description or b.action))
         rows += [Content(""), Content.styled("escape / q / ? closes this", "$text-muted")]

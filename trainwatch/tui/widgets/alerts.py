@@ -21,7 +21,7 @@ class AlertList(OptionList):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "alerts"
-        self._shown: tuple[tuple[str, str, bool, int, str], ...] = ()
+        self._shown: tuple[tuple[str, str, bool, int, str], ...] | None = None
         self.views: dict[str, AlertView] = {}
 
     def set_alerts(self, alerts: list[AlertView]) -> None:
@@ -59,26 +59,26 @@ class AlertList(OptionList):
 
 
 def detail(a: AlertView | None) -> Content:
-    """Evidence, then the fixes in the order the rule gives them."""
+    """The message, the fixes in the order the rule gives them, then the evidence."""
     if a is None:
         return Content.styled("select an alert to see its evidence and what to try", "$text-muted")
     sev = severity_style(a.severity)
     parts = [Content.assemble((severity_word(a.severity), sev), " ", (a.title or a.rule, "bold"),
                               ("  (acknowledged)" if a.acknowledged else "", "$text-muted")),
-             Content(a.message),
-             Content.assemble(("rule ", "$text-muted"), a.rule, ("  source ", "$text-muted"), a.source,
+             Content(a.message)]
+    if a.fixes:
+        parts.append(Content.styled("what to try", "bold $accent"))
+        for i, fix in enumerate(a.fixes, 1):
+            parts.append(Content.assemble((f"  {i}. ", "bold"), fix))
+    parts.append(Content.assemble(("rule ", "$text-muted"), a.rule, ("  source ", "$text-muted"), a.source,
                               (f":{a.line}" if a.line else ""), ("  step ", "$text-muted"),
-                              str(a.step) if a.step is not None else "?", ("  seen ", "$text-muted"), f"{a.count}×")]
+                              str(a.step) if a.step is not None else "?", ("  seen ", "$text-muted"), f"{a.count}×"))
     ev = [(k, v) for k, v in a.evidence.items() if not isinstance(v, (list, dict)) or len(str(v)) < 80]
     if ev:
         parts.append(Content.styled("evidence", "bold $accent"))
         for k, v in ev[:8]:
             text = fmt(v) if isinstance(v, float) else str(v)
             parts.append(Content.assemble(("  " + str(k) + ": ", "$text-muted"), text[:200]))
-    if a.fixes:
-        parts.append(Content.styled("what to try", "bold $accent"))
-        for i, fix in enumerate(a.fixes, 1):
-            parts.append(Content.assemble((f"  {i}. ", "bold"), fix))
     return Content("\n").join(parts)
 
 

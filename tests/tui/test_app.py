@@ -1,0 +1,235 @@
+"""Pilot tests: keys, selection, acknowledge, filter, pause, themes, panels, literal log text."""
+
+from __future__ import annotations
+
+from tests.tui import fixtures
+from tests.tui.conftest import screen_text
+from trainwatch.model import Severity
+from trainwatch.tui.app import TrainwatchApp
+from trainwatch.tui.screens.alert_detail import AlertScreen
+from trainwatch.tui.screens.help import HelpScreen
+from trainwatch.tui.screens.metric import MetricScreen
+from trainwatch.tui.widgets.alerts import AlertDetail, AlertList
+from trainwatch.tui.widgets.chart import MetricChart
+from trainwatch.tui.widgets.header import HeaderBar
+from trainwatch.tui.widgets.metric_list import MetricList
+
+
+def app_for(model, **kw) -> TrainwatchApp:  # type: ignore[no-untyped-def]
+    return TrainwatchApp(model, clock=fixtures.clock, **kw)
+
+
+async def test_healthy_run_shows_ok_and_cards_in_importance_order() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.snapshot is not None and app.snapshot.badge == "OK"
+        names = [m.name for m in app.snapshot.metrics]
+        assert names[:3] == ["loss", "eval_loss", "grad_norm"]
+        text = screen_text(app)
+        assert "step 60/200" in text and "OK" in text and "no alerts" in text
+        assert app.query_one(MetricChart).series.name == "loss"  # type: ignore[union-attr]
+
+
+async def test_critical_alert_badge_detail_and_fixes_in_order() -> None:
+    app = app_for(fixtures.critical())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.snapshot.badge == "CRITICAL"  # type: ignore[union-attr]
+        alerts = app.query_one(AlertList)
+        assert alerts.selected is not None and alerts.selected.severity is Severity.CRITICAL
+        text = screen_text(app)
+        assert "Loss exploded" in text and "what to try" in text
+        assert text.index("1. Lower the learning rate") < text.index("2. Turn on gradient clipping")
+        loss_card = next(m for m in app.snapshot.metrics if m.name == "loss")  # type: ignore[union-attr]
+        assert loss_card.severity is Severity.CRITICAL and loss_card.nan == 1
+        assert "NaN×1" in text and "CRIT" in text
+
+
+async def test_acknowledge_hides_from_badge_but_keeps_in_list() -> None:
+    model = fixtures.critical()
+    app = app_for(model)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.query_one(AlertList).focus()
+        await pilot.press("a")  # the critical one is first
+        await pilot.pause()
+        assert app.snapshot.badge == "WARNING"  # type: ignore[union-attr]
+        await pilot.press("down", "a")
+        await pilot.pause()
+        assert app.snapshot.badge == "OK"  # type: ignore[union-attr]
+        assert len(app.snapshot.alerts) == 2 and all(a.acknowledged for a in app.snapshot.alerts)  # type: ignore[union-attr]
+        assert all(a.acknowledged for a in model.engine.book.all())
+        assert "[ack]" in screen_text(app)
+
+
+async def test_enter_opens_alert_and_a_acknowledges_there() -> None:
+    app = app_for(fixtures.critical())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.query_one(AlertList).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, AlertScreen)
+        assert "Check the batch at this step" in screen_text(app)
+        await pilot.press("a")
+        await pilot.pause()
+        assert not isinstance(app.screen, AlertScreen)
+        assert app.snapshot.badge == "WARNING"  # type: ignore[union-attr]
+
+
+async def test_selecting_a_metric_moves_the_chart_and_enter_zooms() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("down", "down")  # loss -> eval_loss -> grad_norm
+        await pilot.pause()
+        assert app.query_one(MetricList).selected_key == (fixtures.SOURCE, "grad_norm")
+        assert app.query_one(MetricChart).series.name == "grad_norm"  # type: ignore[union-attr]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, MetricScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, MetricScreen)
+
+
+async def test_smoothing_keys_log_scale_and_window() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(120, 40)) as pilot:
+        chart = app.query_one(MetricChart)
+        start = chart.level
+        await pilot.press("S", "S")
+        assert chart.level == start + 2
+        await pilot.press("s", "s", "s")
+        assert chart.level == start - 1
+        for _ in range(10):
+            await pilot.press("s")
+        assert chart.level == 0  # clamped
+        await pilot.press("y", "w")
+        assert chart.log_y and chart.whole_run
+        assert "log" in str(chart.border_subtitle) and "whole run" in str(chart.border_subtitle)
+
+
+async def test_filter_hides_cards() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", "g", "r", "a", "d", "enter")
+        await pilot.pause()
+        metrics = app.query_one(MetricList)
+        assert metrics.option_count == 1 and metrics.selected_key == (fixtures.SOURCE, "grad_norm")
+        assert metrics.has_focus
+
+
+async def test_pause_freezes_the_screen_while_the_engine_keeps_going() -> None:
+    model = fixtures.healthy(20)
+    app = app_for(model, refresh_s=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        fixtures.feed_step(model, 21)
+        app.refresh_view()
+        assert app.snapshot.step == 20  # type: ignore[union-attr]
+        assert "PAUSED" in screen_text(app)
+        assert model.engine.sources[fixtures.SOURCE].step == 21
+        await pilot.press("p")
+        await pilot.pause()
+        assert app.snapshot.step == 21  # type: ignore[union-attr]
+
+
+async def test_theme_cycles_and_option_selects() -> None:
+    app = app_for(fixtures.healthy(), theme="light")
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert app.theme == "trainwatch-light"
+        seen = {app.theme}
+        for _ in range(3):
+            await pilot.press("t")
+            seen.add(app.theme)
+        assert seen == {"trainwatch-dark", "trainwatch-light", "trainwatch-contrast"}
+
+
+async def test_help_lists_every_key() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        for b in app.BINDINGS:
+            assert b.description in text  # type: ignore[union-attr]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_log_and_gpu_panels_toggle_and_gpu_says_none() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert not app.query_one("#log").display  # collapsed on a small terminal
+        await pilot.press("l", "g")
+        await pilot.pause()
+        await pilot.pause()
+        text = screen_text(app)
+        assert app.query_one("#log").display and app.query_one("#gpus").display
+        assert "No GPU telemetry available: no GPU telemetry: NVML not found" in text
+        assert "'loss'" in text
+
+
+async def test_gpu_panel_shows_devices() -> None:
+    model = fixtures.healthy()
+    model.gpus = [{"index": 0, "name": "H100", "util": 97.0, "mem_used": 60.0, "mem_total": 80.0,
+                   "temp": 61.0, "power": 500.0, "power_limit": 700.0}]
+    app = app_for(model)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.pause()
+        text = screen_text(app)
+        assert "gpu0" in text and "util    97%" in text and "61°C" in text and "500/700W" in text
+
+
+async def test_log_markup_and_escapes_render_as_plain_text() -> None:
+    model = fixtures.healthy(5)
+    evil = ("[bold red]pwned[/bold red] [link=http://evil.invalid]click[/link] "
+            "\x1b]8;;http://evil.invalid\x07osc-link\x1b]8;;\x07 \x1b[2J\x1b[10;10Hmoved \x07")
+    model.feed_line(fixtures.SOURCE, 6, evil)
+    app = app_for(model)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "[bold red]pwned[/bold red] [link=http://evil.invalid]click[/link] osc-link moved" in text
+        assert "\x1b" not in text
+
+
+async def test_new_alert_from_engine_thread_notifies_and_redraws() -> None:
+    model = fixtures.healthy(10)
+    app = app_for(model, refresh_s=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        fixtures.feed_step(model, 11, loss=50.0)
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if app.snapshot.badge == "CRITICAL":  # type: ignore[union-attr]
+                break
+        assert app.snapshot.badge == "CRITICAL"  # type: ignore[union-attr]
+        assert any("Loss exploded" in str(n.message) for n in app._notifications)
+
+
+async def test_header_has_no_clock_dependent_drift() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "elapsed 0:00:00" in screen_text(app)
+        assert app.query_one(HeaderBar) is not None
+        assert app.query_one(AlertDetail) is not None
+
+
+def test_unknown_theme_is_a_usage_error() -> None:
+    import pytest
+
+    from trainwatch.errors import UsageError
+
+    with pytest.raises(UsageError):
+        TrainwatchApp(fixtures.healthy(), theme="nope")

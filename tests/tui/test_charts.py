@@ -1,0 +1,97 @@
+"""Pure helpers: smoothing, sparklines, the chart grid, log-text cleaning. No Textual needed."""
+
+from __future__ import annotations
+
+import math
+
+from trainwatch.tui import charts
+from trainwatch.tui.text import clean, is_error_line
+from trainwatch.tui.view import RateMeter, duration, eta_seconds
+
+
+def test_ema_is_debiased_like_tensorboard() -> None:
+    out = charts.ema_debiased([10.0, 10.0, 10.0], 0.9)
+    assert all(abs(v - 10.0) < 1e-9 for v in out)  # no pull towards zero at the start
+    out = charts.ema_debiased([0.0, 10.0], 0.5)
+    assert abs(out[1] - (0.5 * 0 * 0.5 + 0.5 * 10) / (1 - 0.25)) < 1e-9
+
+
+def test_smoothers_keep_nan_visible_and_undisturbed() -> None:
+    vals = [1.0, 2.0, math.nan, 3.0, math.inf]
+    ema = charts.ema_debiased(vals, 0.6)
+    ma = charts.moving_average(vals, 2)
+    assert math.isnan(ema[2]) and math.isnan(ma[2]) and math.isinf(ema[4]) and math.isinf(ma[4])
+    assert ma[3] == 2.5  # the NaN did not enter the window
+    assert math.isfinite(ema[3])
+
+
+def test_moving_average_window() -> None:
+    assert charts.moving_average([1, 2, 3, 4], 2) == [1, 1.5, 2.5, 3.5]
+
+
+def test_sparkline_marks_nonfinite_and_keeps_spikes() -> None:
+    vals = [1.0] * 50 + [100.0] + [1.0] * 48 + [math.nan]
+    cells = charts.sparkline(vals, 10)
+    assert len(cells) == 10
+    assert ("█", False) in cells  # the one-point spike survives bucketing
+    assert cells[-1] == (charts.NAN_MARK, True)
+
+
+def _text(grid: charts.ChartGrid) -> list[str]:
+    return ["".join(t for t, _ in row) for row in grid.rows]
+
+
+def test_chart_marks_nan_alert_and_eval() -> None:
+    xs = [float(i) for i in range(1, 41)]
+    ys = [1.0 / i for i in range(1, 41)]
+    ys[30] = math.nan
+    data = charts.ChartData(xs, ys, smooth_ema=charts.ema_debiased(ys, 0.8), eval_xs=[20.0], eval_ys=[0.05],
+                            alert_xs=[10.0])
+    grid = charts.render_chart(data, 50, 12)
+    rows = _text(grid)
+    assert len(rows) == 12 and all(len(r) <= 50 for r in rows)
+    assert grid.nan_steps == [31.0]
+    assert charts.NAN_MARK in rows[0] and "▼" in rows[0]
+    assert any("◆" in r for r in rows)
+    layers = {layer for row in grid.rows for _, layer in row}
+    assert {charts.RAW, charts.EMA, charts.NAN, charts.ALERT, charts.EVAL} <= layers
+    assert rows[-1].strip().startswith("1") and rows[-1].rstrip().endswith("40")
+
+
+def test_chart_log_scale_hides_nonpositive_and_labels_powers() -> None:
+    data = charts.ChartData([1.0, 2.0, 3.0], [0.0, 10.0, 1000.0], log_y=True)
+    grid = charts.render_chart(data, 40, 8)
+    assert grid.dropped_nonpositive == 1
+    assert _text(grid)[0].strip().startswith("1000")
+
+
+def test_chart_too_small_or_empty() -> None:
+    assert _text(charts.render_chart(charts.ChartData([], []), 40, 8)) == ["(no data yet)"]
+
+
+def test_fmt() -> None:
+    assert charts.fmt(math.nan) == "NaN" and charts.fmt(-math.inf) == "-Inf" and charts.fmt(None) == "—"
+    assert charts.fmt(5e-5) == "5.00e-05" and charts.fmt(2.34567) == "2.346"
+
+
+def test_clean_drops_escapes_and_controls_keeps_markup_literal() -> None:
+    line = "\x1b[2J\x1b[H[bold red]boom[/] \x1b]8;;http://x.invalid\x07link\x1b]8;;\x07 \x07bell\x1b[1A"
+    out = clean(line)
+    assert out == "[bold red]boom[/] link bell"
+    assert clean("50%|#####| 5/10\rdone 10/10\n") == "done 10/10"
+
+
+def test_error_lines_are_recognised() -> None:
+    assert is_error_line("RuntimeError: CUDA error: out of memory")
+    assert is_error_line('  File "train.py", line 3, in <module>')
+    assert not is_error_line("{'loss': 1.2}")
+
+
+def test_rate_and_eta_from_injected_clock() -> None:
+    r = RateMeter()
+    r.add(0.0, 10)
+    assert r.rate() is None
+    r.add(10.0, 30)
+    assert r.rate() == 2.0
+    assert eta_seconds(30, 130, 2.0) == 50.0
+    assert duration(3725) == "1:02:05" and duration(None) == "—"

@@ -1,0 +1,36 @@
+"""Snapshots of the main screen at 80x24 and 120x40, healthy and with a critical alert selected.
+
+Deterministic: a hand-fed engine, a frozen injected clock (elapsed 0:00:00, no rate, no ETA).
+"""
+
+from __future__ import annotations
+
+
+from tests.tui import fixtures
+from trainwatch.tui.app import TrainwatchApp
+
+
+
+def _run(snap_compare, which: str, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(TrainwatchApp(getattr(fixtures, which)(), clock=fixtures.clock), terminal_size=size)
+
+
+def test_healthy_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    _run(snap_compare, "healthy", (80, 24))
+
+
+def test_healthy_120x40(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    _run(snap_compare, "healthy", (120, 40))
+
+
+def test_critical_selected_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    _run(snap_compare, "critical", (80, 24))
+
+
+def test_critical_selected_120x40(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    _run(snap_compare, "critical", (120, 40))
+
+
+def test_critical_contrast_theme_120x40(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = TrainwatchApp(fixtures.critical(), clock=fixtures.clock, theme="contrast")
+    assert snap_compare(app, terminal_size=(120, 40))
