@@ -70,3 +70,12 @@ if on grpo_tiny; then
   cp "$L/grpo_tiny.log" "$R/grpo_tiny/run.log"
   cp "$TMP/grpo_tiny/trainer_state.json" "$R/grpo_tiny/trainer_state.json"
 fi
+
+# PyTorch Lightning CSVLogger (needs `pip install lightning` in the venv)
+if on lightning_tiny; then
+  echo ">> lightning_tiny"
+  rm -rf "$TMP/lightning_tiny"
+  mkdir -p "$R/lightning_tiny"
+  $PY examples/lightning_tiny.py --out "$TMP/lightning_tiny" > "$R/lightning_tiny/run.log" 2>&1
+  cp "$TMP/lightning_tiny/lightning_logs/version_0/metrics.csv" "$TMP/lightning_tiny/lightning_logs/version_0/hparams.yaml" "$R/lightning_tiny/"
+fi
