@@ -92,7 +92,10 @@ def _real_logs() -> list[tuple[Path, str]]:
             first = p.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
             out.append((p, "keyvalue" if "framework=torch" in first else "hf_console"))
     for p in sorted((EXAMPLES / "runs").glob("*/run.log")):
-        out.append((p, "hf_console"))
+        if (p.parent / "trainer_state.json").exists():  # a Trainer run (Lightning runs leave metrics.csv)
+            out.append((p, "hf_console"))
+    for p in sorted((EXAMPLES / "runs").glob("*/metrics.csv")):
+        out.append((p, "csv"))
     for p in sorted((EXAMPLES / "runs").glob("*/trainer_state.json")):
         out.append((p, "trainer_state"))
     return out
@@ -103,7 +106,7 @@ def _real_logs() -> list[tuple[Path, str]]:
 def test_real_example_logs(path: Path, fmt: str) -> None:
     assert detect(head_of(path), str(path)) == fmt
     recs = parse_file(path, fmt)
-    losses = [r for r in recs if isinstance(r, Sample) and r.name in ("loss", "train/loss")]
+    losses = [r for r in recs if isinstance(r, Sample) and r.name in ("loss", "train/loss", "train_loss")]
     assert losses
     steps = [s.step for s in losses]
     assert all(s is not None for s in steps)

@@ -260,9 +260,11 @@ class HFConsoleAdapter(Adapter):
 
     def _dict(self, text: str, lineno: int, out: list[Record]) -> None:
         values = parse_repr_dict(text)
-        if not any(k in KNOWN_KEYS or k.startswith(EVAL_PREFIXES) for k in values):
+        if "epoch" not in values and "loss" not in values and not any(
+                k in KNOWN_KEYS or k.startswith(EVAL_PREFIXES) for k in values):
             return  # some other printed dict (a config, a batch): not a Trainer log
-        kind = _kind(values)
+        kind = "summary" if SUMMARY_KEY in values else "eval" if ("'eval_" in text or "'test_" in text
+                                                                    or "'predict_" in text) else "train"
         printed = next((int(values.pop(k)) for k in STEP_KEYS if k in values and values[k] == values[k]), None)
         epoch = values.get("epoch")
         inferred = printed is None
@@ -283,8 +285,8 @@ class HFConsoleAdapter(Adapter):
         if kind == "summary":
             out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=step, text=text[:2000], fields=values))
             return
-        for k, v in values.items():
-            out.append(Sample(k, v, step, None, self.source, lineno, inferred))
+        src = self.source
+        out.extend([Sample(k, v, step, None, src, lineno, inferred) for k, v in values.items()])
 
     def _train_step(self, epoch: float | None) -> int | None:
         """The step of a train dict: trainer_state.json, then epoch x steps per epoch, the logging

@@ -20,6 +20,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 STEP_KEYS = ("step", "global_step", "iter", "iteration", "_step", "trainer/global_step", "current_steps",
              "train/global_step", "num_updates", "update")
 TIME_KEYS = ("time", "timestamp", "_timestamp", "wall_time", "walltime")
+STEP_SET = frozenset(STEP_KEYS)
+TIME_SET = frozenset(TIME_KEYS)
 MAX_DEPTH = 6
 
 
@@ -84,40 +86,47 @@ class JsonLinesAdapter(Adapter):
         return min(0.95, 0.35 + 0.55 * frac + bonus)
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
-        s = line.strip()
-        if not s.startswith("{"):
-            return ()
+        if line[:1] != "{":
+            line = line.strip()
+            if line[:1] != "{":
+                return ()
         try:
-            obj = _loads(s)
+            obj = _loads(line)
         except (ValueError, RecursionError):
             return ()
-        if not isinstance(obj, dict):
+        if type(obj) is not dict:
             return ()
-        flat: dict[str, Any] = {}
-        _flatten(obj, "", flat)
         step: int | None = None
-        for k in STEP_KEYS:
-            v = flat.get(k)
-            if v is not None and type(v) is not bool:
-                n = _number(v)
-                if n is not None and math.isfinite(n):
-                    step = int(n)
-                    break
         when: float | None = None
-        time_key = ""
-        for k in TIME_KEYS:
-            v = flat.get(k)
-            if v is not None and type(v) is not bool:
-                n = _number(v)
-                if n is not None and math.isfinite(n) and n > 1e8:  # smaller: a duration, kept as a metric
-                    when = n / 1000.0 if n > 1e11 else n  # milliseconds since the epoch
-                    time_key = k
-                    break
-        out = []
-        for k, v in flat.items():
-            if type(v) is bool or k in STEP_KEYS or k == time_key:
+        pairs: list[tuple[str, float]] = []
+        for k, v in obj.items():
+            t = type(v)
+            if t is float or t is int:
+                pass
+            elif t is dict:
+                flat: dict[str, Any] = {}
+                _flatten(v, k + "/", flat)
+                for fk, fv in flat.items():
+                    n = _number(fv)
+                    if n is not None:
+                        if fk in STEP_SET and step is None and math.isfinite(n):
+                            step = int(n)
+                        else:
+                            pairs.append((fk, n))
                 continue
-            n = _number(v)
-            if n is not None:
-                out.append(Sample(k, n, step, when, self.source, lineno, False))
-        return out
+            elif t is str:
+                v = _number(v)
+                if v is None:
+                    continue
+            else:
+                continue  # bools, lists, null
+            if k in STEP_SET:
+                if step is None and math.isfinite(v):
+                    step = int(v)
+                    continue
+            elif k in TIME_SET and when is None and v > 1e8 and math.isfinite(v):
+                when = v / 1000.0 if v > 1e11 else v  # milliseconds since the epoch
+                continue
+            pairs.append((k, float(v)))
+        src = self.source
+        return [Sample(k, v, step, when, src, lineno, False) for k, v in pairs]

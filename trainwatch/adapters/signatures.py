@@ -108,6 +108,17 @@ def _fields(sig: Signature, line: str) -> dict[str, Any]:
     return out
 
 
+def _drop_bars(line: str) -> str:
+    """The carriage-return segments of a line that are not bare progress-bar redraws."""
+    keep = []
+    for seg in line.split("\r"):
+        tail = seg.rstrip()
+        if not tail or (tail[-1] == "]" and "%|" in seg):
+            continue
+        keep.append(seg)
+    return "\r".join(keep)
+
+
 class _Traceback:
     """One traceback being collected, bounded in size."""
 
@@ -189,6 +200,8 @@ class SignatureScanner:
             seg = line.rstrip("\r")
             idx = seg.find(TB_START)
             seg = seg[idx:] if idx >= 0 else seg[seg.rfind("\r") + 1:]
+        if "%|" in line:
+            line = _drop_bars(line)  # tqdm redraws are long and never errors: scan only the rest
         if not (self._child is not None and self._child_line(seg, out)):
             if self._tb is not None:
                 self._traceback_line(seg, lineno, out)
