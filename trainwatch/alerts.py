@@ -42,23 +42,24 @@ class AlertChange:
 class AlertBook:
     def __init__(self, config: Config) -> None:
         self._inhibit: list[Inhibit] = config.inhibit
-        self._tracks: dict[str, _Track] = {}
+        self._tracks: dict[tuple[str, str, str], _Track] = {}
         self.alerts: dict[str, Alert] = {}  # every alert that fired, by fingerprint, oldest first
 
     def judge(self, spec: RuleSpec, source: str, subject: str, finding: Finding | None, now: float,
               *, one_shot: bool = False) -> list[AlertChange]:
         """Applies one verdict: `finding` when the condition holds, None when it does not."""
-        fp = fingerprint(spec.id, source, subject)
-        track = self._tracks.get(fp)
+        key = (spec.id, source, subject)
+        track = self._tracks.get(key)
         if finding is None:
-            return self._inactive(fp, track, spec, now) if track else []
+            return self._inactive(key, track, spec, now) if track else []
+        fp = track.alert.fingerprint if track is not None else fingerprint(spec.id, source, subject)
         if track is None or track.alert.state is AlertState.RESOLVED:
             alert = Alert(rule=spec.id, severity=finding.severity if finding.severity is not None else spec.severity,
                           family=spec.family, title=spec.title, finding=finding,
                           fixes=tuple(finding.extra_fixes) + spec.fixes, state=AlertState.PENDING,
                           fingerprint=fp, first_step=finding.step, first_line=finding.line, started_at=now,
                           last_seen_at=now)
-            track = self._tracks[fp] = _Track(alert, active_since=now)
+            track = self._tracks[key] = _Track(alert, active_since=now)
         else:
             track.active_evals += 1
             track.inactive_since = None
@@ -85,10 +86,10 @@ class AlertBook:
                 return [AlertChange(a, AlertState.FIRING)]
         return []
 
-    def _inactive(self, fp: str, track: _Track, spec: RuleSpec, now: float) -> list[AlertChange]:
+    def _inactive(self, key: tuple[str, str, str], track: _Track, spec: RuleSpec, now: float) -> list[AlertChange]:
         a = track.alert
         if a.state is AlertState.PENDING:
-            del self._tracks[fp]
+            del self._tracks[key]
             return []
         if a.state is AlertState.RESOLVED:
             return []
@@ -139,7 +140,9 @@ class AlertBook:
         for fp, a in list(self.alerts.items()):
             if a.state is AlertState.RESOLVED:
                 del self.alerts[fp]
-                self._tracks.pop(fp, None)
+                for key, track in list(self._tracks.items()):
+                    if track.alert is a:
+                        del self._tracks[key]
                 if len(self.alerts) <= MAX_ALERTS:
                     return
 

@@ -95,7 +95,9 @@ class Engine:
                 finding.step = finding.step if finding.step is not None else step
                 finding.line = finding.line or s.line
                 finding.step_inferred = finding.step_inferred or s.step_inferred
-            subject = finding.subject if finding is not None and finding.subject else s.name
+                if not finding.subject:
+                    finding.subject = s.name
+            subject = finding.subject if finding is not None else s.name
             out.extend(self.book.judge(rule.spec, s.source, subject, finding, ctx.now))
         return self._tell(out)
 
@@ -151,7 +153,7 @@ class Engine:
             finding.line = finding.line or e.line
             if finding.step is None:
                 finding.step = e.step
-            subject = finding.subject or e.signature or e.kind.value
+            subject = finding.subject = finding.subject or e.signature or e.kind.value
             out.extend(self.book.judge(rule.spec, e.source, subject, finding, now, one_shot=True))
         return self._tell(out)
 
