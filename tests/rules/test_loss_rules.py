@@ -62,7 +62,7 @@ def test_nonfinite_eval_loss_fires_and_dedups_while_it_stays_nan():
     r.step(6, eval_loss=float("nan"))
     assert r.fired().count("loss.nonfinite") == 1
     a = r.alert("loss.nonfinite")
-    assert a.count == 2 and a.finding.subject == "" and "eval_loss" in a.finding.message
+    assert a.count == 2 and a.finding.subject == "eval_loss" and "eval_loss" in a.finding.message
 
 
 def test_nonfinite_inhibits_spike_while_it_fires():
