@@ -16,6 +16,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.widgets import Footer, Input, OptionList
 
@@ -137,6 +138,12 @@ class TrainwatchApp(App[int]):
         """Reads engine state only when its version changed; always keeps the clock text current."""
         if (self.paused and not force) or not self.screen_stack:
             return
+        try:
+            self._refresh_view(force)
+        except NoMatches:  # the timer fired while the app was shutting down
+            pass
+
+    def _refresh_view(self, force: bool) -> None:
         metrics = self._q(MetricList)
         log_src = self.snapshot.log_source if self.snapshot else ""
         v = view.version(self.model, log_src)

@@ -35,7 +35,7 @@ class AlertList(OptionList):
             self.add_option(Option(Content.styled("no alerts — the run looks healthy", "$success"), id="-none",
                                    disabled=True))
         self.add_options([Option(self._row(a), id=a.fingerprint) for a in alerts])
-        if keep is not None and keep in self.views:
+        if keep is not None and keep in self.views and self.has_focus:  # unfocused, it follows the top
             self.highlighted = self.get_option_index(keep)
         elif alerts:
             self.highlighted = 0

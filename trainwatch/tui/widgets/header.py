@@ -15,7 +15,7 @@ from trainwatch.tui.widgets.styles import BADGE_CLASS
 class HeaderBar(Horizontal):
     DEFAULT_CSS = """
     HeaderBar { height: 2; background: $panel; }
-    HeaderBar #info { width: 1fr; height: 2; padding: 0 1; }
+    HeaderBar #info { width: 1fr; height: 2; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     HeaderBar #badge { width: auto; min-width: 10; height: 2; padding: 0 1; content-align: center middle;
                        text-style: bold; }
     HeaderBar #badge.-ok { background: $success; color: $background; }

@@ -38,14 +38,13 @@ class MetricList(OptionList):
 
     def on_resize(self) -> None:
         if self._all:
-            self._width = -1
-            self.set_metrics(self._all)
+            self.call_after_refresh(self.set_metrics, self._all)
 
     def set_metrics(self, metrics: list[MetricView]) -> None:
         self._all = metrics
         f = self.filter.lower()
         shown = tuple(m for m in metrics if not f or f in m.label.lower())
-        width = self.content_size.width or 28
+        width = max(16, (self.scrollable_content_region.width or 30) - 2)
         if shown == self._shown and width == self._width:
             return
         keep = self.highlighted_option.id if self.highlighted_option is not None else None

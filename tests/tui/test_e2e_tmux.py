@@ -1,0 +1,106 @@
+"""End to end in a real terminal: tmux runs `python -m trainwatch tail FILE` while a child process
+appends a real HF Trainer log (the high-LR example) to FILE. We poll capture-pane (with timeouts,
+never fixed sleeps) for the new step, then the alert and its first fix; `q` must exit with status 0
+and leave the alternate screen.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LOG = ROOT / "examples" / "logs" / "hf_high_lr.log"
+TMUX = shutil.which("tmux")
+pytestmark = pytest.mark.skipif(TMUX is None or not LOG.is_file(), reason="needs tmux and examples/logs")
+
+WRITER = """
+import sys, time
+src, dst, start, pace = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+lines = open(src, encoding="utf-8").read().splitlines(keepends=True)[start:]
+with open(dst, "a", encoding="utf-8") as f:
+    for line in lines:
+        time.sleep(pace)
+        f.write(line)
+        f.flush()
+"""
+
+
+class Tmux:
+    def __init__(self, term: str, conf: Path) -> None:
+        self.sock = f"tw-{uuid.uuid4().hex[:8]}"
+        self.term = term
+        conf.write_text("set -g default-size 200x50\n", encoding="utf-8")
+        self.conf = str(conf)
+
+    def __call__(self, *args: str) -> str:
+        out = subprocess.run([TMUX, "-L", self.sock, "-f", self.conf, *args], capture_output=True, text=True,
+                             timeout=20)
+        return out.stdout
+
+    def capture(self) -> str:
+        return self("capture-pane", "-p", "-t", "tw")
+
+    def wait_for(self, predicate, timeout: float, what: str) -> str:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.capture()
+            if predicate(text):
+                return text
+            time.sleep(0.2)  # polling interval, not synchronisation
+        raise AssertionError(f"timed out waiting for {what}; screen was:\n{text}")
+
+
+def _expected_alert() -> tuple[str, str]:
+    """The most severe alert the engine raises on this log, and its first fix (from the same code)."""
+    from trainwatch.runner import make_engine, open_source
+
+    src = open_source(LOG)
+    eng = make_engine([src], None, None, clock=lambda: 0.0)
+    for n, line in enumerate(LOG.read_text(encoding="utf-8").splitlines(), 1):
+        for rec in src.parser.feed(line, n):
+            eng.feed(rec)
+    from trainwatch.model import AlertState, Severity
+
+    live = [a for a in eng.alerts() if a.severity is Severity.CRITICAL and a.state is AlertState.FIRING]
+    top = max(live, key=lambda a: (a.first_step or 0, a.first_line))  # the panel's order: newest critical first
+    return top.title, top.fixes[0]
+
+
+@pytest.mark.parametrize("term", ["xterm-256color", "screen"])
+def test_tail_in_tmux_shows_step_then_alert_and_quits_cleanly(tmp_path: Path, term: str) -> None:
+    title, fix = _expected_alert()
+    log = tmp_path / "train.log"
+    log.write_text("".join(LOG.read_text(encoding="utf-8").splitlines(keepends=True)[:4]), encoding="utf-8")
+    tm = Tmux(term, tmp_path / "tmux.conf")
+    env = f"TERM={term} PYTHONPATH={ROOT}"
+    cmd = f"cd {ROOT} && env {env} {sys.executable} -m trainwatch tail --no-gpu {log}"
+    tm("new-session", "-d", "-s", "tw", "-x", "200", "-y", "50", "sh", "-c", cmd)
+    try:
+        tm("set-option", "-t", "tw", "remain-on-exit", "on")
+        tm.wait_for(lambda t: "trainwatch" in t and "quit" in t, 30, "the TUI to start")
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(LOG), str(log), "4", "0.15"])
+        try:
+            tm.wait_for(lambda t: "/60 " in t, 40, "a step from the appended lines")
+            screen = tm.wait_for(lambda t: "CRITICAL" in t and title in t, 40, f"the alert {title!r}")
+            tm.wait_for(lambda t: "what to try" in t and fix[:14] in t, 20,
+                        f"its first fix {fix[:14]!r}")
+            assert "\x1b" not in screen
+        finally:
+            writer.wait(timeout=60)
+        tm("send-keys", "-t", "tw", "q")
+        tm.wait_for(lambda t: tm("display-message", "-p", "-t", "tw", "#{pane_dead}").strip() == "1", 20,
+                    "the process to exit")
+        assert tm("display-message", "-p", "-t", "tw", "#{pane_dead_status}").strip() == "0"
+        assert tm("display-message", "-p", "-t", "tw", "#{alternate_on}").strip() == "0"
+        assert "CRITICAL" not in tm.capture()  # the TUI's screen is gone with the alternate screen
+    finally:
+        tm("kill-server")
