@@ -143,6 +143,7 @@ class HFConsoleAdapter(Adapter):
         self.spe_floor = 0.0  # lower bound of steps per epoch, from bars that were on time
         self.first_epoch: float | None = None
         self.first_step_logged = False
+        self.fine_epochs = False
         self.base = 0  # step a resumed run restarted from
         self.bar_step: int | None = None
         self.bar_used: int | None = None  # bar step a train dict already took
@@ -217,21 +218,21 @@ class HFConsoleAdapter(Adapter):
 
     @staticmethod
     def _last_bar(line: str, start: int, end: int) -> tuple[str, int, int] | None:
-        """The last tqdm bar in line[start:end], looking back over a few carriage-return segments."""
+        """The last tqdm bar in line[start:end]: found from its "%|" backwards, no scan of the whole line."""
         stop = end
         for _ in range(4):
-            cut = line.rfind("\r", start, stop)
-            seg_start = start if cut < 0 else cut + 1
-            if "%|" in line[seg_start:stop]:
-                found = None
-                for m in BAR.finditer(line, seg_start, stop):
-                    found = m
-                if found is not None:
-                    desc = line[seg_start:found.start()].strip()
-                    return desc, int(found.group(2)), int(found.group(3))
-            if cut < 0:
-                break
-            stop = cut
+            p = line.rfind("%|", start, stop)
+            if p < 0:
+                return None
+            q = p
+            while q > start and line[q - 1].isdigit():
+                q -= 1
+            m = BAR.match(line, q, end)
+            if m is not None and q < p:
+                cut = line.rfind("\r", start, q)
+                desc = line[(start if cut < 0 else cut + 1):q].strip()
+                return desc, int(m.group(2)), int(m.group(3))
+            stop = q
         return None
 
     def _bar(self, bar: tuple[str, int, int] | None, lineno: int, out: list[Record]) -> None:
@@ -316,6 +317,12 @@ class HFConsoleAdapter(Adapter):
             else:
                 k = self.train_count + (0 if self.first_step_logged else 1)
                 step = self.base + k * self.logging_steps
+        if epoch is not None and not self.fine_epochs and abs(epoch * 100 - round(epoch * 100)) > 1e-6:
+            self.fine_epochs = True  # epochs printed in full (or 4 digits): epoch x steps-per-epoch is exact
+        if step is None and self.fine_epochs:
+            step = est
+        if step is None and fresh and not self.buffered:
+            step = self.bar_step  # epochs rounded to 2 decimals: an on-time bar is closer
         if step is None:
             step = est
         if step is None and fresh and not self.buffered:
