@@ -1,0 +1,28 @@
+"""Any text log with no metrics we know, e.g. a launcher's output: error signatures and tracebacks only.
+
+It is the last resort of detection, chosen only when the file's start holds a traceback or a known
+error, so that `check DIR` still reports the crash in `torchrun.log` beside the rank logs.
+"""
+
+from __future__ import annotations
+
+from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.signatures import SignatureScanner
+
+SCORE = 0.31  # just over the detection threshold: any adapter that reads metrics wins over this one
+
+
+class TextAdapter(Adapter):
+    name = "text"
+    description = "Any other text log: no metrics, only error signatures and whole tracebacks"
+    example = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.22 GiB."
+
+    @classmethod
+    def score(cls, head: str, path: str) -> float:
+        scanner = SignatureScanner(path)
+        found = False
+        for n, line in enumerate(head.split("\n"), 1):
+            if scanner.feed(line, n):
+                found = True
+                break
+        return SCORE if found or scanner.finish() else 0.0
