@@ -81,7 +81,7 @@ class CsvMetricsAdapter(Adapter):
         if not line.strip() or "," not in line:
             return ()
         cells = _cells(line)
-        if _looks_like_header(cells):
+        if not (line[0] in "0123456789-+.," and self.header is not None) and _looks_like_header(cells):
             self._set_header(cells)  # the first header, or a rewritten wider one
             return ()
         if self.header is None:
@@ -95,15 +95,13 @@ class CsvMetricsAdapter(Adapter):
             except ValueError:
                 step = None
         out = []
+        src = self.source
         for i, cell in enumerate(cells[:len(header)]):  # ragged rows: extra cells have no name
-            if i == self.step_col:
-                continue
-            cell = cell.strip()
-            if not cell:
+            if not cell or i == self.step_col:
                 continue
             try:
                 value = float(cell)
             except ValueError:
                 continue
-            out.append(Sample(header[i], value, step, None, self.source, lineno, False))
+            out.append(Sample(header[i], value, step, None, src, lineno, False))
         return out

@@ -37,6 +37,8 @@ BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM +
 KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
 KERAS_LINE = re.compile(r"^\s*\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
+SKIP = re.compile(r"\S*\s*")
+DIGIT = re.compile(r"\d")
 MFU_SENTINEL = -100.0
 SCORE_LINES = 400
 
@@ -70,9 +72,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int]:
                 key += "_ms"
             out.append((key, value))
             pos = m.end()
-            rest = field[pos:]
-            skip = re.match(r"[^\s]*\s*", rest)  # a unit or "/513" stuck to the value
-            pos += skip.end() if skip else 0
+            skip = SKIP.match(field, pos)  # a unit or "/513" stuck to the value
+            pos = skip.end() if skip else len(field)
     return out, len(fields)
 
 
@@ -166,7 +167,7 @@ class KeyValueAdapter(Adapter):
         if self.keras_epoch is not None and KERAS_LINE.match(text):
             self._keras(text, lineno, out)
             return out
-        if text.lower().startswith("saving checkpoint to"):
+        if text[:1] in "sS" and text.lower().startswith("saving checkpoint to"):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
             return out
         self._generic(text, lineno, when, out)
@@ -177,7 +178,7 @@ class KeyValueAdapter(Adapter):
 
     # -- shapes ---------------------------------------------------------------------------------
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:
-        if not any(c.isdigit() for c in text[:4000]):
+        if DIGIT.search(text, 0, 4000) is None:
             return
         step: int | None = None
         total: int | None = None
