@@ -21,7 +21,8 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     if not args.detect:
         for name, cls in adapters.registry().items():
-            out.write(f"{name:14} {cls.description}\n{'':14} e.g. {cls.example}\n")
+            example = cls.example.replace("\n", "\n" + " " * 20)  # a header-and-row example stays indented
+            out.write(f"{name:14} {cls.description}\n{'':14} e.g. {example}\n")
         return 0
     worst = 0
     for path in discover(args.detect):
