@@ -221,3 +221,17 @@ def test_keyboard_interrupt_then_second_traceback() -> None:
     tbs = [e for e in scan(lines) if e.kind == EventKind.TRACEBACK]
     assert [t.fields["exception"] for t in tbs] == ["KeyboardInterrupt", "KeyboardInterrupt"]
     assert [t.line for t in tbs] == [1, 5]
+
+
+def test_real_torchrun_failure_example() -> None:
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parents[2] / "examples" / "runs" / "ddp_rank_failure" / "torchrun.log"
+    if not log.exists():
+        pytest.skip("no example run yet")
+    found = scan(log.read_text(encoding="utf-8", errors="replace").split("\n"))
+    child = [e for e in found if e.kind == EventKind.ERROR and e.signature == "run.child_failed"]
+    assert len(child) == 1
+    assert child[0].fields == {"exitcode": 1, "rank": 1}  # the root cause, not the first failure listed
+    assert not [e for e in found if e.signature in ("oom.host", "run.signal")]  # SIGTERM of a sibling is no cause
+    assert [e.fields["exception"] for e in found if e.kind == EventKind.TRACEBACK] == ["ChildFailedError"]
