@@ -1,9 +1,12 @@
 """Hugging Face Trainer console output (also axolotl, TRL, LLaMA-Factory, unsloth).
 
 The Trainer prints each log() call as a Python-repr dict without the step, between tqdm redraws
-that share physical lines through carriage returns. The step is therefore inferred: from the
-training bar's N/M before the dict, from a trainer_state.json next to the log, from the logging
-interval, or from epoch x steps per epoch, and samples say so with step_inferred=True.
+that share physical lines through carriage returns. The step is therefore inferred, and samples
+say so with step_inferred=True: from a trainer_state.json next to the log when there is one; else
+from the logging interval of a TrainingArguments dump; else from epoch x steps per epoch when
+epochs print in full (transformers 5); else from the training bar's N/M before the dict; else
+from rounded epochs. Steps never go backwards unless the log says the run resumed.
+Bars alone are a weak witness: tqdm skips redraws, and block-buffered stdout prints dicts late.
 Per-line work stays cheap because a log can be a gigabyte: lines without a dict only look at their
 last carriage-return segments for a bar.
 """
@@ -150,9 +153,7 @@ class HFConsoleAdapter(Adapter):
         self.progress_sent: int | None = None
         self.last_step: int | None = None
         self.last_train_step: int | None = None
-        self.interval: int | None = None
         self.logging_steps: int | None = None
-        self.steps_per_epoch: float | None = None
         self.num_epochs: int | None = None
         self.train_count = 0
         self.in_eval = False
@@ -273,8 +274,6 @@ class HFConsoleAdapter(Adapter):
             step = printed if printed is not None else self._train_step(epoch)
             self.train_count += 1
             if step is not None:
-                if self.last_train_step is not None and step > self.last_train_step and self.bar_used == step:
-                    self.interval = step - self.last_train_step
                 self.last_train_step = step
         else:
             step = printed
