@@ -140,3 +140,21 @@ def test_resume_and_checkpoint_events() -> None:
 def test_score() -> None:
     assert HFConsoleAdapter.score("{'loss': 1.0, 'epoch': 0.1}\n", "x.log") >= 0.85
     assert HFConsoleAdapter.score("Step 10: loss=2.45\n", "x.log") == 0.0
+
+
+def test_state_in_newest_checkpoint_dir_and_unrelated_state_ignored(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ck = tmp_path / "checkpoint-20"
+    ck.mkdir()
+    (ck / "trainer_state.json").write_text(json.dumps({"log_history": [
+        {"epoch": 0.3, "loss": 2.0, "step": 6}, {"epoch": 0.6, "loss": 1.8, "step": 12}]}))
+    log = str(tmp_path / "train.log")
+    lines = ["{'loss': 2.0, 'epoch': 0.3}", "{'loss': 1.8, 'epoch': 0.6}", "{'loss': 1.7, 'epoch': 0.9}"]
+    steps = [s for s, _ in series(run(HFConsoleAdapter(log), lines), "loss")]
+    assert steps[:2] == [6, 12] and steps[2] > 12  # the third is past the state file: inferred, still rising
+
+
+def test_resume_restarts_the_count_from_the_checkpoint() -> None:
+    lines = ["logging_steps=10,", "{'loss': 2.0, 'epoch': 0.0}", "{'loss': 1.9, 'epoch': 0.0}",
+             "Resuming training from checkpoint out/checkpoint-100",
+             "{'loss': 1.5, 'epoch': 0.5}", "{'loss': 1.4, 'epoch': 0.6}"]
+    assert [s for s, _ in series(run(HFConsoleAdapter(""), lines), "loss")] == [10, 20, 110, 120]

@@ -301,7 +301,7 @@ class HFConsoleAdapter(Adapter):
         if fresh:
             self.bar_used = self.bar_step
         if epoch is not None and epoch > 0:
-            if self.first_epoch is None:
+            if self.first_epoch is None and not self.base:  # after a resume the first log is no step 1
                 self.first_epoch = epoch
             if fresh and not self.buffered and self.bar_step:
                 self.spe_floor = max(self.spe_floor, self.bar_step / epoch)
@@ -310,7 +310,7 @@ class HFConsoleAdapter(Adapter):
             step = None  # a stale or unrelated state file
         est = self._epoch_step(epoch) if step is None else None
         if step is None and self.logging_steps:
-            if self.train_count == 0 and epoch and est is not None and est < self.logging_steps / 2:
+            if self.train_count == 0 and not self.base and epoch and est is not None and est < self.logging_steps / 2:
                 self.first_step_logged = True  # logging_first_step: the first dict is step 1
                 step = self.base + 1
             else:
