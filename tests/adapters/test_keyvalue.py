@@ -119,3 +119,13 @@ def test_score_prefers_many_parsed_lines() -> None:
 
 def test_checkpoint_line() -> None:
     assert events(run(KeyValueAdapter(""), ["saving checkpoint to out-shakespeare"]), EventKind.CHECKPOINT)
+
+
+def test_composer_block_and_logging_prefixes() -> None:
+    recs = run(KeyValueAdapter(""), ["[batch=10/1000]:", "\t Train loss/train/total: 2.3456",
+                                     "\t Train metrics/train/Accuracy: 0.51",
+                                     "INFO:__main__:Step 12: loss=2.0, acc=0.5",
+                                     "2024-05-01 10:00:00 INFO step 14 loss 1.9 lr 1e-4"])
+    assert series(recs, "loss/train/total") == [(10, 2.3456)]
+    assert series(recs, "loss") == [(12, 2.0), (14, 1.9)]
+    assert samples(recs, "lr")[0].time is not None

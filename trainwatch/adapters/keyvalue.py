@@ -133,7 +133,10 @@ class KeyValueAdapter(Adapter):
             if m is not None:
                 value = _number(m.group("v"))
                 if value is not None:
-                    self.block["pairs"].append((m.group("k").strip(), value))  # type: ignore[union-attr]
+                    key = m.group("k").strip()
+                    if key.startswith("Train "):  # Composer prefixes each training metric with its phase
+                        key = key[6:]
+                    self.block["pairs"].append((key, value))  # type: ignore[union-attr]
                 self.absorbed += 1
                 return out
             out.extend(self._flush())
