@@ -6,11 +6,14 @@ import math
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 
 from trainwatch.model import Sample
 
 RECENT_POINTS = 2048
 HISTORY_BUCKETS = 1024
+HEAD_POINTS = 64  # the first finite points of a run, kept for rules that compare with the start
+SCAN_MIN = 256  # tail() looks at most max(SCAN_MIN, 8n) points back, so a NaN stretch stays cheap
 
 
 @dataclass(slots=True)
@@ -64,6 +67,7 @@ class Series:
     minimum: float = math.inf
     maximum: float = -math.inf
     first: float | None = None
+    head: list[Point] = field(default_factory=list)  # the first HEAD_POINTS finite points, never dropped
     _pending: Bucket | None = None
     _pending_n: int = 0
 
@@ -78,6 +82,8 @@ class Series:
                 self.maximum = v
             if self.first is None:
                 self.first = v
+            if len(self.head) < HEAD_POINTS:
+                self.head.append(point)
         elif v != v:
             self.nan_count += 1
         else:
@@ -125,10 +131,45 @@ class Series:
     def last(self) -> Point | None:
         return self.recent[-1] if self.recent else None
 
+    @property
+    def finite_count(self) -> int:
+        """Finite points in the whole run."""
+        return self.count - self.nan_count - self.inf_count
+
     def values(self, n: int | None = None) -> list[float]:
         """The last n values (all recent ones when n is None), NaN and Inf included."""
-        pts = self.recent if n is None else list(self.recent)[-n:]
-        return [p.value for p in pts]
+        if n is None:
+            return [p.value for p in self.recent]
+        return [p.value for p in self.last_points(n)]
+
+    def last_points(self, n: int) -> list[Point]:
+        """The last n points, oldest first, NaN and Inf included; costs O(n), not O(recent)."""
+        if n <= 0:
+            return []
+        out = list(islice(reversed(self.recent), n))
+        out.reverse()
+        return out
+
+    def tail(self, n: int, *, skip: Point | None = None) -> list[Point]:
+        """The last n finite points, oldest first (`skip`: leave that point out if it is the newest).
+
+        Costs O(n): it looks back at most max(SCAN_MIN, 8n) points, so a long NaN stretch can
+        shorten the answer but never make every sample pay for the whole recent window."""
+        if n <= 0:
+            return []
+        it = reversed(self.recent)
+        recent = self.recent
+        if skip is not None and recent and recent[-1] is skip:
+            next(it)
+        out: list[Point] = []
+        isfinite = math.isfinite
+        for p in islice(it, max(SCAN_MIN, 8 * n)):
+            if isfinite(p.value):
+                out.append(p)
+                if len(out) >= n:
+                    break
+        out.reverse()
+        return out
 
     def whole_run(self) -> list[Bucket]:
         """The downsampled history of the whole run, oldest first, the unfinished bucket last."""

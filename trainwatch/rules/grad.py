@@ -43,6 +43,13 @@ class GradSpike(Rule):
                 ev["ratio"] = v / med
                 return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is {v / med:.0f}x its recent "
                                        f"median {fmt(med)}", evidence=ev)
+        elif prev and int(self.p["early_history"]) <= len(prev) < int(self.p["min_history"]) and min(prev) > 0:
+            top = max(prev)  # too few points for a noise estimate: far above every earlier one only
+            if v >= float(self.p["early_ratio"]) * top:
+                ev["ratio"] = v / med
+                ev["max_before"] = top
+                return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is {v / top:.0f}x the highest of "
+                                       f"the {len(prev)} points before it ({fmt(top)})", evidence=ev)
         if v > unstable:
             ev["threshold"] = unstable
             return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is above {unstable:g}", evidence=ev)

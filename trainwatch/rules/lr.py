@@ -6,7 +6,7 @@ import math
 
 from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext
-from trainwatch.rules.stats import finite_points, fmt
+from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
 
 
@@ -34,7 +34,7 @@ class LrNoWarmup(Rule):
     watches = ("lr",)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        pts = finite_points(list(series.recent)[: int(self.p["points"])])
+        pts = series.head[: int(self.p["points"])]  # the run's first finite points, kept by the store
         if len(pts) < int(self.p["points"]) or pts[0].step > int(self.p["start_within"]):
             return None
         first, peak = pts[0].value, max(p.value for p in pts)

@@ -8,7 +8,7 @@ from typing import Any
 
 from trainwatch.model import Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import finite_points, fmt, theil_sen
+from trainwatch.rules.stats import fmt, theil_sen
 from trainwatch.store import Point, Series
 
 
@@ -22,18 +22,20 @@ class StaysZero(Rule):
         self.watches = (str(spec.params["metric_glob"]),)  # type: ignore[misc]
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        pts = finite_points(series.recent)
-        if not pts or series.first is None:
+        if not series.head:
             return None
         eps = float(self.p["eps"])
         if series.minimum < -eps or series.maximum > eps:
             return None  # it moved at some point
-        span = pts[-1].step - pts[0].step
+        last = series.tail(1)
+        if not last:
+            return None
+        span = last[-1].step - series.head[0].step
         if span < int(self.p["steps"]):
             return None
-        return Finding(message=f"{series.name} has stayed at {fmt(pts[-1].value)} (|x| <= {eps:g}) "
+        return Finding(message=f"{series.name} has stayed at {fmt(last[-1].value)} (|x| <= {eps:g}) "
                                f"for {span} steps",
-                       evidence={"metric": series.name, "value": pts[-1].value, "steps": span,
+                       evidence={"metric": series.name, "value": last[-1].value, "steps": span,
                                  "max": series.maximum, "step": point.step})
 
 
@@ -54,7 +56,7 @@ class LengthHacking(Rule):
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         w = int(self.p["window"])
-        pts = finite_points(series.recent)[-w:]
+        pts = series.tail(w)
         if len(pts) < w:
             return None
         top = _max_length(ctx, series.source)
@@ -80,7 +82,7 @@ class AlignmentDown(Rule):
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         w = int(self.p["window"])
-        pts = finite_points(series.recent)[-w:]
+        pts = series.tail(w)
         if len(pts) < w:
             return None
         half = w // 2

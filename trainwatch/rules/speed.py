@@ -6,7 +6,7 @@ import math
 
 from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import finite_points, fmt
+from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
 
 SLOWER_IS_HIGHER = {"step_time_ms"}
@@ -19,9 +19,12 @@ class SpeedDrop(Rule):
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         if not math.isfinite(point.value):
             return None
-        pts = finite_points(series.recent)[int(self.p["skip"]):]
         recent_n, window = int(self.p["recent"]), int(self.p["window"])
-        if len(pts) < max(int(self.p["min_history"]), recent_n + 3):
+        usable = series.finite_count - int(self.p["skip"])  # the first points are warm-up
+        if usable < max(int(self.p["min_history"]), recent_n + 3):
+            return None
+        pts = series.tail(min(usable, window + recent_n))
+        if len(pts) <= recent_n:
             return None
         base = median([p.value for p in pts[-(window + recent_n):-recent_n]])
         now = median([p.value for p in pts[-recent_n:]])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from trainwatch.rules.base import median
 from trainwatch.store import Point, Series
@@ -25,30 +26,52 @@ def finite_points(points: Iterable[Point]) -> list[Point]:
 
 def before(series: Series, point: Point, n: int) -> list[float]:
     """The last n finite values logged before `point` (the newest point excluded)."""
-    out: list[float] = []
-    pts = series.recent
-    i = len(pts) - 1
-    if i >= 0 and pts[i] is point:
-        i -= 1
-    while i >= 0 and len(out) < n:
-        v = pts[i].value
-        if math.isfinite(v):
-            out.append(v)
-        i -= 1
-    out.reverse()
-    return out
+    return [p.value for p in series.tail(n, skip=point)]
 
 
 def last_finite(series: Series, n: int) -> list[float]:
     """The last n finite values, newest included."""
-    out: list[float] = []
-    for p in reversed(series.recent):
-        if math.isfinite(p.value):
-            out.append(p.value)
-            if len(out) >= n:
-                break
-    out.reverse()
-    return out
+    return [p.value for p in series.tail(n)]
+
+
+def head_values(series: Series, n: int) -> list[float]:
+    """The first n finite values of the run (at most store.HEAD_POINTS)."""
+    return [p.value for p in series.head[:n]]
+
+
+@dataclass
+class Segment:
+    """The part of a series since its run last (re)started: a step that goes back starts a new one."""
+
+    last_step: int
+    finite_before: int  # series.finite_count when the segment began
+    head: list[Point] = field(default_factory=list)  # its first finite points (a few)
+
+    def finite(self, series: Series) -> int:
+        """Finite points logged in this segment."""
+        return series.finite_count - self.finite_before
+
+
+class Segments:
+    """Per source, where the current run began, kept as the samples arrive (O(1) each)."""
+
+    def __init__(self, keep_head: int = 0) -> None:
+        self.keep_head = keep_head
+        self._by_source: dict[str, Segment] = {}
+
+    def update(self, series: Series, point: Point) -> Segment:
+        """Call once for every new point of `series` (already in the store)."""
+        seg = self._by_source.get(series.source)
+        finite = math.isfinite(point.value)
+        if seg is None or point.step < seg.last_step:
+            seg = self._by_source[series.source] = Segment(point.step, series.finite_count - int(finite))
+        seg.last_step = point.step
+        if finite and len(seg.head) < self.keep_head:
+            seg.head.append(point)
+        return seg
+
+    def get(self, source: str) -> Segment | None:
+        return self._by_source.get(source)
 
 
 def theil_sen(xs: list[float], ys: list[float]) -> float:
