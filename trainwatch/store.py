@@ -70,6 +70,8 @@ class Series:
     head: list[Point] = field(default_factory=list)  # the first HEAD_POINTS finite points, never dropped
     _pending: Bucket | None = None
     _pending_n: int = 0
+    _clean_run: int = 0  # points since the last NaN/Inf: tail() copies these without checking each
+    _values: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_POINTS))  # recent's values
 
     def add(self, point: Point) -> None:
         v = point.value
@@ -84,11 +86,15 @@ class Series:
                 self.first = v
             if len(self.head) < HEAD_POINTS:
                 self.head.append(point)
-        elif v != v:
-            self.nan_count += 1
+            self._clean_run += 1
         else:
-            self.inf_count += 1
+            self._clean_run = 0
+            if v != v:
+                self.nan_count += 1
+            else:
+                self.inf_count += 1
         self.recent.append(point)
+        self._values.append(v)
         self._add_history(point.step, v, finite)
 
     def _add_history(self, step: int, v: float, finite: bool) -> None:
@@ -157,10 +163,17 @@ class Series:
         shorten the answer but never make every sample pay for the whole recent window."""
         if n <= 0:
             return []
-        it = reversed(self.recent)
         recent = self.recent
-        if skip is not None and recent and recent[-1] is skip:
+        it = reversed(recent)
+        clean, avail = self._clean_run, len(recent)
+        if skip is not None and avail and recent[-1] is skip:
             next(it)
+            clean -= 1
+            avail -= 1
+        if clean >= min(n, avail):  # no NaN/Inf among the points wanted: copy them at C speed
+            out = list(islice(it, n))
+            out.reverse()
+            return out
         out: list[Point] = []
         isfinite = math.isfinite
         for p in islice(it, max(SCAN_MIN, 8 * n)):
@@ -170,6 +183,23 @@ class Series:
                     break
         out.reverse()
         return out
+
+    def tail_values(self, n: int, *, skip_newest: bool = False) -> list[float]:
+        """The values of tail(n), cheaper: when no NaN/Inf is among them they are copied at C speed."""
+        if n <= 0:
+            return []
+        clean, avail = self._clean_run, len(self._values)
+        if skip_newest and avail:
+            clean -= 1
+            avail -= 1
+        if clean >= min(n, avail):
+            it = reversed(self._values)
+            if skip_newest:
+                next(it, None)
+            out = list(islice(it, n))
+            out.reverse()
+            return out
+        return [p.value for p in self.tail(n, skip=self.recent[-1] if skip_newest and self.recent else None)]
 
     def whole_run(self) -> list[Bucket]:
         """The downsampled history of the whole run, oldest first, the unfinished bucket last."""

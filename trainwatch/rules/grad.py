@@ -38,8 +38,7 @@ class GradSpike(Rule):
         med = median(prev) if prev else math.nan
         ev = {"value": v, "baseline": med, "step": point.step}
         if len(prev) >= int(self.p["min_history"]) and med > 0:
-            noise = mad_sigma(prev, med)
-            if v >= float(self.p["ratio"]) * med and v - med >= float(self.p["mad_k"]) * noise:
+            if v >= float(self.p["ratio"]) * med and v - med >= float(self.p["mad_k"]) * mad_sigma(prev, med):
                 ev["ratio"] = v / med
                 return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is {v / med:.0f}x its recent "
                                        f"median {fmt(med)}", evidence=ev)

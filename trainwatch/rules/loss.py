@@ -13,7 +13,7 @@ from typing import Any
 
 from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import Segments, before, fmt, head_values, last_finite, mad_sigma
+from trainwatch.rules.stats import Segment, Segments, before, fmt, head_values, last_finite, mad_sigma
 from trainwatch.store import SCAN_MIN, Point, Series
 
 BLOWUP_FIXES = (
@@ -153,10 +153,10 @@ class LossSpike(Rule):
         if len(prev) < int(self.p["min_history"]):
             return self._early(prev, v, point.step)
         med = median(prev)
-        if med <= 0:
-            return None
+        if med <= 0 or v < float(self.p["ratio"]) * med:
+            return None  # the cheap test first: the noise estimate only when the ratio already holds
         noise = mad_sigma(prev, med)
-        if v < float(self.p["ratio"]) * med or v - med < float(self.p["mad_k"]) * noise:
+        if v - med < float(self.p["mad_k"]) * noise:
             return None
         return Finding(message=f"loss {fmt(v)} at step {point.step} is {v / med:.1f}x its recent median {fmt(med)}",
                        evidence={"value": v, "baseline": med, "ratio": v / med, "noise": noise,
@@ -245,13 +245,15 @@ class LossPlateau(Rule):
         total = state.total_steps if state else None
         if total and point.step > float(self.p["early_fraction"]) * total:
             return None
-        pts = series.tail(2 * w)
-        if len(pts) < 2 * w:
+        vals = series.tail_values(2 * w)
+        if len(vals) < 2 * w:
             return None  # a long NaN stretch: no clean window to compare
-        last = median([p.value for p in pts[w:]])
-        prev = median([p.value for p in pts[:w]])
+        last = median(vals[w:])
+        if last <= float(self.p["expected_max"]):
+            return None
+        prev = median(vals[:w])
         first = median(head_values(series, 5))
-        if last <= float(self.p["expected_max"]) or first <= 0 or prev <= 0:
+        if first <= 0 or prev <= 0:
             return None
         if (first - last) / first < float(self.p["fallen"]):
             return None  # never fell: loss.flat_from_start's case
@@ -273,6 +275,7 @@ class LossFlatFromStart(Rule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._segments = Segments(keep_head=int(self.p["quarter_max"]))
+        self._first: dict[str, tuple[Segment, int, float]] = {}  # source -> (segment, h, first median)
 
     def _judge(self, series: Series, need: int) -> Finding | None:
         """The first and the last quarter of the run's points compared by their medians; each quarter
@@ -286,16 +289,22 @@ class LossFlatFromStart(Rule):
         if n < need or not head or head[0].step > int(self.p["start_within"]):
             return None
         h = max(2, min(n // 4, int(self.p["quarter_max"]), len(head)))
-        first = median([p.value for p in head[:h]])
-        pts = series.tail(h)
-        if not pts or first <= 0:
+        known = self._first.get(series.source)
+        if known is not None and known[0] is seg and known[1] == h:
+            first = known[2]  # h stops growing at quarter_max: the start's median is then fixed
+        else:
+            first = median([p.value for p in head[:h]])
+            self._first[series.source] = (seg, h, first)
+        vals = series.tail_values(h)
+        if not vals or first <= 0:
             return None
-        last = median([p.value for p in pts])
+        last = median(vals)
         drop = (first - last) / first
         # it fell; or it rose above where it began (divergence, not a flat curve), even when the
         # blow-up came so early that the first quarter already holds it
         if drop >= float(self.p["min_drop"]) or last > 1.5 * min(first, head[0].value):
             return None
+        pts = series.tail(1)
         return Finding(message=f"loss {fmt(first)} at the start, {fmt(last)} at step {pts[-1].step}: "
                                f"fell {max(drop, 0):.1%} in {n} points",
                        evidence={"first": first, "value": last, "drop": drop, "points": n,

@@ -26,12 +26,12 @@ def finite_points(points: Iterable[Point]) -> list[Point]:
 
 def before(series: Series, point: Point, n: int) -> list[float]:
     """The last n finite values logged before `point` (the newest point excluded)."""
-    return [p.value for p in series.tail(n, skip=point)]
+    return series.tail_values(n, skip_newest=bool(series.recent) and series.recent[-1] is point)
 
 
 def last_finite(series: Series, n: int) -> list[float]:
     """The last n finite values, newest included."""
-    return [p.value for p in series.tail(n)]
+    return series.tail_values(n)
 
 
 def head_values(series: Series, n: int) -> list[float]:
