@@ -2,7 +2,9 @@
 
 Runs the real command in a tmux pane (a real terminal), appends JSON-lines records at 10 lines/s
 for --seconds, and reads the process's CPU time from /proc. Prints the share of one core.
-Usage: python benchmarks/tui_cpu.py [--seconds 30]
+With --headless it measures `trainwatch tail --headless` on the same feed: the watcher's own cost
+(following, parsing, rules), so the TUI's share is the difference.
+Usage: python benchmarks/tui_cpu.py [--seconds 30] [--headless] [--size 160x48]
 """
 
 from __future__ import annotations
@@ -36,7 +38,11 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--rate", type=float, default=10.0, help="lines per second")
+    ap.add_argument("--headless", action="store_true", help="measure `tail --headless` instead of the TUI")
+    ap.add_argument("--size", default="160x48", help="terminal size, COLSxROWS")
+    ap.add_argument("--extra", default="", help="more arguments for `trainwatch tail`, e.g. '--refresh 1'")
     args = ap.parse_args()
+    cols, rows = args.size.split("x")
     tmux = shutil.which("tmux")
     if tmux is None:
         print("needs tmux", file=sys.stderr)
@@ -46,14 +52,16 @@ def main() -> int:
         log.write_text("".join(record(s) for s in range(1, 21)))
         sock = f"twbench{os.getpid()}"
         t = [tmux, "-L", sock, "-f", "/dev/null"]
-        subprocess.run(t + ["new-session", "-d", "-s", "b", "-x", "160", "-y", "48",
-                            f"{sys.executable} -m trainwatch tail --no-gpu {log}"], check=True)
+        mode = "--headless --daemon --status-every 1 " if args.headless else ""
+        subprocess.run(t + ["new-session", "-d", "-s", "b", "-x", cols, "-y", rows,
+                            f"{sys.executable} -m trainwatch tail --no-gpu {mode}{args.extra} {log}"], check=True)
         try:
             pid = int(subprocess.run(t + ["display-message", "-p", "-t", "b", "#{pane_pid}"],
                                      capture_output=True, text=True).stdout.strip())
             deadline = time.monotonic() + 30
-            while "quit" not in subprocess.run(t + ["capture-pane", "-p", "-t", "b"], capture_output=True,
-                                               text=True).stdout:
+            ready = "step" if args.headless else "quit"  # a status line, or the TUI's footer
+            while ready not in subprocess.run(t + ["capture-pane", "-p", "-t", "b"], capture_output=True,
+                                              text=True).stdout:
                 if time.monotonic() > deadline:
                     print("the TUI did not start", file=sys.stderr)
                     return 3
@@ -70,7 +78,8 @@ def main() -> int:
         finally:
             subprocess.run(t + ["kill-server"])
     share = (c1 - c0) / (w1 - w0) * 100
-    print(f"trainwatch tail (TUI): {share:.1f}% of one core over {w1 - w0:.0f}s at {args.rate:g} lines/s, "
+    what = "headless" if args.headless else f"TUI {args.size}"
+    print(f"trainwatch tail ({what}): {share:.1f}% of one core over {w1 - w0:.0f}s at {args.rate:g} lines/s, "
           f"30 metrics/line ({step - 21} lines)")
     return 0
 

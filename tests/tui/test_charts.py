@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import plotext
+
 from trainwatch.tui import charts
 from trainwatch.tui.text import clean, is_error_line
 from trainwatch.tui.view import RateMeter, duration, eta_seconds
@@ -37,36 +39,53 @@ def test_sparkline_marks_nonfinite_and_keeps_spikes() -> None:
     assert cells[-1] == (charts.NAN_MARK, True)
 
 
-def _text(grid: charts.ChartGrid) -> list[str]:
-    return ["".join(t for t, _ in row) for row in grid.rows]
+def _rows(img: charts.ChartImage) -> list[str]:
+    return plotext.uncolorize(img.ansi).rstrip("\n").split("\n")
 
 
 def test_chart_marks_nan_alert_and_eval() -> None:
     xs = [float(i) for i in range(1, 41)]
     ys = [1.0 / i for i in range(1, 41)]
-    ys[30] = math.nan
+    ys[30] = math.nan  # plotext itself would abort on a NaN: it must be taken out and marked
     data = charts.ChartData(xs, ys, smooth_ema=charts.ema_debiased(ys, 0.8), eval_xs=[20.0], eval_ys=[0.05],
                             alert_xs=[10.0])
-    grid = charts.render_chart(data, 50, 12)
-    rows = _text(grid)
-    assert len(rows) == 12 and all(len(r) <= 50 for r in rows)
-    assert grid.nan_steps == [31.0]
-    assert charts.NAN_MARK in rows[0] and "▼" in rows[0]
+    img = charts.plot_chart(data, 50, 12)
+    rows = _rows(img)
+    assert len(rows) == 12 and all(len(r) == 50 for r in rows)
+    assert img.nan_steps == [31.0]
+    assert charts.NAN_MARK in rows[1] and "▼" in rows[1]  # both on the top edge of the plot area
     assert any("◆" in r for r in rows)
-    layers = {layer for row in grid.rows for _, layer in row}
-    assert {charts.RAW, charts.EMA, charts.NAN, charts.ALERT, charts.EVAL} <= layers
-    assert rows[-1].strip().startswith("1") and rows[-1].rstrip().endswith("40")
+    assert any("┊" in r for r in rows[2:-2])  # the alert's vertical line
+    assert rows[-1].strip().startswith("1.0") and rows[-1].rstrip().endswith("40.0")
 
 
-def test_chart_log_scale_hides_nonpositive_and_labels_powers() -> None:
+def test_chart_uses_the_given_colours() -> None:
+    data = charts.ChartData([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], smooth_ema=[1.0, 1.5, 2.0])
+    img = charts.plot_chart(data, 40, 8, {charts.EMA: (1, 2, 3), charts.RAW: (4, 5, 6)})
+    assert "38;2;1;2;3" in img.ansi and "38;2;4;5;6" in img.ansi
+
+
+def test_chart_log_scale_hides_nonpositive() -> None:
     data = charts.ChartData([1.0, 2.0, 3.0], [0.0, 10.0, 1000.0], log_y=True)
-    grid = charts.render_chart(data, 40, 8)
-    assert grid.dropped_nonpositive == 1
-    assert _text(grid)[0].strip().startswith("1000")
+    img = charts.plot_chart(data, 40, 8)
+    assert img.dropped_nonpositive == 1
+    assert _rows(img)[1].strip().startswith("1000")
 
 
-def test_chart_too_small_or_empty() -> None:
-    assert _text(charts.render_chart(charts.ChartData([], []), 40, 8)) == ["(no data yet)"]
+def test_chart_too_small_empty_or_all_nan() -> None:
+    assert charts.plot_chart(charts.ChartData([], []), 40, 8).ansi == ""
+    img = charts.plot_chart(charts.ChartData([1.0, 2.0], [math.nan, math.inf]), 40, 8)
+    assert img.ansi == "" and img.nan_steps == [1.0, 2.0]
+
+
+def test_thin_keeps_spikes_and_breaks_at_gaps() -> None:
+    xs = [float(i) for i in range(1000)]
+    ys = [1.0] * 1000
+    ys[500] = 50.0
+    ys[700] = math.nan
+    tx, ty, breaks = charts.thin(xs, ys, 20)
+    assert len(tx) <= 40 and 50.0 in ty
+    assert breaks and tx[breaks[0]] > 700 and all(tx[i - 1] < 700 for i in breaks)
 
 
 def test_fmt() -> None:

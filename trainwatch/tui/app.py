@@ -1,6 +1,6 @@
 """The Textual app: composition, key bindings, themes and the one refresh timer. Widgets do the drawing.
 
-The engine runs in the watcher's thread; this app only reads it. A timer (`--refresh`, default 0.5 s)
+The engine runs in the watcher's thread; this app only reads it. A timer (`--refresh`, default 1 s)
 checks a cheap version fingerprint under the lock and, when something changed, copies a Snapshot
 and hands it to the widgets, so a log growing by thousands of lines a second still costs a few
 redraws a second.
@@ -35,7 +35,7 @@ from trainwatch.tui.widgets.header import HeaderBar
 from trainwatch.tui.widgets.log_pane import LogPane
 from trainwatch.tui.widgets.metric_list import MetricList
 
-DEFAULT_REFRESH_S = 0.5
+DEFAULT_REFRESH_S = 1.0  # one redraw a second at most, however fast the log grows
 
 
 class TrainwatchApp(App[int]):
@@ -73,6 +73,7 @@ class TrainwatchApp(App[int]):
         self.paused = False
         self.snapshot: view.Snapshot | None = None
         self.rates = view.RateMeter()
+        self._cache = view.ViewCache()
         self._version: tuple[int, ...] = ()
         self._dirty = True
         self._started_at = clock()
@@ -149,7 +150,8 @@ class TrainwatchApp(App[int]):
         v = view.version(self.model, log_src)
         if force or self._dirty or v != self._version or self.snapshot is None:
             self._version, self._dirty = v, False
-            snap = view.take(self.model, selected=metrics.selected_key, log_source=log_src or None)
+            snap = view.take(self.model, selected=metrics.selected_key, log_source=log_src or None,
+                             cache=self._cache)
             self.snapshot = snap
             metrics.set_metrics(snap.metrics)
             self._show_chart()

@@ -1,16 +1,19 @@
-"""Smoothing, sparklines and a braille line chart as plain data: no Textual, so all of it is unit-testable.
+"""Smoothing, sparklines and the main chart (drawn by plotext): no Textual, so all of it is unit-testable.
 
-The chart is drawn here rather than with plotext because the installed plotext (6.x) replaced the
-`plt.plot/plt.build` API this module would have used, and because we need per-cell layers (raw,
-smoothed, eval, alert, NaN) that the widget colours from the theme. Widgets turn `ChartGrid` rows
-into Rich Text.
+The chart uses plotext 6's figure API (signal/line/build). plotext's kernel cannot take NaN or Inf
+(it aborts the process), nor values <= 0 on a log axis, so those points are taken out here: a NaN/Inf
+is drawn as a mark on the top edge and the line is broken there. No text from logs reaches plotext
+(no titles or labels): only numbers, so its ANSI output is safe to parse into Rich Text.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import plotext
 
 SPARK = "▁▂▃▄▅▆▇█"
 NAN_MARK = "×"
@@ -100,10 +103,13 @@ def fmt(v: float | None) -> str:
 
 # -- the chart ------------------------------------------------------------------------------------
 
-# Layers, lowest first: a higher layer wins a cell.
-RAW, MA, EMA, EVAL, ALERT, NAN = "raw", "ma", "ema", "eval", "alert", "nan"
-_RANK = {None: -1, RAW: 0, MA: 1, EMA: 2, EVAL: 3, ALERT: 4, NAN: 5}
-_BRAILLE = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] dot bits
+# Layers, lowest first (drawn in this order, so a later one wins a cell).
+RAW, MA, EMA, EVAL, ALERT, NAN, AXIS = "raw", "ma", "ema", "eval", "alert", "nan", "axis"
+RGB = tuple[int, int, int]
+DEFAULT_COLORS: dict[str, RGB] = {RAW: (110, 110, 110), MA: (60, 120, 170), EMA: (1, 120, 212),
+                                  EVAL: (254, 166, 43), ALERT: (254, 166, 43), NAN: (185, 60, 91),
+                                  AXIS: (130, 130, 130)}
+_LOCK = threading.Lock()  # plotext draws on one module-level figure
 
 
 @dataclass
@@ -123,140 +129,128 @@ class ChartData:
 
 
 @dataclass
-class ChartGrid:
-    """Rendered chart: rows of (text, layer or None) runs, plus facts for the caption."""
+class ChartImage:
+    """plotext's output (text with ANSI colours; empty when there is nothing to draw) and caption facts."""
 
-    rows: list[list[tuple[str, str | None]]]
+    ansi: str
     nan_steps: list[float]
     dropped_nonpositive: int = 0
 
 
-def render_chart(data: ChartData, width: int, height: int) -> ChartGrid:
-    """Draws the chart into width x height cells: y labels on the left, x labels on the bottom row."""
-    ys_all = list(data.ys) + list(data.eval_ys) + list(data.band_lo or []) + list(data.band_hi or [])
-    tf = _log10 if data.log_y else (lambda v: v)
-    dropped = sum(1 for v in data.ys if math.isfinite(v) and v <= 0) if data.log_y else 0
-    finite = [tf(v) for v in ys_all if math.isfinite(v) and (not data.log_y or v > 0)]
+def _usable(v: float, log_y: bool) -> bool:
+    return math.isfinite(v) and (not log_y or v > 0)
+
+
+def thin(xs: Sequence[float], ys: Sequence[float], cols: int, log_y: bool = False
+         ) -> tuple[list[float], list[float], list[int]]:
+    """Drawable points, at most about 2 per column (each column keeps its min and max, so spikes stay).
+
+    Returns xs, ys and the indices (into the result) where the line must break because unusable
+    points (NaN, Inf, <= 0 on a log axis) were left out just before them.
+    """
+    pts: list[tuple[float, float, bool]] = []  # x, y, break before
+    gap = False
+    for x, y in zip(xs, ys):
+        if _usable(y, log_y):
+            pts.append((x, y, gap and bool(pts)))
+            gap = False
+        else:
+            gap = True
+    cols = max(1, cols)
+    if len(pts) > 2 * cols:
+        x0, x1 = pts[0][0], pts[-1][0]
+        span = (x1 - x0) or 1.0
+        out: list[tuple[float, float, bool]] = []
+        bucket: list[tuple[float, float, bool]] = []
+        current = 0
+        for p in pts:
+            b = min(cols - 1, int((p[0] - x0) / span * cols))
+            if b != current and bucket:
+                out.extend(_extremes(bucket))
+                bucket = []
+            current = b
+            bucket.append(p)
+        if bucket:
+            out.extend(_extremes(bucket))
+        pts = out
+    return [p[0] for p in pts], [p[1] for p in pts], [i for i, p in enumerate(pts) if p[2]]
+
+
+def _extremes(bucket: list[tuple[float, float, bool]]) -> list[tuple[float, float, bool]]:
+    if len(bucket) <= 2:
+        return bucket
+    brk = any(p[2] for p in bucket)
+    lo = min(bucket, key=lambda p: p[1])
+    hi = max(bucket, key=lambda p: p[1])
+    first, second = (lo, hi) if lo[0] <= hi[0] else (hi, lo)
+    return [(first[0], first[1], brk), (second[0], second[1], False)] if first is not second else [
+        (first[0], first[1], brk)]
+
+
+def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] | None = None) -> ChartImage:
+    """Draws the chart with plotext into width x height cells (axes and tick labels included)."""
+    colors = {**DEFAULT_COLORS, **(colors or {})}
+    log_y = data.log_y
     nan_steps = [x for x, y in zip(data.xs, data.ys) if not math.isfinite(y)]
-    if width < 12 or height < 3 or not data.xs:
-        return ChartGrid([[("(no data yet)" if not data.xs else "", None)]], nan_steps, dropped)
-    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    dropped = sum(1 for v in data.ys if math.isfinite(v) and v <= 0) if log_y else 0
+    finite_y = [v for v in (*data.ys, *data.eval_ys, *(data.band_lo or ()), *(data.band_hi or ()))
+                if _usable(v, log_y)]
+    if width < 16 or height < 5 or not data.xs or not finite_y:
+        return ChartImage("", nan_steps, dropped)
+    lo, hi = min(finite_y), max(finite_y)
     if hi == lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    labels = [_label(hi, data.log_y), _label((lo + hi) / 2, data.log_y), _label(lo, data.log_y)]
-    lw = max(len(s) for s in labels) + 1
-    pw, ph = width - lw, height - 1  # plot area in cells
+        lo, hi = (lo / 2, hi * 2) if log_y else (lo - 0.5, hi + 0.5)
     x0, x1 = min(data.xs), max(data.xs)
     if x1 == x0:
-        x1 = x0 + 1
-    dots: list[list[int]] = [[0] * pw for _ in range(ph)]
-    layer: list[list[str | None]] = [[None] * pw for _ in range(ph)]
-    chars: list[list[str | None]] = [[None] * pw for _ in range(ph)]
-    W, H = pw * 2, ph * 4  # braille resolution
+        x0, x1 = x0 - 0.5, x1 + 0.5
+    cols = max(8, width - 10)  # the plot area, roughly: the y tick labels take the rest
+    with _LOCK:
+        fig = plotext.figure
+        plotext.terminal.limit(False, False)
+        fig.clear()
+        fig.plot_size(width, height)
+        fig.canvas("default")
+        fig.theme("colorless")
+        fig.legend(False)
+        axis = plotext.pixel(colors[AXIS])
+        fig.axes(pixel=axis)
+        fig.ruler("x").pixel(axis)
+        fig.ruler("y").pixel(axis)
 
-    def px(x: float) -> int:
-        return min(W - 1, max(0, int((x - x0) / (x1 - x0) * (W - 1) + 0.5)))
+        def curve(ys: Sequence[float], layer: str) -> None:
+            xs2, ys2, breaks = thin(data.xs, ys, cols, log_y)
+            if not xs2:
+                return
+            sig = fig.signal(xs2, ys2, marker=plotext.marker("braille", plotext.pixel(colors[layer])))
+            if len(xs2) > 1:
+                sig.lines()
+                for i in breaks:
+                    sig.line(i, False)
+            fig.draw(sig)
 
-    def py(y: float) -> int | None:
-        if not math.isfinite(y) or (data.log_y and y <= 0):
-            return None
-        t = tf(y)
-        return min(H - 1, max(0, int((hi - t) / (hi - lo) * (H - 1) + 0.5)))
+        def marks(xs: Sequence[float], ys: Sequence[float], symbol: str, layer: str) -> None:
+            if xs:
+                fig.draw(fig.signal(list(xs), list(ys), marker=plotext.marker(symbol, plotext.pixel(colors[layer]))))
 
-    def dot(cx: int, cy: int, name: str) -> None:
-        r, c = cy // 4, cx // 2
-        if _RANK[name] < _RANK[layer[r][c]] or chars[r][c] is not None:
-            return
-        if _RANK[name] > _RANK[layer[r][c]]:
-            dots[r][c] = 0
-        dots[r][c] |= _BRAILLE[cy % 4][cx % 2]
-        layer[r][c] = name
-
-    def curve(xs: Sequence[float], ys: Sequence[float], name: str) -> None:
-        prev: tuple[int, int] | None = None
-        for x, y in zip(xs, ys):
-            cy = py(y)
-            if cy is None:
-                prev = None
-                continue
-            cx = px(x)
-            if prev is not None:
-                for ix, iy in _segment(prev[0], prev[1], cx, cy):
-                    dot(ix, iy, name)
-            else:
-                dot(cx, cy, name)
-            prev = (cx, cy)
-
-    def mark(x: float, r: int, ch: str, name: str) -> None:
-        c = px(x) // 2
-        if _RANK[name] >= _RANK[layer[r][c]]:
-            chars[r][c] = ch
-            layer[r][c] = name
-
-    if data.band_lo is not None and data.band_hi is not None:
-        curve(data.xs, data.band_lo, RAW)
-        curve(data.xs, data.band_hi, RAW)
-    curve(data.xs, data.ys, RAW)
-    if data.smooth_ma is not None:
-        curve(data.xs, data.smooth_ma, MA)
-    if data.smooth_ema is not None:
-        curve(data.xs, data.smooth_ema, EMA)
-    for ax in data.alert_xs:
-        if x0 <= ax <= x1:
-            for r in range(ph):
-                if layer[r][px(ax) // 2] is None:
-                    mark(ax, r, "│", ALERT)
-            mark(ax, 0, "▼", ALERT)
-    for ex, ey in zip(data.eval_xs, data.eval_ys):
-        cy = py(ey)
-        if cy is not None and x0 <= ex <= x1:
-            mark(ex, cy // 4, "◆", EVAL)
-    for nx in nan_steps:
-        mark(nx, 0, NAN_MARK, NAN)
-
-    rows: list[list[tuple[str, str | None]]] = []
-    for r in range(ph):
-        label = labels[0] if r == 0 else labels[2] if r == ph - 1 else labels[1] if r == ph // 2 else ""
-        runs: list[tuple[str, str | None]] = [(label.rjust(lw - 1) + "┤", None)]
-        for c in range(pw):
-            ch = chars[r][c] or (chr(0x2800 + dots[r][c]) if dots[r][c] else " ")
-            _append(runs, ch, layer[r][c])
-        rows.append(runs)
-    left, right = f"{x0:g}", f"{x1:g}"
-    axis = " " * lw + left + " " * max(1, pw - len(left) - len(right)) + right
-    rows.append([(axis[:width], None)])
-    return ChartGrid(rows, nan_steps, dropped)
-
-
-def _append(runs: list[tuple[str, str | None]], ch: str, name: str | None) -> None:
-    if runs and runs[-1][1] == name:
-        runs[-1] = (runs[-1][0] + ch, name)
-    else:
-        runs.append((ch, name))
-
-
-def _segment(x0: int, y0: int, x1: int, y1: int) -> list[tuple[int, int]]:
-    """Bresenham's line, both ends included."""
-    pts = []
-    dx, dy = abs(x1 - x0), -abs(y1 - y0)
-    sx, sy = (1 if x0 < x1 else -1), (1 if y0 < y1 else -1)
-    err = dx + dy
-    while True:
-        pts.append((x0, y0))
-        if x0 == x1 and y0 == y1:
-            return pts
-        e2 = 2 * err
-        if e2 >= dy:
-            err += dy
-            x0 += sx
-        if e2 <= dx:
-            err += dx
-            y0 += sy
-
-
-def _log10(v: float) -> float:
-    return math.log10(v)
-
-
-def _label(v: float, log_y: bool) -> str:
-    return fmt(10 ** v if log_y else v)
+        if data.band_lo is not None and data.band_hi is not None:
+            curve(data.band_lo, RAW)
+            curve(data.band_hi, RAW)
+        curve(data.ys, RAW)
+        if data.smooth_ma is not None:
+            curve(data.smooth_ma, MA)
+        if data.smooth_ema is not None:
+            curve(data.smooth_ema, EMA)
+        alerts = sorted({a for a in data.alert_xs if x0 <= a <= x1})
+        for a in alerts:
+            fig.line(a, orientation="vertical", pixel=plotext.pixel(colors[ALERT]), style="dotted")
+        marks(alerts, [hi] * len(alerts), "▼", ALERT)
+        evals = [(x, y) for x, y in zip(data.eval_xs, data.eval_ys) if x0 <= x <= x1 and _usable(y, log_y)]
+        marks([e[0] for e in evals], [e[1] for e in evals], "◆", EVAL)
+        marks(nan_steps, [hi] * len(nan_steps), NAN_MARK, NAN)
+        fig.ruler("x").lim(x0, x1)
+        fig.ruler("y").lim(lo, hi)
+        if log_y:
+            fig.ruler("y").scale("log")
+        ansi = fig.build().string()
+        fig.clear()
+    return ChartImage(ansi, nan_steps, dropped)

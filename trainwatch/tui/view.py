@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections import deque
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,7 @@ from trainwatch.store import Series
 from trainwatch.tui.model import WatchModel
 
 SPARK_POINTS = 120
-LOG_LINES = 200
+LOG_LINES = 100  # more than any log pane shows
 # Cards are ordered by the first pattern a metric name matches; unmatched names follow, GPU series last.
 IMPORTANCE = ("loss", "eval_loss", "grad_norm", "lr", "tokens_per_sec", "samples_per_sec", "mfu", "tflops",
               "step_time_ms", "loss_scale", "reward", "reward_std", "rewards/*", "kl", "entropy",
@@ -137,8 +138,22 @@ def version(model: WatchModel, log_source: str) -> tuple[int, ...]:
         return (samples, events, eng.changes, acks, last[0][0] if last else -1, len(model.info_lines))
 
 
-def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str | None) -> Snapshot:
+class ViewCache:
+    """Views kept between snapshots, keyed by what they were built from (a series' `count`, ...).
+
+    A series that got no new point since the last snapshot keeps the very same MetricView object,
+    so copying is skipped and widgets can tell "unchanged" with `is`.
+    """
+
+    def __init__(self) -> None:
+        self.metrics: dict[tuple[str, str], tuple[tuple[Any, ...], MetricView]] = {}
+        self.chart: tuple[tuple[Any, ...], ChartSeries] | None = None
+
+
+def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str | None,
+         cache: ViewCache | None = None) -> Snapshot:
     """Copies what the screen shows. Holds the lock only for the copying."""
+    cache = cache if cache is not None else ViewCache()
     with model.lock:
         eng = model.engine
         alerts = [_alert_view(a, eng.book.is_inhibited(a)) for a in eng.book.all()]
@@ -146,7 +161,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                    for s in eng.sources.values()]
         series = [s for s in eng.store]
         multi = len({s.source for s in series if s.source != "gpu"}) > 1
-        metrics = [_metric_view(s, alerts, multi) for s in series]
+        metrics = [_metric_view_cached(s, alerts, multi, cache) for s in series]
         chosen = selected
         if chosen is None or eng.store.get(chosen[1], chosen[0]) is None:
             chosen = None
@@ -157,7 +172,14 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
             s = eng.store.get(key[1], key[0])
             if s is not None:
                 known = {m.name for m in metrics}
-                chart = _chart(s, eng.store.get("eval_loss", s.source) if s.name == "loss" else None, alerts, known)
+                ev = eng.store.get("eval_loss", s.source) if s.name == "loss" else None
+                steps = _alert_steps(s, alerts, known)
+                ckey = (s.source, s.name, s.count, ev.count if ev else -1, steps)
+                if cache.chart is not None and cache.chart[0] == ckey:
+                    chart = cache.chart[1]
+                else:
+                    chart = _chart(s, ev, steps)
+                    cache.chart = (ckey, chart)
         names = [s.name for s in sources if s.name != "gpu"]
         src = log_source if log_source in names else (names[0] if names else "")
         lines = model.recent_lines(src, LOG_LINES) if src else []
@@ -186,18 +208,41 @@ def _about(a: AlertView, name: str) -> bool:
     return a.subject == name or a.evidence.get("metric") == name
 
 
-def _metric_view(s: Series, alerts: list[AlertView], multi: bool) -> MetricView:
+def _worst(s: Series, alerts: list[AlertView]) -> Severity | None:
     worst: Severity | None = None
     for a in alerts:
         if a.live and a.source == s.source and _about(a, s.name):
             worst = a.severity if worst is None else max(worst, a.severity)
+    return worst
+
+
+def _metric_view_cached(s: Series, alerts: list[AlertView], multi: bool, cache: ViewCache) -> MetricView:
+    """The previous MetricView when the series has no new point and its alert state is the same."""
+    worst = _worst(s, alerts)
+    key = (s.count, worst, multi)
+    hit = cache.metrics.get((s.source, s.name))
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    view = _metric_view(s, worst, multi)
+    cache.metrics[(s.source, s.name)] = (key, view)
+    return view
+
+
+def _metric_view(s: Series, worst: Severity | None, multi: bool) -> MetricView:
     last = s.last
     finite = s.count > s.nan_count + s.inf_count
     return MetricView(
         name=s.name, source=s.source, label=f"{s.name} [{_short(s.source)}]" if multi and s.source != "gpu" else s.name,
         last=last.value if last else None, minimum=s.minimum if finite else None,
         maximum=s.maximum if finite else None, count=s.count, nan=s.nan_count, inf=s.inf_count,
-        spark=tuple(p.value for p in list(s.recent)[-SPARK_POINTS:]), severity=worst)
+        spark=_last_values(s, SPARK_POINTS), severity=worst)
+
+
+def _last_values(s: Series, n: int) -> tuple[float, ...]:
+    """The last n values without copying the whole recent deque."""
+    vals = [p.value for p in islice(reversed(s.recent), n)]
+    vals.reverse()
+    return tuple(vals)
 
 
 def _short(source: str) -> str:
@@ -213,13 +258,16 @@ def _order(m: MetricView) -> tuple[int, int, str, str]:
     return (1, 0, m.name, m.source)
 
 
-def _chart(s: Series, ev: Series | None, alerts: list[AlertView], known: set[str]) -> ChartSeries:
+def _alert_steps(s: Series, alerts: list[AlertView], known: set[str]) -> tuple[int, ...]:
     """Alert markers: alerts about this metric, and on the loss chart also those about no metric (events)."""
+    return tuple(sorted({a.step for a in alerts if a.step is not None and a.source == s.source
+                         and (_about(a, s.name) or (s.name == "loss" and a.subject not in known
+                                                   and a.evidence.get("metric") not in known))}))
+
+
+def _chart(s: Series, ev: Series | None, steps: tuple[int, ...]) -> ChartSeries:
     buckets = tuple((b.first_step, b.last_step, b.minimum, b.maximum, b.mean if b.finite else b.last, b.nonfinite)
                     for b in s.whole_run())
-    steps = tuple(sorted({a.step for a in alerts if a.step is not None and a.source == s.source
-                          and (_about(a, s.name) or (s.name == "loss" and a.subject not in known
-                                                    and a.evidence.get("metric") not in known))}))
     return ChartSeries(name=s.name, recent=tuple((p.step, p.value) for p in s.recent),
                        buckets=buckets, eval_points=tuple((p.step, p.value) for p in ev.recent) if ev else (),
                        alert_steps=steps)

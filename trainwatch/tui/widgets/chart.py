@@ -1,15 +1,30 @@
-"""The main chart: the selected metric, raw curve faint behind EMA and moving-average smoothers."""
+"""The main chart: the selected metric, raw curve faint behind EMA and moving-average smoothers.
+
+plotext draws it (charts.plot_chart); its ANSI output, made only of numbers and box/braille
+characters, becomes Rich Text with `Text.from_ansi`, backgrounds dropped so the theme's shows. The
+result is cached: the chart is rebuilt only when its series, size, smoothing, scale, window or
+theme changed.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from rich.style import Style
+from rich.text import Span, Text
+from textual.color import Color
 from textual.content import Content
 from textual.widget import Widget
 
 from trainwatch.tui import charts
 from trainwatch.tui.view import ChartSeries
+from trainwatch.tui.widgets.styles import retitle
 
 LAYER_STYLE = {charts.RAW: "$text-muted", charts.MA: "$secondary", charts.EMA: "$primary bold",
                charts.EVAL: "$accent bold", charts.ALERT: "$warning", charts.NAN: "$error bold", None: ""}
+# Theme variables giving each layer's colour to plotext; the raw curve is the foreground, faded.
+LAYER_VAR = {charts.MA: "secondary", charts.EMA: "primary", charts.EVAL: "accent", charts.ALERT: "warning",
+             charts.NAN: "error"}
 RECENT_WINDOW = 300  # points in the recent view; `w` switches to the whole run
 
 
@@ -25,9 +40,10 @@ class MetricChart(Widget, can_focus=True):
         self.level = charts.DEFAULT_SMOOTHING
         self.log_y = False
         self.whole_run = False
+        self._cache: tuple[tuple[Any, ...], Content] | None = None
 
     def set_series(self, series: ChartSeries | None) -> None:
-        if series != self.series:
+        if series is not self.series:  # the snapshot reuses the object while the series is unchanged
             self.series = series
             self._retitle()
             self.refresh()
@@ -49,9 +65,9 @@ class MetricChart(Widget, can_focus=True):
     def _retitle(self) -> None:
         w, n = charts.SMOOTHING_LEVELS[self.level]
         name = self.series.name if self.series else "no metric"
-        self.border_title = name
-        self.border_subtitle = (f"EMA {w:g} · MA {n} · {'log' if self.log_y else 'linear'} · "
-                                f"{'whole run' if self.whole_run else f'last {RECENT_WINDOW}'}")
+        retitle(self, Content(name),  # a name from the log: Content, so it is never read as markup
+                f"EMA {w:g} · MA {n} · {'log' if self.log_y else 'linear'} · "
+                f"{'whole run' if self.whole_run else f'last {RECENT_WINDOW}'}")
 
     def data(self) -> charts.ChartData | None:
         s = self.series
@@ -77,21 +93,56 @@ class MetricChart(Widget, can_focus=True):
             eval_xs=[float(e[0]) for e in evals], eval_ys=[e[1] for e in evals],
             alert_xs=[float(a) for a in s.alert_steps], log_y=self.log_y, band_lo=band_lo, band_hi=band_hi)
 
+    def colors(self) -> dict[str, charts.RGB]:
+        """Layer colours from the current theme, so plotext's output matches the rest of the screen."""
+        v = self.app.theme_variables
+        out: dict[str, charts.RGB] = {}
+        try:
+            bg = Color.parse(v.get("background", "#000000"))
+            fg = Color.parse(v.get("foreground", "#ffffff"))
+            out[charts.RAW] = bg.blend(fg, 0.45).rgb
+            out[charts.AXIS] = bg.blend(fg, 0.6).rgb
+            for layer, var in LAYER_VAR.items():
+                out[layer] = Color.parse(v[var]).rgb
+        except Exception:  # an odd theme value: plotext's defaults for the rest
+            pass
+        return out
+
     def render(self) -> Content:
+        width, height = self.content_size.width, self.content_size.height
+        key = (self.series, self.level, self.log_y, self.whole_run, width, height, self.app.theme)
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        content = self._render()
+        self._cache = (key, content)
+        return content
+
+    def _render(self) -> Content:
         data = self.data()
         width, height = self.content_size.width, self.content_size.height
         if data is None or not data.xs:
             return Content.styled("waiting for the first metric…", "$text-muted")
-        grid = charts.render_chart(data, width, max(1, height - 1))
-        lines = [Content.assemble(*[(text, LAYER_STYLE[layer]) for text, layer in row]) for row in grid.rows]
+        image = charts.plot_chart(data, width, max(1, height - 1), self.colors())
         legend: list[str | tuple[str, str]] = [("⣿ raw ", LAYER_STYLE[charts.RAW]), ("⣿ ema ", LAYER_STYLE[charts.EMA]),
                                                ("⣿ ma ", LAYER_STYLE[charts.MA])]
         if data.eval_xs:
             legend.append(("◆ eval ", LAYER_STYLE[charts.EVAL]))
         if data.alert_xs:
             legend.append(("▼ alert ", LAYER_STYLE[charts.ALERT]))
-        if grid.nan_steps:
-            legend.append((f"{charts.NAN_MARK} {len(grid.nan_steps)} NaN/Inf", LAYER_STYLE[charts.NAN]))
-        if grid.dropped_nonpositive:
-            legend.append((f" {grid.dropped_nonpositive} ≤0 hidden (log)", "$warning"))
-        return Content("\n").join([Content.assemble(*legend), *lines])
+        if image.nan_steps:
+            legend.append((f"{charts.NAN_MARK} {len(image.nan_steps)} NaN/Inf", LAYER_STYLE[charts.NAN]))
+        if image.dropped_nonpositive:
+            legend.append((f" {image.dropped_nonpositive} ≤0 hidden (log)", "$warning"))
+        if not image.ansi:
+            return Content("\n").join([Content.assemble(*legend), Content.styled("(no finite points to draw)",
+                                                                                  "$text-muted")])
+        return Content("\n").join([Content.assemble(*legend), ansi_content(image.ansi)])
+
+
+def ansi_content(ansi: str) -> Content:
+    """plotext's ANSI text as Content: colours kept, backgrounds dropped (the widget's own shows)."""
+    text = Text.from_ansi(ansi.rstrip("\n"))
+    text.spans = [Span(sp.start, sp.end, Style(color=sp.style.color, bold=sp.style.bold))
+                  if isinstance(sp.style, Style) else sp for sp in text.spans]
+    text.style = ""
+    return Content.from_rich_text(text)

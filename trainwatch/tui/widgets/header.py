@@ -24,6 +24,10 @@ class HeaderBar(Horizontal):
     HeaderBar #badge.-stalled { background: $warning; color: $background; text-style: bold reverse; }
     """
 
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._shown: tuple[Content, str] | None = None
+
     def compose(self) -> ComposeResult:
         yield Static(id="info", markup=False)
         yield Static("OK", id="badge", classes="-ok", markup=False)
@@ -50,7 +54,13 @@ class HeaderBar(Horizontal):
         if snap.finished or any(s.ended for s in snap.sources):
             parts += [" · ", ("run ended", "$text-muted")]
         second = Content.assemble(*parts)
-        self.query_one("#info", Static).update(Content("\n").join([first, second]))
-        badge = self.query_one("#badge", Static)
-        badge.update(snap.badge)
-        badge.set_classes(BADGE_CLASS[snap.badge])
+        info = Content("\n").join([first, second])
+        shown = self._shown
+        if shown is not None and shown[0] == info and shown[1] == snap.badge:
+            return  # called every tick for the clock: most ticks change nothing
+        self._shown = (info, snap.badge)
+        self.query_one("#info", Static).update(info, layout=False)  # fixed size: no relayout
+        if shown is None or shown[1] != snap.badge:
+            badge = self.query_one("#badge", Static)
+            badge.update(snap.badge)  # its width may change
+            badge.set_classes(BADGE_CLASS[snap.badge])

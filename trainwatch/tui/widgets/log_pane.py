@@ -6,6 +6,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from trainwatch.tui.text import clean, is_error_line
+from trainwatch.tui.widgets.styles import retitle
 
 
 class LogPane(Static, can_focus=True):
@@ -26,8 +27,8 @@ class LogPane(Static, can_focus=True):
         if key == self._shown:
             return
         self._shown = key
-        self.border_title = f"log · {source}" if source else "log"
-        self.update(render_lines(tail, self.content_size.width or 80))
+        retitle(self, f"log · {source}" if source else "log")
+        self.update(render_lines(tail, self.content_size.width or 80), layout=False)  # fixed height
 
 
 def render_lines(lines: tuple[tuple[int, str], ...] | list[tuple[int, str]], width: int) -> Content:

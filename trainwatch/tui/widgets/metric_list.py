@@ -8,7 +8,7 @@ from textual.widgets.option_list import Option
 
 from trainwatch.tui.charts import NAN_MARK, fmt, sparkline
 from trainwatch.tui.view import MetricView
-from trainwatch.tui.widgets.styles import severity_style, severity_word
+from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
 
 
 def key_id(key: tuple[str, str]) -> str:
@@ -35,6 +35,7 @@ class MetricList(OptionList):
         self._width = 0
         self.filter = ""
         self._all: list[MetricView] = []
+        self._cards: dict[tuple[str, str], tuple[MetricView, int, Content]] = {}
 
     def on_resize(self) -> None:
         if self._all:
@@ -45,28 +46,39 @@ class MetricList(OptionList):
         f = self.filter.lower()
         shown = tuple(m for m in metrics if not f or f in m.label.lower())
         width = max(16, (self.scrollable_content_region.width or 30) - 2)
-        if shown == self._shown and width == self._width:
-            return
+        same_width = width == self._width
+        if same_width and len(shown) == len(self._shown) and all(a is b for a, b in zip(shown, self._shown)):
+            return  # the snapshot reuses a MetricView object while its series is unchanged
         keep = self.highlighted_option.id if self.highlighted_option is not None else None
-        if [m.key for m in shown] == [m.key for m in self._shown] and width == self._width:
-            for m in shown:
-                self.replace_option_prompt(key_id(m.key), self._card(m, width))
+        if same_width and [m.key for m in shown] == [m.key for m in self._shown]:
+            for i, (m, old) in enumerate(zip(shown, self._shown)):
+                if m is not old:  # repaints are batched by Textual: one per tick, not one per card
+                    self.replace_option_prompt_at_index(i, self.card(m, width))
         else:
             self.clear_options()
-            self.add_options([Option(self._card(m, width), id=key_id(m.key)) for m in shown])
+            self.add_options([Option(self.card(m, width), id=key_id(m.key)) for m in shown])
             if keep is not None and any(key_id(m.key) == keep for m in shown):
                 self.highlighted = self.get_option_index(keep)
             elif shown:
                 self.highlighted = 0
         self._shown, self._width = shown, width
         hidden = len(metrics) - len(shown)
-        self.border_title = f"metrics /{self.filter}" if self.filter else "metrics"
-        self.border_subtitle = f"{hidden} hidden" if hidden else f"{len(shown)}"
+        retitle(self, f"metrics /{self.filter}" if self.filter else "metrics",
+                f"{hidden} hidden" if hidden else f"{len(shown)}")
 
     @property
     def selected_key(self) -> tuple[str, str] | None:
         opt = self.highlighted_option
         return id_key(opt.id) if opt is not None and opt.id else None
+
+    def card(self, m: MetricView, width: int) -> Content:
+        """A card, built once per MetricView and width (a filter change re-adds cards without rebuilding)."""
+        hit = self._cards.get(m.key)
+        if hit is not None and hit[0] is m and hit[1] == width:
+            return hit[2]
+        content = self._card(m, width)
+        self._cards[m.key] = (m, width, content)
+        return content
 
     @staticmethod
     def _card(m: MetricView, width: int) -> Content:
@@ -80,9 +92,13 @@ class MetricList(OptionList):
                                  " ", (word, sev))
         cells = sparkline(m.spark, max(4, width - 2))
         spark = Content.assemble("  ", *[(ch, "$error bold" if bad else "$primary") for ch, bad in cells])
-        tail: list[str | tuple[str, str]] = [f"  min {fmt(m.minimum)} max {fmt(m.maximum)}"]
-        if m.nan:
-            tail += [" ", (f"NaN{NAN_MARK}{m.nan}", "$error bold")]
-        if m.inf:
-            tail += [" ", (f"Inf{NAN_MARK}{m.inf}", "$error bold")]
+        bad = [f"NaN{NAN_MARK}{m.nan}"] * bool(m.nan) + [f"Inf{NAN_MARK}{m.inf}"] * bool(m.inf)
+        extra = sum(len(b) + 1 for b in bad)
+        lo, hi = fmt(m.minimum), fmt(m.maximum)
+        span = f"  min {lo} max {hi}"
+        if len(span) + extra > width:  # narrow cards (80 columns): never wrap onto a fourth line
+            span = f"  {lo}‥{hi}"
+        tail: list[str | tuple[str, str]] = [span[: max(0, width - extra)]]
+        for b in bad:
+            tail += [" ", (b, "$error bold")]
         return Content("\n").join([line1, spark, Content.assemble(*tail)])

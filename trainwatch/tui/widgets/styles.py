@@ -16,3 +16,12 @@ def severity_style(sev: Severity | None) -> str:
 
 def severity_word(sev: Severity | None) -> str:
     return SEVERITY_WORD.get(sev, "ok")
+
+
+def retitle(widget: object, title: object = None, subtitle: object = None) -> None:
+    """Sets a border title/subtitle (str or Content) only when it changed: Textual repaints on every set."""
+    shown: dict[str, object] = widget.__dict__.setdefault("_tw_titles", {})
+    for attr, value in (("border_title", title), ("border_subtitle", subtitle)):
+        if value is not None and shown.get(attr) != value:
+            shown[attr] = value
+            setattr(widget, attr, value)
