@@ -37,8 +37,9 @@ def test_bad_sample_is_diagnosed_as_data_at_its_step(name):
 @pytest.mark.parametrize("name", ["hf_high_lr.log", "torch_high_lr.log", "hf_high_lr_adamw.log"])
 def test_high_lr_diverges_early(name):
     t = told(run_log(_log(name)))
-    assert t["loss.diverging"] <= 22
+    assert t["loss.diverging"] <= 12  # within one logging interval of the first jump
     assert "lr.no_warmup" in t
+    assert "loss.flat_from_start" not in t and "loss.leak" not in t  # the curve rose: divergence only
 
 
 def test_frozen_is_flat_from_start():
