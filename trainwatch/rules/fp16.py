@@ -22,7 +22,8 @@ class Fp16Overflow(Rule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self.signature = spec.id  # the engine hands this rule the ERROR events of its signature
-        self._steps: dict[str, deque[int]] = {}
+        self._steps: dict[str, deque[int]] = {}  # source -> steps of its overflows within the window
+        self._total: dict[str, int] = {}
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         v = point.value
@@ -33,16 +34,21 @@ class Fp16Overflow(Rule):
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
         step = event.step if event.step is not None else 0
-        q = self._steps.setdefault(event.source, deque(maxlen=1000))
+        q = self._steps.setdefault(event.source, deque())
+        if q and step < q[-1]:
+            q.clear()  # the step counter went back (a resume): count the new run's overflows
         q.append(step)
         window = int(self.p["window_steps"])
-        recent = sum(1 for s in q if s > step - window)
+        while q[0] <= step - window:  # O(1) per event: steps older than the window leave
+            q.popleft()
+        recent = len(q)
+        total = self._total[event.source] = self._total.get(event.source, 0) + 1
         scale = event.fields.get("loss_scale")
-        ev = {"overflows": len(q), "recent": recent, "window_steps": window, "step": step, "line": event.line}
+        ev = {"overflows": total, "recent": recent, "window_steps": window, "step": step, "line": event.line}
         if isinstance(scale, (int, float)):
             ev["loss_scale"] = scale
             if scale <= float(self.p["min_scale"]):
-                return Finding(message=f"loss scale reduced to {fmt(scale)} after {len(q)} overflows",
+                return Finding(message=f"loss scale reduced to {fmt(scale)} after {total} overflows",
                                subject="fp16.overflow", evidence=ev)
         if recent < int(self.p["min_events"]):
             return None

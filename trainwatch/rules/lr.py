@@ -33,15 +33,26 @@ class LrNoWarmup(Rule):
     id = "lr.no_warmup"
     watches = ("lr",)
 
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        # source -> (first point, peak of the first points), or None when they show a warmup: the run's
+        # first points never change, so they are judged once
+        self._start: dict[str, tuple[Point, float] | None] = {}
+
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        pts = series.head[: int(self.p["points"])]  # the run's first finite points, kept by the store
-        if len(pts) < int(self.p["points"]) or pts[0].step > int(self.p["start_within"]):
+        if series.source not in self._start:
+            pts = series.head[: int(self.p["points"])]  # the run's first finite points, kept by the store
+            if len(pts) < int(self.p["points"]):
+                return None
+            first, peak = pts[0].value, max(p.value for p in pts)
+            bad = pts[0].step <= int(self.p["start_within"]) and first > 0 and first >= 0.999 * peak
+            self._start[series.source] = (pts[0], peak) if bad else None
+        verdict = self._start[series.source]
+        if verdict is None:
             return None
-        first, peak = pts[0].value, max(p.value for p in pts)
-        if first <= 0 or first < 0.999 * peak:
-            return None
-        return Finding(message=f"learning rate starts at its peak {fmt(first)} (step {pts[0].step}), no warmup",
-                       evidence={"value": first, "peak": peak, "step": pts[0].step})
+        start, peak = verdict
+        return Finding(message=f"learning rate starts at its peak {fmt(start.value)} (step {start.step}), no warmup",
+                       evidence={"value": start.value, "peak": peak, "step": start.step})
 
 
 class LrSchedule(Rule):
