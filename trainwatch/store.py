@@ -98,25 +98,26 @@ class Series:
         self._add_history(point.step, v, finite)
 
     def _add_history(self, step: int, v: float, finite: bool) -> None:
-        lo = hi = v if finite else math.nan
-        b = Bucket(step, step, lo, hi, v, v if finite else 0.0, int(finite), int(not finite))
-        if self._pending is None:
-            self._pending = b
+        p = self._pending
+        if p is None:
+            lo = v if finite else math.nan
+            p = self._pending = Bucket(step, step, lo, lo, v, v if finite else 0.0, int(finite), int(not finite))
             self._pending_n = 1
         else:
             if finite:
-                p = self._pending
-                p.minimum = v if p.minimum != p.minimum else min(p.minimum, v)
-                p.maximum = v if p.maximum != p.maximum else max(p.maximum, v)
+                if p.minimum != p.minimum or v < p.minimum:
+                    p.minimum = v
+                if p.maximum != p.maximum or v > p.maximum:
+                    p.maximum = v
                 p.total += v
                 p.finite += 1
             else:
-                self._pending.nonfinite += 1
-            self._pending.last_step = step
-            self._pending.last = v
+                p.nonfinite += 1
+            p.last_step = step
+            p.last = v
             self._pending_n += 1
         if self._pending_n >= self.bucket_size:
-            self.history.append(self._pending)
+            self.history.append(p)
             self._pending = None
             self._pending_n = 0
             if len(self.history) >= HISTORY_BUCKETS:
