@@ -9,7 +9,7 @@ from textual.widgets.option_list import Option
 from trainwatch.model import AlertState
 from trainwatch.tui.charts import fmt
 from trainwatch.tui.view import AlertView
-from trainwatch.tui.widgets.styles import severity_style, severity_word
+from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
 
 
 class AlertList(OptionList):
@@ -26,7 +26,8 @@ class AlertList(OptionList):
 
     def set_alerts(self, alerts: list[AlertView]) -> None:
         self.views = {a.fingerprint: a for a in alerts}
-        sig = tuple((a.fingerprint, a.state.value, a.acknowledged, a.count, a.severity.label) for a in alerts)
+        # What a row shows; not the count (it grows with every repeat and is shown only in the detail).
+        sig = tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live) for a in alerts)
         if sig == self._shown:
             return
         keep = self.highlighted_option.id if self.highlighted_option is not None else None
@@ -41,7 +42,7 @@ class AlertList(OptionList):
             self.highlighted = 0
         self._shown = sig
         live = sum(1 for a in alerts if a.live)
-        self.border_subtitle = f"{live} live / {len(alerts)}"
+        retitle(self, subtitle=f"{live} live / {len(alerts)}")
 
     @property
     def selected(self) -> AlertView | None:
@@ -95,5 +96,6 @@ class AlertDetail(Static):
     def show(self, a: AlertView | None) -> None:
         if a is not None and self._shown is not None and a == self._shown:
             return
+        same = a is not None and self._shown is not None and a.fingerprint == self._shown.fingerprint
         self._shown = a
-        self.update(detail(a))
+        self.update(detail(a), layout=not same)  # a repeat only bumps "seen N×": no relayout
