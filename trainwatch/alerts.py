@@ -43,6 +43,7 @@ class AlertBook:
     def __init__(self, config: Config) -> None:
         self._inhibit: list[Inhibit] = config.inhibit
         self._tracks: dict[tuple[str, str, str], _Track] = {}
+        self.tracked = self._tracks  # read-only view for the engine's fast path: (rule, source, subject) keys
         self.alerts: dict[str, Alert] = {}  # every alert that fired, by fingerprint, oldest first
 
     def judge(self, spec: RuleSpec, source: str, subject: str, finding: Finding | None, now: float,

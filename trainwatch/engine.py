@@ -85,21 +85,25 @@ class Engine:
         if not rules:
             return []
         ctx = self._ctx
-        ctx.now = self.clock()
+        now = ctx.now = self.clock()
         point = series.recent[-1]
+        source, name = s.source, s.name
+        tracked = self.book.tracked
         out: list[AlertChange] = []
         for rule in rules:
             finding = rule.on_sample(ctx, series, point)
-            if finding is not None:
-                finding.source = finding.source or s.source
-                finding.step = finding.step if finding.step is not None else step
-                finding.line = finding.line or s.line
-                finding.step_inferred = finding.step_inferred or s.step_inferred
-                if not finding.subject:
-                    finding.subject = s.name
-            subject = finding.subject if finding is not None else s.name
-            out.extend(self.book.judge(rule.spec, s.source, subject, finding, ctx.now))
-        return self._tell(out)
+            if finding is None:
+                if tracked and (rule.spec.id, source, name) in tracked:  # a pending or firing alert to resolve
+                    out.extend(self.book.judge(rule.spec, source, name, None, now))
+                continue
+            finding.source = finding.source or source
+            finding.step = finding.step if finding.step is not None else step
+            finding.line = finding.line or s.line
+            finding.step_inferred = finding.step_inferred or s.step_inferred
+            if not finding.subject:
+                finding.subject = name
+            out.extend(self.book.judge(rule.spec, source, finding.subject, finding, now))
+        return self._tell(out) if out else out
 
     def _rules_for(self, name: str) -> list[Rule]:
         out = []
