@@ -82,10 +82,12 @@ def test_tail_in_tmux_shows_step_then_alert_and_quits_cleanly(tmp_path: Path, te
     log.write_text("".join(LOG.read_text(encoding="utf-8").splitlines(keepends=True)[:4]), encoding="utf-8")
     tm = Tmux(term, tmp_path / "tmux.conf")
     env = f"TERM={term} PYTHONPATH={ROOT}"
-    cmd = f"cd {ROOT} && env {env} {sys.executable} -m trainwatch tail --no-gpu {log}"
+    status = tmp_path / "status"
+    # the shell records the exit status, then keeps the pane open so its screen can still be read
+    cmd = (f"cd {ROOT} && env {env} {sys.executable} -m trainwatch tail --no-gpu {log}; "
+           f"echo $? > {status}.tmp && mv {status}.tmp {status}; sleep 120")
     tm("new-session", "-d", "-s", "tw", "-x", "200", "-y", "50", "sh", "-c", cmd)
     try:
-        tm("set-option", "-t", "tw", "remain-on-exit", "on")
         tm.wait_for(lambda t: "trainwatch" in t and "quit" in t, 30, "the TUI to start")
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(LOG), str(log), "4", "0.15"])
         try:
@@ -97,9 +99,8 @@ def test_tail_in_tmux_shows_step_then_alert_and_quits_cleanly(tmp_path: Path, te
         finally:
             writer.wait(timeout=60)
         tm("send-keys", "-t", "tw", "q")
-        tm.wait_for(lambda t: tm("display-message", "-p", "-t", "tw", "#{pane_dead}").strip() == "1", 20,
-                    "the process to exit")
-        assert tm("display-message", "-p", "-t", "tw", "#{pane_dead_status}").strip() == "0"
+        tm.wait_for(lambda t: status.exists(), 20, "the process to exit")
+        assert status.read_text().strip() == "0"
         assert tm("display-message", "-p", "-t", "tw", "#{alternate_on}").strip() == "0"
         assert "CRITICAL" not in tm.capture()  # the TUI's screen is gone with the alternate screen
     finally:
