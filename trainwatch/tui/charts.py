@@ -87,8 +87,8 @@ def _buckets(values: Sequence[float], width: int) -> list[list[float]]:
     return [list(values[i * n // width:(i + 1) * n // width]) for i in range(width)]
 
 
-def fmt(v: float | None) -> str:
-    """A compact number for cards and axes: 4 significant digits, NaN and Inf spelled out."""
+def fmt(v: float | None, digits: int = 4) -> str:
+    """A compact number for cards and axes: `digits` significant digits, NaN and Inf spelled out."""
     if v is None:
         return "—"
     if v != v:
@@ -97,8 +97,8 @@ def fmt(v: float | None) -> str:
         return "Inf" if v > 0 else "-Inf"
     a = abs(v)
     if a != 0 and (a < 1e-3 or a >= 1e6):
-        return f"{v:.2e}"
-    return f"{v:.4g}"
+        return f"{v:.{max(digits - 2, 1)}e}"
+    return f"{v:.{digits}g}"
 
 
 # -- the chart ------------------------------------------------------------------------------------

@@ -94,11 +94,14 @@ class MetricList(OptionList):
         spark = Content.assemble("  ", *[(ch, "$error bold" if bad else "$primary") for ch, bad in cells])
         bad = [f"NaN{NAN_MARK}{m.nan}"] * bool(m.nan) + [f"Inf{NAN_MARK}{m.inf}"] * bool(m.inf)
         extra = sum(len(b) + 1 for b in bad)
-        lo, hi = fmt(m.minimum), fmt(m.maximum)
-        span = f"  min {lo} max {hi}"
-        if len(span) + extra > width:  # narrow cards (80 columns): never wrap onto a fourth line
-            span = f"  {lo}‥{hi}"
-        tail: list[str | tuple[str, str]] = [span[: max(0, width - extra)]]
+        span = f"  min {fmt(m.minimum)} max {fmt(m.maximum)}"
+        for digits in (4, 3, 2):  # narrow cards (80 columns): fewer digits, never a cut-off number
+            if len(span) + extra <= width:
+                break
+            span = f"  {fmt(m.minimum, digits)}‥{fmt(m.maximum, digits)}"
+        if len(span) + extra > width:
+            span = ""
+        tail: list[str | tuple[str, str]] = [span]
         for b in bad:
             tail += [" ", (b, "$error bold")]
         return Content("\n").join([line1, spark, Content.assemble(*tail)])
