@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -73,25 +72,15 @@ def make_jsonl(path: Path, size: int) -> None:
         f.write("".join(buf))
 
 
-def timed(cmd: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, exit code and the child's peak RSS in MB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if proc.returncode == 3:
-        print(proc.stderr, file=sys.stderr)
-    return wall, proc.returncode, max(peak, before) // 1024
-
-
-def measure_peak(cmd: list[str]) -> int:
-    """Peak RSS in MB of one command, measured alone (getrusage keeps the max over all children)."""
-    out = subprocess.run([sys.executable, "-c",
-                          "import resource,subprocess,sys;subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL);"
-                          "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)", *cmd],
-                         capture_output=True, text=True)
-    return int(out.stdout.strip() or 0) // 1024
+def run_measured(cmd: list[str]) -> tuple[float, int, int]:
+    """Wall seconds, exit code and peak RSS in MB of one command, run alone under a small wrapper
+    (getrusage's children figure is a maximum over every child a process ever had)."""
+    wrapper = ("import resource,subprocess,sys,time,json;t=time.perf_counter();"
+               "rc=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL).returncode;"
+               "print(json.dumps([time.perf_counter()-t,rc,resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))")
+    out = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True, check=True)
+    wall, rc, rss_kb = json.loads(out.stdout)
+    return wall, rc, rss_kb // 1024
 
 
 def main() -> None:
@@ -113,9 +102,8 @@ def main() -> None:
     for kind, path in files.items():
         mb = path.stat().st_size / 2**20
         subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL)  # warm the page cache for both
-        g_wall, _, _ = timed(["grep", "-c", "loss", str(path)])
-        t_wall, code, _ = timed([*tw, str(path)])
-        peak = measure_peak([*tw, str(path)])
+        g_wall, _, _ = run_measured(["grep", "-c", "loss", str(path)])
+        t_wall, code, peak = run_measured([*tw, str(path)])
         print(f"{kind:8} {mb:7.0f} MB | grep -c loss {g_wall:6.2f}s ({mb / g_wall:7.0f} MB/s) | "
               f"trainwatch check {t_wall:6.2f}s ({mb / t_wall:6.0f} MB/s, exit {code}) | "
               f"ratio {t_wall / g_wall:5.1f}x grep | peak RSS {peak} MB")
