@@ -6,57 +6,17 @@ and leave the alternate screen.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
-import time
-import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.tui.terminal import TMUX, WRITER, Tmux
+
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "examples" / "logs" / "hf_high_lr.log"
-TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None or not LOG.is_file(), reason="needs tmux and examples/logs")
-
-WRITER = """
-import sys, time
-src, dst, start, pace = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-lines = open(src, encoding="utf-8").read().splitlines(keepends=True)[start:]
-with open(dst, "a", encoding="utf-8") as f:
-    for line in lines:
-        time.sleep(pace)
-        f.write(line)
-        f.flush()
-"""
-
-
-class Tmux:
-    def __init__(self, term: str, conf: Path) -> None:
-        self.sock = f"tw-{uuid.uuid4().hex[:8]}"
-        self.term = term
-        conf.write_text("set -g default-size 200x50\n", encoding="utf-8")
-        self.conf = str(conf)
-
-    def __call__(self, *args: str) -> str:
-        out = subprocess.run([TMUX, "-L", self.sock, "-f", self.conf, *args], capture_output=True, text=True,
-                             timeout=20)
-        return out.stdout
-
-    def capture(self) -> str:
-        return self("capture-pane", "-p", "-t", "tw")
-
-    def wait_for(self, predicate, timeout: float, what: str) -> str:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.capture()
-            if predicate(text):
-                return text
-            time.sleep(0.2)  # polling interval, not synchronisation
-        raise AssertionError(f"timed out waiting for {what}; screen was:\n{text}")
 
 
 def _expected_alert() -> tuple[str, str]:
