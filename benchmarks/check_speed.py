@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -27,7 +28,6 @@ def make_console(path: Path, size: int) -> None:
     rng = random.Random(1)
     total = 10_000_000
     step = 0
-    loss = 3.0
     with open(path, "w", encoding="utf-8") as f:
         f.write("***** Running training *****\n  Num examples = 1,000,000\n  Total optimization steps = 10,000,000\n")
         written = 0
@@ -39,7 +39,7 @@ def make_console(path: Path, size: int) -> None:
                 pct = step * 100 // total
                 fill = BAR * (pct // 10)
                 segs.append(f"\r{pct:3d}%|{fill:<10}| {step}/{total} [01:{step % 60:02d}<9:59:59, {rng.uniform(3, 5):.2f}it/s]")
-            loss = max(0.2, loss * 0.9999 + rng.gauss(0, 0.01))
+            loss = 1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02)  # falls fast, then settles
             d = (f"{{'loss': {loss:.4f}, 'grad_norm': {rng.uniform(0.5, 2):.6f}, "
                  f"'learning_rate': {2e-5 * (1 - step / total):.6e}, 'epoch': {step / 1e6:.2f}}}")
             chunk = "".join(segs) + "\r" + " " * 60 + "\r" + d + "\n"
@@ -74,9 +74,10 @@ def make_jsonl(path: Path, size: int) -> None:
 
 def run_measured(cmd: list[str]) -> tuple[float, int, int]:
     """Wall seconds, exit code and peak RSS in MB of one command, run alone under a small wrapper
-    (getrusage's children figure is a maximum over every child a process ever had)."""
+    (getrusage's children figure is a maximum over every child a process ever had). Output goes to a
+    pipe, not /dev/null: GNU grep stops at the first match when it sees its output is /dev/null."""
     wrapper = ("import resource,subprocess,sys,time,json;t=time.perf_counter();"
-               "rc=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL).returncode;"
+               "rc=subprocess.run(sys.argv[1:],stdout=subprocess.PIPE).returncode;"
                "print(json.dumps([time.perf_counter()-t,rc,resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))")
     out = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True, check=True)
     wall, rc, rss_kb = json.loads(out.stdout)
@@ -88,11 +89,14 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--dir", default="/tmp/trainwatch-bench")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--only", choices=("console", "jsonl"), help="measure one of the two logs")
     args = ap.parse_args()
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
     size = args.size_mb << 20
     files = {"console": d / "hf_console.log", "jsonl": d / "metrics.jsonl"}
+    if args.only:
+        files = {args.only: files[args.only]}
     for kind, path in files.items():
         if not path.exists() or path.stat().st_size < size * 0.95:
             t = time.perf_counter()
