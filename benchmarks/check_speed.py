@@ -60,7 +60,7 @@ def make_jsonl(path: Path, size: int) -> None:
         t0 = 1.7e9
         while written < size:
             step += 1
-            rec = {"step": step, "time": t0 + step * 0.5, "loss": round(3 * 0.99999 ** step + rng.gauss(0, 0.01), 5),
+            rec = {"step": step, "time": t0 + step * 0.5, "loss": round(1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02), 5),
                    "lr": 1e-4, "grad_norm": round(rng.uniform(0.5, 2), 4), "tokens_per_sec": round(rng.uniform(9e4, 1e5), 1),
                    "train": {"epoch": round(step / 1e5, 4)}}
             line = json.dumps(rec) + "\n"
