@@ -94,6 +94,9 @@ class LiveSource:
             if len(head) >= DETECT_GIVE_UP_BYTES or head.count(b"\n") >= 50:
                 self.notice(f"{exc}; not followed")
                 self.gave_up = True
+            elif not self._waiting_said:
+                self.notice(f"{self.path}: format not recognised yet; waiting for more lines")
+                self._waiting_said = True
             return False
         self.opened = opened
         whole = bool(adapters.get(opened.format).whole_file)
