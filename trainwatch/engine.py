@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Iterable
 
 from trainwatch.alerts import AlertBook, AlertChange
-from trainwatch.config import Config
-from trainwatch.model import Alert, Event, EventKind, Record, Sample, Severity
+from trainwatch.config import Config, RuleSpec
+from trainwatch.model import Alert, Event, EventKind, Finding, Record, Sample, Severity
 from trainwatch.names import Canonicalizer
 from trainwatch.rules import build_rules
 from trainwatch.rules.base import Rule, RuleContext, SourceState
@@ -35,7 +35,7 @@ class Engine:
         self.listeners: list[Listener] = []
         self.changes: int = 0
         self._ctx = RuleContext(self.store, self.sources, clock())
-        self._by_metric: dict[str, list[Rule]] = {}
+        self._hooks: dict[str, list[tuple[Callable[..., Finding | None], RuleSpec, str]]] = {}  # per metric
         self._by_event: dict[EventKind, list[Rule]] = {}
         self._by_signature: dict[str, list[Rule]] = {}
         self._tickers = [r for r in self.rules if r.ticks]
@@ -68,8 +68,9 @@ class Engine:
         return out
 
     def _sample(self, s: Sample) -> list[AlertChange]:
-        s.name = self.canon(s.name)
-        state = self.sources.get(s.source) or self.source(s.source)
+        name = s.name = self.canon(s.name)
+        source = s.source
+        state = self.sources.get(source) or self.source(source)
         step = s.step
         if step is None:
             step = state.step if state.step is not None else 0
@@ -78,23 +79,21 @@ class Engine:
             state.step = step
             state.last_progress_at = self.clock()
             state.phase = "train"
-        series = self.store.add(s, step)
-        rules = self._by_metric.get(s.name)
-        if rules is None:
-            rules = self._by_metric[s.name] = self._rules_for(s.name)
-        if not rules:
+        series = self.store.add(s, step)  # `s` itself becomes the series' newest point
+        hooks = self._hooks.get(name)
+        if hooks is None:
+            hooks = self._hooks[name] = [(r.on_sample, r.spec, r.spec.id) for r in self._rules_for(name)]
+        if not hooks:
             return []
         ctx = self._ctx
         now = ctx.now = self.clock()
-        point = series.recent[-1]
-        source, name = s.source, s.name
         tracked = self.book.tracked
         out: list[AlertChange] = []
-        for rule in rules:
-            finding = rule.on_sample(ctx, series, point)
+        for on_sample, spec, rule_id in hooks:
+            finding = on_sample(ctx, series, s)
             if finding is None:
-                if tracked and (rule.spec.id, source, name) in tracked:  # a pending or firing alert to resolve
-                    out.extend(self.book.judge(rule.spec, source, name, None, now))
+                if tracked and (rule_id, source, name) in tracked:  # a pending or firing alert to resolve
+                    out.extend(self.book.judge(spec, source, name, None, now))
                 continue
             finding.source = finding.source or source
             finding.step = finding.step if finding.step is not None else step
@@ -102,7 +101,7 @@ class Engine:
             finding.step_inferred = finding.step_inferred or s.step_inferred
             if not finding.subject:
                 finding.subject = name
-            out.extend(self.book.judge(rule.spec, source, finding.subject, finding, now))
+            out.extend(self.book.judge(spec, source, finding.subject, finding, now))
         return self._tell(out) if out else out
 
     def _rules_for(self, name: str) -> list[Rule]:

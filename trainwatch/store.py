@@ -214,11 +214,14 @@ class MetricStore:
         self._series: dict[tuple[str, str], Series] = {}
 
     def add(self, sample: Sample, step: int) -> Series:
+        """Stores the sample itself as the series' newest point (its step set to `step`)."""
         key = (sample.source, sample.name)
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = Series(sample.name, sample.source)
-        series.add(Point(step, sample.value, sample.time, sample.line, sample.step_inferred))
+        if sample.step != step:
+            sample.step = step  # the step the engine settled on (inferred when the log printed none)
+        series.add(sample)  # type: ignore[arg-type]  # a Sample has every field of a Point: no copy per sample
         return series
 
     def get(self, name: str, source: str = "") -> Series | None:

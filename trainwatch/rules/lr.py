@@ -38,6 +38,7 @@ class LrNoWarmup(Rule):
         # source -> (first point, peak of the first points), or None when they show a warmup: the run's
         # first points never change, so they are judged once
         self._start: dict[str, tuple[Point, float] | None] = {}
+        self._msg: dict[str, str] = {}
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         if series.source not in self._start:
@@ -51,8 +52,11 @@ class LrNoWarmup(Rule):
         if verdict is None:
             return None
         start, peak = verdict
-        return Finding(message=f"learning rate starts at its peak {fmt(start.value)} (step {start.step}), no warmup",
-                       evidence={"value": start.value, "peak": peak, "step": start.step})
+        msg = self._msg.get(series.source)
+        if msg is None:  # the verdict holds on every sample once made: its text is built once
+            msg = self._msg[series.source] = (f"learning rate starts at its peak {fmt(start.value)} "
+                                              f"(step {start.step}), no warmup")
+        return Finding(message=msg, evidence={"value": start.value, "peak": peak, "step": start.step})
 
 
 class LrSchedule(Rule):

@@ -23,11 +23,11 @@ class SpeedDrop(Rule):
         usable = series.finite_count - int(self.p["skip"])  # the first points are warm-up
         if usable < max(int(self.p["min_history"]), recent_n + 3):
             return None
-        pts = series.tail(min(usable, window + recent_n))
-        if len(pts) <= recent_n:
+        vals = series.tail_values(min(usable, window + recent_n))  # the values of tail(), copied at C speed
+        if len(vals) <= recent_n:
             return None
-        base = median([p.value for p in pts[-(window + recent_n):-recent_n]])
-        now = median([p.value for p in pts[-recent_n:]])
+        base = median(vals[-(window + recent_n):-recent_n])
+        now = median(vals[-recent_n:])
         if base <= 0 or now <= 0:
             return None
         drop = float(self.p["drop"])
