@@ -95,22 +95,7 @@ class Series:
                 self.inf_count += 1
         self.recent.append(point)
         self._values.append(v)
-        p = self._pending
-        if p is not None and self._pending_n + 1 < self.bucket_size:  # the common case, inline: no call
-            if finite:
-                if p.minimum != p.minimum or v < p.minimum:
-                    p.minimum = v
-                if p.maximum != p.maximum or v > p.maximum:
-                    p.maximum = v
-                p.total += v
-                p.finite += 1
-            else:
-                p.nonfinite += 1
-            p.last_step = point.step
-            p.last = v
-            self._pending_n += 1
-        else:
-            self._add_history(point.step, v, finite)
+        self._add_history(point.step, v, finite)
 
     def _add_history(self, step: int, v: float, finite: bool) -> None:
         p = self._pending
