@@ -79,6 +79,11 @@ def signature_ids() -> set[str]:
     return {s.id for s in sigs} | set(cf.exit_codes.values()) | {cf.default}
 
 
+def signature_keywords() -> list[str]:
+    """The literal strings a line must hold before any signature's pattern is tried (the scanner's cheap first test)."""
+    return list(dict.fromkeys(k for s in _load()[0] for k in s.keywords))
+
+
 def _value(text: str) -> Any:
     m = SIZE.match(text.strip())
     if m:

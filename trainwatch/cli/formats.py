@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from trainwatch import adapters
+from trainwatch.cli import EXIT_OK, EXIT_UNKNOWN
 from trainwatch.sources.files import discover, looks_binary, read_head
 from trainwatch.textsafe import plain
 
@@ -23,13 +24,13 @@ def run(args: argparse.Namespace) -> int:
         for name, cls in adapters.registry().items():
             example = cls.example.replace("\n", "\n" + " " * 20)  # a header-and-row example stays indented
             out.write(f"{name:14} {cls.description}\n{'':14} e.g. {example}\n")
-        return 0
-    worst = 0
+        return EXIT_OK
+    worst = EXIT_OK
     for path in discover(args.detect):
         head = read_head(path)
         if not head or looks_binary(head):
             out.write(f"{path}: {'empty' if not head else 'binary'}, no format\n")
-            worst = 3
+            worst = EXIT_UNKNOWN
             continue
         ranked = adapters.scores(head.decode("utf-8", "replace"), str(path))
         best = ranked[0] if ranked and ranked[0][0] >= adapters.DETECT_THRESHOLD else None
@@ -37,5 +38,5 @@ def run(args: argparse.Namespace) -> int:
         for score, name in ranked:
             out.write(f"  {score:4.2f}  {name}\n")
         if best is None:
-            worst = 3
+            worst = EXIT_UNKNOWN
     return worst

@@ -7,10 +7,9 @@ import json
 import sys
 from typing import Any
 
+from trainwatch.cli import EXIT_UNKNOWN
 from trainwatch.sources.gpu import GpuSampler, ReplayBackend, default_backend, device_key, throttle_names
 from trainwatch.textsafe import plain
-
-EXIT_UNKNOWN = 3
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

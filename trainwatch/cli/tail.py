@@ -15,12 +15,11 @@ import time
 from typing import Any
 
 from trainwatch.alerts import AlertChange
+from trainwatch.cli import EXIT_UNKNOWN
 from trainwatch.cli.check import add_engine_options
 from trainwatch.errors import UsageError
 from trainwatch.model import AlertState, Severity
 from trainwatch.sinks.printer import Printer, stamp
-
-EXIT_UNKNOWN = 3
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
