@@ -58,7 +58,8 @@ class AlertBook:
             alert = Alert(rule=spec.id, severity=finding.severity if finding.severity is not None else spec.severity,
                           family=spec.family, title=spec.title, finding=finding,
                           fixes=tuple(finding.extra_fixes) + spec.fixes, state=AlertState.PENDING,
-                          fingerprint=fp, first_step=finding.step, first_line=finding.line, started_at=now,
+                          fingerprint=fp,
+                          first_step=finding.began_step if finding.began_step is not None else finding.step, first_line=finding.line, started_at=now,
                           last_seen_at=now)
             track = self._tracks[key] = _Track(alert, active_since=now)
         else:

@@ -85,6 +85,9 @@ class Finding:
     step_inferred: bool = False
     severity: Severity | None = None  # overrides the rule's default when set
     extra_fixes: tuple[str, ...] = ()  # situation-specific fixes, shown before the rule's own
+    began_step: int | None = None
+    """Where the condition began, when the rule can tell (a divergence's first rise, an overfit's eval
+    minimum). `step` is where the evidence became enough; reports date the finding at `began_step`."""
 
 
 class AlertState(str, enum.Enum):
