@@ -47,6 +47,7 @@ class CsvMetricsAdapter(Adapter):
     name = "csv"
     description = "CSV metrics with a header row (Lightning CSVLogger metrics.csv, sparse columns)"
     example = "epoch,step,train_loss_step,val_loss\n0,49,2.4513,"  # header and one row
+    strip_prefixes = False  # cells, not log lines: "0:" or a date in the first column is data
 
     def __init__(self, source: str = "") -> None:
         super().__init__(source)
