@@ -46,6 +46,7 @@ LOGGING_STEPS = re.compile(r"\blogging_steps=(\d+)")
 NUM_EPOCHS = re.compile(r"\bnum_train_epochs=(\d+(?:\.\d+)?)")
 CKPT_STEP = re.compile(r"checkpoint-(\d+)")
 GLOBAL_STEP = re.compile(r"global step (\d+)")
+STEP_OF_TOTAL = re.compile(r"""'global_step/max_steps':\s*['"](\d+)\s*/\s*(\d+)['"]""")  # ms-swift
 STEP_KEYS = ("step", "global_step")
 EVAL_PREFIXES = ("eval_", "test_", "predict_")
 SUMMARY_KEY = "train_runtime"
@@ -268,6 +269,13 @@ class HFConsoleAdapter(Adapter):
         kind = "summary" if SUMMARY_KEY in values else "eval" if ("'eval_" in text or "'test_" in text
                                                                     or "'predict_" in text) else "train"
         printed = next((int(values.pop(k)) for k in STEP_KEYS if k in values and values[k] == values[k]), None)
+        if printed is None and "global_step/" in text:
+            m = STEP_OF_TOTAL.search(text)
+            if m is not None:  # ms-swift prints the step and the total in every dict
+                printed, total = int(m.group(1)), int(m.group(2))
+                if total > 0 and total != self.total:
+                    self.total = total
+                    out.append(Event(EventKind.INFO, self.source, lineno, fields={"total_steps": total}))
         epoch = values.get("epoch")
         inferred = printed is None
         if kind == "train":

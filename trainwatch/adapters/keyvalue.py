@@ -20,12 +20,13 @@ from trainwatch.model import Event, EventKind, Record, Sample
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|Infinity|-inf)"
 PAIR = re.compile(
-    r"(?P<k>[A-Za-z_][\w/.\-()%@ ]{0,60}?)\s*(?:[:=]\s*|\s+)\[?(?P<v>" + NUM + r")(?![\w.])?(?P<u>%|[A-Za-z]{1,3}\b)?"
+    r"(?P<k>[A-Za-z_][\w/.\-()%@ ]{0,60}?)\s*(?:[:=]\s*|\s+is\s+|\s+)\[?(?P<v>" + NUM + r")(?![\w.])?"
+    r"(?P<u>%|[A-Za-z]{1,3}\b)?"
 )
 STEP_PREFIX = re.compile(
     r"^(?P<k>step|steps|iter|iteration|it|global_step|batch|update)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\]\-]?\s*", re.I)
-FIELD_SPLIT = re.compile(r",\s+|\s+-\s+|\t|\s{2,}")
+FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iteration", "it", "batch", "update",
                        "num_updates", "trainer/global_step", "_step"})
@@ -39,6 +40,9 @@ KERAS_LINE = re.compile(r"^\s*\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?(?:-\s+)?\d+m?
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
 SKIP = re.compile(r"\S*\s*")
 DIGIT = re.compile(r"\d")
+EPOCH_KEYS = frozenset({"epoch", "ep"})
+MAX_KEY_WORDS = 4  # "Average Train Loss" is a key; "New best model saved with BLEU" is prose
+KEYSETS_KEPT = 256
 MFU_SENTINEL = -100.0
 SCORE_LINES = 400
 
@@ -94,7 +98,12 @@ class KeyValueAdapter(Adapter):
         super().__init__(source)
         self.block: dict[str, object] | None = None
         self.keras_epoch: int | None = None
+        self.keras_logged = False  # a fit line followed the last `Epoch N/M`
+        self.keras_runs = 1
         self.count = 0  # records without a printed step
+        self.keysets: dict[frozenset[str], int] = {}  # key sets of stepless lines, and how often seen
+        self.last_epoch: float | None = None
+        self.epoch_repeats = False  # several records per epoch: the epoch is no step
         self.absorbed = 0  # block lines taken (for scoring)
 
     @classmethod
@@ -165,7 +174,7 @@ class KeyValueAdapter(Adapter):
         if text.startswith("Epoch ") and KERAS_EPOCH.match(text):
             m = KERAS_EPOCH.match(text)
             assert m is not None
-            self.keras_epoch = int(m.group(1))
+            self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
             return out
         if self.keras_epoch is not None and KERAS_LINE.match(text):
             self._keras(text, lineno, out)
@@ -198,11 +207,9 @@ class KeyValueAdapter(Adapter):
                     break
         inferred = False
         if step is None:
-            # no step: only a line made of several short metric-like pairs
-            if len(pairs) < 2 or len(pairs) < 0.6 * nfields or any(" " in k for k, _ in pairs):
-                return
-            self.count += 1
-            step, inferred = self.count, True
+            if "%|" in text or not self._stepless_ok(pairs, nfields):
+                return  # a progress bar (dataset map, download) or prose: not a training record
+            step, inferred = self._stepless_step(pairs)
         if not pairs:
             return
         if total is not None:
@@ -216,11 +223,55 @@ class KeyValueAdapter(Adapter):
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             out.append(Sample(k, v, step, when, self.source, lineno, inferred))
 
+    def _stepless_ok(self, pairs: list[tuple[str, float]], nfields: int) -> bool:
+        """Whether a line without a step is a metrics record. Several short keys making up most of the
+        line are; keys with spaces (`Batch loss`) only with a loss among them, and a lone pair only
+        once the same keys have come back on earlier lines (a config echo prints each key once)."""
+        if not pairs or len(pairs) < 0.6 * nfields:
+            return False
+        keys = frozenset(k.lower() for k, _ in pairs)
+        seen = self.keysets.get(keys, 0)
+        if seen or len(self.keysets) < KEYSETS_KEPT:
+            self.keysets[keys] = seen + 1
+        if any(k.count(" ") >= MAX_KEY_WORDS for k in keys):
+            return False
+        spaced = any(" " in k for k in keys)
+        lossy = any("loss" in k for k in keys)
+        if len(pairs) >= 2 and (not spaced or lossy):
+            return True
+        return seen >= 2 and (lossy or not spaced)
+
+    def _stepless_step(self, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
+        """Records are counted; an epoch that changes with every record is the step itself."""
+        self.count += 1
+        epoch = next((v for k, v in pairs if k.lower() in EPOCH_KEYS and math.isfinite(v)), None)
+        if epoch is not None:
+            if self.last_epoch is not None and epoch <= self.last_epoch:
+                self.epoch_repeats = True
+            self.last_epoch = epoch
+            if not self.epoch_repeats and epoch == int(epoch):
+                return int(epoch), False
+        return self.count, True
+
+    def _keras_epoch(self, epoch: int, total: int, lineno: int, out: list[Record]) -> None:
+        """`Epoch N/M`: the step of the fit lines that follow. An epoch number that goes back after
+        epochs were logged is another `fit()` (scripts train several models one after another): a new
+        run, said with an INFO fact so that it is not mistaken for a resume of the last one."""
+        if self.keras_epoch is not None and epoch <= self.keras_epoch and self.keras_logged:
+            self.keras_runs += 1
+            out.append(Event(EventKind.INFO, self.source, lineno, step=epoch,
+                             text=f"training {self.keras_runs} starts (Epoch {epoch}/{total})",
+                             fields={"new_run": self.keras_runs, "new_run_step": epoch}))
+        self.keras_epoch = epoch
+        self.keras_logged = False
+        out.append(Event(EventKind.PROGRESS, self.source, lineno, step=epoch, fields={"step": epoch, "total": total}))
+
     def _keras(self, text: str, lineno: int, out: list[Record]) -> None:
         for m in KERAS_PAIR.finditer(text):
             value = _number(m.group("v"))
             if value is not None:
-                out.append(Sample(m.group("k"), value, self.keras_epoch, None, self.source, lineno, True))
+                self.keras_logged = True
+                out.append(Sample(m.group("k"), value, self.keras_epoch, None, self.source, lineno, False))
 
     def _flush(self) -> list[Record]:
         b = self.block
