@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.prefix import ANSI, strip_text
+from trainwatch.adapters.prefix import strip_text
 from trainwatch.errors import SourceError, UsageError
 
 GROUP = "trainwatch.formats"
@@ -60,7 +60,7 @@ def scores(head: str, path: str) -> list[tuple[float, str]]:
         text = head
         if getattr(cls, "strip_prefixes", False):
             if stripped is None:
-                stripped = strip_text(ANSI.sub("", head) if "\x1b" in head else head)
+                stripped = strip_text(head)
             text = stripped
         try:
             s = float(cls.score(text, path))

@@ -250,7 +250,7 @@ class KeyValueAdapter(Adapter):
                 self.epoch_repeats = True
             self.last_epoch = epoch
             if not self.epoch_repeats and epoch == int(epoch):
-                return int(epoch), False
+                return int(epoch), True  # the epoch stands in for the step: still not a printed step
         return self.count, True
 
     def _keras_epoch(self, epoch: int, total: int, lineno: int, out: list[Record]) -> None:
@@ -271,7 +271,7 @@ class KeyValueAdapter(Adapter):
             value = _number(m.group("v"))
             if value is not None:
                 self.keras_logged = True
-                out.append(Sample(m.group("k"), value, self.keras_epoch, None, self.source, lineno, False))
+                out.append(Sample(m.group("k"), value, self.keras_epoch, None, self.source, lineno, True))
 
     def _flush(self) -> list[Record]:
         b = self.block

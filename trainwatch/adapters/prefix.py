@@ -142,7 +142,9 @@ class PrefixStripper:
 
 
 def strip_text(text: str) -> str:
-    """A whole head of text with each line's prefixes taken off (for format detection)."""
+    """A whole head of text with ANSI codes and each line's prefixes taken off (for format detection)."""
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
     stripper = PrefixStripper()
     out = []
     for line in text.split("\n"):
