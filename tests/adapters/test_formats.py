@@ -242,3 +242,18 @@ def test_generic_reader_does_not_steal_structured_files(tmp_log) -> None:  # typ
     assert adapters.detect(head, "training_log.csv") == "csv"
     jsonl = "".join(f'{{"iteration": {i}, "total_loss": {2 - i / 100}, "lr": 0.01}}\n' for i in range(10))
     assert adapters.detect(jsonl, "metrics.json") == "jsonl"
+
+
+# -- steps come from the training loop ----------------------------------------------------------------
+
+def test_datasets_map_bar_is_not_the_training_step() -> None:
+    recs = run(HFConsoleAdapter(""), [
+        "Map: 100%|██████████| 80126/80126 [00:12<00:00, 6500.12 examples/s]",
+        "100%|██████████| 80126/80126 [00:05<00:00, 15000.00ex/s]",
+        "  Total optimization steps = 1,677",
+        "  0%|          | 0/1677 [00:00<?, ?it/s]\r  1%|          | 10/1677 [00:10<28:00,  1.00it/s]"
+        "{'loss': 2.5, 'grad_norm': 1.0, 'learning_rate': 1e-05, 'epoch': 0.01}",
+    ])
+    progress = [e.fields["step"] for e in events(recs, EventKind.PROGRESS)]
+    assert progress and max(progress) <= 1677
+    assert series(recs, "loss") == [(10, 2.5)]

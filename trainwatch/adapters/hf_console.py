@@ -233,6 +233,10 @@ class HFConsoleAdapter(Adapter):
             if m is not None and q < p:
                 cut = line.rfind("\r", start, q)
                 desc = line[(start if cut < 0 else cut + 1):q].strip()
+                close = line.find("]", m.end(), min(end, m.end() + 120))
+                rate = line[m.end():close] if close > 0 else ""
+                if ("/s" in rate or "s/" in rate) and "it/s" not in rate and "s/it" not in rate:
+                    desc = rate.rsplit(" ", 1)[-1]  # examples/s, ba/s, MB/s: a data or download bar, no step
                 return desc, int(m.group(2)), int(m.group(3))
             stop = q
         return None
@@ -377,6 +381,8 @@ class HFConsoleAdapter(Adapter):
             return
         if "total_steps" in fields:
             self.total = fields["total_steps"]
+            if self.bar_step is not None and self.bar_step > self.total:
+                self.bar_step = self.bar_total = None  # a bar past the training's end was not the trainer's
         if "num_epochs" in fields:
             self.num_epochs = fields["num_epochs"]
         out.append(Event(EventKind.INFO, self.source, lineno, text=line.strip()[:500], fields=fields))
