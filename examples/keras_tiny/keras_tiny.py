@@ -4,6 +4,7 @@ Needs `pip install keras "jax[cpu]"` (no dataset download: the data is generated
 folder given (default: next to this script):
   csvlogger.csv      CSVLogger of a healthy run with ReduceLROnPlateau (epoch from 0, learning_rate column)
   fit_console.log    stdout of two fit() calls one after another: verbose=2, then a new model with verbose=1
+  history.txt        `print(history.history)` of a third model fitted with verbose=0
 Run: KERAS_BACKEND=jax python keras_tiny.py [OUT_DIR] > OUT_DIR/fit_console.log
 """
 
@@ -44,6 +45,10 @@ def main() -> None:
     first.fit(x, y, validation_split=0.2, epochs=12, batch_size=32, verbose=2, callbacks=callbacks)
     second = model(1)  # a second training in the same script: its epochs start at 1 again
     second.fit(x, y, validation_split=0.2, epochs=6, batch_size=64, verbose=1)
+    third = model(2)  # verbose=0: the History printout is the only record of this training
+    history = third.fit(x, y, validation_split=0.2, epochs=4, batch_size=64, verbose=0)
+    with open(os.path.join(out, "history.txt"), "w", encoding="utf-8") as f:
+        print(history.history, file=f)
 
 
 if __name__ == "__main__":

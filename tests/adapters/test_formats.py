@@ -257,3 +257,28 @@ def test_datasets_map_bar_is_not_the_training_step() -> None:
     progress = [e.fields["step"] for e in events(recs, EventKind.PROGRESS)]
     assert progress and max(progress) <= 1677
     assert series(recs, "loss") == [(10, 2.5)]
+
+
+# -- Keras History printouts -------------------------------------------------------------------------
+
+def test_keras_history_printout_from_a_real_run() -> None:
+    text = (KERAS / "history.txt").read_text(encoding="utf-8")
+    assert adapters.detect(text, "history.txt") == "hf_console"
+    recs = parse_file(HFConsoleAdapter, KERAS / "history.txt")
+    loss = series(recs, "loss")
+    assert [s for s, _ in loss] == [1, 2, 3, 4] and loss[0][1] > loss[-1][1]
+    assert len(series(recs, "val_loss")) == 4
+
+
+def test_history_after_fit_lines_is_not_read_twice() -> None:
+    line = "{'loss': [2.0, 1.5], 'accuracy': [0.3, 0.5]}"
+    recs = run(KeyValueAdapter(""), ["Epoch 1/2", "4/4 - 0s - loss: 2.0 - accuracy: 0.3", "Epoch 2/2",
+                                     "4/4 - 0s - loss: 1.5 - accuracy: 0.5", line])
+    assert series(recs, "loss") == [(1, 2.0), (2, 1.5)]
+    alone = run(KeyValueAdapter(""), [line])
+    assert series(alone, "loss") == [(1, 2.0), (2, 1.5)]
+
+
+def test_a_dict_of_lists_without_a_loss_is_no_history() -> None:
+    recs = run(HFConsoleAdapter(""), ["{'layers': [1, 2, 3], 'sizes': [4, 5]}"])
+    assert samples(recs) == []

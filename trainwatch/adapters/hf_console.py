@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 
 PAIR = re.compile(
@@ -165,6 +166,8 @@ class HFConsoleAdapter(Adapter):
         dicts = len(SCORE_DICT.findall(head))
         if dicts:
             return min(0.95, 0.85 + 0.02 * dicts)
+        if is_history(head):
+            return 0.5  # a Keras History printout; a fit log around it is the key-value reader's (higher)
         bars = len(SCORE_BAR.findall(head))
         hints = sum(h in head for h in ("***** Running training *****", "Unsloth", "TrainingArguments",
                                         "transformers", "Trainer"))
@@ -266,6 +269,9 @@ class HFConsoleAdapter(Adapter):
                              fields={"step": self.bar_step, "total": self.total}))
 
     def _dict(self, text: str, lineno: int, out: list[Record]) -> None:
+        if "[" in text and is_history(text):
+            out.extend(history_samples(text, self.source, lineno))  # Keras print(history.history)
+            return
         values = parse_repr_dict(text)
         if "epoch" not in values and "loss" not in values and not any(
                 k in KNOWN_KEYS or k.startswith(EVAL_PREFIXES) for k in values):

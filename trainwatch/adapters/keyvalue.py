@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|Infinity|-inf)"
@@ -178,6 +179,10 @@ class KeyValueAdapter(Adapter):
             return out
         if self.keras_epoch is not None and KERAS_LINE.match(text):
             self._keras(text, lineno, out)
+            return out
+        if text[:1] == "{" and is_history(text):
+            if self.keras_epoch is None:  # after fit lines it repeats what they said
+                out.extend(history_samples(text, self.source, lineno))
             return out
         if text[:1] in "sS" and text.lower().startswith("saving checkpoint to"):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
