@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
-LEVELS = r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)"
+LEVEL_WORDS = frozenset({"INFO", "WARNING", "WARN", "ERROR", "DEBUG", "CRITICAL", "FATAL", "TRACE", "NOTICE"})
+LEVELS = "(?:" + "|".join(sorted(LEVEL_WORDS, key=len, reverse=True)) + ")"
 
 RANK = re.compile(r"\[(?:rank|default)(\d{1,5})\]:[ \t]?|\[(\d{1,5}),\d{1,5}\]<std(?:out|err)>:[ \t]?")
 RAY = re.compile(r"\((?:raylet|gcs_server|autoscaler[^)]{0,40}|(?:[A-Za-z_][\w.]*\s+)?pid=\d+)(?:,\s*ip=[\w.:\-]+)?\)[ \t]?")
@@ -54,6 +55,19 @@ def _when(date: str, clock: str, frac: str | None) -> float | None:
     except ValueError:
         return None
     return t + float("0." + frac) if frac else t
+
+
+def _maybe_level(head: str) -> bool:
+    """Cheap test before the LEVEL regex: a level word first, or a ` - ` separator near the start."""
+    first = head.split(None, 1)[0] if head.strip() else ""
+    return first.split(":", 1)[0].strip("[]-") in LEVEL_WORDS or " - " in head
+
+
+def _maybe_host(head: str) -> bool:
+    """Cheap test before the HOST regex: `name: ` near the start, the name one word holding a digit."""
+    k = head.find(": ")
+    return 0 < k <= 64 and " " not in head[:k] and (head.startswith("localhost")
+                                                     or any(ch.isdigit() for ch in head[:k]))
 
 
 class PrefixStripper:
@@ -112,9 +126,10 @@ class PrefixStripper:
                     else:
                         m = None
             else:
-                if not levelled and (m := LEVEL.match(line, pos)) is not None:
+                head = line[pos:pos + 100]
+                if not levelled and _maybe_level(head) and (m := LEVEL.match(line, pos)) is not None:
                     levelled = True
-                elif info is None or info.host is None:
+                elif (info is None or info.host is None) and _maybe_host(head):
                     m = HOST.match(line, pos)
                     if m is not None:
                         info = info or Prefix()
