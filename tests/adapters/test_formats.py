@@ -282,3 +282,11 @@ def test_history_after_fit_lines_is_not_read_twice() -> None:
 def test_a_dict_of_lists_without_a_loss_is_no_history() -> None:
     recs = run(HFConsoleAdapter(""), ["{'layers': [1, 2, 3], 'sizes': [4, 5]}"])
     assert samples(recs) == []
+
+
+def test_batch_counter_that_restarts_each_epoch_becomes_a_global_step() -> None:
+    recs = run(KeyValueAdapter(""), ["ep: 0, batch: 20, time: 9.17, ntokens: 485.20/513, loss: 10.98",
+                                     "ep: 0, batch: 40, time: 8.38, ntokens: 431.70/513, loss: 10.97",
+                                     "ep: 1, batch: 20, time: 8.35, ntokens: 428.90/513, loss: 9.98"])
+    loss = samples(recs, "loss")
+    assert [s.step for s in loss] == [20, 40, 60] and [s.step_inferred for s in loss] == [False, False, True]

@@ -42,6 +42,7 @@ KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r
 SKIP = re.compile(r"\S*\s*")
 DIGIT = re.compile(r"\d")
 EPOCH_KEYS = frozenset({"epoch", "ep"})
+INNER_KEYS = frozenset({"batch", "it", "iter", "iteration"})  # may count within the epoch
 MAX_KEY_WORDS = 4  # "Average Train Loss" is a key; "New best model saved with BLEU" is prose
 KEYSETS_KEPT = 256
 MFU_SENTINEL = -100.0
@@ -105,6 +106,8 @@ class KeyValueAdapter(Adapter):
         self.keysets: dict[frozenset[str], int] = {}  # key sets of stepless lines, and how often seen
         self.last_epoch: float | None = None
         self.epoch_repeats = False  # several records per epoch: the epoch is no step
+        self.inner_base = 0  # batches of the epochs before, when the batch counter restarts each epoch
+        self.inner_last: tuple[float, int] | None = None  # (epoch, batch) of the last such record
         self.absorbed = 0  # block lines taken (for scoring)
 
     @classmethod
@@ -205,12 +208,15 @@ class KeyValueAdapter(Adapter):
             total = int(m.group("m")) if m.group("m") else None
             text = text[m.end():]
         pairs, nfields = _pairs(text)
+        step_key = m.group("k").lower() if m is not None else None
         if step is None:
             for k, v in pairs:
                 if k.lower() in STEP_KEYS and math.isfinite(v):
-                    step = int(v)
+                    step, step_key = int(v), k.lower()
                     break
         inferred = False
+        if step is not None and step_key in INNER_KEYS:
+            step, inferred = self._global_step(step, pairs)
         if step is None:
             if "%|" in text or not self._stepless_ok(pairs, nfields):
                 return  # a progress bar (dataset map, download) or prose: not a training record
@@ -227,6 +233,18 @@ class KeyValueAdapter(Adapter):
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             out.append(Sample(k, v, step, when, self.source, lineno, inferred))
+
+    def _global_step(self, n: int, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
+        """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The
+        batches of the epochs before (the last logged, a slight undercount) are added; marked inferred."""
+        epoch = next((v for k, v in pairs if k.lower() in EPOCH_KEYS and math.isfinite(v)), None)
+        if epoch is None:
+            return n, self.inner_base > 0
+        last = self.inner_last
+        if last is not None and epoch > last[0] and n <= last[1]:
+            self.inner_base += last[1]
+        self.inner_last = (epoch, n)
+        return self.inner_base + n, self.inner_base > 0
 
     def _stepless_ok(self, pairs: list[tuple[str, float]], nfields: int) -> bool:
         """Whether a line without a step is a metrics record. Several short keys making up most of the
