@@ -59,7 +59,7 @@ def _looks_like_header(cells: list[str]) -> bool:
 
 class CsvMetricsAdapter(Adapter):
     name = "csv"
-    description = "CSV metrics with a header row (Lightning CSVLogger metrics.csv, sparse columns)"
+    description = "CSV metrics with a header row (Lightning and Keras CSVLogger, Ultralytics results.csv)"
     example = "epoch,step,train_loss_step,val_loss\n0,49,2.4513,"  # header and one row
     strip_prefixes = False  # cells, not log lines: "0:" or a date in the first column is data
 

@@ -68,7 +68,7 @@ def _number(v: Any) -> float | None:
 
 class JsonLinesAdapter(Adapter):
     name = "jsonl"
-    description = "JSON lines: one metrics object per line (step/time keys by common names, nested keys with '/')"
+    description = "JSON lines: one metrics object per line (custom, Detectron2, MMEngine, LLaMA-Factory)"
     example = '{"step": 10, "loss": 2.31, "lr": 0.0003, "train": {"grad_norm": 1.2}}'
 
     def __init__(self, source: str = "") -> None:
