@@ -290,3 +290,8 @@ def test_batch_counter_that_restarts_each_epoch_becomes_a_global_step() -> None:
                                      "ep: 1, batch: 20, time: 8.35, ntokens: 428.90/513, loss: 9.98"])
     loss = samples(recs, "loss")
     assert [s.step for s in loss] == [20, 40, 60] and [s.step_inferred for s in loss] == [False, False, True]
+
+
+def test_a_json_config_with_lists_is_no_history() -> None:
+    head = '{\n  "architectures": [\n    "Gemma"\n  ],\n  "loss_type": null\n}\n' + "{'layers': [1, 2], 'loss_type': ['ce']}\n"
+    assert HFConsoleAdapter.score(head, "run.log") == 0.0

@@ -47,6 +47,7 @@ MAX_KEY_WORDS = 4  # "Average Train Loss" is a key; "New best model saved with B
 KEYSETS_KEPT = 256
 MFU_SENTINEL = -100.0
 SCORE_LINES = 400
+SCORE_MIN_HITS = 8
 
 
 def _number(raw: str) -> float | None:
@@ -131,7 +132,9 @@ class KeyValueAdapter(Adapter):
         if hits < 3 or total == 0:
             return 0.05 * hits
         frac = hits / total
-        return min(0.85, 0.3 + 0.55 * min(1.0, 2 * frac))
+        # enough records (8 reach the threshold alone) and a large share of the lines: a few stray
+        # `TP=4, PP=1` echoes in a long banner are not a key-value log
+        return min(0.85, 0.3 * min(1.0, hits / SCORE_MIN_HITS) + 0.55 * min(1.0, 2 * frac))
 
     # -- per line -----------------------------------------------------------------------------
     def parse(self, line: str, lineno: int) -> Iterable[Record]:

@@ -3,7 +3,8 @@
 The same training loop prints the same line whatever launched it, but torchrun (`[rank3]:`,
 `[default0]:`), Horovod/mpirun (`[1,0]<stdout>:`), `srun -l` (`0: `), pdsh and DeepSpeed's
 multi-node runner (`node-3: `), Ray (`(main_task pid=123)`, `(WorkerDict pid=9, ip=10.0.0.2)`),
-timestamps and logging levels put their own tags in front of it. Adapters are written for the bare
+timestamps and logging levels (Python logging, glog's `W1222 19:29:33.885000 3154626 run.py:803]`)
+put their own tags in front of it. Adapters are written for the bare
 line, so the tags go first; the rank, host and time they carried are kept beside the text.
 
 Care is needed not to eat metrics: `loss: 0.5` and `ep: 0, batch: 20` look like `host: ` tags, and
@@ -31,6 +32,7 @@ LEVEL = re.compile(
     r"|" + LEVELS + r":[\w.]*:"  # logging.basicConfig: INFO:root:
     r"|" + LEVELS + r"(?::[ \t]*|[ \t]+)"  # INFO msg / WARNING: msg
 )
+GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./\-]+:\d+\][ \t]?")  # torch C++ and elastic
 SITE = re.compile(r"\[[\w.\-]+\.py:\d+(?::[\w<>]+)?\][ \t]*")  # DeepSpeed's [logging.py:96:log_dist]
 HOST = re.compile(
     r"(localhost|\d{1,3}(?:\.\d{1,3}){3}|(?!(?i:step|iter|epoch|batch|ep|top|acc|rouge|bleu|layer|f)\d)"
@@ -125,6 +127,8 @@ class PrefixStripper:
                         levelled = True
                     else:
                         m = None
+            elif c in "IWEF" and not stamped and (m := GLOG.match(line, pos)) is not None:
+                stamped = levelled = True
             else:
                 head = line[pos:pos + 100]
                 if not levelled and _maybe_level(head) and (m := LEVEL.match(line, pos)) is not None:
