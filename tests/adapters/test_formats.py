@@ -232,6 +232,8 @@ def test_epoch_only_lines_use_the_epoch_as_step() -> None:
     ["Map: 100%|██████████| 80126/80126 [00:12<00:00, 6500.1 examples/s]"] * 4,  # a datasets map() bar
     ["  warmup_steps: 100", "  weight_decay: 0.01", "  seed: 42"],  # a config echo, one key a line
     ["New best model saved with BLEU-2: 65.76"],
+    ["rank: 0, local_rank: 0, world_size: 8, local_world_size: 8", "nnodes=1, num_local_procs=6, node_rank=0"],
+    ["Process 3752008 exits successfully."] * 3,
 ])
 def test_generic_reader_leaves_prose_bars_and_configs(lines: list[str]) -> None:
     assert samples(run(KeyValueAdapter(""), lines)) == []
@@ -295,3 +297,10 @@ def test_batch_counter_that_restarts_each_epoch_becomes_a_global_step() -> None:
 def test_a_json_config_with_lists_is_no_history() -> None:
     head = '{\n  "architectures": [\n    "Gemma"\n  ],\n  "loss_type": null\n}\n' + "{'layers': [1, 2], 'loss_type': ['ce']}\n"
     assert HFConsoleAdapter.score(head, "run.log") == 0.0
+
+
+def test_stepless_keys_are_taken_once_they_come_back() -> None:
+    """A line of plain keys is held until the same keys return; then both lines are records, in order."""
+    recs = run(KeyValueAdapter(""), ["acc: 0.50, f1: 0.40", "acc: 0.60, f1: 0.45", "acc: 0.70, f1: 0.50"])
+    assert series(recs, "acc") == [(1, 0.5), (2, 0.6), (3, 0.7)]
+    assert [s.line for s in samples(recs, "acc")] == [1, 2, 3]

@@ -27,6 +27,9 @@ from trainwatch.model import Sample
     ("2024-05-01T12:00:00Z INFO step 3 loss=2", "step 3 loss=2", None, None),
     ("INFO:root:step 5 loss=3", "step 5 loss=3", None, None),
     ("[INFO] step 2 loss 3", "step 2 loss 3", None, None),
+    ("[INFO:swift] rank: 0, local_rank: 0", "rank: 0, local_rank: 0", None, None),
+    ("W1222 19:29:33.885000 3154626 torch/distributed/run.py:803] Setting OMP_NUM_THREADS",
+     "Setting OMP_NUM_THREADS", None, None),
 ])
 def test_prefixes_come_off(line: str, text: str, rank: int | None, host: str | None) -> None:
     got, info = PrefixStripper().strip(line)

@@ -41,10 +41,12 @@ KERAS_LINE = re.compile(r"^\s*\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?(?:-\s+)?\d+m?
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
 SKIP = re.compile(r"\S*\s*")
 DIGIT = re.compile(r"\d")
+WORD = re.compile(r"[A-Za-z]{2}")
 EPOCH_KEYS = frozenset({"epoch", "ep"})
 INNER_KEYS = frozenset({"batch", "it", "iter", "iteration"})  # may count within the epoch
 MAX_KEY_WORDS = 4  # "Average Train Loss" is a key; "New best model saved with BLEU" is prose
 KEYSETS_KEPT = 256
+TAKE, HOLD = object(), object()  # verdicts on a line without a step
 MFU_SENTINEL = -100.0
 SCORE_LINES = 400
 SCORE_MIN_HITS = 8
@@ -61,10 +63,12 @@ def _number(raw: str) -> float | None:
             return None
 
 
-def _pairs(text: str) -> tuple[list[tuple[str, float]], int]:
-    """(key, value) pairs of a line and how many fields it had."""
+def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
+    """(key, value) pairs of a line, how many fields it had, and how many of those ended in words
+    that are no pair (`Process 3752008 exits successfully.`: prose around a number)."""
     fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
+    dirty = 0
     for field in fields:
         pos = 0
         while pos < len(field):
@@ -81,7 +85,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int]:
             pos = m.end()
             skip = SKIP.match(field, pos)  # a unit or "/513" stuck to the value
             pos = skip.end() if skip else len(field)
-    return out, len(fields)
+        if pos < len(field) and WORD.search(field, pos):
+            dirty += 1
+    return out, len(fields), dirty
 
 
 def _stamp(date: str, clock: str, frac: str | None) -> float | None:
@@ -104,7 +110,8 @@ class KeyValueAdapter(Adapter):
         self.keras_logged = False  # a fit line followed the last `Epoch N/M`
         self.keras_runs = 1
         self.count = 0  # records without a printed step
-        self.keysets: dict[frozenset[str], int] = {}  # key sets of stepless lines, and how often seen
+        self.held: dict[frozenset[str], tuple[int, float | None, list[tuple[str, float]]]] = {}
+        self.taken: set[frozenset[str]] = set()  # key sets of stepless lines seen more than once
         self.last_epoch: float | None = None
         self.epoch_repeats = False  # several records per epoch: the epoch is no step
         self.inner_base = 0  # batches of the epochs before, when the batch counter restarts each epoch
@@ -210,7 +217,7 @@ class KeyValueAdapter(Adapter):
             step = int(m.group("n"))
             total = int(m.group("m")) if m.group("m") else None
             text = text[m.end():]
-        pairs, nfields = _pairs(text)
+        pairs, nfields, dirty = _pairs(text)
         step_key = m.group("k").lower() if m is not None else None
         if step is None:
             for k, v in pairs:
@@ -221,8 +228,22 @@ class KeyValueAdapter(Adapter):
         if step is not None and step_key in INNER_KEYS:
             step, inferred = self._global_step(step, pairs)
         if step is None:
-            if "%|" in text or not self._stepless_ok(pairs, nfields):
-                return  # a progress bar (dataset map, download) or prose: not a training record
+            if "%|" in text:
+                return  # a progress bar (dataset map, download): not a training record
+            verdict = self._stepless_verdict(pairs, nfields, dirty)
+            if verdict is None:
+                return
+            if verdict is HOLD:
+                keys = frozenset(k.lower() for k, _ in pairs)
+                held = self.held.pop(keys, None)
+                if held is None:
+                    if len(self.held) < KEYSETS_KEPT:
+                        self.held[keys] = (lineno, when, pairs)
+                    return
+                h_line, h_when, h_pairs = held  # the keys came back: the first line was a record too
+                h_step, h_inferred = self._stepless_step(h_pairs)
+                out.extend(Sample(k, v, h_step, h_when, self.source, h_line, h_inferred)
+                           for k, v in h_pairs if k.lower() not in STEP_KEYS)
             step, inferred = self._stepless_step(pairs)
         if not pairs:
             return
@@ -249,23 +270,27 @@ class KeyValueAdapter(Adapter):
         self.inner_last = (epoch, n)
         return self.inner_base + n, self.inner_base > 0
 
-    def _stepless_ok(self, pairs: list[tuple[str, float]], nfields: int) -> bool:
-        """Whether a line without a step is a metrics record. Several short keys making up most of the
-        line are; keys with spaces (`Batch loss`) only with a loss among them, and a lone pair only
-        once the same keys have come back on earlier lines (a config echo prints each key once)."""
+    def _stepless_verdict(self, pairs: list[tuple[str, float]], nfields: int, dirty: int) -> object | None:
+        """Whether a line without a step is a metrics record: TAKE, HOLD (only once the same keys come
+        back: a config echo or a banner prints each key set once) or None (prose). A loss among the keys
+        is taken at once when it has company; keys with spaces (`Batch loss`) need a loss."""
         if not pairs or len(pairs) < 0.6 * nfields:
-            return False
-        keys = frozenset(k.lower() for k, _ in pairs)
-        seen = self.keysets.get(keys, 0)
-        if seen or len(self.keysets) < KEYSETS_KEPT:
-            self.keysets[keys] = seen + 1
+            return None
+        keys = [k.lower() for k, _ in pairs]
         if any(k.count(" ") >= MAX_KEY_WORDS for k in keys):
-            return False
-        spaced = any(" " in k for k in keys)
+            return None
         lossy = any("loss" in k for k in keys)
-        if len(pairs) >= 2 and (not spaced or lossy):
-            return True
-        return seen >= 2 and (lossy or not spaced)
+        if not lossy and (dirty or any(" " in k for k in keys)):
+            return None
+        if lossy and len(pairs) >= 2:
+            return TAKE
+        keyset = frozenset(keys)
+        if keyset in self.taken:
+            return TAKE
+        if keyset in self.held:
+            if len(self.taken) < KEYSETS_KEPT:
+                self.taken.add(keyset)
+        return HOLD
 
     def _stepless_step(self, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
         """Records are counted; an epoch that changes with every record is the step itself."""

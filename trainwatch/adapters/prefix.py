@@ -27,7 +27,7 @@ RAY = re.compile(r"\((?:raylet|gcs_server|autoscaler[^)]{0,40}|(?:[A-Za-z_][\w.]
 STAMP = re.compile(
     r"\[?(\d{4}-\d\d-\d\d)[ T_](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(?:Z|[+-]\d\d:?\d\d)?\]?(?:[ \t]*-(?=[ \t]))?[ \t]*")
 LEVEL = re.compile(
-    r"\[" + LEVELS + r"\][ \t]*"  # [INFO]
+    r"\[" + LEVELS + r"(?::[\w.\-]{1,40})?\][ \t]*"  # [INFO], ms-swift's [INFO:swift]
     r"|-?[ \t]*(?:[\w.<>\[\]]{1,80}[ \t]+-[ \t]+)?" + LEVELS + r"[ \t]+-[ \t]+"  # - INFO - / name - INFO -
     r"|" + LEVELS + r":[\w.]*:"  # logging.basicConfig: INFO:root:
     r"|" + LEVELS + r"(?::[ \t]*|[ \t]+)"  # INFO msg / WARNING: msg
