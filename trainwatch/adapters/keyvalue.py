@@ -235,11 +235,16 @@ class KeyValueAdapter(Adapter):
                 return
             if verdict is HOLD:
                 keys = frozenset(k.lower() for k, _ in pairs)
-                held = self.held.pop(keys, None)
+                held = self.held.get(keys)
                 if held is None:
                     if len(self.held) < KEYSETS_KEPT:
                         self.held[keys] = (lineno, when, pairs)
                     return
+                if held[2] == pairs:
+                    return  # the same keys and values again: a config printed twice (per rank), not metrics
+                del self.held[keys]
+                if len(self.taken) < KEYSETS_KEPT:
+                    self.taken.add(keys)
                 h_line, h_when, h_pairs = held  # the keys came back: the first line was a record too
                 h_step, h_inferred = self._stepless_step(h_pairs)
                 out.extend(Sample(k, v, h_step, h_when, self.source, h_line, h_inferred)
@@ -284,13 +289,7 @@ class KeyValueAdapter(Adapter):
             return None
         if lossy and len(pairs) >= 2:
             return TAKE
-        keyset = frozenset(keys)
-        if keyset in self.taken:
-            return TAKE
-        if keyset in self.held:
-            if len(self.taken) < KEYSETS_KEPT:
-                self.taken.add(keyset)
-        return HOLD
+        return TAKE if frozenset(keys) in self.taken else HOLD
 
     def _stepless_step(self, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
         """Records are counted; an epoch that changes with every record is the step itself."""
