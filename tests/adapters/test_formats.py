@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.helpers import events, run, samples, series
+from tests.adapters.helpers import corpus_file, events, run, samples, series
 from trainwatch import adapters
 from trainwatch.adapters.csv_metrics import CsvMetricsAdapter
 from trainwatch.adapters.hf_console import HFConsoleAdapter
@@ -18,15 +18,10 @@ from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.model import EventKind, Record, Sample
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT.parent / "shared" / "corpus"
 KERAS = ROOT / "examples" / "keras_tiny"
 
 
-def corpus(name: str) -> Path:
-    path = CORPUS / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not here (the shared corpus is only on some machines)")
-    return path
+corpus = corpus_file
 
 
 def parse_file(adapter_cls, path: Path) -> list[Record]:  # type: ignore[no-untyped-def]

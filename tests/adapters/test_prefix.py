@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.adapters.helpers import corpus_file
 from trainwatch import adapters
 from trainwatch.adapters.keyvalue import KeyValueAdapter
 from trainwatch.adapters.pipeline import SourceParser
@@ -79,10 +80,7 @@ def test_detection_scores_stripped_lines() -> None:
     assert adapters.detect(head, "train.log") == "keyvalue"
 
 
-def test_ray_prefixed_real_log_reads_its_banner_numbers(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "verl-logic-rl-ray-startup-crash.log"
-    if not path.is_file():
-        pytest.skip("../shared/corpus is not here")
+def test_ray_prefixed_real_log_loses_its_prefixes() -> None:
+    path = corpus_file("verl-logic-rl-ray-startup-crash.log")
     stripped = strip_text(path.read_text(encoding="utf-8", errors="replace"))
     assert "(main_task pid=" not in stripped and "Total training steps: 560" in stripped
