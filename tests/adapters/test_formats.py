@@ -302,3 +302,32 @@ def test_stepless_keys_are_taken_once_they_come_back() -> None:
     recs = run(KeyValueAdapter(""), ["acc: 0.50, f1: 0.40", "acc: 0.60, f1: 0.45", "acc: 0.70, f1: 0.50"])
     assert series(recs, "acc") == [(1, 0.5), (2, 0.6), (3, 0.7)]
     assert [s.line for s in samples(recs, "acc")] == [1, 2, 3]
+
+
+# -- MMEngine console -------------------------------------------------------------------------------
+
+def test_mmengine_console_epoch_steps_are_exact_and_val_results_stay_at_the_training_step() -> None:
+    parser = SourceParser(KeyValueAdapter(""))
+    lines = [
+        "2022/12/13 19:00:12 - mmengine - INFO - Epoch(train) [1][  50/3104]  lr: 1.0000e-02  eta: 0:26:28  "
+        "time: 0.1285  data_time: 0.0040  memory: 2581  loss: 0.7176  loss_rpn_cls: 0.1582  loss_cls: 0.3771",
+        "2022/12/13 19:00:18 - mmengine - INFO - Epoch(train) [1][ 100/3104]  lr: 1.0000e-02  eta: 0:25:32  "
+        "time: 0.1204  data_time: 0.0024  memory: 2581  loss: 0.5537  loss_rpn_cls: 0.0577  loss_cls: 0.3012",
+        "2022/12/13 19:00:20 - mmengine - INFO - Exp name: faster-rcnn_r50_fpn_1x_voc",
+        "07/14 08:26:50 - mmengine - INFO - Epoch(val) [1][ 10/28]    eta: 0:00:01  time: 0.0796  data_time: 0.0178",
+        "07/14 08:26:51 - mmengine - INFO - Epoch(val) [1][28/28]  accuracy/top1: 70.7207  data_time: 0.0004  time: 0.0601",
+        "2022/12/13 19:06:12 - mmengine - INFO - Epoch(train) [2][  50/3104]  lr: 1.0000e-02  eta: 0:20:00  "
+        "time: 0.1200  data_time: 0.0020  memory: 2581  loss: 0.4100  loss_rpn_cls: 0.0400  loss_cls: 0.2500",
+    ]
+    recs = [r for n, line in enumerate(lines, 1) for r in parser.feed(line, n)]
+    assert series(recs, "loss") == [(50, 0.7176), (100, 0.5537), (3154, 0.41)]
+    assert series(recs, "accuracy/top1") == [(100, 70.7207)]
+    assert len(series(recs, "time")) == 3  # the evaluation's timings are not mixed into the training's
+    assert not series(recs, "eta") and len(events(recs, EventKind.EVAL_START)) == 1
+    assert samples(recs, "loss")[0].time is not None
+
+
+def test_mmengine_iter_based_gives_step_and_total() -> None:
+    recs = run(KeyValueAdapter(""), ["Iter(train) [  50/20000]  lr: 1.0e-02  eta: 3:00:00  time: 0.5  loss: 1.25"])
+    assert series(recs, "loss") == [(50, 1.25)]
+    assert [e.fields["total"] for e in events(recs, EventKind.PROGRESS)] == [20000]

@@ -3,7 +3,10 @@
 Covers `Step 10: loss=2.45, lr=6.7e-05`, verl's `step:10 - actor/entropy:0.41 - ...`, nanoGPT's
 `iter 100: loss 2.31, time 45.1ms, mfu 31.2%`, torchtitan's double-space fields, DeepSpeed's
 `steps: 10 loss: 2.34 iter time (s): 0.51`, OLMo/Composer blocks (`[step=10/10000,epoch=0]` then
-indented `key=value` lines, held until the block ends), and Keras fit lines after `Epoch N/M`.
+indented `key=value` lines, held until the block ends), Keras fit lines after `Epoch N/M` (and
+`print(history.history)`), and MMEngine's `Epoch(train) [3][ 50/3104]  lr: ...  loss: ...` lines.
+Lines with no step at all (`Epoch 1 - Batch loss: 12.1`, `grpo_loss is 0.12 and kl is 0.03`) are
+counted, or stepped by their epoch when every line has its own, and marked inferred.
 Prose is not metrics: a line counts only with a step-like key, or with several short metric-like
 pairs making up most of it.
 """
@@ -37,6 +40,9 @@ LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)"
 BLOCK_HEAD = re.compile(r"^\[(?P<k>step|batch|iter)=(?P<n>\d+)(?:/(?P<m>\d+))?(?:,\s*epoch=(?P<e>\d+))?\]:?\s*$")
 BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM + r")")
 KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
+MM_HEAD = re.compile(  # MMEngine: `Epoch(train) [3][ 50/3104]` or `Iter(train) [  50/20000]`, then `key: value` pairs
+    r"^(?P<by>Epoch|Iter)\((?P<mode>\w+)\)\s*(?:\[\s*(?P<e>\d+)\s*\])?\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s*")
+MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's own timings are no training series
 KERAS_LINE = re.compile(r"^\s*\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
 SKIP = re.compile(r"\S*\s*")
@@ -109,6 +115,8 @@ class KeyValueAdapter(Adapter):
         self.keras_epoch: int | None = None
         self.keras_logged = False  # a fit line followed the last `Epoch N/M`
         self.keras_runs = 1
+        self.mm_step: int | None = None  # the last MMEngine training step
+        self.mm_eval = False
         self.count = 0  # records without a printed step
         self.held: dict[frozenset[str], tuple[int, float | None, list[tuple[str, float]]]] = {}
         self.taken: set[frozenset[str]] = set()  # key sets of stepless lines seen more than once
@@ -189,6 +197,9 @@ class KeyValueAdapter(Adapter):
             m = KERAS_EPOCH.match(text)
             assert m is not None
             self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
+            return out
+        if text[:1] in "EI" and text[1:5] in ("poch", "ter(") and (mm := MM_HEAD.match(text)) is not None:
+            self._mmengine(mm, text[mm.end():], lineno, when, out)
             return out
         if self.keras_epoch is not None and KERAS_LINE.match(text):
             self._keras(text, lineno, out)
@@ -302,6 +313,32 @@ class KeyValueAdapter(Adapter):
             if not self.epoch_repeats and epoch == int(epoch):
                 return int(epoch), True  # the epoch stands in for the step: still not a printed step
         return self.count, True
+
+    def _mmengine(self, m: re.Match[str], rest: str, lineno: int, when: float | None, out: list[Record]) -> None:
+        """MMEngine's console: the training step is exact (epoch x iterations per epoch + iteration);
+        evaluation lines belong to the step training reached, and only their results are kept."""
+        i, n = int(m.group("i")), int(m.group("n"))
+        pairs = [(k, v) for k, v in _pairs(rest)[0] if k.lower() != "eta"]
+        if m.group("mode") != "train":
+            if i < n:
+                if not self.mm_eval:
+                    self.mm_eval = True
+                    out.append(Event(EventKind.EVAL_START, self.source, lineno, step=self.mm_step, time=when,
+                                     fields={"total": n}))
+                return
+            self.mm_eval = False
+            out.extend(Sample(k, v, self.mm_step, when, self.source, lineno, False)
+                       for k, v in pairs if k.lower() not in MM_TIMING)
+            return
+        self.mm_eval = False
+        if m.group("by") == "Epoch" and m.group("e") is not None:
+            step = (int(m.group("e")) - 1) * n + i
+        else:
+            step = i
+            out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
+                             fields={"step": step, "total": n}))
+        self.mm_step = step
+        out.extend(Sample(k, v, step, when, self.source, lineno, False) for k, v in pairs)
 
     def _keras_epoch(self, epoch: int, total: int, lineno: int, out: list[Record]) -> None:
         """`Epoch N/M`: the step of the fit lines that follow. An epoch number that goes back after

@@ -25,7 +25,7 @@ LEVELS = "(?:" + "|".join(sorted(LEVEL_WORDS, key=len, reverse=True)) + ")"
 RANK = re.compile(r"\[(?:rank|default)(\d{1,5})\]:[ \t]?|\[(\d{1,5}),\d{1,5}\]<std(?:out|err)>:[ \t]?")
 RAY = re.compile(r"\((?:raylet|gcs_server|autoscaler[^)]{0,40}|(?:[A-Za-z_][\w.]*\s+)?pid=\d+)(?:,\s*ip=[\w.:\-]+)?\)[ \t]?")
 STAMP = re.compile(
-    r"\[?(\d{4}-\d\d-\d\d)[ T_](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(?:Z|[+-]\d\d:?\d\d)?\]?(?:[ \t]*-(?=[ \t]))?[ \t]*")
+    r"\[?(\d{4}[-/]\d\d[-/]\d\d|\d\d/\d\d)[ T_](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(?:Z|[+-]\d\d:?\d\d)?\]?(?:[ \t]*-(?=[ \t]))?[ \t]*")
 LEVEL = re.compile(
     r"\[" + LEVELS + r"(?::[\w.\-]{1,40})?\][ \t]*"  # [INFO], ms-swift's [INFO:swift]
     r"|-?[ \t]*(?:[\w.<>\[\]]{1,80}[ \t]+-[ \t]+)?" + LEVELS + r"[ \t]+-[ \t]+"  # - INFO - / name - INFO -
@@ -52,6 +52,9 @@ class Prefix:
 
 
 def _when(date: str, clock: str, frac: str | None) -> float | None:
+    if len(date) == 5:
+        return None  # MMEngine's `08/05 23:04:34` has no year: stripped, but no clock time to give
+    date = date.replace("/", "-")
     try:
         t = datetime.fromisoformat(f"{date} {clock}").timestamp()
     except ValueError:
