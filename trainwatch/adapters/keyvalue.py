@@ -7,8 +7,9 @@ indented `key=value` lines, held until the block ends), Keras fit lines after `E
 `print(history.history)`), and MMEngine's `Epoch(train) [3][ 50/3104]  lr: ...  loss: ...` lines.
 Lines with no step at all (`Epoch 1 - Batch loss: 12.1`, `grpo_loss is 0.12 and kl is 0.03`) are
 counted, or stepped by their epoch when every line has its own, and marked inferred.
-Prose is not metrics: a line counts only with a step-like key, or with several short metric-like
-pairs making up most of it.
+Prose is not metrics: a line without a step counts only when its pairs make up most of it with no
+words left over, and, unless a loss is among two or more keys, once the same keys come back with
+other values (a banner or config echo prints each key set once, or twice with the same values).
 """
 
 from __future__ import annotations
