@@ -331,3 +331,12 @@ def test_mmengine_iter_based_gives_step_and_total() -> None:
     recs = run(KeyValueAdapter(""), ["Iter(train) [  50/20000]  lr: 1.0e-02  eta: 3:00:00  time: 0.5  loss: 1.25"])
     assert series(recs, "loss") == [(50, 1.25)]
     assert [e.fields["total"] for e in events(recs, EventKind.PROGRESS)] == [20000]
+
+
+def test_swift_train_bar_is_the_trainers_and_gives_progress_after_the_last_dict() -> None:
+    recs = run(HFConsoleAdapter(""), [
+        "Train:   3%|▎         | 1/30 [00:08<04:09,  8.62s/it]{'loss': '1.922', 'learning_rate': '3.33e-06', "
+        "'epoch': '0.0002', 'global_step/max_steps': '1/30'}",
+        "Train:   7%|▋         | 2/30 [00:11<02:27,  5.26s/it]",
+    ])
+    assert [e.fields["step"] for e in events(recs, EventKind.PROGRESS)][-1] == 2

@@ -50,6 +50,7 @@ GLOBAL_STEP = re.compile(r"global step (\d+)")
 STEP_OF_TOTAL = re.compile(r"""'global_step/max_steps':\s*['"](\d+)\s*/\s*(\d+)['"]""")  # ms-swift
 STEP_KEYS = ("step", "global_step")
 EVAL_PREFIXES = ("eval_", "test_", "predict_")
+TRAIN_BARS = frozenset({"train", "training"})  # ms-swift names its training bar
 SUMMARY_KEY = "train_runtime"
 KNOWN_KEYS = ("epoch", "loss", "learning_rate", "grad_norm", "train_runtime")
 
@@ -248,8 +249,8 @@ class HFConsoleAdapter(Adapter):
         if bar is None:
             return
         desc, n, m = bar
-        if desc and not desc.endswith(("]", ")")):  # dataset maps, shard loading, ...: not the trainer's bars
-            return
+        if desc and not desc.endswith(("]", ")")) and desc.rstrip(":").strip().lower() not in TRAIN_BARS:
+            return  # dataset maps, shard loading, ...: not the trainer's bars
         if self.total is None:  # not known yet: the last bar before the first train dict is the trainer's
             self.bar_step, self.bar_total = n, m
             return
