@@ -340,3 +340,29 @@ def test_swift_train_bar_is_the_trainers_and_gives_progress_after_the_last_dict(
         "Train:   7%|▋         | 2/30 [00:11<02:27,  5.26s/it]",
     ])
     assert [e.fields["step"] for e in events(recs, EventKind.PROGRESS)][-1] == 2
+
+
+# -- end to end: what check says about these real logs -----------------------------------------------
+
+def check_json(*args: str) -> dict:  # type: ignore[type-arg]
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", "--json", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_two_keras_trainings_in_one_log_are_no_resume() -> None:
+    report = check_json("--format", "keyvalue", str(KERAS / "fit_console.log"))
+    ids = {f["id"] for f in report["findings"]}
+    assert not ids & {"resume.detected", "resume.loss_jump", "resume.sched_reset", "loss.spike"}
+    assert report["exit_code"] == 0
+
+
+def test_yolo_corpus_reads_total_losses_end_to_end() -> None:
+    path = corpus("yolov8-fire-smoke-results.csv")
+    metrics = check_json(str(path))["sources"][0]["metrics"]
+    assert metrics["loss"]["count"] == 25 and metrics["eval_loss"]["count"] == 25 and "lr" in metrics
