@@ -400,7 +400,7 @@ class LossPlateau(Rule):
         w = scaled_window(n, float(self.p["window_fraction"]), int(self.p["window"]), int(self.p["window_max"]))
         self._next[src] = n + max(1, w // 10)
         pts = series.tail(w)
-        found = self._judge(seg, pts)
+        found = self._judge(seg, pts, self._episodes.is_open(src))
         if found is None:
             self._reset(src, keep_next=True)
             return None
@@ -432,8 +432,9 @@ class LossPlateau(Rule):
             return False
         return last.value < float(self.p["anneal_below"]) * lr.maximum
 
-    def _judge(self, seg: Segment, pts: list[Point]):  # type: ignore[no-untyped-def]
-        """(level, finding maker) when the window is flat at a high level, else None."""
+    def _judge(self, seg: Segment, pts: list[Point], holding: bool):  # type: ignore[no-untyped-def]
+        """(level, finding maker) when the window is flat at a high level, else None. A plateau already
+        told lasts while the fall stays below min_drop (the noise band is for calling it)."""
         vals = [p.value for p in pts]
         if len(vals) < 2 * 4:
             return None
@@ -450,7 +451,8 @@ class LossPlateau(Rule):
         noise = _nz(diff_sigma(vals))
         se = math.hypot(median_se(noise, len(older)), median_se(noise, len(newer)))
         drop = (then - level) / then
-        if drop + float(self.p["noise_z"]) * se / then >= float(self.p["min_drop"]):
+        margin = 0.0 if holding else float(self.p["noise_z"]) * se / then
+        if drop + margin >= float(self.p["min_drop"]):
             return None  # it may still be falling: the noise hides a fall of min_drop
 
         def make(began: int, step: int) -> Finding:
@@ -481,6 +483,7 @@ class LossFlatFromStart(Rule):
         self._episodes = Episodes()
         self._next: dict[str, tuple[Segment, int]] = {}  # source -> (segment, points seen at the next judgement)
         self._level: dict[str, float] = {}
+        self._flat_since: dict[str, tuple[Segment, int]] = {}  # source -> (segment, points seen when first flat)
 
     def _judge(self, series: Series, need: int, step: int, holding: bool = False) -> Finding | None | bool:
         """A finding when flat, False when not, None when it cannot tell yet. A flat curve already told
@@ -540,9 +543,15 @@ class LossFlatFromStart(Rule):
         f = self._judge(series, int(self.p["min_history"]), point.step, self._episodes.is_open(src))
         if not isinstance(f, Finding):
             self._episodes.close(src)
+            self._flat_since.pop(src, None)
             return None
         if self._episodes.is_open(src):
             return self._episodes.repeat(src, self._level[src], point.step)
+        since = self._flat_since.get(src)
+        if since is None or since[0] is not seg:
+            since = self._flat_since[src] = (seg, n)
+        if n - since[1] < float(self.p["persist"]) * h:
+            return None  # flat once may be a low draw of the noise: flat for a whole quarter more is not
         return self._episodes.open(src, f, self._level[src], point.step)
 
     def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
