@@ -640,7 +640,7 @@ class LossOverfit(Rule):
         if not st.later:
             st.around.append(v)
         st.later.append(point)
-        found = self._judge(st, train, point, w)
+        found = self._judge(st, train, point, w, self._episodes.is_open(src))
         if found is None:
             self._episodes.close(src)
             return None
@@ -657,7 +657,7 @@ class LossOverfit(Rule):
         vals = [p.value for p in train.tail(w * 4) if p.step <= step][-w:]
         return median(vals) if vals else math.nan
 
-    def _judge(self, st: _Evals, train: Series | None, point: Point, w: int) -> Finding | None:
+    def _judge(self, st: _Evals, train: Series | None, point: Point, w: int, holding: bool) -> Finding | None:
         best = st.best
         need = int(self.p["later_evals"])
         if best is None or st.count < int(self.p["min_evals"]) or len(st.later) < need or best.value <= 0:
@@ -669,8 +669,10 @@ class LossOverfit(Rule):
         if len(above) < need:
             return None
         latest = median([p.value for p in list(st.later)[-5:]])
-        base = median([best.value] + st.around)
-        if latest <= base + max(float(self.p["level_k"]) * noise, floor):
+        if holding:  # told already: it lasts until the latest evals come back into the minimum's band
+            if latest <= best.value + band:
+                return None
+        elif latest <= median([best.value] + st.around) + max(float(self.p["level_k"]) * noise, floor):
             return None
         now = self._train_at(train, point.step, w)
         if not (now < st.train_then):
