@@ -696,7 +696,22 @@ class LossLeak(Rule):
     id = "loss.leak"
     watches = ("eval_loss",)
 
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._episodes = Episodes()
+
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+        """The first eval far below the train loss is told; later ones while it lasts only update
+        last_value/last_step."""
+        found = self._judge(ctx, series, point)
+        if found is None:
+            self._episodes.close(series.source)
+            return None
+        if self._episodes.is_open(series.source):
+            return self._episodes.repeat(series.source, point.value, point.step)
+        return self._episodes.open(series.source, found, point.value, point.step)
+
+    def _judge(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         v = point.value
         train = ctx.series("loss", series.source)
         if not math.isfinite(v) or train is None:
@@ -717,8 +732,8 @@ class LossLeak(Rule):
         start = min(head_values(train, 5), default=math.nan)
         if not start > 0 or t > float(self.p["diverged"]) * start:
             return None  # the train loss blew up above where it began: divergence, not a leak
-        return Finding(message=f"eval_loss {fmt(v)} is {v / t:.0%} of the train loss {fmt(t)}",
-                       evidence={"value": v, "baseline": t, "ratio": v / t, "step": point.step})
+        return Finding(message=f"eval_loss {fmt(v)} at step {point.step} is {v / t:.0%} of the train loss {fmt(t)}",
+                       step=point.step, evidence={"value": v, "step": point.step, "baseline": t, "ratio": v / t})
 
 
 class LossLevel(Rule):
