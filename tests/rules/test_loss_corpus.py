@@ -134,3 +134,20 @@ def test_val_loss_still_falling_at_its_minimum_is_not_overfitting():
     val = [0.6 * math.exp(-e / 10) + 0.8 + rnd.gauss(0, 0.002) for e in range(63)]
     r = _feed_epochs(train, val)
     assert "loss.overfit" not in r.fired()
+
+
+def test_few_evals_need_a_clean_climb():
+    """Four evals give no noise estimate: a climb in a row well above the minimum is overfitting, a
+    wobble of the same size is not."""
+    def run(evals: list[float]) -> Run:
+        r = Run()
+        for e, ev in enumerate(evals):
+            for s in range(e * 10 + 1, e * 10 + 11):
+                r.step(s, loss=2.2 - s * 0.02)
+            r.step(e * 10 + 10, eval_loss=ev)
+        return r
+
+    a = run([2.0, 1.8, 1.85, 1.95]).alert("loss.overfit")
+    assert a.first_step == 20 and a.finding.evidence["detected_step"] == 40
+    assert "loss.overfit" not in run([2.0, 1.8, 1.9, 1.85]).fired()
+    assert "loss.overfit" not in run([2.0, 1.8, 1.82, 1.85]).fired()  # +2.8%: too small to tell from noise

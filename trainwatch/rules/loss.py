@@ -660,26 +660,39 @@ class LossOverfit(Rule):
     def _judge(self, st: _Evals, train: Series | None, point: Point, w: int, holding: bool) -> Finding | None:
         best = st.best
         need = int(self.p["later_evals"])
-        if best is None or st.count < int(self.p["min_evals"]) or len(st.later) < need or best.value <= 0:
+        if best is None or len(st.later) < need or best.value <= 0:
             return None
-        noise = _nz(curve_sigma(list(st.recent)))
         floor = float(self.p["min_rise"]) * best.value
-        band = max(float(self.p["noise_k"]) * noise, floor)
-        above = [p for p in st.later if p.value > best.value + band]
-        if len(above) < need:
-            return None
-        latest = median([p.value for p in list(st.later)[-5:]])
-        if holding:  # told already: it lasts until the latest evals come back into the minimum's band
-            if latest <= best.value + band:
+        if st.count < int(self.p["min_evals"]):
+            # too few evals to measure their noise: only a clean climb counts, each eval above the one
+            # before and the last one `early_rise` above the minimum
+            noise = math.nan
+            band = floor
+            vals = [best.value] + [p.value for p in st.later]
+            if any(b <= a for a, b in zip(vals, vals[1:])) or vals[-1] < best.value * (1 + float(self.p["early_rise"])):
                 return None
-        elif latest <= median([best.value] + st.around) + max(float(self.p["level_k"]) * noise, floor):
-            return None
+            above = [p for p in st.later if p.value > best.value + band]
+            if len(above) < need:
+                return None
+        else:
+            noise = _nz(curve_sigma(list(st.recent)))
+            band = max(float(self.p["noise_k"]) * noise, floor)
+            above = [p for p in st.later if p.value > best.value + band]
+            if len(above) < need:
+                return None
+            latest = median([p.value for p in list(st.later)[-5:]])
+            if holding:  # told already: it lasts until the latest evals come back into the minimum's band
+                if latest <= best.value + band:
+                    return None
+            elif latest <= median([best.value] + st.around) + max(float(self.p["level_k"]) * noise, floor):
+                return None
         now = self._train_at(train, point.step, w)
         if not (now < st.train_then):
             return None  # the train loss rose too: the run got worse, not overfit
         shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[:6]) + (", ..." if len(above) > 6 else "")
+        why = f"its noise (+-{fmt(band)})" if noise == noise else f"{float(self.p['min_rise']):.0%}, each above the last"
         msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
-               f"evaluations since sat above it by more than its noise (+-{fmt(band)}) (step: value {shown}), "
+               f"evaluations since sat above it by more than {why} (step: value {shown}), "
                f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)}")
         return Finding(message=msg, step=point.step, began_step=best.step,
                        evidence={"value": best.value, "step": best.step, "noise": noise, "band": band,
