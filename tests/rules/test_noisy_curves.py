@@ -147,3 +147,18 @@ def test_restarted_run_gives_no_spike():
     for i, v in enumerate(curve(80, "exp", "gauss:0.03", 2)):
         r.step(i + 1, loss=v * 3)
     assert "loss.spike" not in r.fired()
+
+
+def test_a_memorised_loss_wobbling_near_zero_is_no_spike_and_no_divergence():
+    """Train loss driven to ~0.002: one batch at 0.05 is 25x the median but a tiny move for this run."""
+    r = Run()
+    rnd = random.Random(6)
+    for s in range(1, 400):
+        level = 3.0 * math.exp(-s / 30) + 0.002
+        r.step(s, loss=level * (1 + rnd.gauss(0, 0.1)))
+    r.step(400, loss=0.05)
+    r.step(401, loss=0.04)
+    r.step(402, loss=0.06)
+    for s in range(403, 450):
+        r.step(s, loss=0.002 * (1 + rnd.gauss(0, 0.1)))
+    assert not {"loss.spike", "loss.diverging"} & set(r.fired())

@@ -153,7 +153,7 @@ class LossSpike(Rule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._segments = Segments()
+        self._segments = Segments(keep_head=5)
         self._episodes = Episodes()
         self._since: dict[str, int] = {}  # source -> samples since its last spike
 
@@ -164,6 +164,8 @@ class LossSpike(Rule):
         if not math.isfinite(v):
             return None
         found = self._judge(series, point, seg.finite(series) - 1)
+        if found is not None and not self._material(seg, found):
+            found = None
         if found is None:
             self._since[src] = self._since.get(src, 0) + 1
             if self._since[src] > self._keep():
@@ -173,6 +175,13 @@ class LossSpike(Rule):
         if self._episodes.is_open(src):  # a blow-up that keeps jumping: one spike, the first one told
             return self._episodes.repeat(src, v, point.step)
         return self._episodes.open(src, found, v, point.step)
+
+    def _material(self, seg: Segment, found: Finding) -> bool:
+        """A jump smaller than `min_jump` of where the run began is not a spike, whatever its ratio: a
+        loss memorised down to 0.002 that shows 0.05 on one batch has not spiked."""
+        head = [p.value for p in seg.head]
+        start = abs(median(head)) if head else 0.0
+        return found.evidence["value"] - found.evidence["baseline"] >= float(self.p["min_jump"]) * start
 
     def _keep(self) -> int:
         """Samples a spike alert stays up without a new spike (keep_firing_for, when it counts steps)."""
