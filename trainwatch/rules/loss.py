@@ -408,6 +408,9 @@ class LossPlateau(Rule):
             return self._episodes.repeat(src, self._level.get(src, point.value), point.step)
         w = scaled_window(n, float(self.p["window_fraction"]), int(self.p["window"]), int(self.p["window_max"]))
         self._next[src] = n + max(1, w // 10)
+        if not self._episodes.is_open(src) and self._clearly_low(seg, series):
+            self._reset(src, keep_next=True)
+            return None
         pts = series.tail(w)
         found = self._judge(seg, pts, self._episodes.is_open(src))
         if found is None:
@@ -427,6 +430,14 @@ class LossPlateau(Rule):
         self._flat_since.pop(src, None)
         if not keep_next:
             self._next.pop(src, None)
+
+    def _clearly_low(self, seg: Segment, series: Series) -> bool:
+        """A cheap look at the last few points before reading a whole window: a loss well below the
+        expected level, or well below the share of its start a plateau needs, is no plateau."""
+        recent = median(series.tail_values(9))
+        head = [p.value for p in seg.head]
+        start = median(head) if head else math.nan
+        return recent < 0.8 * float(self.p["expected_max"]) or recent < 0.8 * float(self.p["still_high"]) * start
 
     def _late(self, ctx: RuleContext, src: str, step: int) -> bool:
         state = ctx.sources.get(src)
@@ -515,8 +526,14 @@ class LossFlatFromStart(Rule):
             start = [p.value for p in head[:h]]
             first, head_noise = median(start), _nz(diff_sigma(start))
             self._first[series.source] = (seg, h, first, head_noise)
+        if first <= 0:
+            return None
+        if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
+            few = series.tail_values(9)
+            if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * float(self.p["min_drop"])):
+                return False
         vals = series.tail_values(h)
-        if not vals or first <= 0:
+        if not vals:
             return None
         last = median(vals)
         self._level[series.source] = last
