@@ -162,3 +162,20 @@ def test_a_memorised_loss_wobbling_near_zero_is_no_spike_and_no_divergence():
     for s in range(403, 450):
         r.step(s, loss=0.002 * (1 + rnd.gauss(0, 0.1)))
     assert not {"loss.spike", "loss.diverging"} & set(r.fired())
+
+
+def test_a_loss_resting_through_a_long_lr_warmup_is_not_flat():
+    """300 warmup steps of a 3000-step run: the loss barely moves while the LR is tiny, then falls."""
+    r = Run()
+    rnd = random.Random(8)
+    for s in range(1, 700):
+        lr = 1e-4 * min(1.0, s / 300)
+        level = 6.0 if s < 300 else 6.0 * (0.6 + 0.4 * math.exp(-(s - 300) / 100))
+        r.step(s, loss=level * (1 + rnd.gauss(0, 0.01)), lr=lr)
+    assert "loss.flat_from_start" not in r.fired()
+    # the same flat loss with the LR already up is flat from its first step
+    c = Run()
+    rnd = random.Random(8)
+    for s in range(1, 300):
+        c.step(s, loss=6.0 * (1 + rnd.gauss(0, 0.01)), lr=1e-4)
+    assert c.alert("loss.flat_from_start").first_step == 1

@@ -566,6 +566,9 @@ class LossFlatFromStart(Rule):
             return self._episodes.repeat(src, self._level.get(src, point.value), point.step)
         h = max(2, min(n // 4, int(self.p["quarter_max"])))
         self._next[src] = (seg, n + max(1, h // 8))
+        if not self._episodes.is_open(src) and _lr_rising(ctx, src):
+            self._flat_since.pop(src, None)
+            return None  # a long LR warmup: the loss may rest until the LR is up
         f = self._judge(series, int(self.p["min_history"]), point.step, self._episodes.is_open(src))
         if not isinstance(f, Finding):
             self._episodes.close(src)
@@ -582,8 +585,8 @@ class LossFlatFromStart(Rule):
 
     def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
         s = ctx.series("loss", source)
-        if s is None or s.last is None:
-            return []
+        if s is None or s.last is None or _lr_rising(ctx, source):
+            return []  # no loss, or the run ended while its LR was still warming up
         f = self._judge(s, int(self.p["end_min_history"]), s.last.step)
         if not isinstance(f, Finding):
             return []
@@ -591,6 +594,13 @@ class LossFlatFromStart(Rule):
         f.evidence["last_value"] = self._level.get(source, f.evidence["now"])
         f.evidence["last_step"] = s.last.step
         return [f]
+
+
+def _lr_rising(ctx: RuleContext, source: str) -> bool:
+    """The LR is still climbing (a warmup): each of its last few logged values above the one before."""
+    lr = ctx.series("lr", source)
+    vals = lr.tail_values(4) if lr is not None else []
+    return len(vals) >= 2 and all(b > a for a, b in zip(vals, vals[1:]))
 
 
 def _finite_upto(series: Series, step: int, n: int, *, scan: int | None = None) -> list[float] | None:
