@@ -119,13 +119,13 @@ def test_plateau_message_and_evidence_tell_the_same_moment():
 
 
 def test_loss_flattening_while_the_lr_anneals_is_not_a_plateau():
-    """A fall to 7, then flat over the last 40% while a cosine LR decays to 0."""
+    """A fall to 7, then flat over the last 60% while a cosine LR decays to 0."""
     r = Run()
     rnd = random.Random(5)
     n = 300
     for s in range(1, n + 1):
         t = s / n
-        level = 10.0 - 3.0 * min(t, 0.6) / 0.6
+        level = 10.0 - 3.0 * min(t, 0.4) / 0.4
         lr = 1e-4 * min(1.0, s / 10) * max(0.0, 0.5 * (1 + math.cos(math.pi * t)))
         r.step(s, loss=level * (1 + rnd.gauss(0, 0.01)), lr=lr)
     r.finish()
@@ -134,7 +134,7 @@ def test_loss_flattening_while_the_lr_anneals_is_not_a_plateau():
     c = Run()
     rnd = random.Random(5)
     for s in range(1, n + 1):
-        level = 10.0 - 3.0 * min(s / n, 0.6) / 0.6
+        level = 10.0 - 3.0 * min(s / n, 0.4) / 0.4
         c.step(s, loss=level * (1 + rnd.gauss(0, 0.01)), lr=1e-4)
     assert "loss.plateau" in c.fired()
 

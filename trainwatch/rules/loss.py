@@ -406,13 +406,13 @@ class LossPlateau(Rule):
             return None
         if n < self._next.get(src, 0):  # between judgements the last verdict stands
             return self._episodes.repeat(src, self._level.get(src, point.value), point.step)
-        w = scaled_window(n, float(self.p["window_fraction"]), int(self.p["window"]), int(self.p["window_max"]))
+        w = scaled_window(n, float(self.p["window_fraction"]), int(self.p["window"]), n)
         self._next[src] = n + max(1, w // 10)
         if not self._episodes.is_open(src) and self._clearly_low(seg, series):
             self._reset(src, keep_next=True)
             return None
-        pts = series.tail(w)
-        found = self._judge(seg, pts, self._episodes.is_open(src))
+        vals, first_step = self._window(series, w)
+        found = self._judge(seg, vals, w, self._episodes.is_open(src))
         if found is None:
             self._reset(src, keep_next=True)
             return None
@@ -420,10 +420,29 @@ class LossPlateau(Rule):
         self._level[src] = level
         if self._episodes.is_open(src):
             return self._episodes.repeat(src, level, point.step)
-        since = self._flat_since.setdefault(src, (n, pts[0].step))
+        since = self._flat_since.setdefault(src, (n, first_step))
         if n - since[0] < float(self.p["persist"]) * w:
             return None
         return self._episodes.open(src, make(since[1], point.step), level, point.step)
+
+    def _window(self, series: Series, w: int) -> tuple[list[float], int]:
+        """The last w points' values and the step of the first. Beyond `window_max` points the run's
+        downsampled history stands in, one mean per bucket: the window keeps growing with the run (a
+        slow fall shows only over a long stretch) while the points read stay bounded."""
+        if w <= int(self.p["window_max"]):
+            pts = series.tail(w)
+            return [p.value for p in pts], (pts[0].step if pts else 0)
+        out: list[float] = []
+        count, first = 0, 0
+        for b in reversed(series.whole_run()):
+            if b.finite:
+                out.append(b.mean)
+                count += b.finite
+                first = b.first_step
+                if count >= w:
+                    break
+        out.reverse()
+        return out, first
 
     def _reset(self, src: str, keep_next: bool = False) -> None:
         self._episodes.close(src)
@@ -452,10 +471,10 @@ class LossPlateau(Rule):
             return False
         return last.value < float(self.p["anneal_below"]) * lr.maximum
 
-    def _judge(self, seg: Segment, pts: list[Point], holding: bool):  # type: ignore[no-untyped-def]
-        """(level, finding maker) when the window is flat at a high level, else None. A plateau already
-        told lasts while the fall stays below min_drop (the noise band is for calling it)."""
-        vals = [p.value for p in pts]
+    def _judge(self, seg: Segment, vals: list[float], points: int, holding: bool):  # type: ignore[no-untyped-def]
+        """(level, finding maker) when the window (`points` points, as `vals`: the points or the means
+        of their buckets) is flat at a high level, else None. A plateau already told lasts while the
+        fall stays below min_drop (the noise band is for calling it)."""
         if len(vals) < 2 * 4:
             return None
         half = len(vals) // 2
@@ -477,11 +496,11 @@ class LossPlateau(Rule):
 
         def make(began: int, step: int) -> Finding:
             msg = (f"loss has stayed near {fmt(level)} since about step {began}: its median fell only {drop:.1%} "
-                   f"over the last {len(vals)} points (noise +-{fmt(noise)}), still {level / first:.0%} of where it "
+                   f"over the last {points} points (noise +-{fmt(noise)}), still {level / first:.0%} of where it "
                    f"began ({fmt(first)}) and above the expected {self.p['expected_max']:g}")
             return Finding(message=msg, step=step, began_step=began,
                            evidence={"value": level, "step": began, "baseline": then, "drop": drop,
-                                     "noise": noise, "first": first, "window": len(vals), "detected_step": step})
+                                     "noise": noise, "first": first, "window": points, "detected_step": step})
 
         return level, make
 
