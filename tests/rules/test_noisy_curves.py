@@ -179,3 +179,11 @@ def test_a_loss_resting_through_a_long_lr_warmup_is_not_flat():
     for s in range(1, 300):
         c.step(s, loss=6.0 * (1 + rnd.gauss(0, 0.01)), lr=1e-4)
     assert c.alert("loss.flat_from_start").first_step == 1
+
+
+def test_a_loss_around_zero_has_no_ratio_spikes():
+    """Policy-gradient style losses hover around 0 with either sign: a ratio to them means nothing."""
+    r = Run()
+    for s, v in enumerate([-0.0079, -0.0978, -0.0021, 0.0057, -0.0357, 0.0286, 0.0214, -0.2165, 0.0301], start=1):
+        r.step(s * 5, loss=v)
+    assert "loss.spike" not in r.fired()

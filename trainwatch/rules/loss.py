@@ -212,8 +212,8 @@ class LossSpike(Rule):
         if len(prev) < int(self.p["early_history"]):
             return None
         top = max(prev)
-        if top <= 0 or v < float(self.p["early_ratio"]) * top:
-            return None
+        if min(prev) <= 0 or v < float(self.p["early_ratio"]) * top:
+            return None  # (a loss at or below 0, as RL losses are, has no scale for a ratio)
         med = median(prev)
         return Finding(message=f"loss {fmt(v)} at step {step} is {v / top:.1f}x the highest of the {len(prev)} "
                                f"points before it ({fmt(top)})",
