@@ -141,6 +141,17 @@ def _grad_before(g: Series, step: int, look_n: int, base_n: int) -> tuple[list[P
     return look, base
 
 
+def _beyond_log_noise(v: float, med: float, prev: list[float], k: float) -> bool:
+    """Whether `v` stands out from `prev` on a log scale. A loss trained down near 0 scatters by factors,
+    not by amounts (0.003 on one batch, 0.4 on the next): there a 50x batch is its usual spread, while
+    on a loss of 2 with 10% noise the same test asks for no more than the ratio test already does."""
+    logs = [math.log(x) for x in prev if x > 0]
+    if len(logs) < len(prev) or v <= 0:
+        return True  # zero or negative losses have no log scale: the linear tests decide alone
+    sigma = mad_sigma(logs)
+    return math.log(v / med) >= k * sigma
+
+
 class LossSpike(Rule):
     """Loss jumps well over its recent median, beyond the noise.
 
@@ -200,6 +211,8 @@ class LossSpike(Rule):
         if len(longer) > len(prev):
             noise = max(noise, diff_sigma(longer))
         if v - med < float(self.p["mad_k"]) * noise:
+            return None
+        if not _beyond_log_noise(v, med, longer if len(longer) > len(prev) else prev, float(self.p["log_k"])):
             return None
         return Finding(message=f"loss {fmt(v)} at step {point.step} is {v / med:.1f}x its recent median {fmt(med)} "
                                f"(noise +-{fmt(noise)})",
