@@ -97,8 +97,26 @@ class AlertState(str, enum.Enum):
 
 
 @dataclass(slots=True)
+class Episode:
+    """One stretch of an alert firing: from the step its condition began to the last step seen firing."""
+
+    start_step: int | None
+    end_step: int | None = None
+    started_at: float = 0.0
+    resolved_at: float | None = None  # None while it fires
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start_step, "end": self.end_step, "resolved": self.resolved_at is not None}
+
+
+@dataclass(slots=True)
 class Alert:
-    """A rule's finding with its life cycle: reported once while it keeps firing."""
+    """A rule's finding with its life cycle: reported once while it keeps firing.
+
+    `finding` is the moment the alert is about (where its condition began, with that moment's
+    evidence); later repeats only move `last_step`/`last_value`. An alert that resolves and fires
+    again keeps its first finding and gains an episode, so a report shows one finding per condition.
+    """
 
     rule: str
     severity: Severity
@@ -115,6 +133,9 @@ class Alert:
     resolved_at: float | None = None
     count: int = 1
     acknowledged: bool = False
+    last_step: int | None = None  # the latest step the condition was seen to hold
+    last_value: float | None = None  # the rule's value at that step, when it gives one
+    episodes: list[Episode] = field(default_factory=list)
 
     @property
     def source(self) -> str:
@@ -135,8 +156,11 @@ class Alert:
             "step": self.first_step,
             "step_inferred": f.step_inferred,
             "line": self.first_line,
-            "last_step": f.step,
+            "found_step": f.step,
+            "last_step": self.last_step if self.last_step is not None else f.step,
+            "last_value": self.last_value,
             "count": self.count,
+            "episodes": [e.to_dict() for e in self.episodes],
             "evidence": _jsonable(f.evidence),
             "fixes": list(self.fixes),
             "started_at": self.started_at,

@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", dest="fmt", metavar="NAME", help="force a format (see 'trainwatch formats')")
-    p.add_argument("--preset", metavar="NAME", help="sft, grpo, ebft or pretrain (default: chosen from the metrics)")
+    p.add_argument("--preset", metavar="NAME", help="sft, grpo, ebft, pretrain or vision (default: chosen from the task the logs show)")
     p.add_argument("--config", action="append", metavar="FILE", help="YAML overrides (repeatable)")
 
 
