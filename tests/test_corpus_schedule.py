@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from test_task import CORPUS, check_json
+from tests.test_task import CORPUS, check_json
 
 
 @pytest.mark.parametrize("name, args, forbidden", [
