@@ -185,6 +185,8 @@ def _preset_why(doc: dict[str, Any]) -> str:
 
 
 def _fmt_json(v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) < 10**12:
+        return str(v)  # steps and counts read as written
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return _fmt(float(v))
     return str(v)
