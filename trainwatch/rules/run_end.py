@@ -66,6 +66,8 @@ class EndedEarly(Rule):
             limit = float(self.p["unlearned_s"])
         else:
             limit = max(float(self.p["quiet_factor"]) * interval, float(self.p["floor_s"]))
+        if state.phase != "train":
+            limit = max(limit, float(self.p["unlearned_s"]))  # an evaluation or a checkpoint save may be long
         if quiet < limit:
             return None
         ev = {"step": step, "total_steps": total, "quiet_s": round(quiet, 1), "limit_s": round(limit, 1)}
