@@ -165,7 +165,7 @@ def _span(e: dict[str, Any]) -> str:
 def _latest(f: dict[str, Any]) -> str:
     """'last seen at step N, value V' when the condition held past the moment the finding describes."""
     step, value = f.get("last_step"), f.get("last_value")
-    if f["count"] <= 1 or step is None or step == f.get("found_step", f["step"]) and step == f["step"]:
+    if step is None or step == f.get("found_step", f["step"]):
         return ""
     text = f"last seen at step {step}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -192,9 +192,14 @@ def _fmt_json(v: Any) -> str:
     return str(v)
 
 
+_SHOWN_APART = ("last_step", "last_value")  # printed on the "last seen" line, not as the start's evidence
+
+
 def _evidence_line(ev: dict[str, Any]) -> str:
     parts = []
     for k, v in ev.items():
+        if k in _SHOWN_APART:
+            continue
         if isinstance(v, (list, tuple)):
             v = "[" + ", ".join(_fmt_json(x) for x in list(v)[-8:]) + "]"
         elif isinstance(v, str) and "\n" in v:
