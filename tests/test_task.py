@@ -41,6 +41,8 @@ def test_precision_from_banners() -> None:
     assert task.precision("  fp16 ........ False\n  bf16 ........ True\n") == "bf16"
     assert task.precision("torchrun train.py --fp16 --lr 1e-4") == "fp16"
     assert task.precision("model loaded with dtype: torch.float16") == "fp16"
+    assert task.precision("Trainer(precision=16-mixed)") == "fp16"
+    assert task.precision("eval precision: 16.5%") is None
     assert task.precision("nothing about it") is None
 
 
@@ -83,3 +85,24 @@ def test_pretraining_level_is_not_judged_against_fine_tuning_ranges() -> None:
         pytest.skip(f"{path} not present (the shared corpus is only on machines that have it)")
     doc = check_json(path)
     assert "loss.level" not in {f["id"] for f in doc["findings"]}
+
+
+def megatron_log(tmp_path: Path, banner: str) -> Path:
+    lines = [banner]
+    for it in range(1, 21):
+        lines.append(f" iteration {it:8d}/     100 | consumed samples: {it * 128:12d} | learning rate: 3.000E-04 |"
+                     f" global batch size:   128 | lm loss: {9.0 - it * 0.05:.6E} | loss scale: 1.0 |"
+                     " grad norm: 0.912 | number of skipped iterations:   0 | number of nan iterations:   0 |")
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_precision_banner_reaches_the_loss_scale_rule(tmp_path: Path) -> None:
+    fp16 = check_json(megatron_log(tmp_path, "  fp16 ............................................ True"),
+                      "--format", "megatron")
+    assert "fp16.overflow" in {f["id"] for f in fp16["findings"]}
+    bf16 = check_json(megatron_log(tmp_path, "  bf16 ............................................ True"),
+                      "--format", "megatron")
+    assert "fp16.overflow" not in {f["id"] for f in bf16["findings"]}
+    assert bf16["task"]["id"] == "pretrain"
