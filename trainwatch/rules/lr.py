@@ -103,9 +103,12 @@ def epoch_level(ctx: RuleContext, source: str) -> bool:
     ep = ctx.series("epoch", source)
     if ep is None or len(ep.head) < 2:
         return False
-    vals = [p.value for p in ep.head[:8]]
-    steps = [b - a for a, b in zip(vals, vals[1:]) if b != a]
-    return bool(steps) and min(steps) >= 0.99
+    by_step: dict[int, float] = {}
+    for p in ep.head[:16]:
+        by_step.setdefault(p.step, p.value)  # rows that share a step (train and val) are one record
+    vals = [by_step[k] for k in sorted(by_step)]
+    gaps = [b - a for a, b in zip(vals, vals[1:])]
+    return bool(gaps) and min(gaps) >= 0.99
 
 
 class LrSchedule(Rule):
