@@ -58,9 +58,14 @@ def test_no_warmup_not_judged_on_epoch_level_logs_and_said_once_elsewhere():
     for e in range(20):
         epochs.step(e, epoch=float(e), lr=0.07 * (1 - e / 25))  # YOLO's warmup bias decays by design
     assert "lr.no_warmup" not in epochs.fired()
+    rows = Run()  # train and validation rows of one epoch share its step (Lightning's per-epoch CSV)
+    for e in range(20):
+        rows.step(e * 100, epoch=float(e), lr=0.07 * (1 - e / 25))
+        rows.step(e * 100, epoch=float(e))
+    assert "lr.no_warmup" not in rows.fired()
     lightning = Run()  # one row per logged step, the epoch column a whole number that rarely moves
     for s in range(1, 60):
-        lightning.step(s * 50, epoch=float(s // 20), lr=3e-4 * (1 - s / 100))
+        lightning.step(s, epoch=float(s // 20), lr=3e-4 * (1 - s / 100))
     assert lightning.fired().count("lr.no_warmup") == 1
     steps = Run()
     for s in range(1, 60):

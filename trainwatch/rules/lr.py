@@ -103,12 +103,17 @@ def epoch_level(ctx: RuleContext, source: str) -> bool:
     ep = ctx.series("epoch", source)
     if ep is None or len(ep.head) < 2:
         return False
-    by_step: dict[int, float] = {}
-    for p in ep.head[:16]:
-        by_step.setdefault(p.step, p.value)  # rows that share a step (train and val) are one record
-    vals = [by_step[k] for k in sorted(by_step)]
-    gaps = [b - a for a, b in zip(vals, vals[1:])]
-    return bool(gaps) and min(gaps) >= 0.99
+    pts = ep.head[:16]
+    moved = False
+    for a, b in zip(pts, pts[1:]):
+        if b.value == a.value:
+            if b.step != a.step:
+                return False  # a new step within the same epoch: the log is finer than epochs
+        elif b.value - a.value < 0.99:
+            return False
+        else:
+            moved = True
+    return moved
 
 
 class LrSchedule(Rule):
