@@ -110,10 +110,10 @@ class AlertBook:
         episode = Episode(a.first_step, a.last_step, now)
         record = self.alerts.get(a.fingerprint)
         if record is None or record is a:
-            a.episodes.append(episode)
+            a.add_episode(episode)
             self.alerts[a.fingerprint] = a
             return
-        record.episodes.append(episode)
+        record.add_episode(episode)
         record.state = AlertState.FIRING
         record.resolved_at = None
         record.count += a.count

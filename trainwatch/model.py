@@ -96,6 +96,9 @@ class AlertState(str, enum.Enum):
     RESOLVED = "resolved"
 
 
+MAX_EPISODES = 100  # episodes listed per alert; a long flapping run keeps its first ones and the latest
+
+
 @dataclass(slots=True)
 class Episode:
     """One stretch of an alert firing: from the step its condition began to the last step seen firing."""
@@ -135,11 +138,20 @@ class Alert:
     acknowledged: bool = False
     last_step: int | None = None  # the latest step the condition was seen to hold
     last_value: float | None = None  # the rule's value at that step, when it gives one
-    episodes: list[Episode] = field(default_factory=list)
+    episodes: list[Episode] = field(default_factory=list)  # the first MAX_EPISODES - 1 and the latest
+    episode_count: int = 0  # every episode, also those no longer listed
 
     @property
     def source(self) -> str:
         return self.finding.source
+
+    def add_episode(self, episode: Episode) -> None:
+        """Lists the episode; past MAX_EPISODES the newest takes the last place, so memory stays bounded."""
+        self.episode_count += 1
+        if len(self.episodes) >= MAX_EPISODES:
+            self.episodes[-1] = episode
+        else:
+            self.episodes.append(episode)
 
     def to_dict(self) -> dict[str, Any]:
         f = self.finding
@@ -161,6 +173,7 @@ class Alert:
             "last_value": self.last_value,
             "count": self.count,
             "episodes": [e.to_dict() for e in self.episodes],
+            "episode_count": self.episode_count,
             "evidence": _jsonable(f.evidence),
             "fixes": list(self.fixes),
             "started_at": self.started_at,

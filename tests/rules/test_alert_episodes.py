@@ -65,3 +65,20 @@ def test_a_finding_dated_before_its_evidence_says_both_steps() -> None:
     out = io.StringIO()
     report.write_text(doc, out)
     assert "step 1 (evidence enough at 5)" in out.getvalue()
+
+
+def test_episodes_stay_bounded_on_a_long_flapping_run(tmp_path: Path) -> None:
+    from trainwatch.model import MAX_EPISODES
+
+    cfg = tmp_path / "tw.yaml"
+    cfg.write_text(RANGE)
+    r = Run(user_files=[cfg])
+    for s in range(1, 301):
+        r.step(s, foo=9.0 if s % 2 else 1.0)  # fires on odd steps, resolves on even ones
+    a = next(a for a in r.engine.alerts() if a.rule == "foo.high")
+    assert a.episode_count == 150 and len(a.episodes) == MAX_EPISODES
+    assert a.episodes[0].start_step == 1 and a.episodes[-1].start_step == 299
+    doc = report.document(r.engine, [report.SourceInfo("run.log", "test")], "sft", preset_auto=False)
+    out = io.StringIO()
+    report.write_text(doc, out)
+    assert "fired 150 times: steps 1, 3, 5, 7, 9, 11, 13, 15, ... (141 more), 299" in out.getvalue()

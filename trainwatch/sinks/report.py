@@ -130,8 +130,9 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         if ev:
             w(f"  evidence: {ev}\n")
         episodes = f.get("episodes") or []
-        if len(episodes) > 1:
-            w(f"  fired {len(episodes)} times: steps " + ", ".join(_span(e) for e in episodes) + "\n")
+        total = max(f.get("episode_count") or 0, len(episodes))
+        if total > 1:
+            w(f"  fired {total} times: steps {_spans(episodes, total)}\n")
         latest = _latest(f)
         if latest:
             w(f"  {latest}\n")
@@ -151,6 +152,14 @@ def _where(f: dict[str, Any]) -> str:
     if found is not None and found != f["step"]:
         notes.append(f"evidence enough at {found}")
     return f"step {f['step']}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _spans(episodes: list[dict[str, Any]], total: int, head: int = 8) -> str:
+    """The first episodes and the latest; the ones between are counted, not listed."""
+    if len(episodes) <= head + 1 and total == len(episodes):
+        return ", ".join(_span(e) for e in episodes)
+    hidden = total - head - 1
+    return ", ".join(_span(e) for e in episodes[:head]) + f", ... ({hidden} more), " + _span(episodes[-1])
 
 
 def _span(e: dict[str, Any]) -> str:
