@@ -74,6 +74,7 @@ class AlertBook:
         if a.state is AlertState.PENDING and (one_shot or _reached(spec.for_, track.active_evals, now - track.active_since)):
             a.state = AlertState.FIRING
             a.started_at = now
+            a.found_step = a.last_step
             self._episode_starts(a, now)
             self._trim()
             if not self._inhibited(a):

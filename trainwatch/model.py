@@ -136,6 +136,7 @@ class Alert:
     resolved_at: float | None = None
     count: int = 1
     acknowledged: bool = False
+    found_step: int | None = None  # where the evidence became enough: the step it fired at
     last_step: int | None = None  # the latest step the condition was seen to hold
     last_value: float | None = None  # the rule's value at that step, when it gives one
     episodes: list[Episode] = field(default_factory=list)  # the first MAX_EPISODES - 1 and the latest
@@ -168,7 +169,7 @@ class Alert:
             "step": self.first_step,
             "step_inferred": f.step_inferred,
             "line": self.first_line,
-            "found_step": f.step,
+            "found_step": self.found_step if self.found_step is not None else f.step,
             "last_step": self.last_step if self.last_step is not None else f.step,
             "last_value": self.last_value,
             "count": self.count,

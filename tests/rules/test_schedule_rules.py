@@ -40,7 +40,9 @@ def test_an_abrupt_drop_to_zero_is_lr_zero_even_at_the_end_when_no_total_is_know
         r.step(s, lr=1e-4 if s < 99 else 0.0)
     assert "lr.zero" not in r.fired()  # only two zero points: `for: 3`
     r.step(101, lr=0.0)
-    assert r.alert("lr.zero").first_step == 99
+    a = r.alert("lr.zero")
+    assert (a.first_step, a.found_step) == (99, 101)  # dated where it began, fired when `for` was met
+    assert a.to_dict()["found_step"] == 101
 
 
 def test_reduce_on_plateau_halvings_are_by_design():
