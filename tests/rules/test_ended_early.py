@@ -83,3 +83,17 @@ def test_live_sees_the_silence_on_its_clock_and_not_without_a_total() -> None:
         r.clock.t += 3 * 3600
         r.changes.extend(r.engine.tick())
         assert ("run.ended_early" in r.fired()) is bool(total)
+
+
+def test_not_when_the_validation_loss_had_stopped_improving() -> None:
+    """Early stopping ends a run short of its total on purpose; Keras and others may not say so."""
+    for evals, expect in (([1.0, 0.9, 0.8, 0.75], True), ([1.0, 0.8, 0.85, 0.9], False)):
+        r = Run()
+        r.event(EventKind.INFO, total_steps=100)
+        for s in range(1, 31):
+            r.step(s, loss=2.0 - s * 0.01)
+            if s % 7 == 0:
+                r.step(s, eval_loss=evals[s // 7 - 1])
+        r.clock.t += 3 * 3600
+        r.changes.extend(r.engine.tick())
+        assert ("run.ended_early" in r.fired()) is expect

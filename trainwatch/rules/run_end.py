@@ -6,7 +6,8 @@ grown for many of the run's own step intervals. Each part keeps it quiet where i
 - no known total: nobody can say the run was meant to go further;
 - an error or traceback in the log: that finding already says why it stopped;
 - a file still growing (its quiet time is short next to its step interval): the run is alive;
-- the last logged step within a couple of logging intervals of the total: it finished without a summary.
+- the last logged step within a couple of logging intervals of the total: it finished without a summary;
+- a validation loss that stopped improving `patience` evaluations before the end: early stopping.
 
 `check` knows how long the file has been quiet from its modification time (the `quiet_s` fact that
 `check` sets for logs that grow; a whole-file snapshot such as trainer_state.json has none). `tail`
@@ -57,6 +58,8 @@ class EndedEarly(Rule):
         total, step = state.total_steps, state.step
         if not total or step is None or state.ended or state.name in self._errors:
             return None
+        if _stopped_by_patience(ctx, state.name, int(self.p["patience"])):
+            return None
         series = _main_series(ctx, state.name)
         every = _log_every(series)
         if total - step <= max(float(self.p["end_intervals"]) * every, float(self.p["end_fraction"]) * total):
@@ -76,6 +79,19 @@ class EndedEarly(Rule):
         return Finding(message=f"the run ended early at step {step} of {total} (killed, preempted or hung): "
                                f"no end-of-training summary, no error, and no new line for {_dur(quiet)}",
                        subject=SUBJECT, evidence=ev, step=step)
+
+
+def _stopped_by_patience(ctx: RuleContext, source: str, patience: int) -> bool:
+    """Whether the validation loss stopped improving `patience` evaluations before the end: early
+    stopping ends a run short of its total on purpose, and not every framework says so."""
+    ev = ctx.store.get("eval_loss", source)
+    if ev is None:
+        return False
+    vals = [p.value for p in ev.recent if p.value == p.value]
+    if len(vals) <= patience:
+        return False
+    best = vals.index(min(vals))
+    return len(vals) - 1 - best >= patience
 
 
 def _main_series(ctx: RuleContext, source: str) -> Series | None:
