@@ -47,6 +47,9 @@ class Adapter(ABC):
     """True for formats read as one document (trainer_state.json): `parse_document` replaces `parse`."""
     text_signatures: ClassVar[bool] = True
     """Whether error signatures and tracebacks are looked for in this format's lines."""
+    strip_prefixes: ClassVar[bool] = True
+    """Whether launcher prefixes (rank tags, hosts, Ray pids, timestamps, levels) are taken off each line
+    before `parse` and `score` see it. Formats whose lines are data cells (CSV) turn it off."""
 
     def __init__(self, source: str = "") -> None:
         self.source = source
