@@ -65,6 +65,16 @@ def test_no_warmup_not_judged_on_epoch_level_logs_and_said_once_elsewhere():
         rows.step(e * 100, epoch=float(e), lr=0.07 * (1 - e / 25))
         rows.step(e * 100, epoch=float(e))
     assert "lr.no_warmup" not in rows.fired()
+    keras = Run()  # Keras' CSVLogger: the epoch is the step, a validation result on every row
+    for e in range(20):
+        keras.step(e, lr=5e-3, loss=1.9 - e * 0.05, eval_loss=1.4 - e * 0.02)
+    assert "lr.no_warmup" not in keras.fired()
+    sparse = Run()  # per-step records with an evaluation now and then: judged
+    for s in range(20):
+        sparse.step(s, lr=5e-3, loss=1.9 - s * 0.05)
+        if s % 10 == 9:
+            sparse.step(s, eval_loss=1.4)
+    assert "lr.no_warmup" in sparse.fired()
     lightning = Run()  # one row per logged step, the epoch column a whole number that rarely moves
     for s in range(1, 60):
         lightning.step(s, epoch=float(s // 20), lr=3e-4 * (1 - s / 100))

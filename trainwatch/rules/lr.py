@@ -91,15 +91,22 @@ class LrNoWarmup(Rule):
         first, peak = pts[0].value, max(p.value for p in pts)
         if not (pts[0].step <= int(self.p["start_within"]) and first > 0 and first >= 0.999 * peak):
             return None
-        if epoch_level(ctx, series.source):
+        if epoch_level(ctx, series.source, pts):
             return None
         start = pts[0]
         return Finding(message=f"learning rate starts at its peak {fmt(start.value)} (step {start.step}), no warmup",
                        evidence={"value": start.value, "peak": peak, "step": start.step}, began_step=start.step)
 
 
-def epoch_level(ctx: RuleContext, source: str) -> bool:
-    """Whether the log writes one record per epoch: its epoch counter moves by a whole epoch or more."""
+def epoch_level(ctx: RuleContext, source: str, lr_points: list[Point]) -> bool:
+    """Whether the log writes one record per epoch: its epoch counter moves by a whole epoch on each
+    record, or (when the epoch is the step itself) every record carries a validation result, as
+    per-epoch logs do and per-step logs do not."""
+    ev = ctx.series("eval_loss", source)
+    if ev is not None and len(lr_points) >= 3:
+        evaluated = {p.step for p in ev.head}
+        if all(p.step in evaluated for p in lr_points[:-1]):  # the last record may still be arriving
+            return True
     ep = ctx.series("epoch", source)
     if ep is None or len(ep.head) < 2:
         return False
