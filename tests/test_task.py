@@ -55,10 +55,10 @@ def check_json(path: Path, *extra: str) -> dict:
 
 def test_report_header_says_task_and_why() -> None:
     doc = check_json(ROOT / "examples/logs/grpo_tiny.log")
-    assert doc["preset"] == "grpo" and doc["task"]["id"] == "rl" and "reward" in doc["task"]["why"]
+    assert doc["preset"] == "grpo" and doc["task"]["id"] == "rl" and "RL metrics" in doc["task"]["why"]
     proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(ROOT / "examples/logs/grpo_tiny.log")],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert "preset grpo for reinforcement learning (reward metrics" in proc.stdout.splitlines()[0]
+    assert "preset grpo for reinforcement learning (RL metrics" in proc.stdout.splitlines()[0]
 
 
 @pytest.mark.parametrize("name, args, preset", [

@@ -126,7 +126,7 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
         out.append(("ebft", 5, "EBFT metrics (ebft/...)"))
     m = _RL.search(text)
     if m:
-        out.append(("rl", 3, f"reward metrics ({m.group(0).strip(chr(39) + chr(34))})"))
+        out.append(("rl", 3, f"RL metrics ({m.group(0).strip(chr(39) + chr(34))})"))
     if _KL.search(text):
         out.append(("rl", 1, "a KL metric"))
     found = sorted({v.group(0) for v in _VISION.finditer(text)})
