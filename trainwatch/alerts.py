@@ -3,6 +3,10 @@
 Every rule's verdicts come here. An alert is keyed by a fingerprint (rule, source, subject), so it is
 reported once while it keeps firing; `for` and `keep_firing_for` count logged steps or seconds; and
 inhibit rules keep dependent alerts quiet while their cause fires, as Alertmanager does.
+
+An alert that resolves and fires again is told to the sinks each time (the live view sees every
+transition), but the book keeps one record per fingerprint: the first episode's alert, dated and
+worded at its start, with every episode listed. That record is what a report shows.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from trainwatch.config import Config, Duration, Inhibit, RuleSpec
-from trainwatch.model import Alert, AlertState, Finding
+from trainwatch.model import Alert, AlertState, Episode, Finding
 
 MAX_ALERTS = 2000  # oldest resolved alerts are dropped past this, so memory stays bounded
 
@@ -58,35 +62,67 @@ class AlertBook:
             alert = Alert(rule=spec.id, severity=finding.severity if finding.severity is not None else spec.severity,
                           family=spec.family, title=spec.title, finding=finding,
                           fixes=tuple(finding.extra_fixes) + spec.fixes, state=AlertState.PENDING,
-                          fingerprint=fp,
-                          first_step=finding.began_step if finding.began_step is not None else finding.step, first_line=finding.line, started_at=now,
-                          last_seen_at=now)
+                          fingerprint=fp, first_step=_began(finding), first_line=finding.line, started_at=now,
+                          last_seen_at=now, last_step=_last_step(finding), last_value=_last_value(finding))
             track = self._tracks[key] = _Track(alert, active_since=now)
         else:
             track.active_evals += 1
             track.inactive_since = None
             track.inactive_evals = 0
-            a = track.alert
-            a.last_seen_at = now
-            a.count += 1
-            if finding.severity is not None and finding.severity > a.severity:
-                a.severity = finding.severity
-            if a.state is AlertState.PENDING:
-                a.finding = finding
-            else:
-                a.finding.step = finding.step
-                a.finding.evidence.update(finding.evidence)
+            self._repeat(track.alert, finding, now)
         a = track.alert
         if a.state is AlertState.PENDING and (one_shot or _reached(spec.for_, track.active_evals, now - track.active_since)):
             a.state = AlertState.FIRING
             a.started_at = now
-            self.alerts[fp] = a
-            self.alerts[fp] = self.alerts.pop(fp)
+            a.found_step = a.last_step
+            self._episode_starts(a, now)
             self._trim()
             if not self._inhibited(a):
                 track.notified = True
                 return [AlertChange(a, AlertState.FIRING)]
         return []
+
+    def _repeat(self, a: Alert, finding: Finding, now: float) -> None:
+        """The condition still holds: the alert keeps the moment it is about and notes the latest."""
+        a.last_seen_at = now
+        a.count += 1
+        a.last_step = _last_step(finding)
+        a.last_value = _last_value(finding)
+        graver = finding.severity is not None and finding.severity > a.severity
+        if graver:
+            a.severity = finding.severity  # type: ignore[assignment]
+            a.finding = finding  # the graver moment is what the alert is about now
+        elif a.state is AlertState.PENDING and finding.began_step is not None:
+            a.finding = finding  # the rule dates the start itself, with more evidence each time
+            a.first_step = finding.began_step
+        record = self.alerts.get(a.fingerprint)
+        if a.state is AlertState.FIRING and record is not None:
+            if record is not a:
+                record.count += 1
+                record.last_seen_at = now
+                record.last_step, record.last_value = a.last_step, a.last_value
+                if a.severity > record.severity:
+                    record.severity = a.severity
+            if record.episodes:
+                record.episodes[-1].end_step = a.last_step
+
+    def _episode_starts(self, a: Alert, now: float) -> None:
+        """The first episode makes `a` the record of its fingerprint; a later one adds to that record."""
+        episode = Episode(a.first_step, a.last_step, now)
+        record = self.alerts.get(a.fingerprint)
+        if record is None or record is a:
+            a.add_episode(episode)
+            self.alerts[a.fingerprint] = a
+            return
+        record.add_episode(episode)
+        record.state = AlertState.FIRING
+        record.resolved_at = None
+        record.count += a.count
+        record.last_seen_at = now
+        record.last_step, record.last_value = a.last_step, a.last_value
+        if a.severity > record.severity:
+            record.severity = a.severity
+        self.alerts[a.fingerprint] = self.alerts.pop(a.fingerprint)  # newest activity last, as before
 
     def _inactive(self, key: tuple[str, str, str], track: _Track, spec: RuleSpec, now: float) -> list[AlertChange]:
         a = track.alert
@@ -103,6 +139,13 @@ class AlertBook:
             return []
         a.state = AlertState.RESOLVED
         a.resolved_at = now
+        record = self.alerts.get(a.fingerprint)
+        if record is not None:
+            record.state = AlertState.RESOLVED
+            record.resolved_at = now
+            if record.episodes:
+                record.episodes[-1].resolved_at = now
+                record.episodes[-1].end_step = a.last_step
         changes = [AlertChange(a, AlertState.RESOLVED)] if track.notified else []
         return changes + self._released(a)
 
@@ -147,6 +190,23 @@ class AlertBook:
                         del self._tracks[key]
                 if len(self.alerts) <= MAX_ALERTS:
                     return
+
+
+def _began(f: Finding) -> int | None:
+    return f.began_step if f.began_step is not None else f.step
+
+
+def _last_step(f: Finding) -> int | None:
+    v = f.evidence.get("last_step")
+    return v if isinstance(v, int) and not isinstance(v, bool) else f.step
+
+
+def _last_value(f: Finding) -> float | None:
+    for k in ("last_value", "value"):
+        v = f.evidence.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
 
 
 def _reached(d: Duration, evals: int, elapsed: float, strict: bool = False) -> bool:

@@ -18,7 +18,7 @@ import yaml
 from trainwatch.errors import ConfigError
 from trainwatch.model import Severity
 
-PRESETS = ("sft", "grpo", "ebft", "pretrain")
+PRESETS = ("sft", "grpo", "ebft", "pretrain", "vision")
 META_KEYS = {"enabled", "severity", "family", "title", "fixes", "for", "keep_firing_for", "metric", "above",
              "below", "summary", "kind"}
 FAMILIES = ("loss", "oom", "speed", "hang", "resume", "rl", "gpu", "data", "run")

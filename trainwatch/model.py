@@ -96,9 +96,30 @@ class AlertState(str, enum.Enum):
     RESOLVED = "resolved"
 
 
+MAX_EPISODES = 100  # episodes listed per alert; a long flapping run keeps its first ones and the latest
+
+
+@dataclass(slots=True)
+class Episode:
+    """One stretch of an alert firing: from the step its condition began to the last step seen firing."""
+
+    start_step: int | None
+    end_step: int | None = None
+    started_at: float = 0.0
+    resolved_at: float | None = None  # None while it fires
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start_step, "end": self.end_step, "resolved": self.resolved_at is not None}
+
+
 @dataclass(slots=True)
 class Alert:
-    """A rule's finding with its life cycle: reported once while it keeps firing."""
+    """A rule's finding with its life cycle: reported once while it keeps firing.
+
+    `finding` is the moment the alert is about (where its condition began, with that moment's
+    evidence); later repeats only move `last_step`/`last_value`. An alert that resolves and fires
+    again keeps its first finding and gains an episode, so a report shows one finding per condition.
+    """
 
     rule: str
     severity: Severity
@@ -115,10 +136,23 @@ class Alert:
     resolved_at: float | None = None
     count: int = 1
     acknowledged: bool = False
+    found_step: int | None = None  # where the evidence became enough: the step it fired at
+    last_step: int | None = None  # the latest step the condition was seen to hold
+    last_value: float | None = None  # the rule's value at that step, when it gives one
+    episodes: list[Episode] = field(default_factory=list)  # the first MAX_EPISODES - 1 and the latest
+    episode_count: int = 0  # every episode, also those no longer listed
 
     @property
     def source(self) -> str:
         return self.finding.source
+
+    def add_episode(self, episode: Episode) -> None:
+        """Lists the episode; past MAX_EPISODES the newest takes the last place, so memory stays bounded."""
+        self.episode_count += 1
+        if len(self.episodes) >= MAX_EPISODES:
+            self.episodes[-1] = episode
+        else:
+            self.episodes.append(episode)
 
     def to_dict(self) -> dict[str, Any]:
         f = self.finding
@@ -135,8 +169,12 @@ class Alert:
             "step": self.first_step,
             "step_inferred": f.step_inferred,
             "line": self.first_line,
-            "last_step": f.step,
+            "found_step": self.found_step if self.found_step is not None else f.step,
+            "last_step": self.last_step if self.last_step is not None else f.step,
+            "last_value": self.last_value,
             "count": self.count,
+            "episodes": [e.to_dict() for e in self.episodes],
+            "episode_count": self.episode_count,
             "evidence": _jsonable(f.evidence),
             "fixes": list(self.fixes),
             "started_at": self.started_at,

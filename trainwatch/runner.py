@@ -8,15 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainwatch import adapters, config
+from trainwatch import adapters, config, task
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.engine import Engine
 from trainwatch.errors import SourceError
 from trainwatch.sources.files import looks_binary, read_head
 
-_GRPO_KEYS = ("reward_std", "frac_reward_zero_std", "rewards/", "completions/mean_length", "'reward'",
-              '"reward"', "clip_ratio/")
-_EBFT_KEYS = ("ebft/",)
 USER_CONFIG = "trainwatch.yaml"
 
 
@@ -50,15 +47,13 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
 
 
 def choose_preset(sources: list[OpenSource]) -> str:
-    """GRPO keys -> grpo, EBFT keys -> ebft, Megatron -> pretrain, otherwise sft."""
-    heads = [s.head for s in sources]
-    if any(k in h for h in heads for k in _EBFT_KEYS):
-        return "ebft"
-    if any(k in h for h in heads for k in _GRPO_KEYS):
-        return "grpo"
-    if any(s.format == "megatron" for s in sources):
-        return "pretrain"
-    return "sft"
+    """The preset of the task the logs come from (see trainwatch.task): grpo, ebft, vision, pretrain or sft."""
+    return guess_task(sources).preset
+
+
+def guess_task(sources: list[OpenSource]) -> task.TaskGuess:
+    """The task and the clues behind it, from each source's detection sample."""
+    return task.guess(task.SourceSample(s.name, s.format, s.head) for s in sources)
 
 
 def config_files(explicit: list[str] | None) -> list[Path]:
@@ -74,10 +69,11 @@ def config_files(explicit: list[str] | None) -> list[Path]:
 
 def make_engine(sources: list[OpenSource], preset: str | None, configs: list[str] | None,
                 clock: Callable[[], float] = time.time) -> Engine:
-    chosen = preset or choose_preset(sources)
+    guess = guess_task(sources)
+    chosen = preset or guess.preset
     engine = Engine(config.load(chosen, config_files(configs)), clock=clock)
     for s in sources:
-        engine.source(s.name, s.format)
+        task.annotate(engine.source(s.name, s.format), guess)
     return engine
 
 

@@ -147,3 +147,18 @@ def test_mfu_healthy_is_quiet(engine: Engine, clock: FakeClock) -> None:
     for step in range(1, 10):  # about 45% MFU
         engine.feed(Sample("tokens_per_sec", 21000.0, step=step, source=LOG))
     assert not [a for a in engine.alerts() if a.rule == "speed.mfu"]
+
+
+def test_starved_ignores_idle_readings_before_the_first_step(engine: Engine, clock: FakeClock) -> None:
+    fired = replay(engine, clock, "load_then_busy.jsonl", 80, log_steps=lambda t: t >= 20)
+    assert "speed.starved" not in fired
+
+
+def test_starved_ignores_idle_readings_during_a_stall(engine: Engine, clock: FakeClock) -> None:
+    fired = replay(engine, clock, "busy_stall_busy.jsonl", 110, log_steps=lambda t: not 30 <= t < 70)
+    assert "speed.starved" not in fired
+
+
+def test_starved_still_fires_when_steps_advance_while_the_gpu_idles(engine: Engine, clock: FakeClock) -> None:
+    fired = replay(engine, clock, "load_then_busy.jsonl", 20 + 45, log_steps=lambda t: True)
+    assert "speed.starved" in fired  # the same idle readings count once the log is advancing

@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", dest="fmt", metavar="NAME", help="force a format (see 'trainwatch formats')")
-    p.add_argument("--preset", metavar="NAME", help="sft, grpo, ebft or pretrain (default: chosen from the metrics)")
+    p.add_argument("--preset", metavar="NAME", help="sft, grpo, ebft, pretrain or vision (default: chosen from the task the logs show)")
     p.add_argument("--config", action="append", metavar="FILE", help="YAML overrides (repeatable)")
 
 
@@ -95,8 +95,20 @@ def feed_file(engine: Engine, src: runner.OpenSource, clock: LogClock) -> report
     _feed(engine, rest, clock)
     state = engine.sources[src.name]
     state.lines = info.lines
+    if not parser.adapter.whole_file:  # a log that grows; a whole-file document is a snapshot
+        state.facts.setdefault("quiet_s", _quiet_for(src.path))
     engine.finish(src.name)
     return info
+
+
+def _quiet_for(path: Path) -> float | None:
+    """Seconds since the file last changed, on the wall clock (the run.ended_early rule reads it)."""
+    import time
+
+    try:
+        return max(0.0, time.time() - path.stat().st_mtime)
+    except OSError:
+        return None
 
 
 def _feed(engine: Engine, records: list, clock: LogClock) -> None:  # type: ignore[type-arg]

@@ -14,7 +14,7 @@ from trainwatch.config import RuleSpec
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("rules", help="show the rules and thresholds in force",
                        description="Show every rule with its severity and thresholds after presets and --config.")
-    p.add_argument("--preset", default="sft", metavar="NAME", help="sft (default), grpo, ebft or pretrain")
+    p.add_argument("--preset", default="sft", metavar="NAME", help="sft (default), grpo, ebft, pretrain or vision")
     p.add_argument("--config", action="append", metavar="FILE", help="YAML overrides (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--all", action="store_true", help="include disabled rules")

@@ -19,13 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainwatch import config
+from trainwatch import config, task
 from trainwatch.alerts import AlertChange
 from trainwatch.engine import Engine
 from trainwatch.live.source import LiveSource
 from trainwatch.model import Record
 from trainwatch.errors import TrainwatchError
-from trainwatch.runner import choose_preset, config_files, open_source
+from trainwatch.runner import config_files, guess_task, open_source
 from trainwatch.sources.files import is_log_name
 from trainwatch.sources.gpu import Backend, GpuSampler, default_backend
 
@@ -330,17 +330,18 @@ class Watcher:
     # -- plumbing ---------------------------------------------------------------------------------
 
     def _build_engine(self, preset: str | None, configs: list[str] | None) -> Engine:
-        chosen = preset
-        if chosen is None:
-            opened = []
-            for spec in self._specs:
-                for p in spec.existing():
-                    try:
-                        opened.append(open_source(p, self.fmt))
-                    except TrainwatchError:
-                        pass  # not there or not recognised yet: said when it is followed
-            chosen = choose_preset(opened) if opened else "sft"
-        return Engine(config.load(chosen, config_files(configs)), clock=self.clock)
+        opened = []
+        for spec in self._specs:
+            for p in spec.existing():
+                try:
+                    opened.append(open_source(p, self.fmt))
+                except TrainwatchError:
+                    pass  # not there or not recognised yet: said when it is followed
+        guess = guess_task(opened)
+        engine = Engine(config.load(preset or guess.preset, config_files(configs)), clock=self.clock)
+        for o in opened:  # the task and precision the logs show, as `check` records them
+            task.annotate(engine.source(o.name, o.format), guess)
+        return engine
 
     def _put_records(self, records: list[Record]) -> None:
         self._queue_put(("records", records))

@@ -38,6 +38,7 @@ CODED: dict[str, str] = {
     "rl.length_hacking": "rl:LengthHacking",
     "ebft.alignment_down": "rl:AlignmentDown",
     "error.traceback": "traceback:TracebackRule",
+    "run.ended_early": "run_end:EndedEarly",
     # live rules (clock and GPU telemetry); defaults in presets/base-live.yaml
     "hang.stall": "stall:StallRule",
     "hang.stopped": "gpu:GpuStopped",

@@ -2,6 +2,11 @@
 
 A few overflows at the start are the dynamic scaler finding its level; only many in a short span,
 or a scale at or below `min_scale`, mean the run is skipping steps for real.
+
+Only an fp16 run has a loss scale worth judging. Megatron prints `loss scale: 1.0` on every line of a
+bf16 or fp32 run, so a low scale alone says nothing: the run is taken as fp16 when its scale has
+moved (a dynamic scaler always does) or a banner said so (the source's `precision` fact). Overflow
+messages are fp16 evidence in themselves: only a dynamic loss scaler prints them.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ class Fp16Overflow(Rule):
         v = point.value
         if not math.isfinite(v) or v > float(self.p["min_scale"]):
             return None
+        if not is_fp16(ctx, series):
+            return None
         return Finding(message=f"loss scale collapsed to {fmt(v)} at step {point.step} (max {fmt(series.maximum)})",
                        evidence={"value": v, "max": series.maximum, "step": point.step})
 
@@ -55,3 +62,11 @@ class Fp16Overflow(Rule):
         tail = f", loss scale now {fmt(scale)}" if isinstance(scale, (int, float)) else ""
         return Finding(message=f"{recent} gradient overflows (skipped steps) within {window} steps{tail}",
                        subject="fp16.overflow", evidence=ev)
+
+
+def is_fp16(ctx: RuleContext, series: Series) -> bool:
+    """A loss scale that has varied, or a precision banner that says fp16."""
+    if series.maximum > series.minimum:
+        return True
+    state = ctx.sources.get(series.source)
+    return bool(state and state.facts.get("precision") == "fp16")

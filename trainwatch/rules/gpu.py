@@ -6,10 +6,11 @@ died or its loader is deadlocked) or busy at low power (ranks spinning inside a 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 
 from trainwatch.model import Event, EventKind, Finding
-from trainwatch.rules.base import Rule, RuleContext, SourceState
+from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.rules.stall import GPU_SOURCE, StepClock, duration
 from trainwatch.sources.gpu import throttle_names
 from trainwatch.store import MetricStore, Point, Series
@@ -187,34 +188,73 @@ class MemoryCreep(Rule):
 
 
 class Starved(Rule):
+    """Low or saw-tooth utilisation, judged only over readings taken while training steps advance.
+
+    A reading counts when some log has logged a step within a few of its step intervals (within
+    `active_s` while the interval is not learned yet). Readings before the first step (loading the
+    model, compiling) and during a stall are left out: idle there is not a starved input pipeline,
+    and the stall rules speak for a stall.
+    """
+
     id = "speed.starved"
     watches = ("gpu*/util",)
 
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._readings: dict[str, deque[float]] = {}  # device -> utilisation read while steps advanced
+        self._steps: dict[str, tuple[float, deque[float]]] = {}  # source -> (last progress, step gaps)
+
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         n = int(self.p["window"])
-        values = series.values(n)
-        if len(values) < n or not self._log_advancing(ctx):
+        key = _device(series)
+        now = point.time if point.time is not None else ctx.now
+        if not self._log_advancing(ctx, now):
             return None
+        q = self._readings.get(key)
+        if q is None:
+            q = self._readings[key] = deque(maxlen=n)
+        q.append(point.value)
+        if len(q) < n:
+            return None
+        values = list(q)
         mean = _mean(values)
         low = sum(v <= float(self.p["sawtooth_low"]) for v in values) / n
         high = sum(v >= float(self.p["sawtooth_high"]) for v in values) / n
         frac = float(self.p["sawtooth_frac"])
-        key = _device(series)
         if mean < float(self.p["low_util"]):
             how = f"mean utilisation {mean:.0f}%"
         elif low >= frac and high >= frac:
             how = f"saw-tooth utilisation (idle {low:.0%} of the time, busy {high:.0%}, mean {mean:.0f}%)"
         else:
             return None
-        return Finding(message=f"{key}: {how} over the last {n} readings while training advances: "
+        return Finding(message=f"{key}: {how} over the last {n} readings taken while training advanced: "
                                "the GPU waits for data", subject=key,
                        evidence={"gpu": key, "mean_util": mean, "idle_frac": low, "busy_frac": high})
 
-    def _log_advancing(self, ctx: RuleContext) -> bool:
-        active = float(self.p["active_s"])
-        return any(name != GPU_SOURCE and not st.ended and st.last_progress_at is not None
-                   and ctx.now - st.last_progress_at <= active and st.phase == "train"
-                   for name, st in ctx.sources.items())
+    def _log_advancing(self, ctx: RuleContext, now: float) -> bool:
+        """Whether a training log logged a step recently, measured in its own step intervals."""
+        advancing = False
+        for name, st in ctx.sources.items():
+            if name == GPU_SOURCE or st.ended or st.last_progress_at is None or st.phase != "train":
+                continue
+            last, gaps = self._learn(name, st.last_progress_at)
+            if len(gaps) >= 2:
+                allowed = max(float(self.p["active_factor"]) * median(list(gaps)), float(self.p["active_floor_s"]))
+            else:
+                allowed = float(self.p["active_s"])
+            if now - last <= allowed:
+                advancing = True
+        return advancing
+
+    def _learn(self, source: str, progress: float) -> tuple[float, deque[float]]:
+        known = self._steps.get(source)
+        if known is None:
+            known = self._steps[source] = (progress, deque(maxlen=64))
+        elif progress != known[0]:
+            if progress > known[0]:
+                known[1].append(progress - known[0])
+            known = self._steps[source] = (progress, known[1])
+        return known
 
 
 class Throttle(Rule):

@@ -1,4 +1,8 @@
-"""Learning-rate rules: zero after warmup, no warmup at all, and a schedule that jumps back up."""
+"""Learning-rate rules: zero before the schedule's end, no warmup at all, and a schedule that jumps back up.
+
+They know what schedules do on purpose: anneal to 0 at the end, drop by a constant factor now and then
+(step schedules, ReduceLROnPlateau), start epoch-level logs at the peak. None of that is a fault.
+"""
 
 from __future__ import annotations
 
@@ -11,52 +15,112 @@ from trainwatch.store import Point, Series
 
 
 class LrZero(Rule):
-    """LR exactly 0 outside the schedule's end (`for` in the preset asks for several points)."""
+    """LR exactly 0 before the schedule's end (`for` in the preset asks for several points).
+
+    The end of the schedule is known from the total (banner, progress bar, `max_steps`): zeros from
+    `end_fraction` of it on are the schedule finishing. Without a total, an LR that annealed smoothly
+    (its last value before 0 was already a small fraction of the peak) is given the same benefit for
+    as long as it can still be the end: a zero that began before `end_fraction` of the steps seen so
+    far cannot be, whatever the total turns out to be. `check` and `tail` judge it the same way,
+    sample by sample. An LR that drops to 0 from a high value is a fault wherever it happens.
+    """
 
     id = "lr.zero"
     watches = ("lr",)
 
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        # source -> (step of the first zero of the current stretch, last nonzero value, peak so far)
+        self._run: dict[str, list[float]] = {}
+
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        if point.value != 0.0:
+        v = point.value
+        st = self._run.setdefault(series.source, [-1.0, math.nan, 0.0])
+        if not math.isfinite(v):
             return None
+        if v != 0.0:
+            st[0], st[1] = -1.0, v
+            st[2] = max(st[2], v)
+            return None
+        if st[0] < 0:
+            st[0] = point.step
+        began = int(st[0])
         state = ctx.sources.get(series.source)
         total = state.total_steps if state else None
-        if total and point.step >= float(self.p["end_fraction"]) * total:
-            return None
-        return Finding(message=f"learning rate is 0 at step {point.step}",
-                       evidence={"value": 0.0, "step": point.step, "total_steps": total})
+        end = float(self.p["end_fraction"])
+        annealed = st[2] > 0 and st[1] == st[1] and st[1] <= float(self.p["annealed_fraction"]) * st[2]
+        if total:
+            if began >= end * total:
+                return None
+        elif annealed and began >= end * point.step:
+            return None  # may still be the end of a schedule whose total the log never gave
+        ev = {"value": 0.0, "step": began, "total_steps": total}
+        if st[2] > 0:
+            ev["peak"] = st[2]
+        if st[1] == st[1]:
+            ev["before"] = st[1]
+        if point.step != began:
+            ev["last_step"] = point.step
+        why = f" of {total}" if total else ""
+        return Finding(message=f"learning rate is 0 from step {began}{why}", evidence=ev, began_step=began)
 
 
 class LrNoWarmup(Rule):
-    """The first logged LR is already the highest: the run started at its peak LR."""
+    """The first logged LR is already the highest: the run started at its peak LR.
+
+    Judged once, on the fifth LR point, and said once. Not judged on epoch-level logs (each record an
+    epoch apart, as Keras, Lightning per-epoch and Ultralytics write them): a warmup inside the first
+    epoch is invisible there, and a warmup bias that starts high and decays is by design.
+    """
 
     id = "lr.no_warmup"
     watches = ("lr",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        # source -> (first point, peak of the first points), or None when they show a warmup: the run's
-        # first points never change, so they are judged once
-        self._start: dict[str, tuple[Point, float] | None] = {}
-        self._msg: dict[str, str] = {}
+        self._judged: set[str] = set()  # sources whose start has been judged: the verdict never changes
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        if series.source not in self._start:
-            pts = series.head[: int(self.p["points"])]  # the run's first finite points, kept by the store
-            if len(pts) < int(self.p["points"]):
-                return None
-            first, peak = pts[0].value, max(p.value for p in pts)
-            bad = pts[0].step <= int(self.p["start_within"]) and first > 0 and first >= 0.999 * peak
-            self._start[series.source] = (pts[0], peak) if bad else None
-        verdict = self._start[series.source]
-        if verdict is None:
+        if series.source in self._judged:
             return None
-        start, peak = verdict
-        msg = self._msg.get(series.source)
-        if msg is None:  # the verdict holds on every sample once made: its text is built once
-            msg = self._msg[series.source] = (f"learning rate starts at its peak {fmt(start.value)} "
-                                              f"(step {start.step}), no warmup")
-        return Finding(message=msg, evidence={"value": start.value, "peak": peak, "step": start.step})
+        n = int(self.p["points"])
+        pts = series.head[:n]  # the run's first finite points, kept by the store
+        if len(pts) < n:
+            return None
+        self._judged.add(series.source)
+        first, peak = pts[0].value, max(p.value for p in pts)
+        if not (pts[0].step <= int(self.p["start_within"]) and first > 0 and first >= 0.999 * peak):
+            return None
+        if epoch_level(ctx, series.source, pts):
+            return None
+        start = pts[0]
+        return Finding(message=f"learning rate starts at its peak {fmt(start.value)} (step {start.step}), no warmup",
+                       evidence={"value": start.value, "peak": peak, "step": start.step}, began_step=start.step)
+
+
+def epoch_level(ctx: RuleContext, source: str, lr_points: list[Point]) -> bool:
+    """Whether the log writes one record per epoch: its epoch counter moves by a whole epoch on each
+    record, or (when the epoch is the step itself) every record carries a validation result, as
+    per-epoch logs do and per-step logs do not."""
+    ev = ctx.series("eval_loss", source)
+    if ev is not None and len(lr_points) >= 3:
+        evaluated = {p.step for p in ev.head}
+        if all(p.step in evaluated for p in lr_points[:-1]):  # the last record may still be arriving
+            return True
+    ep = ctx.series("epoch", source)
+    if ep is None or len(ep.head) < 2:
+        return False
+    pts = ep.head[:16]
+    moved = False
+    for a, b in zip(pts, pts[1:]):
+        if b.value == a.value:
+            if b.step != a.step:
+                return False  # a new step within the same epoch: the log is finer than epochs
+        elif b.value - a.value < 0.99:
+            return False
+        else:
+            moved = True
+    return moved
 
 
 class LrSchedule(Rule):

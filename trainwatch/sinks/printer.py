@@ -34,6 +34,8 @@ class Printer:
             return
         step = f"step {a.finding.step}" if a.finding.step is not None else "step -"
         if change.state is AlertState.RESOLVED:
+            last = a.last_step if a.last_step is not None else a.finding.step  # the last step it held at
+            step = f"step {last}" if last is not None else "step -"
             self._write(f"{stamp(t)} resolved {a.rule} {plain(a.source)} {step}: {plain(a.title)}")
             return
         head = f"{stamp(t)} {a.severity.label.upper():8} {a.rule} {plain(a.source)} {step}: {plain(a.finding.message)}"

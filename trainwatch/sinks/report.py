@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from trainwatch.engine import Engine
 from trainwatch.model import Alert, Severity, _jsonable
+from trainwatch.task import TASK_NAMES, TASK_PRESET
 from trainwatch.textsafe import plain
 
 KEY_METRICS = ("loss", "eval_loss", "grad_norm", "lr", "epoch", "tokens_per_sec", "mfu", "loss_scale",
@@ -77,9 +78,18 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
         })
     return _jsonable({
         "schema": SCHEMA_VERSION, "status": STATUS[code], "exit_code": code, "preset": preset,
-        "preset_auto": preset_auto, "sources": srcs, "counts": counts,
+        "preset_auto": preset_auto, "task": task_of(engine), "sources": srcs, "counts": counts,
         "findings": [a.to_dict() for a in alerts],
     })
+
+
+def task_of(engine: Engine) -> dict[str, Any] | None:
+    """The task the preset was chosen for and the clues behind it, as the sources' facts hold them."""
+    for state in engine.sources.values():
+        t = state.facts.get("task")
+        if isinstance(t, str) and t in TASK_NAMES:
+            return {"id": t, "name": TASK_NAMES[t], "preset": TASK_PRESET[t], "why": state.facts.get("task_why", "")}
+    return None
 
 
 def write_json(doc: dict[str, Any], out: TextIO) -> None:
@@ -91,8 +101,7 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
     def w(text: str) -> None:
         out.write(plain(text, keep_newlines=True))
 
-    auto = " (chosen from the metric names)" if doc["preset_auto"] else ""
-    w(f"trainwatch check: {len(doc['sources'])} source(s), preset {doc['preset']}{auto}\n")
+    w(f"trainwatch check: {len(doc['sources'])} source(s), preset {doc['preset']}{_preset_why(doc)}\n")
     for s in doc["sources"]:
         step = s["last_step"]
         total = f" of {s['total_steps']}" if s["total_steps"] else ""
@@ -114,15 +123,19 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
     if not findings:
         w("No findings: the run looks healthy.\n")
     for f in findings:
-        where = f"step {f['step']}" + (" (inferred)" if f["step_inferred"] else "") if f["step"] is not None else "no step"
         line = f", line {f['line']}" if f["line"] else ""
-        w(f"{f['severity'].upper():8} {f['id']}  [{f['family']}]  {where}{line}  {f['source']}\n")
+        w(f"{f['severity'].upper():8} {f['id']}  [{f['family']}]  {_where(f)}{line}  {f['source']}\n")
         w(f"  {f['title']}: {f['message']}\n")
         ev = _evidence_line(f["evidence"])
         if ev:
             w(f"  evidence: {ev}\n")
-        if f["count"] > 1:
-            w(f"  seen {f['count']} times, last at step {f['last_step']}\n")
+        episodes = f.get("episodes") or []
+        total = max(f.get("episode_count") or 0, len(episodes))
+        if total > 1:
+            w(f"  fired {total} times: steps {_spans(episodes, total)}\n")
+        latest = _latest(f)
+        if latest:
+            w(f"  {latest}\n")
         for i, fix in enumerate(f["fixes"], 1):
             w(f"  {i}. {fix}\n")
         w("\n")
@@ -130,15 +143,72 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
     w(f"Status: {doc['status'].upper()} ({c['critical']} critical, {c['warning']} warning, {c['info']} info)\n")
 
 
+def _where(f: dict[str, Any]) -> str:
+    """The step the finding is about, and the step where the evidence became enough when that differs."""
+    if f["step"] is None:
+        return "no step"
+    notes = ["inferred"] if f["step_inferred"] else []
+    found = f.get("found_step")
+    if found is not None and found != f["step"]:
+        notes.append(f"evidence enough at {found}")
+    return f"step {f['step']}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _spans(episodes: list[dict[str, Any]], total: int, head: int = 8) -> str:
+    """The first episodes and the latest; the ones between are counted, not listed."""
+    if len(episodes) <= head + 1 and total == len(episodes):
+        return ", ".join(_span(e) for e in episodes)
+    hidden = total - head - 1
+    return ", ".join(_span(e) for e in episodes[:head]) + f", ... ({hidden} more), " + _span(episodes[-1])
+
+
+def _span(e: dict[str, Any]) -> str:
+    start, end = e.get("start"), e.get("end")
+    if start is None:
+        return "?"
+    if not e.get("resolved"):
+        return f"{start} on"
+    return str(start) if end is None or end == start else f"{start}-{end}"
+
+
+def _latest(f: dict[str, Any]) -> str:
+    """'last seen at step N, value V' when the condition held past the moment the finding describes."""
+    step, value = f.get("last_step"), f.get("last_value")
+    if step is None or step == f.get("found_step", f["step"]):
+        return ""
+    text = f"last seen at step {step}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text += f", value {_fmt(float(value))}"
+    return text + (f" ({f['count']} times)" if f["count"] > 1 else "")
+
+
+def _preset_why(doc: dict[str, Any]) -> str:
+    t = doc.get("task")
+    if not t:
+        return " (chosen from the metric names)" if doc["preset_auto"] else ""
+    if doc["preset_auto"]:
+        return f" for {t['name']} ({t['why']})"
+    if t["preset"] == doc["preset"]:
+        return " (as asked)"
+    return f" (as asked; the log looks like {t['name']}: {t['why']})"
+
+
 def _fmt_json(v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) < 10**12:
+        return str(v)  # steps and counts read as written
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return _fmt(float(v))
     return str(v)
 
 
+_SHOWN_APART = ("last_step", "last_value")  # printed on the "last seen" line, not as the start's evidence
+
+
 def _evidence_line(ev: dict[str, Any]) -> str:
     parts = []
     for k, v in ev.items():
+        if k in _SHOWN_APART:
+            continue
         if isinstance(v, (list, tuple)):
             v = "[" + ", ".join(_fmt_json(x) for x in list(v)[-8:]) + "]"
         elif isinstance(v, str) and "\n" in v:

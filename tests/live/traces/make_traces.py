@@ -39,6 +39,11 @@ def main() -> None:
     write("throttling.jsonl", [[gpu(0, temp=91.0, sm_clock=1095.0, throttle=0x40 | 0x20, power=480.0)]
                                for _ in range(20)])
     write("starved.jsonl", [[gpu(0, util=100.0 if i % 3 == 0 else 2.0, power=300.0)] for i in range(40)])
+    # a healthy bf16 loop: idle while the model loads, then 99-100% once steps run (a real H200's shape)
+    write("load_then_busy.jsonl", [[gpu(0, util=0.0 if i < 20 else 99.0 + i % 2, power=90.0 if i < 20 else 650.0)]
+                                   for i in range(90)])
+    # busy, idle through a 40 s stall (memory held), busy again
+    write("busy_stall_busy.jsonl", [[gpu(0, util=0.0 if 30 <= i < 70 else 99.0 + i % 2)] for i in range(120)])
     write("gpu_lost.jsonl", [[gpu(0)] for _ in range(5)] +
           [[{"index": 0, "name": "NVIDIA H100 80GB HBM3", "lost": True, "error": "GPU is lost"}]] * 5)
     write("ecc_errors.jsonl", [[gpu(0, ecc_uncorrected=0.0 if i < 5 else 2.0, retired_pages=0.0 if i < 5 else 1.0)]

@@ -1,0 +1,108 @@
+"""The task decides the preset: pretraining, fine-tuning, RL and vision told apart from the evidence."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainwatch import task
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def g(head: str, fmt: str = "keyvalue") -> task.TaskGuess:
+    return task.guess([task.SourceSample("run.log", fmt, head)])
+
+
+def test_first_loss_near_ln_vocab_is_pretraining() -> None:
+    guess = g("".join(f"step {s}: loss={10.8 - s * 0.01:.3f}\n" for s in range(1, 30)))
+    assert guess.preset == "pretrain"
+    assert "first loss 10.8" in guess.why()
+
+
+def test_low_first_loss_is_fine_tuning_by_default() -> None:
+    guess = g("".join(f"step {s}: loss={1.9 - s * 0.01:.3f}\n" for s in range(1, 30)))
+    assert guess.preset == "sft"
+
+
+def test_reward_keys_are_rl_and_detection_losses_are_vision() -> None:
+    assert g("{'loss': 0.01, 'reward': 0.5, 'reward_std': 0.2, 'kl': 0.001}\n", "hf_console").preset == "grpo"
+    head = "epoch, train/box_loss, train/cls_loss, train/dfl_loss, metrics/mAP50(B)\n0, 1.6, 3.3, 2.1, 0.15\n"
+    assert g(head, "csv").preset == "vision"
+
+
+def test_precision_from_banners() -> None:
+    assert task.precision("  fp16 ........ True\n  bf16 ........ False\n") == "fp16"
+    assert task.precision("  fp16 ........ False\n  bf16 ........ True\n") == "bf16"
+    assert task.precision("torchrun train.py --fp16 --lr 1e-4") == "fp16"
+    assert task.precision("model loaded with dtype: torch.float16") == "fp16"
+    assert task.precision("Trainer(precision=16-mixed)") == "fp16"
+    assert task.precision("eval precision: 16.5%") is None
+    assert task.precision("nothing about it") is None
+
+
+def check_json(path: Path, *extra: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", "--json", *extra, str(path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_report_header_says_task_and_why() -> None:
+    doc = check_json(ROOT / "examples/logs/grpo_tiny.log")
+    assert doc["preset"] == "grpo" and doc["task"]["id"] == "rl" and "RL metrics" in doc["task"]["why"]
+    proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(ROOT / "examples/logs/grpo_tiny.log")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert "preset grpo for reinforcement learning (RL metrics" in proc.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize("name, args, preset", [
+    ("deepspeed-hf-mini-phi3-pretrain.log", (), "pretrain"),
+    ("olmo-150m-train.log", (), "pretrain"),
+    ("megatron-ds-qwen7b-pretrain-500it.log", ("--format", "megatron"), "pretrain"),
+    ("chaos-economy-grpo-trainer_state.json", (), "grpo"),
+    ("chaos-economy-grpo-unsloth-console.log", (), "grpo"),
+    ("yolov8-fire-smoke-results.csv", (), "vision"),
+    ("swift-gemma4-fsdp2-full-epoch.log", ("--format", "hf_console"), "sft"),
+    ("keras-csvlogger-en-jv-lstm.csv", (), "sft"),
+])
+def test_real_logs_get_their_task(name: str, args: tuple[str, ...], preset: str) -> None:
+    path = CORPUS / name
+    if not path.exists():
+        pytest.skip(f"{path} not present (the shared corpus is only on machines that have it)")
+    doc = check_json(path, *args)
+    assert doc["preset"] == preset, doc["task"]
+
+
+def test_pretraining_level_is_not_judged_against_fine_tuning_ranges() -> None:
+    path = CORPUS / "deepspeed-hf-mini-phi3-pretrain.log"
+    if not path.exists():
+        pytest.skip(f"{path} not present (the shared corpus is only on machines that have it)")
+    doc = check_json(path)
+    assert "loss.level" not in {f["id"] for f in doc["findings"]}
+
+
+def megatron_log(tmp_path: Path, banner: str) -> Path:
+    lines = [banner]
+    for it in range(1, 21):
+        lines.append(f" iteration {it:8d}/     100 | consumed samples: {it * 128:12d} | learning rate: 3.000E-04 |"
+                     f" global batch size:   128 | lm loss: {9.0 - it * 0.05:.6E} | loss scale: 1.0 |"
+                     " grad norm: 0.912 | number of skipped iterations:   0 | number of nan iterations:   0 |")
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_precision_banner_reaches_the_loss_scale_rule(tmp_path: Path) -> None:
+    fp16 = check_json(megatron_log(tmp_path, "  fp16 ............................................ True"),
+                      "--format", "megatron")
+    assert "fp16.overflow" in {f["id"] for f in fp16["findings"]}
+    bf16 = check_json(megatron_log(tmp_path, "  bf16 ............................................ True"),
+                      "--format", "megatron")
+    assert "fp16.overflow" not in {f["id"] for f in bf16["findings"]}
+    assert bf16["task"]["id"] == "pretrain"

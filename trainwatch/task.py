@@ -1,0 +1,193 @@
+"""What kind of training a log comes from (pretraining, fine-tuning, RL, vision), from the evidence in it.
+
+The task decides the preset, and so the ranges the level rules use: a final loss of 4 is normal when
+pretraining from scratch and far too high for a chat fine-tune. The decision is made before the data
+is fed, from each source's detection sample (`head`), and is kept simple enough to print: every clue
+is a (task, weight, reason) and the task with the most weight wins; with no clue, fine-tuning.
+
+Clues, strongest first: RL and EBFT metric keys; detection losses and mAP (vision); Megatron's
+`lm loss` and token counters, and a first loss near ln(vocab) (pretraining); words in banners.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from trainwatch import adapters
+from trainwatch.model import Sample
+from trainwatch.names import Canonicalizer
+from trainwatch.rules.base import SourceState
+
+TASK_PRESET = {"pretrain": "pretrain", "sft": "sft", "rl": "grpo", "ebft": "ebft", "vision": "vision"}
+TASK_NAMES = {"pretrain": "pretraining", "sft": "fine-tuning", "rl": "reinforcement learning",
+              "ebft": "EBFT", "vision": "vision"}
+
+_EBFT = re.compile(r"ebft/")
+_RL = re.compile(r"reward_std|frac_reward_zero_std|rewards/|completions/mean_length|['\"]reward['\"]|"
+                 r"clip_ratio/|\bcritic/|\bactor/(?:pg_loss|entropy)")
+_KL = re.compile(r"['\"]kl['\"]\s*:|\bkl\s*[=:]\s*-?\d|/kl\b")
+_VISION = re.compile(r"box_loss|cls_loss|dfl_loss|obj_loss|seg_loss|loss_box_reg|loss_bbox|loss_cls|"
+                     r"loss_rpn|loss_mask|mAP50|bbox_mAP|metrics/mAP|\bmAP\b")
+_TOKENS = re.compile(r"consumed tokens|tokens per iteration|tokens per step|tokens_seen|train/TokensSeen|"
+                     r"num_input_tokens_seen|global_tokens", re.I)
+_LM_LOSS = re.compile(r"\blm loss\b")
+_PRETRAIN_WORDS = re.compile(r"\bpre-?train(?:ing)?\b|\bfrom scratch\b|pretrain_gpt", re.I)
+_SFT_WORDS = re.compile(r"\bsft\b|\bfine-?tun(?:e|ing|ed)\b|\binstruction[- ]tun|\bchat template\b", re.I)
+_LOSS = re.compile(r"""(?<![\w/])(?:lm[ _])?loss['"]?\s*[:=]\s*['"]?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""")
+
+PRETRAIN_FIRST_LOSS = 6.5
+"""A first loss at or above this is what a model starting from random weights gives: ln(vocab) is
+9-12 for vocabularies of 8k-160k tokens. A fine-tune of a pretrained model starts far lower (1-3)."""
+MAX_LINES = 20_000  # lines of a detection sample parsed for the first loss
+
+
+@dataclass
+class TaskGuess:
+    """The chosen task, its preset, and why (each reason is one clue, in words)."""
+
+    task: str = "sft"
+    reasons: list[str] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    precision: dict[str, str] = field(default_factory=dict)  # source name -> fp16/bf16 from its banner
+
+    @property
+    def preset(self) -> str:
+        return TASK_PRESET[self.task]
+
+    @property
+    def name(self) -> str:
+        return TASK_NAMES[self.task]
+
+    def why(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else "no clue for another task, the default"
+
+
+@dataclass
+class SourceSample:
+    """What the task guess reads of one source: its name, format and detection sample."""
+
+    name: str
+    format: str
+    head: str
+
+
+def guess(sources: Iterable[SourceSample]) -> TaskGuess:
+    clues: list[tuple[str, float, str]] = []
+    out = TaskGuess()
+    for src in sources:
+        clues.extend(_clues(src))
+        p = precision(src.head)
+        if p:
+            out.precision[src.name] = p
+    scores: dict[str, float] = {}
+    seen: set[tuple[str, str]] = set()
+    for task, weight, why in clues:
+        if (task, why) in seen:
+            continue  # the same clue in several sources counts once
+        seen.add((task, why))
+        scores[task] = scores.get(task, 0.0) + weight
+    out.scores = scores
+    for task in ("ebft", "rl", "vision"):  # metric keys that only these tasks log decide alone
+        if scores.get(task, 0.0) >= 3:
+            out.task = task
+            break
+    else:
+        if scores.get("pretrain", 0.0) >= 2 and scores.get("pretrain", 0.0) > scores.get("sft", 0.0):
+            out.task = "pretrain"
+    out.reasons = [why for task, _w, why in _dedup(clues) if task == out.task]
+    return out
+
+
+def annotate(state: SourceState, g: TaskGuess) -> None:
+    """Puts the guess where rules and the report read it: the source's facts (task, why, precision)."""
+    state.facts.setdefault("task", g.task)
+    state.facts.setdefault("task_why", g.why())
+    p = g.precision.get(state.name)
+    if p:
+        state.facts.setdefault("precision", p)
+
+
+def _dedup(clues: list[tuple[str, float, str]]) -> list[tuple[str, float, str]]:
+    seen, out = set(), []
+    for c in clues:
+        if (c[0], c[2]) not in seen:
+            seen.add((c[0], c[2]))
+            out.append(c)
+    return out
+
+
+def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
+    text = src.head
+    out: list[tuple[str, float, str]] = []
+    if _EBFT.search(text):
+        out.append(("ebft", 5, "EBFT metrics (ebft/...)"))
+    m = _RL.search(text)
+    if m:
+        out.append(("rl", 3, f"RL metrics ({m.group(0).strip(chr(39) + chr(34))})"))
+    if _KL.search(text):
+        out.append(("rl", 1, "a KL metric"))
+    found = sorted({v.group(0) for v in _VISION.finditer(text)})
+    if found:
+        out.append(("vision", 3 if len(found) >= 2 else 1.5, "detection losses or mAP (" + ", ".join(found[:3]) + ")"))
+    if src.format == "megatron" or _LM_LOSS.search(text):
+        out.append(("pretrain", 1.5, "Megatron-style `lm loss` lines"))
+    t = _TOKENS.search(text)
+    if t:
+        out.append(("pretrain", 1, f"a token counter ({t.group(0)})"))
+    first = first_loss(src)
+    if first is not None:
+        if first >= PRETRAIN_FIRST_LOSS:
+            out.append(("pretrain", 2, f"first loss {first:.3g}, near ln(vocab): a model starting from scratch"))
+        elif first < 4.0:
+            out.append(("sft", 1, f"first loss {first:.3g}, far below a model starting from scratch"))
+    w = _PRETRAIN_WORDS.search(text)
+    if w:
+        out.append(("pretrain", 1, f"the word '{w.group(0)}'"))
+    w = _SFT_WORDS.search(text)
+    if w:
+        out.append(("sft", 1, f"the word '{w.group(0)}'"))
+    return out
+
+
+def first_loss(src: SourceSample) -> float | None:
+    """The first finite training loss in the sample: read by the source's own adapter, else by a pattern."""
+    canon = Canonicalizer()
+    try:
+        adapter = adapters.get(src.format)(src.name)
+        if adapter.whole_file:
+            records = list(adapter.parse_document(src.head))
+        else:
+            records = []
+            for i, line in enumerate(src.head.splitlines()[:MAX_LINES], 1):
+                records.extend(adapter.parse(line, i))
+                if any(isinstance(r, Sample) and canon(r.name) == "loss" for r in records[-8:]):
+                    break
+    except Exception:  # a partial document or an odd line: the pattern below still has a go
+        records = []
+    for r in records:
+        if isinstance(r, Sample) and canon(r.name) == "loss" and math.isfinite(r.value):
+            return r.value
+    m = _LOSS.search(src.head)
+    if m:
+        v = float(m.group(1))
+        return v if math.isfinite(v) else None
+    return None
+
+
+_FP16 = re.compile(r"\bfp16['\"]?\s*[:=.]+\s*['\"]?True\b|--fp16\b(?!\S)|dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?float16\b|"
+                   r"\bmixed_precision['\"]?\s*[:=]\s*['\"]?fp16\b|\bprecision['\"]?\s*[:=]\s*['\"]?16(?:-mixed)?(?![\w.])", re.I)
+_BF16 = re.compile(r"\bbf16['\"]?\s*[:=.]+\s*['\"]?True\b|--bf16\b|dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?bfloat16\b|"
+                   r"\bmixed_precision['\"]?\s*[:=]\s*['\"]?bf16\b", re.I)
+
+
+def precision(text: str) -> str | None:
+    """fp16 or bf16 when a banner or argument dump says so (and not both), else None."""
+    fp16, bf16 = bool(_FP16.search(text)), bool(_BF16.search(text))
+    if fp16 and not bf16:
+        return "fp16"
+    if bf16 and not fp16:
+        return "bf16"
+    return None
