@@ -78,9 +78,16 @@ class AlertBook:
             self._episode_starts(a, now)
             self._trim()
             if not self._inhibited(a):
-                track.notified = True
+                self._tell(track)
                 return [AlertChange(a, AlertState.FIRING)]
         return []
+
+    def _tell(self, track: _Track) -> None:
+        track.notified = True
+        track.alert.told = True
+        record = self.alerts.get(track.alert.fingerprint)
+        if record is not None:
+            record.told = True  # the report's record of this fingerprint, when a later episode is told
 
     def _repeat(self, a: Alert, finding: Finding, now: float) -> None:
         """The condition still holds: the alert keeps the moment it is about and notes the latest."""
@@ -166,7 +173,7 @@ class AlertBook:
         for track in self._tracks.values():
             a = track.alert
             if a.state is AlertState.FIRING and not track.notified and not self._inhibited(a):
-                track.notified = True
+                self._tell(track)
                 out.append(AlertChange(a, AlertState.FIRING))
         return out
 

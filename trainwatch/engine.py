@@ -205,9 +205,12 @@ class Engine:
 
     # -- views ------------------------------------------------------------------------------------
 
-    def alerts(self) -> list[Alert]:
-        """Every alert that fired, most severe first, then by step."""
-        return sorted(self.book.all(), key=lambda a: (-a.severity, a.first_step if a.first_step is not None else math.inf,
+    def alerts(self, *, inhibited: bool = True) -> list[Alert]:
+        """Every alert that fired, most severe first, then by step. With `inhibited=False`, only those
+        told to the sinks: an alert that inhibition kept quiet all along (an echo of its cause) is left
+        out, so a report says what a live follower said."""
+        found = self.book.all() if inhibited else (a for a in self.book.all() if a.told)
+        return sorted(found, key=lambda a: (-a.severity, a.first_step if a.first_step is not None else math.inf,
                                                       a.first_line))
 
     def worst(self) -> Severity | None:

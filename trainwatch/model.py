@@ -141,6 +141,7 @@ class Alert:
     last_value: float | None = None  # the rule's value at that step, when it gives one
     episodes: list[Episode] = field(default_factory=list)  # the first MAX_EPISODES - 1 and the latest
     episode_count: int = 0  # every episode, also those no longer listed
+    told: bool = False  # told to the sinks at least once; never, when inhibition kept it quiet throughout
 
     @property
     def source(self) -> str:

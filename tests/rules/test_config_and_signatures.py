@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import pytest
 
 from trainwatch import config
@@ -144,3 +145,20 @@ def test_length_hacking_and_ebft_trend():
     for s in range(1, 30):
         up.step(s, **{"ebft/alignment": 0.3 + 0.01 * s})
     assert up.fired() == []
+
+
+def test_report_lists_an_inhibited_echo_apart_as_a_follower_never_saw_it():
+    """`check` tells what `tail` told: the traceback held back by the OOM is not a finding of its own."""
+    from trainwatch.sinks import report
+
+    r = Run()
+    r.event(EventKind.ERROR, step=12, signature="oom.cuda", text="torch.OutOfMemoryError: CUDA out of memory.",
+            tried_gib=1.22, free_gib=0.9, total_gib=15.77)
+    r.event(EventKind.TRACEBACK, text="Traceback ...", exception="torch.OutOfMemoryError", message="CUDA oom")
+    doc = report.document(r.engine, [], "sft", preset_auto=False)
+    assert [f["id"] for f in doc["findings"]] == ["oom.cuda"]
+    assert [e["id"] for e in doc["inhibited"]] == ["error.traceback"]
+    assert doc["counts"]["critical"] == 1
+    out = io.StringIO()
+    report.write_text(doc, out)
+    assert "held back as echoes" in out.getvalue() and "error.traceback" in out.getvalue()

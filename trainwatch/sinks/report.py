@@ -61,7 +61,8 @@ def metrics_of(engine: Engine, source: str) -> dict[str, dict[str, Any]]:
 def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto: bool) -> dict[str, Any]:
     """The JSON report; its fields are documented in the README and only ever grow."""
     code = exit_code(engine)
-    alerts = engine.alerts()
+    alerts = engine.alerts(inhibited=False)  # what a live follower was told; echoes are listed apart
+    echoes = [a for a in engine.alerts() if not a.told]
     counts = {"critical": 0, "warning": 0, "info": 0}
     for a in alerts:
         counts[a.severity.label] += 1
@@ -80,6 +81,8 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
         "schema": SCHEMA_VERSION, "status": STATUS[code], "exit_code": code, "preset": preset,
         "preset_auto": preset_auto, "task": task_of(engine), "sources": srcs, "counts": counts,
         "findings": [a.to_dict() for a in alerts],
+        "inhibited": [{"id": a.rule, "severity": a.severity.label, "subject": a.finding.subject,
+                       "step": a.first_step, "line": a.first_line, "source": a.finding.source} for a in echoes],
     })
 
 
@@ -139,8 +142,16 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         for i, fix in enumerate(f["fixes"], 1):
             w(f"  {i}. {fix}\n")
         w("\n")
+    echoes = doc.get("inhibited") or []
+    if echoes:
+        w("Also seen, held back as echoes of the findings above (inhibited): "
+          + ", ".join(f"{e['id']} ({_where_short(e)})" for e in echoes) + "\n")
     c = doc["counts"]
     w(f"Status: {doc['status'].upper()} ({c['critical']} critical, {c['warning']} warning, {c['info']} info)\n")
+
+
+def _where_short(e: dict[str, Any]) -> str:
+    return f"step {e['step']}" if e["step"] is not None else f"line {e['line']}"
 
 
 def _where(f: dict[str, Any]) -> str:
