@@ -114,7 +114,7 @@ def test_plateau_message_and_evidence_tell_the_same_moment():
     ev = a.finding.evidence
     assert a.first_step == ev["step"] and f"since about step {ev['step']}" in a.finding.message
     assert 40 <= ev["step"] <= 120 and ev["detected_step"] > ev["step"]
-    assert ev["last_step"] == 399 and abs(ev["last_value"] - 4.0) < 0.2
+    assert a.last_step == 399 and a.last_value is not None and abs(a.last_value - 4.0) < 0.2
     assert r.fired().count("loss.plateau") == 1
 
 
