@@ -72,14 +72,18 @@ def _one_view_per_run(opened: list[runner.OpenSource], explicit: set[str],
 
 def _drop_unread(opened: list[runner.OpenSource], infos: list[report.SourceInfo], explicit: set[str],
                  skipped: list[str]) -> list[report.SourceInfo]:
-    """Sources read only for errors (no adapter recognised them) that held none were not understood:
-    a file named on the command line, or the only one, is an error (exit 3); others become notes."""
+    """Sources that yielded nothing at all (no metric, no error, no event) were not understood, and
+    calling them healthy would be a guess: a file named on the command line, or the only one, is an
+    error (exit 3); others become notes."""
     kept = []
     for src, info in zip(opened, infos):
-        if src.fallback and info.records == 0:
+        if info.records == 0:
+            err = runner.unrecognised(src.path) if src.fallback else SourceError(
+                f"{src.path}: read as {src.format}, but nothing in it was understood (no metrics, no errors)",
+                hint="force another format with --format NAME (see 'trainwatch formats')")
             if str(src.path) in explicit or len(opened) == 1:
-                raise runner.unrecognised(src.path)
-            skipped.append(f"{src.path}: no known log format recognised (no metrics, no errors)")
+                raise err
+            skipped.append(str(err))
             continue
         kept.append(info)
     if not kept:

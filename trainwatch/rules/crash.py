@@ -45,10 +45,16 @@ def date(finding: Finding, ctx: RuleContext, event: Event) -> Finding:
 
 
 def root_of(ctx: RuleContext, source: str, rank: Any = None) -> tuple[str, dict[str, Any]] | None:
-    """The first critical error of this source, or of the source that holds the log of `rank`."""
+    """The first critical error of this source, or of the source that holds the log of `rank`.
+
+    Only while the run has made no progress since it: an error that training went on after was not
+    fatal, and what fails later is a new root, not its echo.
+    """
     st = ctx.sources.get(source)
     if st is not None and st.first_error is not None:
-        return source, st.first_error
+        if st.first_error["at_step"] == st.step:
+            return source, st.first_error
+        st.first_error = None
     if isinstance(rank, int):
         for name, other in ctx.sources.items():
             if other.first_error is not None and rank_of_source(name, other) == rank:
@@ -61,7 +67,7 @@ def remember(ctx: RuleContext, finding: Finding, rule: str, title: str, severity
     st = ctx.sources.get(finding.source) if finding.source else None
     if st is None or st.first_error is not None or severity < Severity.CRITICAL:
         return
-    st.first_error = {"rule": rule, "title": title, "line": finding.line, "step": finding.step,
+    st.first_error = {"rule": rule, "title": title, "line": finding.line, "step": finding.step, "at_step": st.step,
                       "rank": finding.evidence.get("rank"), "text": finding.message[:200]}
 
 

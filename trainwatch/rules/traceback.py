@@ -50,8 +50,10 @@ class TracebackRule(Rule):
             ev["root_exception"] = exc
             ev["root_message"] = message
         ranks = self.ranks.add(event.source, "traceback", event.fields.get("rank"))
-        if ranks:
+        if len(ranks) > 1:
             ev["ranks"] = ranks
+        elif ranks:
+            ev["rank"] = ranks[0]
         finding = Finding(message=text[:300], subject="traceback", evidence=ev, source=event.source,
                           line=event.line)
         crash.date(finding, ctx, event)
