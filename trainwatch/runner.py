@@ -29,8 +29,9 @@ class OpenSource:
     head: str  # the detection sample (head, tail and spread pieces of the file), not only its start
     parser: SourceParser
     fallback: bool = False
-    """No adapter recognised the file: it is read for errors only. A fallback source that yields no
-    record at all was not understood, and `check` says so (exit 3) instead of calling it healthy."""
+    """No metric adapter recognised the file: it is read for errors only (and `tail` tries the adapters
+    again as the file grows). One that yields no record at all was not understood, and `check` says so
+    (exit 3) instead of calling it healthy."""
 
 
 def unrecognised(path: Path | str) -> SourceError:
@@ -54,10 +55,10 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
             raise SourceError(f"{path}: binary data, not a text log")
         text = raw.decode("utf-8", "replace")
         fmt = adapters.detect(text, name)
-        if fmt is None:
-            if FALLBACK_FORMAT not in adapters.registry():
-                raise unrecognised(path)
-            fmt, fallback = FALLBACK_FORMAT, True
+        if fmt is None and FALLBACK_FORMAT not in adapters.registry():
+            raise unrecognised(path)
+        fmt = fmt or FALLBACK_FORMAT
+        fallback = fmt == FALLBACK_FORMAT  # errors only, whether chosen for its errors or for want of better
     else:
         text = raw.decode("utf-8", "replace")
     adapter = adapters.get(fmt)(name)

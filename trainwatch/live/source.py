@@ -21,6 +21,7 @@ from trainwatch.sources.tail import Chunk, FileFollower
 
 DETECT_GIVE_UP_BYTES = 16 << 10  # this much text and still no format: read it for errors only
 LAST_LINE_CHARS = 300
+REDETECT_GROWTH = 1.25  # a file read for errors only is scored again each time it grows by this factor
 
 
 class LiveSource:
@@ -110,9 +111,9 @@ class LiveSource:
             self.notice(f"{self.path}: no known log format yet; reading it for errors only")
             self._waiting_said = False
             try:
-                self._redetect_at = 2 * max(len(head), self.path.stat().st_size)
+                self._redetect_at = int(REDETECT_GROWTH * max(len(head), self.path.stat().st_size))
             except OSError:
-                self._redetect_at = 2 * len(head)
+                self._redetect_at = int(REDETECT_GROWTH * len(head))
         self.opened = opened
         whole = bool(adapters.get(opened.format).whole_file)
         self.follower = FileFollower(self.path, from_end=self.from_end and not whole, whole_file=whole)
@@ -125,7 +126,7 @@ class LiveSource:
         return True
 
     def _redetect(self, engine: Engine) -> None:
-        """A file read for errors only is scored again each time it doubles; once an adapter knows it,
+        """A file read for errors only is scored again each time it grows by a quarter; once an adapter knows it,
         it is read again from the start with that adapter (the errors already told are not repeated)."""
         try:
             size = self.path.stat().st_size
@@ -136,7 +137,7 @@ class LiveSource:
             opened = open_source(self.path, None, head=head)
         except (OSError, TrainwatchError):
             return
-        self._redetect_at = 2 * size
+        self._redetect_at = int(REDETECT_GROWTH * size)
         if opened.fallback:
             return
         self._redetect_at = 0

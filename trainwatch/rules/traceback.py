@@ -65,9 +65,10 @@ class TracebackRule(Rule):
             finding.message = f"killed from outside: {text}"[:300]
             finding.severity = Severity.WARNING
             return finding
-        imported = _failed_import(exc, message, str(event.fields.get("message") or ""))
-        if imported is not None:
-            finding.message = f"import failed{imported}: {text}"[:300]
+        module = _failed_import(exc, message, str(event.fields.get("message") or ""))
+        if module is not None:
+            what = f"import of {module} failed" if module else "import failed"
+            finding.message = f"{what}: {text}"[:300]
             finding.extra_fixes = IMPORT_FIXES
         root = crash.root_of(ctx, event.source)
         if root is not None:
@@ -77,9 +78,9 @@ class TracebackRule(Rule):
 
 
 def _failed_import(exc: str, *messages: str) -> str | None:
-    """' of X' (or '') when the error is a failed import, else None."""
+    """The module whose import failed ('' when unnamed), or None when the error is no failed import."""
     for msg in messages:
         m = FAILED_IMPORT.search(msg)
         if m:
-            return f" of {next(g for g in m.groups() if g)}"
+            return next(g for g in m.groups() if g)
     return "" if exc.split("(")[0] in IMPORTS else None
