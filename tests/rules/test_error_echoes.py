@@ -145,7 +145,7 @@ def test_quoted_import_failure_with_undefined_symbol_is_the_root(tmp_path: Path)
     assert driver.severity is Severity.INFO
     assert driver.finding.message.startswith("Python traceback") is False
     assert "AssertionError: failed to get register_center_actor" in driver.finding.message
-    assert "follows from" in driver.finding.message
+    assert "an echo of the first error, at line 8" in driver.finding.message
 
 
 def test_module_not_found_names_the_import(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def remember(ctx: RuleContext, finding: Finding, rule: str, title: str, severity
 def echo(finding: Finding, where: str, root: dict[str, Any], source: str) -> Finding:
     """Turns a finding into the echo of `root`: info, naming the root and where it is."""
     place = f"line {root['line']}" if where == source else f"{Path(where).name} line {root['line']}"
-    finding.message = f"{finding.message} -- follows from the {root['title']} at {place}"[:400]
+    finding.message = f"{finding.message} -- an echo of the first error, at {place}: {root['title']}"[:400]
     finding.severity = Severity.INFO
     finding.evidence["root_cause"] = f"{root['rule']} at {place}"
     return finding

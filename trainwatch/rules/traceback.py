@@ -32,6 +32,7 @@ class TracebackRule(Rule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self.ranks = crash.RankList()
+        self._told: set[str] = set()
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
         if event.fields.get("signatures"):
@@ -54,6 +55,11 @@ class TracebackRule(Rule):
             ev["ranks"] = ranks
         elif ranks:
             ev["rank"] = ranks[0]
+        repeat = event.source in self._told
+        if repeat:
+            # a later one joins the first one's finding (same subject): only the ranks are new evidence
+            ev = {"ranks": ranks} if len(ranks) > 1 else {}
+        self._told.add(event.source)
         finding = Finding(message=text[:300], subject="traceback", evidence=ev, source=event.source,
                           line=event.line)
         crash.date(finding, ctx, event)
@@ -71,7 +77,7 @@ class TracebackRule(Rule):
             finding.message = f"{what}: {text}"[:300]
             finding.extra_fixes = IMPORT_FIXES
         root = crash.root_of(ctx, event.source)
-        if root is not None:
+        if root is not None and not repeat:
             return crash.echo(finding, root[0], root[1], event.source)
         crash.remember(ctx, finding, self.spec.id, self.spec.title, self.spec.severity)
         return finding
