@@ -79,6 +79,11 @@ class Engine:
             state.step = step
             state.last_progress_at = self.clock()
             state.phase = "train"
+        elif state.phase != "train" and not name.startswith("eval_"):
+            # a training line after an eval or a checkpoint, at the step it was taken at (nanoGPT logs
+            # `step 300: ... val loss`, saves, then `iter 300: loss`): training has resumed
+            state.phase = "train"
+            state.last_progress_at = self.clock()
         series = self.store.add(s, step)  # `s` itself becomes the series' newest point
         hooks = self._hooks.get(name)
         if hooks is None:

@@ -154,3 +154,30 @@ def test_single_source_never_dead_rank(engine: Engine, clock: FakeClock) -> None
                       fields={"exception": "ValueError"}))
     silence(engine, clock, 600)
     assert not [a for a in engine.alerts() if a.rule == "hang.dead_rank"]
+
+
+def test_training_line_after_a_checkpoint_at_the_same_step_ends_the_phase(clock: FakeClock, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """nanoGPT evaluates at step N, saves, then logs `iter N`: the same step, yet training again, so a
+    silence after it is judged with the training thresholds, not the checkpoint allowance."""
+    from trainwatch import config
+    from trainwatch.adapters.keyvalue import KeyValueAdapter
+    from trainwatch.adapters.pipeline import SourceParser
+
+    user = tmp_path / "trainwatch.yaml"
+    user.write_text("rules:\n  hang.stall: {warn_floor_s: 30}\n")
+    cfg = config.load("sft", [user])
+    engine = Engine(cfg, clock=clock)
+    parser = SourceParser(KeyValueAdapter(LOG))
+    out = fired_list(engine)
+    lines = []
+    for it in range(1, 301):
+        lines.append(f"iter {it}: loss {3.0 - it / 200:.4f}, time 1000.00ms, mfu 1.00%")
+    lines += ["step 300: train loss 1.5012, val loss 1.5533", "saving checkpoint to out",
+              "iter 300: loss 1.4981, time 9000.00ms, mfu 1.00%"]
+    for n, line in enumerate(lines, 1):
+        clock.advance(1.0)
+        engine.feed_all(parser.feed(line, n))
+        engine.tick()
+    assert engine.sources[LOG].phase == "train"
+    silence(engine, clock, 45)
+    assert stall_alerts(out) == [("firing", Severity.WARNING)]
