@@ -65,6 +65,12 @@ def test_child_failed_and_driver_traceback_after_the_oom_are_its_echoes(tmp_path
     assert [a.rule for a in alerts.values() if a.severity is Severity.CRITICAL] == ["oom.cuda"]
 
 
+def test_launcher_blaming_another_rank_is_no_echo(tmp_path: Path) -> None:
+    torchrun = (ROOT / "examples" / "runs" / "ddp_rank_failure" / "torchrun.log").read_text()  # blames rank 1
+    alerts = check_text(tmp_path, STEPS + "\n".join(rank_traceback(0, OOM.format(r=0))) + "\n" + torchrun)
+    assert alerts["run.child_failed"].severity is Severity.CRITICAL
+
+
 def test_an_error_after_training_went_on_is_a_new_root(tmp_path: Path) -> None:
     early = "\n".join(rank_traceback(0, "ValueError: bad sample skipped")) + "\n"
     later = "Step 40: loss=1.5, lr=1e-4, grad_norm=1.0\n" + \

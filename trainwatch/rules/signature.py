@@ -65,6 +65,11 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
     return text
 
 
+def _other_rank(root_rank: Any, rank: Any) -> bool:
+    """Both ranks known and different: a launcher blaming rank 3 is no echo of rank 1's error."""
+    return isinstance(root_rank, int) and isinstance(rank, int) and root_rank != rank
+
+
 def _num(v: Any) -> Any:
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
@@ -97,8 +102,10 @@ class SignatureRule(Rule):
             evidence = {"ranks": ranks} if len(ranks) > 1 else {}  # the first copy's figures stay the evidence
         finding = crash.date(Finding(message=message, subject=self.signature, evidence=evidence,
                                      source=event.source, line=event.line), ctx, event)
-        root = crash.root_of(ctx, event.source, event.fields.get("rank"))
-        if root is not None and self.signature in crash.ECHO_PRONE and root[1]["rule"] != self.signature:
+        rank = event.fields.get("rank")
+        root = crash.root_of(ctx, event.source, rank)
+        if (root is not None and self.signature in crash.ECHO_PRONE and root[1]["rule"] != self.signature
+                and not _other_rank(root[1].get("rank"), rank)):
             return crash.echo(finding, root[0], root[1], event.source)
         crash.remember(ctx, finding, self.signature, self.spec.title, self.spec.severity)
         return finding
