@@ -24,6 +24,7 @@ TB_MAX_LINES = 400  # kept: the first TB_HEAD lines and the last TB_TAIL
 TB_HEAD = 60
 TB_TAIL = 200
 TB_MAX_LINE_CHARS = 2000
+TB_MAX_SECTIONS = 64  # chained exception lines kept to find the root (a loop can chain thousands)
 EVENT_TEXT_CHARS = 4000
 RANK_PREFIX = re.compile(r"^(?:\[(?:rank|Rank)\s*\d+\]:\s?|\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")
 RANK_KEY = re.compile(r"\[(?:rank|Rank)\s*(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:")
@@ -115,8 +116,9 @@ def _fields(sig: Signature, line: str) -> dict[str, Any]:
     extra = out.pop("reserved_unallocated_gib", None)
     if isinstance(extra, float) and isinstance(out.get("allocated_gib"), float) and "reserved_gib" not in out:
         out["reserved_gib"] = round(out["allocated_gib"] + extra, 6)  # new wording splits reserved in two
-    if "gpu" in out and isinstance(out["gpu"], float):
-        out["gpu"] = int(out["gpu"])
+    for key in ("gpu", "rank", "exitcode"):  # counts, not measures
+        if isinstance(out.get(key), float) and out[key].is_integer():
+            out[key] = int(out[key])
     return out
 
 
@@ -167,7 +169,8 @@ class _Traceback:
     def next_section(self, chained: bool) -> None:
         """The exception line just read is not the last: a chained or quoted traceback follows."""
         assert self.exc_line is not None
-        self.sections.append(self.exc_line[:TB_MAX_LINE_CHARS])
+        if len(self.sections) < TB_MAX_SECTIONS:
+            self.sections.append(self.exc_line[:TB_MAX_LINE_CHARS])
         self.exc_line = None
         self.blank_run = 0
         self.chained = chained
