@@ -54,6 +54,16 @@ def test_interleaved_rank_copies_are_one_finding_listing_the_ranks(tmp_path: Pat
     assert "(rank 1)" in oom.finding.message and oom.finding.evidence["gpu"] == 1  # the first copy's figures
 
 
+def test_same_plain_error_from_two_ranks_is_one_finding(tmp_path: Path) -> None:
+    text = "\n".join(rank_traceback(0, "RuntimeError: shape mismatch in layer 3") +
+                     rank_traceback(1, "RuntimeError: shape mismatch in layer 3")) + "\n"
+    alerts = check_text(tmp_path, STEPS + text)
+    assert list(alerts) == ["error.traceback"]
+    tb = alerts["error.traceback"]
+    assert tb.severity is Severity.CRITICAL and tb.count == 2 and tb.finding.evidence["ranks"] == [0, 1]
+    assert tb.finding.message == "RuntimeError: shape mismatch in layer 3"
+
+
 def test_child_failed_and_driver_traceback_after_the_oom_are_its_echoes(tmp_path: Path) -> None:
     torchrun = (ROOT / "examples" / "runs" / "ddp_rank_failure" / "torchrun.log").read_text()
     text = STEPS + "\n".join(rank_traceback(1, OOM.format(r=1))) + "\n" + torchrun
@@ -146,6 +156,7 @@ def test_quoted_import_failure_with_undefined_symbol_is_the_root(tmp_path: Path)
     alerts = check_text(tmp_path, text, "driver.log")
     abi = alerts["env.abi_mismatch"]
     assert abi.severity is Severity.CRITICAL and abi.finding.evidence["library"] == "flash_attn_2_cuda"
+    assert "built against another torch" in abi.finding.message
     assert abi.first_step is None
     driver = alerts["error.traceback"]
     assert driver.severity is Severity.INFO

@@ -9,6 +9,7 @@ echo of the first critical error when there was one.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from trainwatch.model import Event, Finding, Severity
@@ -16,6 +17,7 @@ from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext
 
 MAX_TEXT = 300
+TORCH_SYMBOL = re.compile(r"^_ZN\w*?(?:3c10|2at|5torch)")  # a mangled name in torch's c10::, at:: or torch::
 SAVE_WORDS = ("PytorchStreamWriter", "torch.save", "save_checkpoint", "checkpoint")
 
 
@@ -52,8 +54,10 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
         lim = f" (timeout {f['timeout_ms'] / 1000:.0f} s)" if isinstance(f.get("timeout_ms"), (int, float)) else ""
         return f"watchdog fired{op}{ran}{lim}"
     if sig == "env.abi_mismatch" and "library" in f:
-        return (f"{f['library']} was built against other library versions than the installed ones "
-                f"(undefined symbol {str(f.get('symbol', '?'))[:80]})")
+        symbol = str(f.get("symbol", "?"))
+        against = "another torch than the installed one" if TORCH_SYMBOL.search(symbol) else \
+            "other library versions than the installed ones"
+        return f"{f['library']} was built against {against} (undefined symbol {symbol[:80]})"
     if sig == "run.child_failed" and "rank" in f:
         code = f" with exit code {f['exitcode']}" if "exitcode" in f else ""
         return f"rank {f['rank']} failed first{code}"
