@@ -157,6 +157,7 @@ Root Cause (first observed failure):
 @pytest.mark.parametrize(("code", "tb", "sig"), [
     ("-9", "Signal 9 (SIGKILL) received by PID 208585", "oom.host"),
     ("-7", "Signal 7 (SIGBUS) received by PID 208585", "deepspeed.exit7"),
+    ("-15", "Signal 15 (SIGTERM) received by PID 208585", "run.signal"),
     ("1", "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html", "run.child_failed"),
 ])
 def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> None:

@@ -171,3 +171,23 @@ def test_module_not_found_names_the_import(tmp_path: Path) -> None:
     tb = check_text(tmp_path, text)["error.traceback"]
     assert tb.finding.message.startswith("import of deepspeed failed: ModuleNotFoundError")
     assert tb.fixes[0].startswith("Import the module by hand")
+
+
+def test_launcher_report_of_a_sigterm_first_is_a_kill_from_outside(tmp_path: Path) -> None:
+    report = "\n".join([
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================",
+        "train.py FAILED",
+        "------------------------------------------------------------",
+        "Failures:",
+        "  <NO_OTHER_FAILURES>",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  rank      : 4 (local_rank: 4)",
+        "  exitcode  : -15 (pid: 208585)",
+        "  traceback : Signal 15 (SIGTERM) received by PID 208585",
+        "============================================================"]) + "\n"
+    alerts = check_text(tmp_path, STEPS + report)
+    sig = alerts["run.signal"]
+    assert sig.severity is Severity.WARNING and sig.finding.message == "rank 4 was ended by signal 15 before any other failure"

@@ -58,6 +58,9 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
         against = "another torch than the installed one" if TORCH_SYMBOL.search(symbol) else \
             "other library versions than the installed ones"
         return f"{f['library']} was built against {against} (undefined symbol {symbol[:80]})"
+    if sig == "run.signal" and isinstance(f.get("exitcode"), int) and f["exitcode"] < 0:
+        who = f"rank {f['rank']}" if "rank" in f else "a worker"
+        return f"{who} was ended by signal {-f['exitcode']} before any other failure"
     if sig == "run.child_failed" and "rank" in f:
         code = f" with exit code {f['exitcode']}" if "exitcode" in f else ""
         return f"rank {f['rank']} failed first{code}"
