@@ -180,6 +180,12 @@ def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> 
     "No space left in the batch, packing the next sample into a new sequence",
     "Compiling the model with torch.compile (backend inductor); the first steps will be slow",
     "[2024-05-01 10:00:00] loading flash_attn: symbols resolved",
+    # torchvision warns and goes on; dynamo logs a compile failure it recovered from as a warning
+    "/env/torchvision/io/image.py:13: UserWarning: Failed to load image Python extension: '/env/torchvision/image.so:"
+    " undefined symbol: _ZN3c1017RegisterOperatorsD1Ev'If you don't plan on using image functionality from "
+    "torchvision.io, you can ignore this warning.",
+    "W1024 01:17:10.936000 140404233111360 torch/_dynamo/convert_frame.py:1009] torch._dynamo.exc.BackendCompilerFailed:"
+    " backend='inductor' raised:",
 ])
 def test_prose_does_not_fire(line: str) -> None:
     assert errors([line]) == []

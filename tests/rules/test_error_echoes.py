@@ -191,3 +191,10 @@ def test_launcher_report_of_a_sigterm_first_is_a_kill_from_outside(tmp_path: Pat
     alerts = check_text(tmp_path, STEPS + report)
     sig = alerts["run.signal"]
     assert sig.severity is Severity.WARNING and sig.finding.message == "rank 4 was ended by signal 15 before any other failure"
+
+
+def test_shared_memory_full_is_told_apart_from_a_full_disk(tmp_path: Path) -> None:
+    line = ("RuntimeError: unable to write to file </torch_4177_1771539287_0>: No space left on device (28)\n")
+    full = check_text(tmp_path, STEPS + line)["ckpt.disk_full"]
+    assert full.finding.message.startswith("shared memory (/dev/shm) is full")
+    assert full.fixes[0].startswith("In a container, enlarge /dev/shm")

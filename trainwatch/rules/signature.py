@@ -19,6 +19,9 @@ from trainwatch.rules.base import Rule, RuleContext
 MAX_TEXT = 300
 TORCH_SYMBOL = re.compile(r"^_ZN\w*?(?:3c10|2at|5torch)")  # a mangled name in torch's c10::, at:: or torch::
 SAVE_WORDS = ("PytorchStreamWriter", "torch.save", "save_checkpoint", "checkpoint")
+SHM_WORDS = ("/dev/shm", "</torch_")
+SHM_FIXES = ("In a container, enlarge /dev/shm (docker run --shm-size 16g, or a memory-backed emptyDir)",
+             "Or lower the DataLoader's num_workers")
 
 
 def _gib(v: Any) -> str:
@@ -97,8 +100,9 @@ class SignatureRule(Rule):
         if len(line) > MAX_TEXT:
             line = line[:MAX_TEXT] + "..."
         figures = describe(self.signature, event.fields)
+        extra: tuple[str, ...] = ()
         if self.signature == "ckpt.disk_full":
-            figures = self._disk_full(ctx, event)
+            figures, extra = self._disk_full(ctx, event)
         message = figures or line or self.spec.title
         evidence = dict(event.fields)
         evidence["text"] = line
@@ -108,7 +112,7 @@ class SignatureRule(Rule):
         if not first:
             evidence = {"ranks": ranks} if len(ranks) > 1 else {}  # the first copy's figures stay the evidence
         finding = crash.date(Finding(message=message, subject=self.signature, evidence=evidence,
-                                     source=event.source, line=event.line), ctx, event)
+                                     source=event.source, line=event.line, extra_fixes=extra), ctx, event)
         rank = event.fields.get("rank")
         root = crash.root_of(ctx, event.source, rank)
         if (root is not None and self.signature in crash.ECHO_PRONE and root[1]["rule"] != self.signature
@@ -118,8 +122,11 @@ class SignatureRule(Rule):
         return finding
 
     @staticmethod
-    def _disk_full(ctx: RuleContext, event: Event) -> str:
-        """Disk full while saving a checkpoint (torch.save's writer, or a checkpoint phase) says so."""
+    def _disk_full(ctx: RuleContext, event: Event) -> tuple[str, tuple[str, ...]]:
+        """What filled up: shared memory (DataLoader workers pass batches through /dev/shm), or the disk
+        while saving a checkpoint (torch.save's writer, or a checkpoint phase), or some other write."""
+        if any(w in event.text for w in SHM_WORDS):
+            return "shared memory (/dev/shm) is full: a data-loader worker could not hand over a batch", SHM_FIXES
         st = ctx.sources.get(event.source)
         saving = any(w in event.text for w in SAVE_WORDS) or (st is not None and st.phase == "checkpoint")
-        return "checkpoint save failed (no space left)" if saving else "a write failed (no space left)"
+        return ("checkpoint save failed (no space left)" if saving else "a write failed (no space left)"), ()
