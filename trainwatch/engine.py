@@ -136,6 +136,9 @@ class Engine:
                 state.phase = "train"
         elif e.kind is EventKind.INFO:
             state.facts.update(e.fields)
+            if e.fields.get("new_run"):  # another training starts in the same log: its curves start afresh
+                self.store.drop_source(e.source)
+                state.step = None
             total = e.fields.get("total_steps")
             if isinstance(total, int) and total > 0:
                 state.total_steps = total

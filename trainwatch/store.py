@@ -224,6 +224,11 @@ class MetricStore:
         series.add(sample)  # type: ignore[arg-type]  # a Sample has every field of a Point: no copy per sample
         return series
 
+    def drop_source(self, source: str) -> None:
+        """Forgets one source's series: a new training in the same log is not a continuation of the last."""
+        for key in [k for k in self._series if k[0] == source]:
+            del self._series[key]
+
     def get(self, name: str, source: str = "") -> Series | None:
         return self._series.get((source, name))
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
 
 from trainwatch.adapters.base import Adapter
 from trainwatch.model import Event, EventKind, Record, Sample
@@ -28,3 +32,13 @@ def series(records: Iterable[Record], name: str) -> list[tuple[int | None, float
     return [(s.step, s.value) for s in samples(records, name)]
 
 
+
+
+def corpus_file(name: str) -> Path:
+    """A log of the shared corpus (beside the checkout, or where $TRAINWATCH_CORPUS says); skips without it."""
+    env = os.environ.get("TRAINWATCH_CORPUS")
+    base = Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "corpus"
+    path = base / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not here (the shared corpus is only on some machines)")
+    return path

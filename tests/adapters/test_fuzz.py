@@ -57,3 +57,22 @@ def test_huge_lines(name: str) -> None:
     for n, line in enumerate(huge, 1):
         sc.feed(line, n)
     sc.finish()
+
+
+PREFIX_FRAGMENTS = ["[rank3]:", "[default0]:", "[1,0]<stdout>:", "0: ", "  12: ", "node-3: ", "localhost: ",
+                    "10.0.0.1: ", "(main_task pid=12)", "(raylet)", "2024-05-01 12:00:00,123", "[2024-05-01 12:00:00]",
+                    "2024-13-45T99:99:99Z", " - INFO - ", "[INFO]", "INFO:root:", "W1222 19:29:33.885000 1 a.py:8] ",
+                    "loss: ", "1.5", " ", "\t", "-"]
+prefixed = st.lists(st.one_of(st.sampled_from(PREFIX_FRAGMENTS), st.text(max_size=20)), max_size=10).map("".join)
+
+
+@FUZZ
+@given(batch=st.lists(st.one_of(prefixed, byte_lines), max_size=30))
+def test_prefix_stripper_never_raises_and_only_cuts_the_front(batch: list[str]) -> None:
+    from trainwatch.adapters.prefix import PrefixStripper, strip_text
+
+    s = PrefixStripper()
+    for line in batch:
+        text, info = s.strip(line)
+        assert line.endswith(text) and (info is None) == (text == line)
+    strip_text("\n".join(batch))

@@ -47,8 +47,11 @@ def test_frozen_is_flat_from_start():
 
 
 def test_overfit_fires_at_the_second_rising_eval():
-    t = told(run_log(_log("hf_overfit.log")))
-    assert t["loss.overfit"] == 100
+    eng = run_log(_log("hf_overfit.log"))
+    t = told(eng)
+    assert t["loss.overfit"] == 60  # dated at the eval minimum...
+    a = next(a for a in eng.alerts() if a.rule == "loss.overfit")
+    assert a.finding.evidence["detected_step"] == 100  # ...found at the second eval above it
     assert set(t) <= {"loss.overfit", "loss.level"}
 
 

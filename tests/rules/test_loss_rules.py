@@ -107,7 +107,8 @@ def test_diverging_fires_on_a_rising_trend():
     for s in range(31, 60):
         r.step(s, loss=(2.1 + (s - 30) * 0.15) * (1 + rnd.gauss(0, 0.02)))
     a = r.alert("loss.diverging")
-    assert 35 <= a.first_step <= 50
+    assert 30 <= a.first_step <= 34  # dated where the rise began (step 31)...
+    assert 35 <= a.finding.evidence["detected_step"] <= 50  # ...found once the median had climbed
     assert a.severity is Severity.CRITICAL
 
 
@@ -135,7 +136,8 @@ def test_flat_from_start_fires_and_also_at_the_end_of_a_short_run():
     for s in range(1, 70):
         r.step(s, loss=5.5 + rnd.gauss(0, 0.05))
     a = r.alert("loss.flat_from_start")
-    assert a.first_step == 50 and a.severity is Severity.CRITICAL
+    assert a.first_step == 1 and a.severity is Severity.CRITICAL
+    assert 50 <= a.finding.evidence["detected_step"] <= 70  # once the noise band of the fall is below 3%
     short = Run()
     for s in range(1, 9):
         short.step(s * 10, loss=5.5 + rnd.gauss(0, 0.05))
@@ -160,7 +162,9 @@ def test_overfit_fires_when_eval_rises_and_train_falls():
             r.step(s, loss=2.2 - s * 0.02)
         r.step(e * 10 + 10, eval_loss=ev)
     a = r.alert("loss.overfit")
-    assert a.first_step == 50 and a.finding.evidence["best_step"] == 30
+    assert a.first_step == 30 and a.finding.evidence["step"] == 30  # dated at the eval minimum
+    assert a.finding.evidence["detected_step"] == 60  # once the latest evals stand clear of the minimum's level
+    assert [s for s, _ in a.finding.evidence["later_evals"]] == [40, 50, 60]
 
 
 def test_overfit_silent_while_train_rises_too():

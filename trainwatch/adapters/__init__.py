@@ -12,6 +12,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.prefix import strip_text
 from trainwatch.errors import SourceError, UsageError
 
 GROUP = "trainwatch.formats"
@@ -51,11 +52,18 @@ def get(name: str) -> type[Adapter]:
 
 
 def scores(head: str, path: str) -> list[tuple[float, str]]:
-    """Every adapter's confidence for one file, best first."""
+    """Every adapter's confidence for one file, best first. Adapters that read lines without their
+    launcher prefixes are scored on the head with the prefixes taken off too."""
     out = []
+    stripped: str | None = None
     for name, cls in registry().items():
+        text = head
+        if getattr(cls, "strip_prefixes", False):
+            if stripped is None:
+                stripped = strip_text(head)
+            text = stripped
         try:
-            s = float(cls.score(head, path))
+            s = float(cls.score(text, path))
         except Exception:  # a plugin's scorer must not break detection
             s = 0.0
         out.append((s, name))

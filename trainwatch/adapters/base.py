@@ -49,6 +49,9 @@ class Adapter(ABC):
     """Kept for plugins that set it; no longer consulted: every line of a line format is scanned for error
     signatures and tracebacks (a crash is printed as plain text whatever the metrics' format), and
     whole-file documents never are."""
+    strip_prefixes: ClassVar[bool] = True
+    """Whether launcher prefixes (rank tags, hosts, Ray pids, timestamps, levels) are taken off each line
+    before `parse` and `score` see it. Formats whose lines are data cells (CSV) turn it off."""
 
     def __init__(self, source: str = "") -> None:
         self.source = source

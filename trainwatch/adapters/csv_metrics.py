@@ -1,7 +1,11 @@
-"""CSV metrics (Lightning CSVLogger metrics.csv): a header, then sparse rows keyed by step/epoch.
+"""CSV metrics: a header, then rows keyed by step, or by epoch when there is no step column.
 
+Lightning's CSVLogger (sparse rows, a step column), Keras' CSVLogger (`epoch,accuracy,...,val_loss`,
+epoch from 0) and Ultralytics' results.csv (space-padded headers, CRLF, losses split in parts) all fit.
 Lightning rewrites the file with a wider header when new keys appear, so a line that looks like a
 header (no numbers, a step or epoch column) replaces the current one wherever it turns up.
+When the loss is only logged in parts (YOLO's `train/box_loss`, `train/cls_loss`, `train/dfl_loss`
+and their `val/` twins) their sum is also given as `loss` / `eval_loss`, the totals rules know.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ from trainwatch.adapters.base import Adapter
 from trainwatch.model import Record, Sample
 
 STEP_COLUMNS = ("step", "global_step", "trainer/global_step", "iteration", "iter")
+EPOCH_COLUMNS = ("epoch", "epochs")  # the step of epoch-only logs
 HEADER_HINTS = ("step", "epoch", "global_step", "iteration", "iter")
+PART_PREFIXES = (("train/", "loss"), ("val/", "eval_loss"))  # loss parts by phase, and the total's name
+TOTAL_NAMES = ("loss", "train/loss", "train_loss", "val/loss", "val_loss", "eval_loss")
 
 
 def _cells(line: str) -> list[str]:
@@ -34,6 +41,13 @@ def _is_number(cell: str) -> bool:
         return False
 
 
+def _cell_float(cell: str) -> float | None:
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
 def _looks_like_header(cells: list[str]) -> bool:
     names = [c.strip() for c in cells]
     if len(names) < 2 or any(not c for c in names) or any(_is_number(c) for c in names):
@@ -45,13 +59,15 @@ def _looks_like_header(cells: list[str]) -> bool:
 
 class CsvMetricsAdapter(Adapter):
     name = "csv"
-    description = "CSV metrics with a header row (Lightning CSVLogger metrics.csv, sparse columns)"
+    description = "CSV metrics with a header row (Lightning and Keras CSVLogger, Ultralytics results.csv)"
     example = "epoch,step,train_loss_step,val_loss\n0,49,2.4513,"  # header and one row
+    strip_prefixes = False  # cells, not log lines: "0:" or a date in the first column is data
 
     def __init__(self, source: str = "") -> None:
         super().__init__(source)
         self.header: list[str] | None = None
         self.step_col = -1
+        self.parts: list[tuple[str, list[int]]] = []  # (total's name, columns of its parts)
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
@@ -74,7 +90,13 @@ class CsvMetricsAdapter(Adapter):
     def _set_header(self, cells: list[str]) -> None:
         self.header = [c.strip() for c in cells]
         lowered = [c.lower() for c in self.header]
-        self.step_col = next((lowered.index(k) for k in STEP_COLUMNS if k in lowered), -1)
+        self.step_col = next((lowered.index(k) for k in STEP_COLUMNS + EPOCH_COLUMNS if k in lowered), -1)
+        self.parts = []
+        if not any(n in lowered for n in TOTAL_NAMES):
+            for prefix, total in PART_PREFIXES:
+                cols = [i for i, c in enumerate(lowered) if c.startswith(prefix) and c.endswith("_loss")]
+                if len(cols) >= 2:
+                    self.parts.append((total, cols))
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         line = line.rstrip("\r")
@@ -104,4 +126,8 @@ class CsvMetricsAdapter(Adapter):
             except ValueError:
                 continue
             out.append(Sample(header[i], value, step, None, src, lineno, False))
+        for total, cols in self.parts:
+            values = [_cell_float(cells[i]) for i in cols if i < len(cells)]
+            if len(values) == len(cols) and all(v is not None for v in values):
+                out.append(Sample(total, sum(values), step, None, src, lineno, False))  # type: ignore[arg-type]
         return out

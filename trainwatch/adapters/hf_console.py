@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 
 PAIR = re.compile(
@@ -46,8 +47,10 @@ LOGGING_STEPS = re.compile(r"\blogging_steps=(\d+)")
 NUM_EPOCHS = re.compile(r"\bnum_train_epochs=(\d+(?:\.\d+)?)")
 CKPT_STEP = re.compile(r"checkpoint-(\d+)")
 GLOBAL_STEP = re.compile(r"global step (\d+)")
+STEP_OF_TOTAL = re.compile(r"""'global_step/max_steps':\s*['"](\d+)\s*/\s*(\d+)['"]""")  # ms-swift
 STEP_KEYS = ("step", "global_step")
 EVAL_PREFIXES = ("eval_", "test_", "predict_")
+TRAIN_BARS = frozenset({"train", "training"})  # ms-swift names its training bar
 SUMMARY_KEY = "train_runtime"
 KNOWN_KEYS = ("epoch", "loss", "learning_rate", "grad_norm", "train_runtime")
 
@@ -164,6 +167,8 @@ class HFConsoleAdapter(Adapter):
         dicts = len(SCORE_DICT.findall(head))
         if dicts:
             return min(0.95, 0.85 + 0.02 * dicts)
+        if is_history(head):
+            return 0.5  # a Keras History printout; a fit log around it is the key-value reader's (higher)
         bars = len(SCORE_BAR.findall(head))
         hints = sum(h in head for h in ("***** Running training *****", "Unsloth", "TrainingArguments",
                                         "transformers", "Trainer"))
@@ -232,6 +237,10 @@ class HFConsoleAdapter(Adapter):
             if m is not None and q < p:
                 cut = line.rfind("\r", start, q)
                 desc = line[(start if cut < 0 else cut + 1):q].strip()
+                close = line.find("]", m.end(), min(end, m.end() + 120))
+                rate = line[m.end():close] if close > 0 else ""
+                if ("/s" in rate or "s/" in rate) and "it/s" not in rate and "s/it" not in rate:
+                    desc = rate.rsplit(" ", 1)[-1]  # examples/s, ba/s, MB/s: a data or download bar, no step
                 return desc, int(m.group(2)), int(m.group(3))
             stop = q
         return None
@@ -240,8 +249,8 @@ class HFConsoleAdapter(Adapter):
         if bar is None:
             return
         desc, n, m = bar
-        if desc and not desc.endswith(("]", ")")):  # dataset maps, shard loading, ...: not the trainer's bars
-            return
+        if desc and not desc.endswith(("]", ")")) and desc.rstrip(":").strip().lower() not in TRAIN_BARS:
+            return  # dataset maps, shard loading, ...: not the trainer's bars
         if self.total is None:  # not known yet: the last bar before the first train dict is the trainer's
             self.bar_step, self.bar_total = n, m
             return
@@ -261,6 +270,9 @@ class HFConsoleAdapter(Adapter):
                              fields={"step": self.bar_step, "total": self.total}))
 
     def _dict(self, text: str, lineno: int, out: list[Record]) -> None:
+        if "[" in text and is_history(text):
+            out.extend(history_samples(text, self.source, lineno))  # Keras print(history.history)
+            return
         values = parse_repr_dict(text)
         if "epoch" not in values and "loss" not in values and not any(
                 k in KNOWN_KEYS or k.startswith(EVAL_PREFIXES) for k in values):
@@ -268,6 +280,13 @@ class HFConsoleAdapter(Adapter):
         kind = "summary" if SUMMARY_KEY in values else "eval" if ("'eval_" in text or "'test_" in text
                                                                     or "'predict_" in text) else "train"
         printed = next((int(values.pop(k)) for k in STEP_KEYS if k in values and values[k] == values[k]), None)
+        if printed is None and "global_step/" in text:
+            m = STEP_OF_TOTAL.search(text)
+            if m is not None:  # ms-swift prints the step and the total in every dict
+                printed, total = int(m.group(1)), int(m.group(2))
+                if total > 0 and total != self.total:
+                    self.total = total
+                    out.append(Event(EventKind.INFO, self.source, lineno, fields={"total_steps": total}))
         epoch = values.get("epoch")
         inferred = printed is None
         if kind == "train":
@@ -369,6 +388,8 @@ class HFConsoleAdapter(Adapter):
             return
         if "total_steps" in fields:
             self.total = fields["total_steps"]
+            if self.bar_step is not None and self.bar_step > self.total:
+                self.bar_step = self.bar_total = None  # a bar past the training's end was not the trainer's
         if "num_epochs" in fields:
             self.num_epochs = fields["num_epochs"]
         out.append(Event(EventKind.INFO, self.source, lineno, text=line.strip()[:500], fields=fields))

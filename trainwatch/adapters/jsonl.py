@@ -1,4 +1,11 @@
-"""JSON lines: one record per line, step and time under their common names, nested keys joined by '/'."""
+"""JSON lines: one record per line, step and time under their common names, nested keys joined by '/'.
+
+Framework logs this reads besides plain W&B/custom dumps: Detectron2's metrics.json (`iteration`,
+`total_loss`, evaluation rows with `bbox/AP`), MMEngine/mmcv JSON logs (`"mode": "train"|"val"`,
+`epoch` with an `iter` that restarts every epoch, `step`), LLaMA-Factory's trainer_log.jsonl
+(`current_steps` of `total_steps`). Evaluation rows never move the step backwards: MMEngine keys
+them by epoch, and a val row's `loss` is a validation loss.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.model import Record, Sample
+from trainwatch.model import Event, EventKind, Record, Sample
 
 try:  # optional speed-up; it rejects NaN literals, so json stays the fallback
     import orjson
@@ -22,6 +29,9 @@ STEP_KEYS = ("step", "global_step", "iter", "iteration", "_step", "trainer/globa
 TIME_KEYS = ("time", "timestamp", "_timestamp", "wall_time", "walltime")
 STEP_SET = frozenset(STEP_KEYS)
 TIME_SET = frozenset(TIME_KEYS)
+TOTAL_KEYS = ("total_steps", "max_steps", "max_iters", "train_iters")
+TRAIN_HINTS = ("loss", "total_loss", "lr", "learning_rate")  # a row with one of these is a training row
+EVAL_MODES = ("val", "eval", "test", "valid", "validation")
 MAX_DEPTH = 6
 
 
@@ -58,8 +68,16 @@ def _number(v: Any) -> float | None:
 
 class JsonLinesAdapter(Adapter):
     name = "jsonl"
-    description = "JSON lines: one metrics object per line (step/time keys by common names, nested keys with '/')"
+    description = "JSON lines: one metrics object per line (custom, Detectron2, MMEngine, LLaMA-Factory)"
     example = '{"step": 10, "loss": 2.31, "lr": 0.0003, "train": {"grad_norm": 1.2}}'
+
+    def __init__(self, source: str = "") -> None:
+        super().__init__(source)
+        self.last_step: int | None = None
+        self.total: int | None = None
+        self.epoch_base = 0  # mmcv: steps of the epochs before this one (its `iter` restarts each epoch)
+        self.epoch_of_base: float | None = None
+        self.last_iter = 0
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
@@ -99,6 +117,7 @@ class JsonLinesAdapter(Adapter):
         step: int | None = None
         when: float | None = None
         pairs: list[tuple[str, float]] = []
+        steps: dict[str, int] = {}  # step-like keys found; the first of STEP_KEYS wins (MMEngine: step, not iter)
         for k, v in obj.items():
             t = type(v)
             if t is float or t is int:
@@ -109,8 +128,8 @@ class JsonLinesAdapter(Adapter):
                 for fk, fv in flat.items():
                     n = _number(fv)
                     if n is not None:
-                        if fk in STEP_SET and step is None and math.isfinite(n):
-                            step = int(n)
+                        if fk in STEP_SET and fk not in steps and math.isfinite(n):
+                            steps[fk] = int(n)
                         else:
                             pairs.append((fk, n))
                 continue
@@ -121,12 +140,46 @@ class JsonLinesAdapter(Adapter):
             else:
                 continue  # bools, lists, null
             if k in STEP_SET:
-                if step is None and math.isfinite(v):
-                    step = int(v)
+                if k not in steps and math.isfinite(v):
+                    steps[k] = int(v)
                     continue
             elif k in TIME_SET and when is None and v > 1e8 and math.isfinite(v):
                 when = v / 1000.0 if v > 1e11 else v  # milliseconds since the epoch
                 continue
             pairs.append((k, float(v)))
+        if steps:
+            step = next(steps[k] for k in STEP_KEYS if k in steps)
         src = self.source
-        return [Sample(k, v, step, when, src, lineno, False) for k, v in pairs]
+        out: list[Record] = []
+        mode = obj.get("mode")
+        evaluating = isinstance(mode, str) and mode.lower() in EVAL_MODES
+        inferred = False
+        if evaluating or (step is not None and self.last_step is not None and step < self.last_step
+                          and not any(k in obj for k in TRAIN_HINTS)):
+            step = self.last_step  # an evaluation row keyed by its epoch: it belongs where training is
+            if evaluating:
+                pairs = [("eval_" + k if k.startswith("loss") else k, v) for k, v in pairs]
+        elif isinstance(mode, str) and "iter" in steps and len(steps) == 1 and "epoch" in obj:
+            step, inferred = self._mmcv_step(obj, steps["iter"])
+        if step is not None and not evaluating:
+            self.last_step = step
+            total = next((obj[k] for k in TOTAL_KEYS if type(obj.get(k)) is int and obj[k] > 0), None)
+            pairs = [(k, v) for k, v in pairs if k not in TOTAL_KEYS]
+            if total is not None and total != self.total:
+                self.total = total
+                out.append(Event(EventKind.PROGRESS, src, lineno, step=step, time=when,
+                                 fields={"step": step, "total": total}))
+        out.extend(Sample(k, v, step, when, src, lineno, inferred) for k, v in pairs)
+        return out
+
+    def _mmcv_step(self, obj: dict[str, Any], it: int) -> tuple[int, bool]:
+        """mmcv's epoch-based runner logs the iteration within the epoch: the steps of the epochs
+        before (the last iteration each logged, a slight undercount) are added, and marked inferred."""
+        epoch = obj.get("epoch")
+        if isinstance(epoch, (int, float)) and self.epoch_of_base is not None and epoch > self.epoch_of_base \
+                and it <= self.last_iter:
+            self.epoch_base += self.last_iter
+        if isinstance(epoch, (int, float)):
+            self.epoch_of_base = float(epoch)
+        self.last_iter = it
+        return self.epoch_base + it, self.epoch_base > 0

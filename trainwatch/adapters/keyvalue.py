@@ -3,9 +3,13 @@
 Covers `Step 10: loss=2.45, lr=6.7e-05`, verl's `step:10 - actor/entropy:0.41 - ...`, nanoGPT's
 `iter 100: loss 2.31, time 45.1ms, mfu 31.2%`, torchtitan's double-space fields, DeepSpeed's
 `steps: 10 loss: 2.34 iter time (s): 0.51`, OLMo/Composer blocks (`[step=10/10000,epoch=0]` then
-indented `key=value` lines, held until the block ends), and Keras fit lines after `Epoch N/M`.
-Prose is not metrics: a line counts only with a step-like key, or with several short metric-like
-pairs making up most of it.
+indented `key=value` lines, held until the block ends), Keras fit lines after `Epoch N/M` (and
+`print(history.history)`), and MMEngine's `Epoch(train) [3][ 50/3104]  lr: ...  loss: ...` lines.
+Lines with no step at all (`Epoch 1 - Batch loss: 12.1`, `grpo_loss is 0.12 and kl is 0.03`) are
+counted, or stepped by their epoch when every line has its own, and marked inferred.
+Prose is not metrics: a line without a step counts only when its pairs make up most of it with no
+words left over, and, unless a loss is among two or more keys, once the same keys come back with
+other values (a banner or config echo prints each key set once, or twice with the same values).
 """
 
 from __future__ import annotations
@@ -16,16 +20,18 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|Infinity|-inf)"
 PAIR = re.compile(
-    r"(?P<k>[A-Za-z_][\w/.\-()%@ ]{0,60}?)\s*(?:[:=]\s*|\s+)\[?(?P<v>" + NUM + r")(?![\w.])?(?P<u>%|[A-Za-z]{1,3}\b)?"
+    r"(?P<k>[A-Za-z_][\w/.\-()%@ ]{0,60}?)\s*(?:[:=]\s*|\s+is\s+|\s+)\[?(?P<v>" + NUM + r")(?![\w.])?"
+    r"(?P<u>%|[A-Za-z]{1,3}\b)?"
 )
 STEP_PREFIX = re.compile(
     r"^(?P<k>step|steps|iter|iteration|it|global_step|batch|update)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\]\-]?\s*", re.I)
-FIELD_SPLIT = re.compile(r",\s+|\s+-\s+|\t|\s{2,}")
+FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iteration", "it", "batch", "update",
                        "num_updates", "trainer/global_step", "_step"})
@@ -35,12 +41,22 @@ LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)"
 BLOCK_HEAD = re.compile(r"^\[(?P<k>step|batch|iter)=(?P<n>\d+)(?:/(?P<m>\d+))?(?:,\s*epoch=(?P<e>\d+))?\]:?\s*$")
 BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM + r")")
 KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
+MM_HEAD = re.compile(  # MMEngine: `Epoch(train) [3][ 50/3104]` or `Iter(train) [  50/20000]`, then `key: value` pairs
+    r"^(?P<by>Epoch|Iter)\((?P<mode>\w+)\)\s*(?:\[\s*(?P<e>\d+)\s*\])?\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s*")
+MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's own timings are no training series
 KERAS_LINE = re.compile(r"^\s*\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
 SKIP = re.compile(r"\S*\s*")
 DIGIT = re.compile(r"\d")
+WORD = re.compile(r"[A-Za-z]{2}")
+EPOCH_KEYS = frozenset({"epoch", "ep"})
+INNER_KEYS = frozenset({"batch", "it", "iter", "iteration"})  # may count within the epoch
+MAX_KEY_WORDS = 4  # "Average Train Loss" is a key; "New best model saved with BLEU" is prose
+KEYSETS_KEPT = 256
+TAKE, HOLD = object(), object()  # verdicts on a line without a step
 MFU_SENTINEL = -100.0
 SCORE_LINES = 400
+SCORE_MIN_HITS = 8
 
 
 def _number(raw: str) -> float | None:
@@ -54,10 +70,12 @@ def _number(raw: str) -> float | None:
             return None
 
 
-def _pairs(text: str) -> tuple[list[tuple[str, float]], int]:
-    """(key, value) pairs of a line and how many fields it had."""
+def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
+    """(key, value) pairs of a line, how many fields it had, and how many of those ended in words
+    that are no pair (`Process 3752008 exits successfully.`: prose around a number)."""
     fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
+    dirty = 0
     for field in fields:
         pos = 0
         while pos < len(field):
@@ -74,7 +92,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int]:
             pos = m.end()
             skip = SKIP.match(field, pos)  # a unit or "/513" stuck to the value
             pos = skip.end() if skip else len(field)
-    return out, len(fields)
+        if pos < len(field) and WORD.search(field, pos):
+            dirty += 1
+    return out, len(fields), dirty
 
 
 def _stamp(date: str, clock: str, frac: str | None) -> float | None:
@@ -87,14 +107,24 @@ def _stamp(date: str, clock: str, frac: str | None) -> float | None:
 
 class KeyValueAdapter(Adapter):
     name = "keyvalue"
-    description = "Plain key=value / key: value metric lines (custom loops, nanoGPT, verl, OLMo blocks, Keras fit)"
+    description = "Plain key=value / key: value metric lines (custom loops, nanoGPT, verl, OLMo blocks, Keras fit, no-step logs)"
     example = "Step 10: loss=2.45, lr=6.67e-05, grad_norm=1.02"
 
     def __init__(self, source: str = "") -> None:
         super().__init__(source)
         self.block: dict[str, object] | None = None
         self.keras_epoch: int | None = None
+        self.keras_logged = False  # a fit line followed the last `Epoch N/M`
+        self.keras_runs = 1
+        self.mm_step: int | None = None  # the last MMEngine training step
+        self.mm_eval = False
         self.count = 0  # records without a printed step
+        self.held: dict[frozenset[str], tuple[int, float | None, list[tuple[str, float]]]] = {}
+        self.taken: set[frozenset[str]] = set()  # key sets of stepless lines seen more than once
+        self.last_epoch: float | None = None
+        self.epoch_repeats = False  # several records per epoch: the epoch is no step
+        self.inner_base = 0  # batches of the epochs before, when the batch counter restarts each epoch
+        self.inner_last: tuple[float, int] | None = None  # (epoch, batch) of the last such record
         self.absorbed = 0  # block lines taken (for scoring)
 
     @classmethod
@@ -118,7 +148,9 @@ class KeyValueAdapter(Adapter):
         if hits < 3 or total == 0:
             return 0.05 * hits
         frac = hits / total
-        return min(0.85, 0.3 + 0.55 * min(1.0, 2 * frac))
+        # enough records (8 reach the threshold alone) and a large share of the lines: a few stray
+        # `TP=4, PP=1` echoes in a long banner are not a key-value log
+        return min(0.85, 0.3 * min(1.0, hits / SCORE_MIN_HITS) + 0.55 * min(1.0, 2 * frac))
 
     # -- per line -----------------------------------------------------------------------------
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
@@ -165,10 +197,17 @@ class KeyValueAdapter(Adapter):
         if text.startswith("Epoch ") and KERAS_EPOCH.match(text):
             m = KERAS_EPOCH.match(text)
             assert m is not None
-            self.keras_epoch = int(m.group(1))
+            self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
+            return out
+        if text[:1] in "EI" and text[1:5] in ("poch", "ter(") and (mm := MM_HEAD.match(text)) is not None:
+            self._mmengine(mm, text[mm.end():], lineno, when, out)
             return out
         if self.keras_epoch is not None and KERAS_LINE.match(text):
             self._keras(text, lineno, out)
+            return out
+        if text[:1] == "{" and is_history(text):
+            if self.keras_epoch is None:  # after fit lines it repeats what they said
+                out.extend(history_samples(text, self.source, lineno))
             return out
         if text[:1] in "sS" and text.lower().startswith("saving checkpoint to"):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
@@ -190,19 +229,39 @@ class KeyValueAdapter(Adapter):
             step = int(m.group("n"))
             total = int(m.group("m")) if m.group("m") else None
             text = text[m.end():]
-        pairs, nfields = _pairs(text)
+        pairs, nfields, dirty = _pairs(text)
+        step_key = m.group("k").lower() if m is not None else None
         if step is None:
             for k, v in pairs:
                 if k.lower() in STEP_KEYS and math.isfinite(v):
-                    step = int(v)
+                    step, step_key = int(v), k.lower()
                     break
         inferred = False
+        if step is not None and step_key in INNER_KEYS:
+            step, inferred = self._global_step(step, pairs)
         if step is None:
-            # no step: only a line made of several short metric-like pairs
-            if len(pairs) < 2 or len(pairs) < 0.6 * nfields or any(" " in k for k, _ in pairs):
+            if "%|" in text:
+                return  # a progress bar (dataset map, download): not a training record
+            verdict = self._stepless_verdict(pairs, nfields, dirty)
+            if verdict is None:
                 return
-            self.count += 1
-            step, inferred = self.count, True
+            if verdict is HOLD:
+                keys = frozenset(k.lower() for k, _ in pairs)
+                held = self.held.get(keys)
+                if held is None:
+                    if len(self.held) < KEYSETS_KEPT:
+                        self.held[keys] = (lineno, when, pairs)
+                    return
+                if held[2] == pairs:
+                    return  # the same keys and values again: a config printed twice (per rank), not metrics
+                del self.held[keys]
+                if len(self.taken) < KEYSETS_KEPT:
+                    self.taken.add(keys)
+                h_line, h_when, h_pairs = held  # the keys came back: the first line was a record too
+                h_step, h_inferred = self._stepless_step(h_pairs)
+                out.extend(Sample(k, v, h_step, h_when, self.source, h_line, h_inferred)
+                           for k, v in h_pairs if k.lower() not in STEP_KEYS)
+            step, inferred = self._stepless_step(pairs)
         if not pairs:
             return
         if total is not None:
@@ -216,10 +275,90 @@ class KeyValueAdapter(Adapter):
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             out.append(Sample(k, v, step, when, self.source, lineno, inferred))
 
+    def _global_step(self, n: int, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
+        """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The
+        batches of the epochs before (the last logged, a slight undercount) are added; marked inferred."""
+        epoch = next((v for k, v in pairs if k.lower() in EPOCH_KEYS and math.isfinite(v)), None)
+        if epoch is None:
+            return n, self.inner_base > 0
+        last = self.inner_last
+        if last is not None and epoch > last[0] and n <= last[1]:
+            self.inner_base += last[1]
+        self.inner_last = (epoch, n)
+        return self.inner_base + n, self.inner_base > 0
+
+    def _stepless_verdict(self, pairs: list[tuple[str, float]], nfields: int, dirty: int) -> object | None:
+        """Whether a line without a step is a metrics record: TAKE, HOLD (only once the same keys come
+        back: a config echo or a banner prints each key set once) or None (prose). A loss among the keys
+        is taken at once when it has company; keys with spaces (`Batch loss`) need a loss."""
+        if not pairs or len(pairs) < 0.6 * nfields:
+            return None
+        keys = [k.lower() for k, _ in pairs]
+        if any(k.count(" ") >= MAX_KEY_WORDS for k in keys):
+            return None
+        lossy = any("loss" in k for k in keys)
+        if not lossy and (dirty or any(" " in k for k in keys)):
+            return None
+        if lossy and len(pairs) >= 2:
+            return TAKE
+        return TAKE if frozenset(keys) in self.taken else HOLD
+
+    def _stepless_step(self, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
+        """Records are counted; an epoch that changes with every record is the step itself."""
+        self.count += 1
+        epoch = next((v for k, v in pairs if k.lower() in EPOCH_KEYS and math.isfinite(v)), None)
+        if epoch is not None:
+            if self.last_epoch is not None and epoch <= self.last_epoch:
+                self.epoch_repeats = True
+            self.last_epoch = epoch
+            if not self.epoch_repeats and epoch == int(epoch):
+                return int(epoch), True  # the epoch stands in for the step: still not a printed step
+        return self.count, True
+
+    def _mmengine(self, m: re.Match[str], rest: str, lineno: int, when: float | None, out: list[Record]) -> None:
+        """MMEngine's console: the training step is exact (epoch x iterations per epoch + iteration);
+        evaluation lines belong to the step training reached, and only their results are kept."""
+        i, n = int(m.group("i")), int(m.group("n"))
+        pairs = [(k, v) for k, v in _pairs(rest)[0] if k.lower() != "eta"]
+        if m.group("mode") != "train":
+            if i < n:
+                if not self.mm_eval:
+                    self.mm_eval = True
+                    out.append(Event(EventKind.EVAL_START, self.source, lineno, step=self.mm_step, time=when,
+                                     fields={"total": n}))
+                return
+            self.mm_eval = False
+            out.extend(Sample(k, v, self.mm_step, when, self.source, lineno, False)
+                       for k, v in pairs if k.lower() not in MM_TIMING)
+            return
+        self.mm_eval = False
+        if m.group("by") == "Epoch" and m.group("e") is not None:
+            step = (int(m.group("e")) - 1) * n + i
+        else:
+            step = i
+            out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
+                             fields={"step": step, "total": n}))
+        self.mm_step = step
+        out.extend(Sample(k, v, step, when, self.source, lineno, False) for k, v in pairs)
+
+    def _keras_epoch(self, epoch: int, total: int, lineno: int, out: list[Record]) -> None:
+        """`Epoch N/M`: the step of the fit lines that follow. An epoch number that goes back after
+        epochs were logged is another `fit()` (scripts train several models one after another): a new
+        run, said with an INFO fact so that it is not mistaken for a resume of the last one."""
+        if self.keras_epoch is not None and epoch <= self.keras_epoch and self.keras_logged:
+            self.keras_runs += 1
+            out.append(Event(EventKind.INFO, self.source, lineno, step=epoch,
+                             text=f"training {self.keras_runs} starts (Epoch {epoch}/{total})",
+                             fields={"new_run": self.keras_runs, "new_run_step": epoch}))
+        self.keras_epoch = epoch
+        self.keras_logged = False
+        out.append(Event(EventKind.PROGRESS, self.source, lineno, step=epoch, fields={"step": epoch, "total": total}))
+
     def _keras(self, text: str, lineno: int, out: list[Record]) -> None:
         for m in KERAS_PAIR.finditer(text):
             value = _number(m.group("v"))
             if value is not None:
+                self.keras_logged = True
                 out.append(Sample(m.group("k"), value, self.keras_epoch, None, self.source, lineno, True))
 
     def _flush(self) -> list[Record]:

@@ -1,14 +1,12 @@
-"""One source's parsing: ANSI codes stripped, the adapter's records, then error signatures and tracebacks."""
+"""One source's parsing: ANSI codes and launcher prefixes stripped, the adapter's records, then error
+signatures and tracebacks (the scanner reads the line as it was, prefixes included: ranks matter there)."""
 
 from __future__ import annotations
 
-import re
-
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.prefix import ANSI, Prefix, PrefixStripper
 from trainwatch.adapters.signatures import SignatureScanner
-from trainwatch.model import Record
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+from trainwatch.model import Record, Sample
 
 
 class SourceParser:
@@ -21,15 +19,23 @@ class SourceParser:
         # between the metric lines; a whole-file document (JSON) holds no such lines
         self.scanner = None if adapter.whole_file else SignatureScanner(adapter.source)
         self.errors = 0  # lines an adapter choked on (only third-party adapters should ever do this)
+        self.prefixes = PrefixStripper() if adapter.strip_prefixes else None
+        self.last_prefix: Prefix | None = None  # what the last line's tags said (rank, host, time)
 
     def feed(self, line: str, lineno: int) -> list[Record]:
         if "\x1b" in line:
             line = ANSI.sub("", line)
+        text, prefix = (line, None) if self.prefixes is None else self.prefixes.strip(line)
+        self.last_prefix = prefix
         try:
-            out = list(self.adapter.parse(line, lineno))
+            out = list(self.adapter.parse(text, lineno))
         except Exception:  # an adapter bug must cost one line, not the watcher
             self.errors += 1
             out = []
+        if prefix is not None and prefix.time is not None and out:
+            for r in out:  # the adapter saw the line without its timestamp: give the samples theirs
+                if type(r) is Sample and r.time is None:
+                    r.time = prefix.time
         if self.scanner is not None:
             out.extend(self.scanner.feed(line, lineno))
         return out

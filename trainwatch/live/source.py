@@ -159,6 +159,7 @@ class LiveSource:
         parser = self.opened.parser
         if chunk.document is not None:
             # whole_file adapters remember what they reported: a re-read yields only new entries
+            engine.source(self.name).lines = chunk.document.count("\n") + 1  # counted as `check` counts
             return self._records(engine, parser.document(chunk.document))
         if not chunk.lines:
             return 0

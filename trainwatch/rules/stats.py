@@ -1,4 +1,8 @@
-"""Robust statistics for trend rules: medians and MADs, so one noisy point never decides a verdict."""
+"""Robust statistics for trend rules: medians and MADs, so one noisy point never decides a verdict.
+
+Every trend verdict compares an effect with the noise measured on the same series: a per-step loss
+with +-20% noise and a smoothed loss logged every 10 steps need different thresholds, and no fixed
+ratio serves both."""
 
 from __future__ import annotations
 
@@ -6,10 +10,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from trainwatch.model import Finding
 from trainwatch.rules.base import median
 from trainwatch.store import Point, Series
 
 MAD_SIGMA = 1.4826  # MAD times this estimates the standard deviation of normal noise
+MEDIAN_SE = 1.2533  # the standard error of a median of n normal points is this times sigma / sqrt(n)
 
 
 def mad_sigma(values: list[float], centre: float | None = None) -> float:
@@ -18,6 +24,90 @@ def mad_sigma(values: list[float], centre: float | None = None) -> float:
         return math.nan
     c = median(values) if centre is None else centre
     return MAD_SIGMA * median([abs(v - c) for v in values])
+
+
+def diff_sigma(values: list[float]) -> float:
+    """Point noise from the MAD of first differences: a slow trend barely moves it, so a falling
+    curve is not mistaken for a noisy one. NaN with fewer than three values."""
+    if len(values) < 3:
+        return math.nan
+    return MAD_SIGMA * median([abs(b - a) for a, b in zip(values, values[1:])]) / math.sqrt(2.0)
+
+
+def curve_sigma(values: list[float]) -> float:
+    """Noise of a short, sparse sequence (evaluations) from its second differences, taken around
+    their median: the bend of a smooth U-shaped curve is signal, not noise. NaN below five values."""
+    if len(values) < 5:
+        return math.nan
+    d2 = [values[i + 1] - 2 * values[i] + values[i - 1] for i in range(1, len(values) - 1)]
+    m = median(d2)
+    return MAD_SIGMA * median([abs(x - m) for x in d2]) / math.sqrt(6.0)
+
+
+def median_se(sigma: float, n: int) -> float:
+    """How far the median of n points with noise `sigma` wanders from the true level."""
+    return MEDIAN_SE * sigma / math.sqrt(max(n, 1))
+
+
+def scaled_window(n: int, fraction: float, lo: int, hi: int) -> int:
+    """A window that grows with the points seen (`fraction` of them), clamped to [lo, hi] and to n:
+    short runs are judged on what they have, long ones on a window wide enough to average the noise
+    out, and the cost per sample stays bounded by `hi`."""
+    return max(0, min(n, max(lo, min(hi, int(n * fraction)))))
+
+
+def cusum_onset(points: list[Point], ref: float, clip: float) -> Point | None:
+    """Where a sustained excursion above `ref` began: the point after the last minimum of the running
+    sum of (value - ref). Each term is clipped to +-clip so one outlier cannot move the answer.
+    None when the sum never turns up."""
+    total = low = 0.0
+    at = 0
+    for i, p in enumerate(points):
+        total += max(-clip, min(clip, p.value - ref))
+        if total <= low:
+            low, at = total, i + 1
+    return points[at] if at < len(points) else None
+
+
+class Episodes:
+    """Per source, the finding that opened the current episode of a condition.
+
+    While the condition holds the rule repeats that finding: its message, `step` and `began_step` keep
+    telling the moment the episode began, and only the latest values change, under `last_value` and
+    `last_step`. An alert that merges repeated evidence then never mixes two moments."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, Finding] = {}
+
+    def is_open(self, source: str) -> bool:
+        return source in self._open
+
+    def open(self, source: str, finding: Finding, last_value: float, last_step: int) -> Finding:
+        """Starts an episode with `finding` (its `step`: where the evidence became enough)."""
+        self._open[source] = finding
+        out = _copy(finding, last_value, last_step)
+        out.step = finding.step
+        return out
+
+    def repeat(self, source: str, last_value: float, last_step: int, **later: object) -> Finding | None:
+        """The open episode's finding with the latest values; None when none is open."""
+        f = self._open.get(source)
+        if f is None:
+            return None
+        out = _copy(f, last_value, last_step)
+        out.evidence.update(later)
+        return out
+
+    def close(self, source: str) -> None:
+        self._open.pop(source, None)
+
+
+def _copy(f: Finding, last_value: float, last_step: int) -> Finding:
+    ev = dict(f.evidence)
+    ev["last_value"] = last_value
+    ev["last_step"] = last_step
+    return Finding(message=f.message, evidence=ev, subject=f.subject, severity=f.severity,
+                   extra_fixes=f.extra_fixes, began_step=f.began_step)
 
 
 def finite_points(points: Iterable[Point]) -> list[Point]:
