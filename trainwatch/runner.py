@@ -32,6 +32,7 @@ class OpenSource:
     """No metric adapter recognised the file: it is read for errors only (and `tail` tries the adapters
     again as the file grows). One that yields no record at all was not understood, and `check` says so
     (exit 3) instead of calling it healthy."""
+    unscored: bool = False  # no adapter scored at all, not even `text` for an error in the sample
 
 
 def unrecognised(path: Path | str) -> SourceError:
@@ -47,7 +48,7 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
     """
     raw = read_sample(path) if head is None else head
     name = str(path)
-    fallback = False
+    fallback = unscored = False
     if fmt is None:
         if not raw:
             raise SourceError(f"{path}: empty file, nothing to check")
@@ -57,12 +58,13 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
         fmt = adapters.detect(text, name)
         if fmt is None and FALLBACK_FORMAT not in adapters.registry():
             raise unrecognised(path)
+        unscored = fmt is None
         fmt = fmt or FALLBACK_FORMAT
         fallback = fmt == FALLBACK_FORMAT  # errors only, whether chosen for its errors or for want of better
     else:
         text = raw.decode("utf-8", "replace")
     adapter = adapters.get(fmt)(name)
-    return OpenSource(path, name, fmt, text, SourceParser(adapter), fallback)
+    return OpenSource(path, name, fmt, text, SourceParser(adapter), fallback, unscored)
 
 
 def choose_preset(sources: list[OpenSource]) -> str:

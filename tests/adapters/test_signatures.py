@@ -77,6 +77,7 @@ ONE_LINERS = [
                          ".so: undefined symbol: _ZN3c104cuda9SetDeviceEi"),
     ("compile.failed", "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"),
     ("compile.failed", "torch._inductor.exc.InductorError: LoweringException: AssertionError: "),
+    ("compile.failed", "(main_task pid=4242) torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"),
     ("oom.host", "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you "
                  "tried to allocate 21474836480 bytes."),
     ("oom.host", "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 9663676416 bytes. "
@@ -117,11 +118,11 @@ def test_oom_new_wording_figures_in_gib() -> None:
 def test_figures_of_the_new_signatures() -> None:
     (cpu,) = errors([ONE_LINERS[-3][1]])
     assert cpu.fields == {"tried_gib": 20.0}
-    (abi,) = errors([ONE_LINERS[-6][1]])
+    (abi,) = errors([ONE_LINERS[-7][1]])
     assert abi.fields == {"library": "flash_attn_2_cuda", "symbol": "_ZN3c104cuda9SetDeviceEi"}
-    (comp,) = errors([ONE_LINERS[-5][1]])
+    (comp,) = errors([ONE_LINERS[-6][1]])
     assert comp.fields == {"backend": "inductor"}
-    (disk,) = errors([ONE_LINERS[-9][1]])
+    (disk,) = errors([ONE_LINERS[-10][1]])
     assert disk.fields == {"file": "data/5", "rank": 0}
 
 
@@ -186,6 +187,7 @@ def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> 
     "torchvision.io, you can ignore this warning.",
     "W1024 01:17:10.936000 140404233111360 torch/_dynamo/convert_frame.py:1009] torch._dynamo.exc.BackendCompilerFailed:"
     " backend='inductor' raised:",
+    "2024-05-01 12:00:00,123 - WARNING - torch._dynamo.exc.Unsupported: graph break on data-dependent branch",
 ])
 def test_prose_does_not_fire(line: str) -> None:
     assert errors([line]) == []

@@ -101,7 +101,7 @@ class LiveSource:
             self.gave_up = True
             return False
         if opened.fallback:
-            if len(head) < DETECT_GIVE_UP_BYTES and head.count(b"\n") < 50:
+            if opened.unscored and len(head) < DETECT_GIVE_UP_BYTES and head.count(b"\n") < 50:
                 if not self._waiting_said:
                     self.notice(f"{self.path}: format not recognised yet; waiting for more lines")
                     self._waiting_said = True
