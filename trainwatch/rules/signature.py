@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from trainwatch.model import Event, Finding, Severity
+from trainwatch.model import Event, Finding
 from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext
 
