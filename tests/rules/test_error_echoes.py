@@ -198,3 +198,9 @@ def test_shared_memory_full_is_told_apart_from_a_full_disk(tmp_path: Path) -> No
     full = check_text(tmp_path, STEPS + line)["ckpt.disk_full"]
     assert full.finding.message.startswith("shared memory (/dev/shm) is full")
     assert full.fixes[0].startswith("In a container, enlarge /dev/shm")
+
+
+def test_disk_full_in_a_logged_warning_is_a_warning(tmp_path: Path) -> None:
+    line = "2024-05-01 12:00:00 - WARNING - could not write the dataset cache: [Errno 28] No space left on device\n"
+    full = check_text(tmp_path, STEPS + line)["ckpt.disk_full"]
+    assert full.severity is Severity.WARNING and "logged as a warning" in full.finding.message

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from trainwatch.model import Event, Finding
+from trainwatch.model import Event, Finding, Severity
 from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext
 
@@ -20,6 +20,7 @@ MAX_TEXT = 300
 TORCH_SYMBOL = re.compile(r"^_ZN\w*?(?:3c10|2at|5torch)")  # a mangled name in torch's c10::, at:: or torch::
 SAVE_WORDS = ("PytorchStreamWriter", "torch.save", "save_checkpoint", "checkpoint")
 SHM_WORDS = ("/dev/shm", "</torch_")
+WARNING_LINE = re.compile(r"(?i:\bwarn)|^(?:\[[Rr]ank\s*\d+\]:\s?)?\[?W\d{4} \d\d:")  # a logged warning, not a raise
 SHM_FIXES = ("In a container, enlarge /dev/shm (docker run --shm-size 16g, or a memory-backed emptyDir)",
              "Or lower the DataLoader's num_workers")
 
@@ -113,6 +114,8 @@ class SignatureRule(Rule):
             evidence = {"ranks": ranks} if len(ranks) > 1 else {}  # the first copy's figures stay the evidence
         finding = crash.date(Finding(message=message, subject=self.signature, evidence=evidence,
                                      source=event.source, line=event.line, extra_fixes=extra), ctx, event)
+        if self.signature == "ckpt.disk_full" and WARNING_LINE.search(event.text):
+            finding.severity = Severity.WARNING  # unsure whether it stopped anything: say less
         rank = event.fields.get("rank")
         root = crash.root_of(ctx, event.source, rank)
         if (root is not None and self.signature in crash.ECHO_PRONE and root[1]["rule"] != self.signature
@@ -125,6 +128,8 @@ class SignatureRule(Rule):
     def _disk_full(ctx: RuleContext, event: Event) -> tuple[str, tuple[str, ...]]:
         """What filled up: shared memory (DataLoader workers pass batches through /dev/shm), or the disk
         while saving a checkpoint (torch.save's writer, or a checkpoint phase), or some other write."""
+        if WARNING_LINE.search(event.text):
+            return "a write failed (no space left), logged as a warning: the run may have gone on", ()
         if any(w in event.text for w in SHM_WORDS):
             return "shared memory (/dev/shm) is full: a data-loader worker could not hand over a batch", SHM_FIXES
         st = ctx.sources.get(event.source)
