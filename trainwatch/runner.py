@@ -12,9 +12,10 @@ from trainwatch import adapters, config, task
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.engine import Engine
 from trainwatch.errors import SourceError
-from trainwatch.sources.files import looks_binary, read_head
+from trainwatch.sources.files import looks_binary, read_sample
 
 USER_CONFIG = "trainwatch.yaml"
+FALLBACK_FORMAT = "text"  # read when no adapter is confident: error signatures and tracebacks only
 
 
 @dataclass
@@ -22,14 +23,29 @@ class OpenSource:
     path: Path
     name: str  # the label in reports and alerts: the path as the user gave it
     format: str
-    head: str
+    head: str  # the detection sample (head, tail and spread pieces of the file), not only its start
     parser: SourceParser
+    fallback: bool = False
+    """No metric adapter recognised the file: it is read for errors only (and `tail` tries the adapters
+    again as the file grows). One that yields no record at all was not understood, and `check` says so
+    (exit 3) instead of calling it healthy."""
+    unscored: bool = False  # no adapter scored at all, not even `text` for an error in the sample
+
+
+def unrecognised(path: Path | str) -> SourceError:
+    return SourceError(f"{path}: no known log format recognised",
+                       hint="see 'trainwatch formats', or force one with --format NAME")
 
 
 def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None) -> OpenSource:
-    """Detects the format from the file's start (or takes `fmt`) and builds its parser."""
-    raw = read_head(path) if head is None else head
+    """Detects the format from a sample of the whole file (or takes `fmt`) and builds its parser.
+
+    A text file that no adapter recognises is still opened, with the `text` adapter, so that the
+    errors and tracebacks in it are reported whatever format its metrics are in.
+    """
+    raw = read_sample(path) if head is None else head
     name = str(path)
+    fallback = unscored = False
     if fmt is None:
         if not raw:
             raise SourceError(f"{path}: empty file, nothing to check")
@@ -37,13 +53,15 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
             raise SourceError(f"{path}: binary data, not a text log")
         text = raw.decode("utf-8", "replace")
         fmt = adapters.detect(text, name)
-        if fmt is None:
-            raise SourceError(f"{path}: no known log format recognised",
-                              hint="see 'trainwatch formats', or force one with --format NAME")
+        if fmt is None and FALLBACK_FORMAT not in adapters.registry():
+            raise unrecognised(path)
+        unscored = fmt is None
+        fmt = fmt or FALLBACK_FORMAT
+        fallback = fmt == FALLBACK_FORMAT  # errors only, whether chosen for its errors or for want of better
     else:
         text = raw.decode("utf-8", "replace")
     adapter = adapters.get(fmt)(name)
-    return OpenSource(path, name, fmt, text, SourceParser(adapter))
+    return OpenSource(path, name, fmt, text, SourceParser(adapter), fallback, unscored)
 
 
 def choose_preset(sources: list[OpenSource]) -> str:

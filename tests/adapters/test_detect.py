@@ -9,7 +9,7 @@ import pytest
 from trainwatch.adapters import detect, registry
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.model import EventKind, Sample
-from trainwatch.sources.files import iter_lines
+from trainwatch.sources.files import iter_lines, read_sample
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -30,7 +30,8 @@ EXPECTED = {
 
 
 def head_of(path: Path) -> str:
-    return path.read_bytes()[:1 << 16].decode("utf-8", "replace")
+    """What detection scores: the sample of the whole file that `check` and `tail` read."""
+    return read_sample(path).decode("utf-8", "replace")
 
 
 def parse_file(path: Path, fmt: str) -> list:  # type: ignore[type-arg]
@@ -130,3 +131,20 @@ def test_console_steps_match_trainer_state_in_real_runs() -> None:
         truth = [e["step"] for e in json.loads(state.read_text())["log_history"] if "loss" in e]
         got = [r.step for r in parse_file(log, "hf_console") if isinstance(r, Sample) and r.name == "loss"]
         assert got == truth, log
+
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+LATE_METRICS = {  # real logs whose first metric line comes after 100-400 KB of banners and argument dumps
+    "swift-gemma4-zero2-oom-step3.log": "hf_console",
+    "swift-gemma4-fsdp2-full-epoch.log": "hf_console",
+    "megatron-ds-ckpt-save-disk-full.log": "megatron",
+    "megatron-ds-qwen7b-pretrain-500it.log": "megatron",
+}
+
+
+@pytest.mark.parametrize(("name", "fmt"), sorted(LATE_METRICS.items()))
+def test_metrics_that_start_late_in_real_logs_are_detected(name: str, fmt: str) -> None:
+    path = CORPUS / name
+    if not path.exists():
+        pytest.skip(f"{path} not present (the shared corpus is not checked out beside the project)")
+    assert detect(head_of(path), str(path)) == fmt

@@ -12,7 +12,7 @@ BRIEF_IDS = {
     "cuda.ecc", "gpu.xid", "fp16.overflow", "data.pad_token", "deepspeed.dummy_optim", "rl.reward_import",
     "rl.generation_batch", "fsdp.weight_2d", "ckpt.checkpoint_error", "rl.bf16_weight_sync",
     "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
-    "megatron.grad_nan",
+    "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed",
 }
 
 
@@ -69,6 +69,20 @@ ONE_LINERS = [
                    "signal, shutting down workers"),
     ("run.signal", "torch.distributed.elastic.multiprocessing.api.SignalException: Process 54958 got signal: 15"),
     ("megatron.grad_nan", "RuntimeError: Rank 3: found NaN in local grad norm for bucket #0 in backward pass"),
+    ("ckpt.disk_full", "[rank0]: RuntimeError: [enforce fail at inline_container.cc:858] . PytorchStreamWriter failed "
+                       "writing file data/5: file write failed"),
+    ("ckpt.disk_full", "OSError: [Errno 28] No space left on device: '/ckpt/checkpoint-500/optimizer.pt'"),
+    ("ckpt.disk_full", "tee: /runs/exp1/train.log: No space left on device"),
+    ("env.abi_mismatch", "ImportError: /env/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu"
+                         ".so: undefined symbol: _ZN3c104cuda9SetDeviceEi"),
+    ("compile.failed", "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"),
+    ("compile.failed", "torch._inductor.exc.InductorError: LoweringException: AssertionError: "),
+    ("compile.failed", "(main_task pid=4242) torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"),
+    ("oom.host", "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you "
+                 "tried to allocate 21474836480 bytes."),
+    ("oom.host", "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 9663676416 bytes. "
+                 "Error code 12 (Cannot allocate memory)"),
+    ("hang.nccl", "RuntimeError: NCCL Error 2: unhandled system error"),
 ]
 
 
@@ -99,6 +113,17 @@ def test_oom_new_wording_figures_in_gib() -> None:
                    "memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated."])
     assert e.fields == pytest.approx({"tried_gib": 2.5, "total_gib": 79.11, "free_gib": 1.02,
                                       "allocated_gib": 70.0, "reserved_gib": 76.5, "gpu": 0})
+
+
+def test_figures_of_the_new_signatures() -> None:
+    (cpu,) = errors([ONE_LINERS[-3][1]])
+    assert cpu.fields == {"tried_gib": 20.0}
+    (abi,) = errors([ONE_LINERS[-7][1]])
+    assert abi.fields == {"library": "flash_attn_2_cuda", "symbol": "_ZN3c104cuda9SetDeviceEi"}
+    (comp,) = errors([ONE_LINERS[-6][1]])
+    assert comp.fields == {"backend": "inductor"}
+    (disk,) = errors([ONE_LINERS[-10][1]])
+    assert disk.fields == {"file": "data/5", "rank": 0}
 
 
 def test_nccl_watchdog_fields() -> None:
@@ -133,6 +158,7 @@ Root Cause (first observed failure):
 @pytest.mark.parametrize(("code", "tb", "sig"), [
     ("-9", "Signal 9 (SIGKILL) received by PID 208585", "oom.host"),
     ("-7", "Signal 7 (SIGBUS) received by PID 208585", "deepspeed.exit7"),
+    ("-15", "Signal 15 (SIGTERM) received by PID 208585", "run.signal"),
     ("1", "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html", "run.child_failed"),
 ])
 def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> None:
@@ -152,6 +178,16 @@ def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> 
     "error_file: <N/A>",
     "Setting `pad_token_id` to `eos_token_id`:None for open-end generation.",
     "exitcode 0, all good",
+    "No space left in the batch, packing the next sample into a new sequence",
+    "Compiling the model with torch.compile (backend inductor); the first steps will be slow",
+    "[2024-05-01 10:00:00] loading flash_attn: symbols resolved",
+    # torchvision warns and goes on; dynamo logs a compile failure it recovered from as a warning
+    "/env/torchvision/io/image.py:13: UserWarning: Failed to load image Python extension: '/env/torchvision/image.so:"
+    " undefined symbol: _ZN3c1017RegisterOperatorsD1Ev'If you don't plan on using image functionality from "
+    "torchvision.io, you can ignore this warning.",
+    "W1024 01:17:10.936000 140404233111360 torch/_dynamo/convert_frame.py:1009] torch._dynamo.exc.BackendCompilerFailed:"
+    " backend='inductor' raised:",
+    "2024-05-01 12:00:00,123 - WARNING - torch._dynamo.exc.Unsupported: graph break on data-dependent branch",
 ])
 def test_prose_does_not_fire(line: str) -> None:
     assert errors([line]) == []
@@ -232,6 +268,7 @@ def test_real_torchrun_failure_example() -> None:
     found = scan(log.read_text(encoding="utf-8", errors="replace").split("\n"))
     child = [e for e in found if e.kind == EventKind.ERROR and e.signature == "run.child_failed"]
     assert len(child) == 1
-    assert child[0].fields == {"exitcode": 1, "rank": 1}  # the root cause, not the first failure listed
+    # the root cause, not the first failure listed; the sibling torchrun terminated is only mentioned
+    assert child[0].fields == {"exitcode": 1, "rank": 1, "other_failures": "rank 0 exit -15"}
     assert not [e for e in found if e.signature in ("oom.host", "run.signal")]  # SIGTERM of a sibling is no cause
     assert [e.fields["exception"] for e in found if e.kind == EventKind.TRACEBACK] == ["ChildFailedError"]

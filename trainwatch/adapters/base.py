@@ -46,7 +46,9 @@ class Adapter(ABC):
     whole_file: ClassVar[bool] = False
     """True for formats read as one document (trainer_state.json): `parse_document` replaces `parse`."""
     text_signatures: ClassVar[bool] = True
-    """Whether error signatures and tracebacks are looked for in this format's lines."""
+    """Kept for plugins that set it; no longer consulted: every line of a line format is scanned for error
+    signatures and tracebacks (a crash is printed as plain text whatever the metrics' format), and
+    whole-file documents never are."""
     strip_prefixes: ClassVar[bool] = True
     """Whether launcher prefixes (rank tags, hosts, Ray pids, timestamps, levels) are taken off each line
     before `parse` and `score` see it. Formats whose lines are data cells (CSV) turn it off."""
@@ -57,7 +59,8 @@ class Adapter(ABC):
     @classmethod
     @abstractmethod
     def score(cls, head: str, path: str) -> float:
-        """Confidence from 0 to 1 that a file starting with `head` (about 64 KB) is in this format."""
+        """Confidence from 0 to 1 that a file is in this format, from `head`: a sample of the file (its
+        start, its end and pieces between, whole lines joined by newlines, at most about 320 KB)."""
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         """Records from one physical line (ANSI stripped, no newline, may hold `\\r` redraws)."""

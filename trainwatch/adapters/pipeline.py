@@ -15,7 +15,9 @@ class SourceParser:
     def __init__(self, adapter: Adapter) -> None:
         self.adapter = adapter
         self.source = adapter.source
-        self.scanner = SignatureScanner(adapter.source) if adapter.text_signatures else None
+        # every line of a text file is scanned whatever its format: a crash is printed as plain text
+        # between the metric lines; a whole-file document (JSON) holds no such lines
+        self.scanner = None if adapter.whole_file else SignatureScanner(adapter.source)
         self.errors = 0  # lines an adapter choked on (only third-party adapters should ever do this)
         self.prefixes = PrefixStripper() if adapter.strip_prefixes else None
         self.last_prefix: Prefix | None = None  # what the last line's tags said (rank, host, time)

@@ -24,10 +24,14 @@ TB_MAX_LINES = 400  # kept: the first TB_HEAD lines and the last TB_TAIL
 TB_HEAD = 60
 TB_TAIL = 200
 TB_MAX_LINE_CHARS = 2000
+TB_MAX_SECTIONS = 64  # chained exception lines kept to find the root (a loop can chain thousands)
 EVENT_TEXT_CHARS = 4000
 RANK_PREFIX = re.compile(r"^(?:\[(?:rank|Rank)\s*\d+\]:\s?|\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")
+RANK_KEY = re.compile(r"\[(?:rank|Rank)\s*(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:")
 CHILD_START = re.compile(r"ChildFailedError:\s*$")
-EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+CHILD_TEXT_LINES = 80  # the report's first lines kept as evidence (one entry per failed rank follows)
+ENTRY_START = re.compile(r"^\[\d+\]:\s*$")
+EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:\(([A-Za-z_][\w.]*)\))?(?::\s?(.*))?$")
 SIZE = re.compile(r"^([\d.]+)\s*([KMGT]?)i?B$")
 SIZE_UNITS = {"": 1 / 2**30, "K": 1 / 2**20, "M": 1 / 2**10, "G": 1.0, "T": 2**10}
 
@@ -105,11 +109,16 @@ def _fields(sig: Signature, line: str) -> dict[str, Any]:
             if m:
                 out[name] = _value(m.group(1))
                 break
+    for key in [k for k in out if k.endswith("_bytes")]:
+        v = out.pop(key)
+        if isinstance(v, float):
+            out[key[:-len("_bytes")] + "_gib"] = round(v / 2**30, 6)
     extra = out.pop("reserved_unallocated_gib", None)
     if isinstance(extra, float) and isinstance(out.get("allocated_gib"), float) and "reserved_gib" not in out:
         out["reserved_gib"] = round(out["allocated_gib"] + extra, 6)  # new wording splits reserved in two
-    if "gpu" in out and isinstance(out["gpu"], float):
-        out["gpu"] = int(out["gpu"])
+    for key in ("gpu", "rank", "exitcode"):  # counts, not measures
+        if isinstance(out.get(key), float) and out[key].is_integer():
+            out[key] = int(out[key])
     return out
 
 
@@ -125,16 +134,28 @@ def _drop_bars(line: str) -> str:
 
 
 class _Traceback:
-    """One traceback being collected, bounded in size."""
+    """One traceback being collected, bounded in size.
 
-    def __init__(self, first: str, lineno: int) -> None:
+    Chained sections are kept apart so the root can be named: after "During handling of the above
+    exception" or "The above exception was the direct cause", the earlier exception is the cause; a
+    traceback printed inside an exception's message (Ray, multiprocessing) is deeper than the one
+    that quotes it.
+    """
+
+    def __init__(self, first: str, lineno: int, rank: int | None = None) -> None:
         self.lineno = lineno
+        self.rank = rank
         self.head: list[str] = [first]
         self.tail: deque[str] = deque(maxlen=TB_TAIL)
         self.count = 1
         self.frames = 0
         self.exc_line: str | None = None
         self.blank_run = 0
+        self.sections: list[str] = []  # exception lines of the sections before the last
+        self.root = 0  # index in sections + [exc_line] of the root cause
+        self.chained = False  # a chain phrase was seen since the last exception line
+        self.signatures: list[str] = []  # known errors found on its lines: they explain it
+        self.continued = False  # the last exception line took the line after it as the rest of its message
 
     def add(self, line: str) -> None:
         self.count += 1
@@ -145,27 +166,72 @@ class _Traceback:
         else:
             self.tail.append(line)
 
+    def next_section(self, chained: bool) -> None:
+        """The exception line just read is not the last: a chained or quoted traceback follows."""
+        assert self.exc_line is not None
+        if len(self.sections) < TB_MAX_SECTIONS:
+            self.sections.append(self.exc_line[:TB_MAX_LINE_CHARS])
+        self.exc_line = None
+        self.blank_run = 0
+        self.chained = chained
+
+    def section_starts(self) -> None:
+        """A new section's frames begin: a quoted (not chained) one is deeper than the root so far."""
+        if self.sections and not self.chained:
+            self.root = len(self.sections)
+        self.chained = False
+
     def event(self, source: str) -> Event:
         lines = list(self.head)
         cut = self.count - len(self.head) - len(self.tail)
         if cut > 0:
             lines.append(f"... {cut} lines left out ...")
         lines.extend(self.tail)
-        exc, msg = "", ""
-        if self.exc_line is not None:
-            m = EXC_LINE.match(self.exc_line.strip())
-            if m:
-                exc = m.group(1).rsplit(".", 1)[-1]
-                msg = (m.group(2) or "").strip()
-            else:
-                msg = self.exc_line.strip()
+        exc, msg = _split_exc(self.exc_line)
+        chain = self.sections + ([self.exc_line.strip()] if self.exc_line is not None else [])
+        fields: dict[str, Any] = {"exception": exc, "message": msg[:TB_MAX_LINE_CHARS], "frames": self.frames,
+                                  "complete": self.exc_line is not None}
+        if len(chain) > 1 and self.root < len(chain) - 1:
+            root_exc, root_msg = _split_exc(chain[self.root])
+            fields["root_exception"] = root_exc
+            fields["root_message"] = root_msg[:TB_MAX_LINE_CHARS]
+        if self.signatures:
+            fields["signatures"] = list(dict.fromkeys(self.signatures))
+        if self.rank is not None:
+            fields["rank"] = self.rank
         return Event(kind=EventKind.TRACEBACK, source=source, line=self.lineno, text="\n".join(lines),
-                     fields={"exception": exc, "message": msg[:TB_MAX_LINE_CHARS], "frames": self.frames,
-                             "complete": self.exc_line is not None})
+                     fields=fields)
+
+
+def _split_exc(line: str | None) -> tuple[str, str]:
+    """('OutOfMemoryError', 'CUDA out of memory ...') from an exception line; ('', line) when it is not one."""
+    if line is None:
+        return "", ""
+    m = EXC_LINE.match(line.strip())
+    if not m:
+        return "", line.strip()
+    exc = m.group(1).rsplit(".", 1)[-1]
+    if m.group(2):
+        exc = f"{exc}({m.group(2).rsplit('.', 1)[-1]})"  # Ray: RayTaskError(AssertionError)
+    return exc, (m.group(3) or "").strip()
+
+
+def _rank_of(line: str) -> int | None:
+    """The rank a launcher's prefix names (`[rank3]:`, `[1,3]<stderr>:`), else None."""
+    if line[:1] != "[":
+        return None
+    m = RANK_KEY.match(line)
+    if not m:
+        return None
+    return int(m.group(1) or m.group(2))
 
 
 class SignatureScanner:
-    """Per-source scanner: ERROR events for known messages, TRACEBACK events for whole tracebacks."""
+    """Per-source scanner: ERROR events for known messages, TRACEBACK events for whole tracebacks.
+
+    Tracebacks are collected per rank when lines carry a rank prefix, so copies printed by several
+    ranks at once, with their lines interleaved, stay whole and apart.
+    """
 
     def __init__(self, source: str = "") -> None:
         self.source = source
@@ -175,7 +241,7 @@ class SignatureScanner:
             for k in s.keywords:
                 kws.setdefault(k, []).append(s)
         self._keywords = tuple(kws.items())
-        self._tb: _Traceback | None = None
+        self._tbs: dict[int | None, _Traceback] = {}
         self._child: dict[str, Any] | None = None
 
     # -- public -------------------------------------------------------------------------------
@@ -184,15 +250,15 @@ class SignatureScanner:
         try:
             self._feed(line, lineno, out)
         except Exception:  # a scanner bug must cost one line, never the watcher
-            self._tb = None
+            self._tbs.clear()
             self._child = None
         return out
 
     def finish(self) -> list[Event]:
         out: list[Event] = []
-        if self._tb is not None:
-            out.append(self._tb.event(self.source))
-            self._tb = None
+        for tb in sorted(self._tbs.values(), key=lambda t: t.lineno):
+            out.append(tb.event(self.source))
+        self._tbs.clear()
         if self._child is not None:
             out.append(self._child_event())
             self._child = None
@@ -207,17 +273,28 @@ class SignatureScanner:
             seg = seg[idx:] if idx >= 0 else seg[seg.rfind("\r") + 1:]
         if "%|" in line:
             line = _drop_bars(line)  # tqdm redraws are long and never errors: scan only the rest
-        if not (self._child is not None and self._child_line(seg, out)):
-            if self._tb is not None:
-                self._traceback_line(seg, lineno, out)
-            elif TB_START in seg:
-                self._tb = _Traceback(seg[seg.find(TB_START):], lineno)
-            if self._child is None and self._cf.start in seg and CHILD_START.search(seg):
-                self._child = {"lineno": lineno, "text": [seg.strip()], "root": False, "n": 0}
-            else:
-                self._signatures(line, lineno, out)
+        rank = _rank_of(seg)
+        if self._child is not None and self._child_line(seg, out):
+            return
+        tb = self._tbs.get(rank)
+        if tb is None and rank is not None and TB_START not in seg:
+            bare = self._tbs.get(None)
+            if bare is not None and bare.count == 1:  # a header cut from its rank prefix by a tqdm redraw
+                tb = self._tbs[rank] = self._tbs.pop(None)
+                tb.rank = rank
+        if tb is not None:
+            self._traceback_line(tb, seg, lineno, out)
+        elif TB_START in seg:
+            self._tbs[rank] = _Traceback(seg[seg.find(TB_START):], lineno, rank)
+        if self._child is None and self._cf.start in seg and CHILD_START.search(seg):
+            self._child = {"lineno": lineno, "text": [seg.strip()], "root": False, "n": 0, "entries": []}
+            tb = self._tbs.get(rank)
+            if tb is not None:
+                tb.signatures.append(self._cf.default)  # the launcher's own stack: the report below says more
+        else:
+            self._signatures(line, lineno, out, rank)
 
-    def _signatures(self, line: str, lineno: int, out: list[Event]) -> None:
+    def _signatures(self, line: str, lineno: int, out: list[Event], rank: int | None) -> None:
         tried: set[str] = set()
         for kw, sigs in self._keywords:
             if kw not in line:
@@ -235,14 +312,18 @@ class SignatureScanner:
                             end = text.find("\r")
                             text = text if end < 0 else text[:end]
                         text = text.strip()
+                        fields = _fields(sig, line)
+                        if rank is not None:
+                            fields.setdefault("rank", rank)
+                        tb = self._tbs.get(rank)
+                        if tb is not None:
+                            tb.signatures.append(sig.id)
+                            fields["traceback_line"] = tb.lineno
                         out.append(Event(kind=EventKind.ERROR, source=self.source, line=lineno,
-                                         signature=sig.id, text=text[:EVENT_TEXT_CHARS],
-                                         fields=_fields(sig, line)))
+                                         signature=sig.id, text=text[:EVENT_TEXT_CHARS], fields=fields))
                         break
 
-    def _traceback_line(self, line: str, lineno: int, out: list[Event]) -> None:
-        tb = self._tb
-        assert tb is not None
+    def _traceback_line(self, tb: _Traceback, line: str, lineno: int, out: list[Event]) -> None:
         body = RANK_PREFIX.sub("", line, count=1) if line[:1] in "[ 0123456789" else line
         stripped = body.strip()
         if tb.exc_line is not None:
@@ -252,13 +333,25 @@ class SignatureScanner:
                 tb.add(body)
                 return
             if stripped.startswith(TB_CHAIN) or stripped.startswith(TB_START):
-                tb.exc_line = None
-                tb.blank_run = 0
+                tb.next_section(chained=stripped.startswith(TB_CHAIN))
+                if stripped.startswith(TB_START):
+                    tb.section_starts()
                 tb.add(body)
                 return
-            self._end_traceback(out)
+            if tb.exc_line.endswith(":") and ": " in tb.exc_line and not tb.blank_run and not tb.continued:
+                tb.exc_line = f"{tb.exc_line} {stripped}"  # the message goes on: "... the following error:"
+                tb.continued = True
+                tb.add(body)
+                return
+            if body[:1] in " \t" and stripped.startswith('File "') and not tb.blank_run:
+                tb.next_section(chained=False)  # Ray: `RayTaskError(X): header`, then X's own frames
+                tb.section_starts()
+                tb.frames += 1
+                tb.add(body)
+                return
+            self._end_traceback(tb, out)
             if TB_START in line:
-                self._tb = _Traceback(line[line.find(TB_START):], lineno)
+                self._tbs[tb.rank] = _Traceback(line[line.find(TB_START):], lineno, tb.rank)
             return
         if not stripped:
             tb.add(body)
@@ -266,24 +359,25 @@ class SignatureScanner:
         if body[:1] in " \t" or stripped.startswith(TB_CHAIN) or stripped.startswith(TB_START):
             if stripped.startswith("File "):
                 tb.frames += 1
+            elif stripped.startswith(TB_START):
+                tb.section_starts()
             tb.add(body)
             return
         tb.add(body)
         tb.exc_line = stripped
         tb.blank_run = 0
+        tb.continued = False
 
-    def _end_traceback(self, out: list[Event]) -> None:
-        if self._tb is not None:
-            tb = self._tb
-            # trailing blank lines are not part of it
-            while tb.tail and not tb.tail[-1].strip():
-                tb.tail.pop()
-                tb.count -= 1
-            while len(tb.head) > 1 and not tb.tail and not tb.head[-1].strip():
-                tb.head.pop()
-                tb.count -= 1
-            out.append(tb.event(self.source))
-            self._tb = None
+    def _end_traceback(self, tb: _Traceback, out: list[Event]) -> None:
+        # trailing blank lines are not part of it
+        while tb.tail and not tb.tail[-1].strip():
+            tb.tail.pop()
+            tb.count -= 1
+        while len(tb.head) > 1 and not tb.tail and not tb.head[-1].strip():
+            tb.head.pop()
+            tb.count -= 1
+        out.append(tb.event(self.source))
+        self._tbs.pop(tb.rank, None)
 
     def _child_line(self, line: str, out: list[Event]) -> bool:
         """Consumes a line of a ChildFailedError report; False when the report has ended."""
@@ -295,37 +389,42 @@ class SignatureScanner:
             out.append(self._child_event())
             self._child = None
             return False
-        c["text"].append(body)
-        if body.startswith("====") and "exitcode" in c:
+        if len(c["text"]) < CHILD_TEXT_LINES:
+            c["text"].append(body)
+        if body.startswith("====") and c["entries"]:
             out.append(self._child_event())
             self._child = None
             return True
         if body.startswith("Root Cause"):
             c["root"] = True
-            c.pop("exitcode", None)
-            c.pop("rank", None)
+        elif ENTRY_START.match(body):
+            c["entries"].append({"root": c["root"]})
         key, sep, value = body.partition(":")
-        if sep:
-            key = key.strip()
-            if key == "exitcode" and ("exitcode" not in c or c["root"]):
-                m = re.match(r"\s*(-?\d+)", value)
-                if m:
-                    c["exitcode"] = int(m.group(1))
-            elif key == "rank" and ("rank" not in c or c["root"]):
-                m = re.match(r"\s*(\d+)", value)
-                if m:
-                    c["rank"] = int(m.group(1))
+        key = key.strip()
+        if sep and key in ("exitcode", "rank"):
+            if not c["entries"] or key in c["entries"][-1]:
+                c["entries"].append({"root": c["root"]})  # an older report without `[N]:` headers
+            m = re.match(r"\s*(-?\d+)", value)
+            if m:
+                c["entries"][-1][key] = int(m.group(1))
         return True
 
     def _child_event(self) -> Event:
         c = self._child or {}
-        code = c.get("exitcode")
+        entries = [e for e in c.get("entries", []) if "exitcode" in e or "rank" in e]
+        roots = [e for e in entries if e["root"]] or entries[:1]
+        root = roots[0] if roots else {}
+        code = root.get("exitcode")
         sig = self._cf.exit_codes.get(code, self._cf.default) if code is not None else self._cf.default
         fields: dict[str, Any] = {}
         if code is not None:
             fields["exitcode"] = code
-        if "rank" in c:
-            fields["rank"] = c["rank"]
+        if "rank" in root:
+            fields["rank"] = root["rank"]
+        others = [e for e in entries if e is not root]
+        if others:
+            fields["other_failures"] = ", ".join(
+                f"rank {e.get('rank', '?')} exit {e.get('exitcode', '?')}" for e in others[:16])
         text = "\n".join(c.get("text", []))[:EVENT_TEXT_CHARS]
         return Event(kind=EventKind.ERROR, source=self.source, line=c.get("lineno", 0), signature=sig,
                      text=text, fields=fields)

@@ -1,7 +1,10 @@
 """Any text log with no metrics we know, e.g. a launcher's output: error signatures and tracebacks only.
 
-It is the last resort of detection, chosen only when the file's start holds a traceback or a known
-error, so that `check DIR` still reports the crash in `torchrun.log` beside the rank logs.
+It scores just over the threshold when the detection sample holds a traceback or a known error, so
+that `check DIR` reports the crash in `torchrun.log` beside the rank logs; and it is the fallback for
+any text file no adapter recognises (runner.open_source), so that a crash is never lost because its
+metrics are in a format we do not read. The scanning itself is done for every line format by the
+pipeline; this adapter only adds no metrics of its own.
 """
 
 from __future__ import annotations

@@ -70,6 +70,27 @@ def _one_view_per_run(opened: list[runner.OpenSource], explicit: set[str],
     return out
 
 
+def _drop_unread(opened: list[runner.OpenSource], infos: list[report.SourceInfo], explicit: set[str],
+                 skipped: list[str]) -> list[report.SourceInfo]:
+    """Sources that yielded nothing at all (no metric, no error, no event) were not understood, and
+    calling them healthy would be a guess: a file named on the command line, or the only one, is an
+    error (exit 3); others become notes."""
+    kept = []
+    for src, info in zip(opened, infos):
+        if info.records == 0:
+            err = runner.unrecognised(src.path) if src.fallback else SourceError(
+                f"{src.path}: read as {src.format}, but nothing in it was understood (no metrics, no errors)",
+                hint="force another format with --format NAME (see 'trainwatch formats')")
+            if str(src.path) in explicit or len(opened) == 1:
+                raise err
+            skipped.append(str(err))
+            continue
+        kept.append(info)
+    if not kept:
+        raise SourceError("no readable log in a known format among the files given")
+    return kept
+
+
 def feed_file(engine: Engine, src: runner.OpenSource, clock: LogClock) -> report.SourceInfo:
     info = report.SourceInfo(src.name, src.format)
     parser = src.parser
@@ -125,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     clock = LogClock(time.time())
     engine = runner.make_engine(opened, args.preset, args.config, clock=clock)
     infos = [feed_file(engine, src, clock) for src in opened]
+    infos = _drop_unread(opened, infos, {str(Path(p)) for p in args.paths}, skipped)
     if infos and skipped:
         infos[0].skipped.extend(skipped)
     doc = report.document(engine, infos, engine.config.preset, preset_auto=args.preset is None)

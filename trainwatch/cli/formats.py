@@ -7,7 +7,8 @@ import sys
 
 from trainwatch import adapters
 from trainwatch.cli import EXIT_OK, EXIT_UNKNOWN
-from trainwatch.sources.files import discover, looks_binary, read_head
+from trainwatch.runner import FALLBACK_FORMAT
+from trainwatch.sources.files import discover, looks_binary, read_sample
 from trainwatch.textsafe import plain
 
 
@@ -27,16 +28,24 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     worst = EXIT_OK
     for path in discover(args.detect):
-        head = read_head(path)
+        head = read_sample(path)
         if not head or looks_binary(head):
             out.write(f"{path}: {'empty' if not head else 'binary'}, no format\n")
             worst = EXIT_UNKNOWN
             continue
         ranked = adapters.scores(head.decode("utf-8", "replace"), str(path))
         best = ranked[0] if ranked and ranked[0][0] >= adapters.DETECT_THRESHOLD else None
-        out.write(f"{plain(str(path))}: {best[1] if best else 'no format recognised'}\n")
+        verdict = best[1] if best else f"no format recognised (read as {FALLBACK_FORMAT}: errors only)"
+        out.write(f"{plain(str(path))}: {verdict}\n")
+        size = path.stat().st_size
+        if len(head) < size:
+            out.write(f"  scored on {_size(len(head))} sampled from {_size(size)} (head, tail and pieces between)\n")
         for score, name in ranked:
             out.write(f"  {score:4.2f}  {name}\n")
         if best is None:
             worst = EXIT_UNKNOWN
     return worst
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024:.0f} KiB" if n >= 1024 else f"{n} B"

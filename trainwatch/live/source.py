@@ -16,11 +16,12 @@ from trainwatch.engine import Engine
 from trainwatch.errors import TrainwatchError
 from trainwatch.model import Event, EventKind, Record
 from trainwatch.runner import OpenSource, open_source, rank_of
-from trainwatch.sources.files import looks_binary
+from trainwatch.sources.files import looks_binary, sample_file
 from trainwatch.sources.tail import Chunk, FileFollower
 
-DETECT_GIVE_UP_BYTES = 16 << 10  # this much text and still no format: say so once and stop trying
+DETECT_GIVE_UP_BYTES = 16 << 10  # this much text and still no format: read it for errors only
 LAST_LINE_CHARS = 300
+REDETECT_GROWTH = 1.25  # a file read for errors only is scored again each time it grows by this factor
 
 
 class LiveSource:
@@ -38,6 +39,9 @@ class LiveSource:
         self.lines: deque[tuple[int, str]] = deque(maxlen=ring)
         self.gave_up = False
         self._waiting_said = False
+        self._redetect_at = 0  # read for errors only: try the adapters again once the file reaches this size
+        self._fed_events: set[tuple[str, int, str]] = set()  # what the errors-only reading already reported
+        self._ring_upto = 0  # lines up to here are in the ring already (a replay after re-detection)
 
     @property
     def label(self) -> str:
@@ -50,6 +54,8 @@ class LiveSource:
         if self.follower is None and not self._detect(engine):
             return 0
         assert self.follower is not None and self.opened is not None
+        if self.opened.fallback and self._redetect_at:
+            self._redetect(engine)
         chunk = self.follower.poll()
         return self._feed(engine, chunk)
 
@@ -69,7 +75,7 @@ class LiveSource:
     def _detect(self, engine: Engine) -> bool:
         try:
             with open(self.path, "rb") as f:
-                head = f.read(1 << 16)
+                head = sample_file(f)
         except FileNotFoundError:
             if not self._waiting_said:
                 self.notice(f"{self.path}: does not exist yet; waiting for it")
@@ -91,13 +97,23 @@ class LiveSource:
         try:
             opened = open_source(self.path, self.fmt, head=head)
         except TrainwatchError as exc:
-            if len(head) >= DETECT_GIVE_UP_BYTES or head.count(b"\n") >= 50:
-                self.notice(f"{exc}; not followed")
-                self.gave_up = True
-            elif not self._waiting_said:
-                self.notice(f"{self.path}: format not recognised yet; waiting for more lines")
-                self._waiting_said = True
+            self.notice(f"{exc}; not followed")
+            self.gave_up = True
             return False
+        if opened.fallback:
+            if opened.unscored and len(head) < DETECT_GIVE_UP_BYTES and head.count(b"\n") < 50:
+                if not self._waiting_said:
+                    self.notice(f"{self.path}: format not recognised yet; waiting for more lines")
+                    self._waiting_said = True
+                return False
+            # banners, argument dumps or a launcher's output: errors are read now, metrics once an
+            # adapter recognises the grown file
+            self.notice(f"{self.path}: no known log format yet; reading it for errors only")
+            self._waiting_said = False
+            try:
+                self._redetect_at = int(REDETECT_GROWTH * max(len(head), self.path.stat().st_size))
+            except OSError:
+                self._redetect_at = int(REDETECT_GROWTH * len(head))
         self.opened = opened
         whole = bool(adapters.get(opened.format).whole_file)
         self.follower = FileFollower(self.path, from_end=self.from_end and not whole, whole_file=whole)
@@ -108,6 +124,33 @@ class LiveSource:
         if self.params:
             engine.feed(Event(EventKind.INFO, source=self.name, fields={"params": self.params}))
         return True
+
+    def _redetect(self, engine: Engine) -> None:
+        """A file read for errors only is scored again each time it grows by a quarter; once an adapter knows it,
+        it is read again from the start with that adapter (the errors already told are not repeated)."""
+        try:
+            size = self.path.stat().st_size
+            if size < self._redetect_at:
+                return
+            with open(self.path, "rb") as f:
+                head = sample_file(f)
+            opened = open_source(self.path, None, head=head)
+        except (OSError, TrainwatchError):
+            return
+        self._redetect_at = int(REDETECT_GROWTH * size)
+        if opened.fallback:
+            return
+        self._redetect_at = 0
+        assert self.follower is not None
+        replay = not self.from_end
+        self._ring_upto = self.lines[-1][0] if replay and self.lines else 0
+        self.follower.close()
+        whole = bool(adapters.get(opened.format).whole_file)
+        self.follower = FileFollower(self.path, from_end=not replay and not whole, whole_file=whole)
+        self.opened = opened
+        engine.source(self.name, opened.format)
+        again = "; reading it again from the start" if replay else ""
+        self.notice(f"{self.path}: now recognised as {opened.format}{again}")
 
     def _feed(self, engine: Engine, chunk: Chunk) -> int:
         for text in chunk.notices:
@@ -122,8 +165,12 @@ class LiveSource:
             return 0
         state = engine.source(self.name)
         n = 0
+        if chunk.restarted:
+            self._ring_upto = 0
         for lineno, text in chunk.lines:
-            self.lines.append((lineno, text))
+            if lineno > self._ring_upto:
+                self._ring_upto = 0
+                self.lines.append((lineno, text))
             n += self._records(engine, parser.feed(text, lineno))
             state.lines = lineno
             stripped = text.rstrip()
@@ -133,8 +180,18 @@ class LiveSource:
         return n
 
     def _records(self, engine: Engine, records: list[Record]) -> int:
+        assert self.opened is not None
+        fallback = self.opened.fallback
+        if self._fed_events and not fallback:
+            records = [r for r in records if not (isinstance(r, Event) and _key(r) in self._fed_events)]
         for r in records:
+            if fallback and isinstance(r, Event):
+                self._fed_events.add(_key(r))
             if not r.source:
                 r.source = self.name
             engine.feed(r)
         return len(records)
+
+
+def _key(e: Event) -> tuple[str, int, str]:
+    return (e.kind.value, e.line, e.signature)

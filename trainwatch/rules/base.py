@@ -33,6 +33,7 @@ class SourceState:
     ended: bool = False  # end-of-training summary seen, or the run crashed with a traceback
     events: int = 0
     phase: str = "train"  # train, eval or checkpoint: the stall detector allows longer silences in the last two
+    first_error: dict[str, Any] | None = None  # the first critical error told: later errors may be its echoes
 
 
 @dataclass

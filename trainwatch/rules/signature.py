@@ -1,17 +1,28 @@
 """Known error messages: an ERROR event with a signature id becomes that rule's finding.
 
 The engine routes ERROR events by `signature`, so one SignatureRule per signature id sees only its own.
-The numbers the scanner parsed from the line become the evidence and, for OOM, the message.
+The numbers the scanner parsed from the line become the evidence and, for OOM, the message. Copies of
+one error printed by several ranks are one finding that lists the ranks; an error that usually follows
+from another (a launcher's ChildFailedError, an NCCL failure of the ranks left waiting) is told as an
+echo of the first critical error when there was one.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from trainwatch.model import Event, Finding
+from trainwatch.model import Event, Finding, Severity
+from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext
 
 MAX_TEXT = 300
+TORCH_SYMBOL = re.compile(r"^_ZN\w*?(?:3c10|2at|5torch)")  # a mangled name in torch's c10::, at:: or torch::
+SAVE_WORDS = ("PytorchStreamWriter", "torch.save", "save_checkpoint", "checkpoint")
+SHM_WORDS = ("/dev/shm", "</torch_")
+WARNING_LINE = re.compile(r"(?i:\bwarn)|^(?:\[[Rr]ank\s*\d+\]:\s?)?\[?W\d{4} \d\d:")  # a logged warning, not a raise
+SHM_FIXES = ("In a container, enlarge /dev/shm (docker run --shm-size 16g, or a memory-backed emptyDir)",
+             "Or lower the DataLoader's num_workers")
 
 
 def _gib(v: Any) -> str:
@@ -36,14 +47,42 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
             parts.append(f"{_gib(f['reserved_gib'])} reserved)" if "reserved_gib" in f else "by PyTorch)")
         if "gpu" in f:
             parts.append(f"on GPU {f['gpu']}")
+        if "rank" in f:
+            parts.append(f"(rank {f['rank']})")
         return " ".join(parts)
+    if sig == "oom.host" and "tried_gib" in f:
+        return f"the CPU allocator could not get {_gib(f['tried_gib'])} of host memory"
     if sig == "hang.nccl" and ("timeout_ms" in f or "op" in f):
         op = f" in {f['op']}" if "op" in f else ""
         ran = f" after {f['ran_ms'] / 1000:.0f} s" if isinstance(f.get("ran_ms"), (int, float)) else ""
         lim = f" (timeout {f['timeout_ms'] / 1000:.0f} s)" if isinstance(f.get("timeout_ms"), (int, float)) else ""
         return f"watchdog fired{op}{ran}{lim}"
-    shown = {k: v for k, v in f.items() if isinstance(v, (int, float, str)) and len(str(v)) < 40}
-    return ", ".join(f"{k} {v}" for k, v in shown.items())
+    if sig == "env.abi_mismatch" and "library" in f:
+        symbol = str(f.get("symbol", "?"))
+        against = "another torch than the installed one" if TORCH_SYMBOL.search(symbol) else \
+            "other library versions than the installed ones"
+        return f"{f['library']} was built against {against} (undefined symbol {symbol[:80]})"
+    if sig == "run.signal" and isinstance(f.get("exitcode"), int) and f["exitcode"] < 0:
+        who = f"rank {f['rank']}" if "rank" in f else "a worker"
+        return f"{who} was ended by signal {-f['exitcode']} before any other failure"
+    if sig == "run.child_failed" and "rank" in f:
+        code = f" with exit code {f['exitcode']}" if "exitcode" in f else ""
+        return f"rank {f['rank']} failed first{code}"
+    shown = {k: v for k, v in f.items() if isinstance(v, (int, float, str)) and len(str(v)) < 40
+             and k not in ("traceback_line", "rank")}
+    text = ", ".join(f"{k} {_num(v)}" for k, v in shown.items())
+    if "rank" in f and text:
+        text += f" (rank {_num(f['rank'])})"
+    return text
+
+
+def _other_rank(root_rank: Any, rank: Any) -> bool:
+    """Both ranks known and different: a launcher blaming rank 3 is no echo of rank 1's error."""
+    return isinstance(root_rank, int) and isinstance(rank, int) and root_rank != rank
+
+
+def _num(v: Any) -> Any:
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 class SignatureRule(Rule):
@@ -52,6 +91,8 @@ class SignatureRule(Rule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self.signature = spec.id
+        self.ranks = crash.RankList()
+        self._told: set[tuple[str, str]] = set()
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
         if event.signature != self.signature:
@@ -60,7 +101,37 @@ class SignatureRule(Rule):
         if len(line) > MAX_TEXT:
             line = line[:MAX_TEXT] + "..."
         figures = describe(self.signature, event.fields)
-        message = f"{self.spec.title}: {figures}" if figures else (line or self.spec.title)
+        extra: tuple[str, ...] = ()
+        if self.signature == "ckpt.disk_full":
+            figures, extra = self._disk_full(ctx, event)
+        message = figures or line or self.spec.title
         evidence = dict(event.fields)
         evidence["text"] = line
-        return Finding(message=message, subject=self.signature, evidence=evidence)
+        first = (event.source, self.signature) not in self._told
+        self._told.add((event.source, self.signature))
+        ranks = self.ranks.add(event.source, self.signature, event.fields.get("rank"))
+        if not first:
+            evidence = {"ranks": ranks} if len(ranks) > 1 else {}  # the first copy's figures stay the evidence
+        finding = crash.date(Finding(message=message, subject=self.signature, evidence=evidence,
+                                     source=event.source, line=event.line, extra_fixes=extra), ctx, event)
+        if self.signature == "ckpt.disk_full" and WARNING_LINE.search(event.text):
+            finding.severity = Severity.WARNING  # unsure whether it stopped anything: say less
+        rank = event.fields.get("rank")
+        root = crash.root_of(ctx, event.source, rank)
+        if (root is not None and self.signature in crash.ECHO_PRONE and root[1]["rule"] != self.signature
+                and not _other_rank(root[1].get("rank"), rank)):
+            return crash.echo(finding, root[0], root[1], event.source)
+        crash.remember(ctx, finding, self.signature, self.spec.title, self.spec.severity)
+        return finding
+
+    @staticmethod
+    def _disk_full(ctx: RuleContext, event: Event) -> tuple[str, tuple[str, ...]]:
+        """What filled up: shared memory (DataLoader workers pass batches through /dev/shm), or the disk
+        while saving a checkpoint (torch.save's writer, or a checkpoint phase), or some other write."""
+        if WARNING_LINE.search(event.text):
+            return "a write failed (no space left), logged as a warning: the run may have gone on", ()
+        if any(w in event.text for w in SHM_WORDS):
+            return "shared memory (/dev/shm) is full: a data-loader worker could not hand over a batch", SHM_FIXES
+        st = ctx.sources.get(event.source)
+        saving = any(w in event.text for w in SAVE_WORDS) or (st is not None and st.phase == "checkpoint")
+        return ("checkpoint save failed (no space left)" if saving else "a write failed (no space left)"), ()

@@ -12,6 +12,10 @@ from trainwatch.errors import SourceError
 CHUNK = 1 << 22
 MAX_LINE = 1 << 22  # longer physical lines are cut here; the rest of the line is skipped
 HEAD_BYTES = 1 << 16
+SAMPLE_TAIL = 1 << 16  # the end of the file: where a crash and the last metrics are
+SAMPLE_CHUNKS = 6  # spread pieces between head and tail: metrics that start after long banners
+SAMPLE_CHUNK = 1 << 15
+SAMPLE_BYTES = HEAD_BYTES + SAMPLE_TAIL + SAMPLE_CHUNKS * SAMPLE_CHUNK  # the most a sample holds (320 KiB)
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", ".csv")
 LOG_NAMES = ("trainer_state.json", "metrics.csv", "trainer_log.jsonl")
 
@@ -67,6 +71,52 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
     with open_checked(path) as f:
         try:
             return f.read(size)
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def sample_file(f) -> bytes:  # type: ignore[no-untyped-def]
+    """What detection reads: the whole file when small, else its head, its tail and spread pieces between.
+
+    Real logs often open with hundreds of KB of banners, argument dumps or echoed source before the
+    first metric line, so the first 64 KiB alone can hold nothing an adapter recognises. The sample is
+    bounded (SAMPLE_BYTES) whatever the file size; every piece after the head is cut to whole lines, and
+    pieces are joined by newlines so no line is glued to another.
+    """
+    f.seek(0, os.SEEK_END)
+    size = f.tell()
+    f.seek(0)
+    if size <= SAMPLE_BYTES:
+        return f.read(SAMPLE_BYTES)
+    pieces = [_whole_lines(f.read(HEAD_BYTES), cut_start=False)]
+    tail_at = size - SAMPLE_TAIL
+    gap = (tail_at - HEAD_BYTES) / (SAMPLE_CHUNKS + 1)
+    for i in range(1, SAMPLE_CHUNKS + 1):
+        f.seek(HEAD_BYTES + int(gap * i) - SAMPLE_CHUNK // 2)
+        pieces.append(_whole_lines(f.read(SAMPLE_CHUNK)))
+    f.seek(tail_at)
+    pieces.append(_whole_lines(f.read(SAMPLE_TAIL), cut_end=False))
+    return b"\n".join(p for p in pieces if p)
+
+
+def _whole_lines(data: bytes, *, cut_start: bool = True, cut_end: bool = True) -> bytes:
+    """`data` without the partial line at either end (a piece with no newline at all is kept whole)."""
+    if cut_start:
+        first = data.find(b"\n")
+        if first >= 0:
+            data = data[first + 1:]
+    if cut_end:
+        last = data.rfind(b"\n")
+        if last >= 0:
+            data = data[:last]
+    return data
+
+
+def read_sample(path: Path) -> bytes:
+    """`sample_file` of a path, with the one-line errors of `read_head`."""
+    with open_checked(path) as f:
+        try:
+            return sample_file(f)
         except OSError as exc:
             raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
 

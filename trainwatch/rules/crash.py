@@ -1,0 +1,103 @@
+"""What the error rules share: when a crash happened, which ranks printed it, and which error came first.
+
+A failing distributed job prints one real error and then many echoes of it: the same traceback from
+every rank, torchrun's ChildFailedError, NCCL errors from the ranks left waiting, a driver's own
+traceback. The first critical error of a source is remembered here so that the rules that see the
+echoes can say so (info) instead of raising a second and third critical finding.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from trainwatch.model import Event, Finding, Severity
+from trainwatch.rules.base import RuleContext, SourceState
+
+ECHO_PRONE = frozenset({"run.child_failed", "hang.nccl", "error.traceback"})
+"""Errors that usually follow from another failure: a launcher reporting a dead child, ranks left
+waiting in a collective, a driver failing after its worker did. After a root error they are echoes."""
+
+_RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.I)
+
+
+def running_step(ctx: RuleContext, event: Event) -> tuple[int | None, bool]:
+    """The step that was running when the error was printed, and whether that is inferred.
+
+    The last step a log shows (a metrics line, or a progress bar counted on since) has finished;
+    an error printed after it happened in the next one. Not so in an evaluation or a checkpoint
+    save, which belong to the step just finished, or once the known last step has been reached.
+    """
+    step = event.step
+    st = ctx.sources.get(event.source)
+    if step is None or st is None or st.step is None or step != st.step:
+        return step, False  # the adapter dated the event itself
+    if st.ended or st.phase != "train" or (st.total_steps is not None and step >= st.total_steps):
+        return step, False
+    return step + 1, True
+
+
+def date(finding: Finding, ctx: RuleContext, event: Event) -> Finding:
+    finding.step, inferred = running_step(ctx, event)
+    finding.step_inferred = finding.step_inferred or inferred
+    return finding
+
+
+def root_of(ctx: RuleContext, source: str, rank: Any = None) -> tuple[str, dict[str, Any]] | None:
+    """The first critical error of this source, or of the source that holds the log of `rank`.
+
+    Only while the run has made no progress since it: an error that training went on after was not
+    fatal, and what fails later is a new root, not its echo.
+    """
+    st = ctx.sources.get(source)
+    if st is not None and st.first_error is not None:
+        if st.first_error["at_step"] == st.step:
+            return source, st.first_error
+        st.first_error = None
+    if isinstance(rank, int):
+        for name, other in ctx.sources.items():
+            if other.first_error is not None and rank_of_source(name, other) == rank:
+                return name, other.first_error
+    return None
+
+
+def remember(ctx: RuleContext, finding: Finding, rule: str, title: str, severity: Severity) -> None:
+    """Keeps the first critical error of a source as the root that later errors are compared with."""
+    st = ctx.sources.get(finding.source) if finding.source else None
+    if st is None or st.first_error is not None or severity < Severity.CRITICAL:
+        return
+    st.first_error = {"rule": rule, "title": title, "line": finding.line, "step": finding.step, "at_step": st.step,
+                      "rank": finding.evidence.get("rank"), "text": finding.message[:200]}
+
+
+def echo(finding: Finding, where: str, root: dict[str, Any], source: str) -> Finding:
+    """Turns a finding into the echo of `root`: info, naming the root and where it is."""
+    place = f"line {root['line']}" if where == source else f"{Path(where).name} line {root['line']}"
+    finding.message = f"{finding.message} -- an echo of the first error, at {place}: {root['title']}"[:400]
+    finding.severity = Severity.INFO
+    finding.evidence["root_cause"] = f"{root['rule']} at {place}"
+    return finding
+
+
+def rank_of_source(name: str, st: SourceState) -> int | None:
+    m = _RANK_IN_NAME.search(Path(name).name)
+    if m:
+        return int(m.group(1))
+    rank = st.first_error.get("rank") if st.first_error else None
+    return rank if isinstance(rank, int) else None
+
+
+class RankList:
+    """The ranks each (source, subject) was seen from: one finding lists every rank that printed it."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], list[int]] = {}
+
+    def add(self, source: str, subject: str, rank: Any) -> list[int]:
+        ranks = self._seen.setdefault((source, subject), [])
+        if isinstance(rank, float) and rank.is_integer():
+            rank = int(rank)
+        if isinstance(rank, int) and rank not in ranks and len(ranks) < 1024:
+            ranks.append(rank)
+        return list(ranks)
