@@ -122,13 +122,14 @@ def read_sample(path: Path) -> bytes:
 
 
 def looks_binary(head: bytes) -> bool:
-    """NUL bytes or mostly control bytes: not a text log."""
+    """NUL bytes or mostly control bytes: not a text log. Backspace is text here: Keras' verbose=1
+    progress bar redraws itself with runs of it."""
     if not head:
         return False
     if b"\x00" in head[:8192]:
         return True
     sample = head[:8192]
-    bad = sum(1 for b in sample if b < 9 or 13 < b < 27 or 27 < b < 32)
+    bad = sum(1 for b in sample if b < 8 or 13 < b < 27 or 27 < b < 32)
     return bad > len(sample) * 0.1
 
 
