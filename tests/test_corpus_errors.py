@@ -38,8 +38,8 @@ def test_oom_in_step_three_names_the_rank_that_failed_first() -> None:
     assert oom["id"] == "oom.cuda" and oom["step"] == 3 and oom["step_inferred"]
     assert oom["evidence"]["rank"] == 1 and sorted(oom["evidence"]["ranks"]) == [0, 1]
     assert "(rank 1)" in oom["message"]
-    child = next(f for f in doc["findings"] if f["id"] == "run.child_failed")
-    assert child["severity"] == "info" and "rank 1 failed first" in child["message"]
+    # torchrun's report is the OOM's echo: held back by inhibition, as `tail` holds it back
+    assert "run.child_failed" in [e["id"] for e in doc["inhibited"]]
 
 
 def test_ray_startup_crash_is_the_flash_attn_import() -> None:

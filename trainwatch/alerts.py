@@ -103,6 +103,9 @@ class AlertBook:
             a.finding = finding  # the rule dates the start itself, with more evidence each time
             a.first_step = finding.began_step
         record = self.alerts.get(a.fingerprint)
+        if finding.amends:
+            for target in {id(x): x for x in (a, record) if x is not None}.values():
+                target.finding.evidence.update(finding.evidence)
         if a.state is AlertState.FIRING and record is not None:
             if record is not a:
                 record.count += 1

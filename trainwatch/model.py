@@ -85,6 +85,9 @@ class Finding:
     step_inferred: bool = False
     severity: Severity | None = None  # overrides the rule's default when set
     extra_fixes: tuple[str, ...] = ()  # situation-specific fixes, shown before the rule's own
+    amends: bool = False
+    """A repeat that adds to the evidence of the moment the alert describes (another rank printed the
+    same error) rather than describing a later moment: merged into the alert's evidence."""
     began_step: int | None = None
     """Where the condition began, when the rule can tell (a divergence's first rise, an overfit's eval
     minimum). `step` is where the evidence became enough; reports date the finding at `began_step`."""

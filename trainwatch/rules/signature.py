@@ -113,7 +113,8 @@ class SignatureRule(Rule):
         if not first:
             evidence = {"ranks": ranks} if len(ranks) > 1 else {}  # the first copy's figures stay the evidence
         finding = crash.date(Finding(message=message, subject=self.signature, evidence=evidence,
-                                     source=event.source, line=event.line, extra_fixes=extra), ctx, event)
+                                     source=event.source, line=event.line, extra_fixes=extra,
+                                     amends=not first), ctx, event)
         if self.signature == "ckpt.disk_full" and WARNING_LINE.search(event.text):
             finding.severity = Severity.WARNING  # unsure whether it stopped anything: say less
         rank = event.fields.get("rank")

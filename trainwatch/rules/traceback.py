@@ -61,7 +61,7 @@ class TracebackRule(Rule):
             ev = {"ranks": ranks} if len(ranks) > 1 else {}
         self._told.add(event.source)
         finding = Finding(message=text[:300], subject="traceback", evidence=ev, source=event.source,
-                          line=event.line)
+                          line=event.line, amends=repeat)
         crash.date(finding, ctx, event)
         if short in BY_HAND or final_exc in BY_HAND:
             finding.message = f"stopped by hand ({short})"
