@@ -19,7 +19,6 @@ from trainwatch.model import Sample
     ("(main_task pid=2105103) Total training steps: 560", "Total training steps: 560", None, None),
     ("(WorkerDict pid=123, ip=10.1.2.3) step:3 - loss:2.5", "step:3 - loss:2.5", None, None),
     ("(raylet) Traceback (most recent call last):", "Traceback (most recent call last):", None, None),
-    ("worker-3: iteration 10/ 100 | lm loss: 2.0 |", "iteration 10/ 100 | lm loss: 2.0 |", None, "worker-3"),
     ("10.0.0.2: steps: 10 loss: 2.3", "steps: 10 loss: 2.3", None, "10.0.0.2"),
     ("localhost: [2024-05-01 12:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0",
      "[Rank 0] step=10, skipped=0", None, "localhost"),
@@ -45,6 +44,25 @@ def test_prefixes_come_off(line: str, text: str, rank: int | None, host: str | N
 ])
 def test_metric_lines_are_left_alone(line: str) -> None:
     assert PrefixStripper().strip(line) == (line, None)
+
+
+def test_host_tag_is_trusted_once_it_tags_lines_like_a_launcher() -> None:
+    """pdsh and DeepSpeed's multi-node runner start every line with the node's name."""
+    s = PrefixStripper()
+    assert s.strip("worker-3: iteration 9/ 100 | lm loss: 2.1 |")[0].startswith("worker-3: ")
+    text, info = s.strip("worker-3: iteration 10/ 100 | lm loss: 2.0 |")
+    assert text == "iteration 10/ 100 | lm loss: 2.0 |" and info is not None and info.host == "worker-3"
+
+
+def test_named_eval_lines_among_training_lines_keep_their_name() -> None:
+    """`wikitext2: loss 3.9` is the log's own eval line, not a host: it starts few of the lines."""
+    s = PrefixStripper()
+    for block in range(3):
+        for i in range(10):
+            assert s.strip(f"step {block * 10 + i}: loss 2.5")[1] is None
+        for name in ("wikitext2", "c4"):
+            line = f"{name}: loss 3.9 ppl 49"
+            assert s.strip(line) == (line, None)
 
 
 def test_numeric_rank_tag_needs_to_repeat() -> None:

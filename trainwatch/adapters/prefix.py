@@ -8,8 +8,9 @@ put their own tags in front of it. Adapters are written for the bare
 line, so the tags go first; the rank, host and time they carried are kept beside the text.
 
 Care is needed not to eat metrics: `loss: 0.5` and `ep: 0, batch: 20` look like `host: ` tags, and
-`100: loss 2.3` like an `srun -l` rank. A host tag must look like a host name and be followed by text
-that is not a number; a bare numeric tag is only trusted once the same number has tagged earlier lines.
+`100: loss 2.3` like an `srun -l` rank. A host tag must look like a host name, be followed by text that
+is not a number, and behave like a launcher's (tagging most lines, this one again); a bare numeric tag
+is only trusted once the same number has tagged earlier lines.
 """
 
 from __future__ import annotations
@@ -80,9 +81,13 @@ class PrefixStripper:
 
     def __init__(self) -> None:
         self._numeric: dict[str, int] = {}  # srun -l tag -> lines it tagged
+        self._hosts: dict[str, int] = {}  # host-like tag -> lines it started
+        self._host_lines = 0  # lines that started with a host-like tag
+        self._lines = 0
 
     def strip(self, line: str) -> tuple[str, Prefix | None]:
         """The line without its leading tags, and what they said (None when there were none)."""
+        self._lines += 1
         if not line or line[0] not in STARTS:
             return line, None
         pos = 0
@@ -137,7 +142,7 @@ class PrefixStripper:
                 if not levelled and _maybe_level(head) and (m := LEVEL.match(line, pos)) is not None:
                     levelled = True
                 elif (info is None or info.host is None) and _maybe_host(head):
-                    m = HOST.match(line, pos)
+                    m = self._host(line, pos)
                     if m is not None:
                         info = info or Prefix()
                         info.host = m.group(1)
@@ -147,6 +152,23 @@ class PrefixStripper:
         if pos == 0:
             return line, None
         return line[pos:], info or Prefix()
+
+    def _host(self, line: str, pos: int) -> re.Match[str] | None:
+        """A `name: ` tag taken for a host only when it behaves like one: pdsh and multi-node runners tag
+        every line, so host-like tags must start at least half the lines so far, and this one must have
+        been seen before. A log's own named lines (`wikitext2: loss 3.9`, `fold1: acc ...`) are rare
+        among its lines and stay whole. An IP address or `localhost` is a host at once."""
+        m = HOST.match(line, pos)
+        if m is None:
+            return None
+        tag = m.group(1)
+        if tag == "localhost" or tag.count(".") == 3 and tag.replace(".", "").isdigit():
+            return m
+        seen = self._hosts.get(tag, 0)
+        if seen or len(self._hosts) < 1024:
+            self._hosts[tag] = seen + 1
+        self._host_lines += 1
+        return m if seen >= 1 and 2 * self._host_lines >= self._lines else None
 
     def _srun(self, line: str, pos: int, info: Prefix | None) -> re.Match[str] | None:
         """`srun -l` / torchrun `--tee` rank tags: a bare number trusted once it tagged earlier lines."""
