@@ -367,3 +367,19 @@ def test_yolo_corpus_reads_total_losses_end_to_end() -> None:
     path = corpus("yolov8-fire-smoke-results.csv")
     metrics = check_json(str(path))["sources"][0]["metrics"]
     assert metrics["loss"]["count"] == 25 and metrics["eval_loss"]["count"] == 25 and "lr" in metrics
+
+
+def test_three_trainings_in_one_epoch_log_are_three_healthy_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each run starts high again at `Epoch 01`: neither a divergence nor a loss that never fell."""
+    import random
+
+    rnd = random.Random(7)
+    lines = []
+    for start in (12.6, 26.4, 37.6):
+        for e in range(1, 121):
+            lines.append(f"Epoch {e:02d} loss {0.5 + start * 0.6 ** e + rnd.uniform(-0.02, 0.02):.4f} | train 2.1s")
+        lines.append("Acc 99.2% | infer 4.3s")
+    log = tmp_path / "runs.log"
+    log.write_text("\n".join(lines) + "\n")
+    report = check_json(str(log))
+    assert report["exit_code"] == 0, [(f["id"], f["step"]) for f in report["findings"]]

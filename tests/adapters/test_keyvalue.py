@@ -129,3 +129,22 @@ def test_composer_block_and_logging_prefixes() -> None:
     assert series(recs, "loss/train/total") == [(10, 2.3456)]
     assert series(recs, "loss") == [(12, 2.0), (14, 1.9)]
     assert samples(recs, "lr")[0].time is not None
+
+
+def test_a_stepless_line_joins_the_last_printed_step() -> None:
+    """An eval or summary line without a step, between training lines that print theirs, belongs to
+    the step training reached, not to a count of its own (1, 2, 3...)."""
+    lines = [f"step {s}: loss={2.0 - s / 1000:.3f}" for s in range(10, 510, 10)]
+    lines.insert(25, "Eval accuracy: 0.5, eval loss: 1.9")
+    got = {(s.name, s.step) for s in samples(run(KeyValueAdapter(""), lines))}
+    assert ("eval loss", 250) in got and ("loss", 500) in got
+    assert all(step >= 10 for _, step in got)
+
+
+def test_an_epoch_step_that_goes_back_to_its_start_is_another_training() -> None:
+    """Scripts that train several models in turn print `Epoch 01 ... Epoch 200` again: a new run."""
+    lines = [f"Epoch {e:02d} loss {1.0 / e:.4f} | train 2.1s" for e in range(1, 41)] * 2
+    recs = run(KeyValueAdapter(""), lines)
+    starts = [e for e in events(recs) if e.kind is EventKind.INFO and e.fields.get("new_run")]
+    assert len(starts) == 1 and starts[0].fields["new_run_step"] == 1
+    assert [s.step for s in samples(recs) if s.name == "loss"][38:42] == [39, 40, 1, 2]

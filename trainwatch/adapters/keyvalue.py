@@ -123,6 +123,8 @@ class KeyValueAdapter(Adapter):
         self.taken: set[frozenset[str]] = set()  # key sets of stepless lines seen more than once
         self.last_epoch: float | None = None
         self.epoch_repeats = False  # several records per epoch: the epoch is no step
+        self.printed_step: int | None = None  # the last step a line printed: stepless records join it
+        self.runs = 1  # trainings in this log, told apart by an epoch-as-step that goes back to its start
         self.inner_base = 0  # batches of the epochs before, when the batch counter restarts each epoch
         self.inner_last: tuple[float, int] | None = None  # (epoch, batch) of the last such record
         self.absorbed = 0  # block lines taken (for scoring)
@@ -239,7 +241,9 @@ class KeyValueAdapter(Adapter):
         inferred = False
         if step is not None and step_key in INNER_KEYS:
             step, inferred = self._global_step(step, pairs)
-        if step is None:
+        if step is not None:
+            self.printed_step = step
+        else:
             if "%|" in text:
                 return  # a progress bar (dataset map, download): not a training record
             verdict = self._stepless_verdict(pairs, nfields, dirty)
@@ -258,10 +262,10 @@ class KeyValueAdapter(Adapter):
                 if len(self.taken) < KEYSETS_KEPT:
                     self.taken.add(keys)
                 h_line, h_when, h_pairs = held  # the keys came back: the first line was a record too
-                h_step, h_inferred = self._stepless_step(h_pairs)
+                h_step, h_inferred = self._stepless_step(h_pairs, h_line, out)
                 out.extend(Sample(k, v, h_step, h_when, self.source, h_line, h_inferred)
                            for k, v in h_pairs if k.lower() not in STEP_KEYS)
-            step, inferred = self._stepless_step(pairs)
+            step, inferred = self._stepless_step(pairs, lineno, out)
         if not pairs:
             return
         if total is not None:
@@ -303,12 +307,24 @@ class KeyValueAdapter(Adapter):
             return TAKE
         return TAKE if frozenset(keys) in self.taken else HOLD
 
-    def _stepless_step(self, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
-        """Records are counted; an epoch that changes with every record is the step itself."""
+    def _stepless_step(self, pairs: list[tuple[str, float]], lineno: int, out: list[Record]) -> tuple[int, bool]:
+        """The step of a record that prints none. In a log whose other lines print steps, it belongs to
+        the last printed one (an eval or an epoch summary between training lines). Otherwise records
+        are counted, and an epoch that changes with every record is the step itself; such an epoch
+        going back to its start is another training in the same log (scripts that train several
+        models in turn), told as a new run so that it is neither a resume nor a divergence."""
+        if self.printed_step is not None:
+            return self.printed_step, True
         self.count += 1
         epoch = next((v for k, v in pairs if k.lower() in EPOCH_KEYS and math.isfinite(v)), None)
         if epoch is not None:
-            if self.last_epoch is not None and epoch <= self.last_epoch:
+            last = self.last_epoch
+            if last is not None and not self.epoch_repeats and epoch < last and epoch <= 1 < last:
+                self.runs += 1
+                out.append(Event(EventKind.INFO, self.source, lineno, step=int(epoch),
+                                 text=f"training {self.runs} starts (epoch {epoch:g} after {last:g})",
+                                 fields={"new_run": self.runs, "new_run_step": int(epoch)}))
+            elif last is not None and epoch <= last:
                 self.epoch_repeats = True
             self.last_epoch = epoch
             if not self.epoch_repeats and epoch == int(epoch):
@@ -350,7 +366,7 @@ class KeyValueAdapter(Adapter):
             out.append(Event(EventKind.INFO, self.source, lineno, step=epoch,
                              text=f"training {self.keras_runs} starts (Epoch {epoch}/{total})",
                              fields={"new_run": self.keras_runs, "new_run_step": epoch}))
-        self.keras_epoch = epoch
+        self.keras_epoch = self.printed_step = epoch
         self.keras_logged = False
         out.append(Event(EventKind.PROGRESS, self.source, lineno, step=epoch, fields={"step": epoch, "total": total}))
 
