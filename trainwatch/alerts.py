@@ -127,12 +127,42 @@ class AlertBook:
         record.add_episode(episode)
         record.state = AlertState.FIRING
         record.resolved_at = None
+        record.retracted = ""  # it holds again: what disproved the last episode does not disprove this one
         record.count += a.count
         record.last_seen_at = now
         record.last_step, record.last_value = a.last_step, a.last_value
         if a.severity > record.severity:
             record.severity = a.severity
         self.alerts[a.fingerprint] = self.alerts.pop(a.fingerprint)  # newest activity last, as before
+
+    def retract(self, spec: RuleSpec, source: str, subject: str, reason: str, now: float) -> list[AlertChange]:
+        """The rule says its finding was wrong: the alert resolves at once (keep_firing_for does not
+        apply) and its record says why, so a report of the run leaves it out."""
+        key = (spec.id, source, subject)
+        track = self._tracks.get(key)
+        if track is None:
+            return []
+        a = track.alert
+        if a.state is AlertState.PENDING:
+            del self._tracks[key]
+            return []
+        record = self.alerts.get(a.fingerprint)
+        for target in {id(x): x for x in (a, record) if x is not None}.values():
+            target.retracted = reason
+        if a.state is AlertState.RESOLVED:
+            return []
+        track.inactive_since = now
+        track.inactive_evals = 0
+        a.state = AlertState.RESOLVED
+        a.resolved_at = now
+        if record is not None:
+            record.state = AlertState.RESOLVED
+            record.resolved_at = now
+            if record.episodes:
+                record.episodes[-1].resolved_at = now
+                record.episodes[-1].end_step = a.last_step
+        changes = [AlertChange(a, AlertState.RESOLVED)] if track.notified else []
+        return changes + self._released(a)
 
     def _inactive(self, key: tuple[str, str, str], track: _Track, spec: RuleSpec, now: float) -> list[AlertChange]:
         a = track.alert

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 from trainwatch.alerts import AlertBook, AlertChange
 from trainwatch.config import Config, RuleSpec
-from trainwatch.model import Alert, Event, EventKind, Finding, Record, Sample, Severity
+from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
 from trainwatch.names import Canonicalizer
 from trainwatch.rules import build_rules
 from trainwatch.rules.base import Rule, RuleContext, SourceState
@@ -99,6 +99,9 @@ class Engine:
             if finding is None:
                 if tracked and (rule_id, source, name) in tracked:  # a pending or firing alert to resolve
                     out.extend(self.book.judge(spec, source, name, None, now))
+                continue
+            if type(finding) is Retraction:
+                out.extend(self.book.retract(spec, source, finding.subject or name, finding.reason, now))
                 continue
             finding.source = finding.source or source
             finding.step = finding.step if finding.step is not None else step
@@ -209,13 +212,13 @@ class Engine:
         """Every alert that fired, most severe first, then by step. With `inhibited=False`, only those
         told to the sinks: an alert that inhibition kept quiet all along (an echo of its cause) is left
         out, so a report says what a live follower said."""
-        found = self.book.all() if inhibited else (a for a in self.book.all() if a.told)
+        found = self.book.all() if inhibited else (a for a in self.book.all() if a.told and not a.retracted)
         return sorted(found, key=lambda a: (-a.severity, a.first_step if a.first_step is not None else math.inf,
                                                       a.first_line))
 
     def worst(self) -> Severity | None:
         worst = None
         for a in self.book.all():
-            if a.severity > Severity.INFO and (worst is None or a.severity > worst):
+            if a.severity > Severity.INFO and not a.retracted and (worst is None or a.severity > worst):
                 worst = a.severity
         return worst

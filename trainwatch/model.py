@@ -93,6 +93,16 @@ class Finding:
     minimum). `step` is where the evidence became enough; reports date the finding at `began_step`."""
 
 
+@dataclass(slots=True)
+class Retraction:
+    """A rule's word that what it reported was wrong: later data disproved it (eval loss went below the
+    minimum an overfit was measured from; a loss called flat fell after all). The alert resolves, and a
+    report of the whole run leaves it out of its findings and says why."""
+
+    reason: str
+    subject: str = ""
+
+
 class AlertState(str, enum.Enum):
     PENDING = "pending"
     FIRING = "firing"
@@ -145,6 +155,7 @@ class Alert:
     episodes: list[Episode] = field(default_factory=list)  # the first MAX_EPISODES - 1 and the latest
     episode_count: int = 0  # every episode, also those no longer listed
     told: bool = False  # told to the sinks at least once; never, when inhibition kept it quiet throughout
+    retracted: str = ""  # why later data disproved it (empty while it stands)
 
     @property
     def source(self) -> str:
@@ -183,6 +194,7 @@ class Alert:
             "fixes": list(self.fixes),
             "started_at": self.started_at,
             "resolved_at": self.resolved_at,
+            "retracted": self.retracted,
         }
 
 

@@ -4,7 +4,7 @@ Both commands run for real in child processes on every log of the accuracy score
 corpus when present, and examples/). `tail` reads the file as its backlog; once its status line says it
 has read every line `check` counted (or it ended by itself), it is stopped with SIGTERM. Every warning or
 critical finding of `check` must have fired in `tail` at the same step, and `tail` may fire nothing
-worse that `check` does not report.
+worse that `check` does not report, unless it withdrew it later (a rule disproved by later data).
 """
 
 from __future__ import annotations
@@ -58,11 +58,14 @@ def _tail(path: Path, lines: int) -> dict[tuple[str, str, str], int | None]:
     for rest in iter(lambda: t.lines.get(timeout=5) if not t.lines.empty() else None, None):
         t.seen.append(rest)
     fired: dict[tuple[str, str, str], int | None] = {}
+    withdrawn: set[tuple[str, str, str]] = set()
     for line in t.seen:
         doc = json.loads(line)
         if doc.get("type") == "alert" and doc["state"] == "firing":
             fired.setdefault(_key(doc), doc["step"])
-    return fired
+        elif doc.get("type") == "alert" and doc.get("retracted"):
+            withdrawn.add(_key(doc))
+    return {k: v for k, v in fired.items() if k not in withdrawn}  # disproved later: no finding of check's
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])

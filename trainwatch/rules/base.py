@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from trainwatch.config import RuleSpec
-from trainwatch.model import Event, EventKind, Finding
+from trainwatch.model import Event, EventKind, Finding, Retraction
 from trainwatch.store import MetricStore, Point, Series
 
 
@@ -63,7 +63,9 @@ class Rule:
         self.spec = spec
         self.p = spec.params
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | Retraction | None:
+        """A Finding while the condition holds, None while it does not, and a Retraction when later data
+        shows that what the rule reported was wrong."""
         return None
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:

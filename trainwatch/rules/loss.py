@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from trainwatch.model import Finding
+from trainwatch.model import Finding, Retraction
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import (Episodes, Segment, Segments, before, curve_sigma, cusum_onset, diff_sigma, fmt,
                                     head_values, last_finite, mad_sigma, median_se, scaled_window)
@@ -518,6 +518,9 @@ class LossPlateau(Rule):
         return level, make
 
 
+FELL = "fell"  # flat_from_start's verdict on a loss that fell beyond its noise
+
+
 class LossFlatFromStart(Rule):
     """The loss never decreased at all since the run began.
 
@@ -536,9 +539,11 @@ class LossFlatFromStart(Rule):
         self._next: dict[str, tuple[Segment, int]] = {}  # source -> (segment, points seen at the next judgement)
         self._level: dict[str, float] = {}
         self._flat_since: dict[str, tuple[Segment, int]] = {}  # source -> (segment, points seen when first flat)
+        self._told: dict[str, Segment] = {}  # source -> the run segment whose flat curve was reported
 
-    def _judge(self, series: Series, need: int, step: int, holding: bool = False) -> Finding | None | bool:
-        """A finding when flat, False when not, None when it cannot tell yet. A flat curve already told
+    def _judge(self, series: Series, need: int, step: int, holding: bool = False) -> Finding | None | bool | str:
+        """A finding when flat, FELL when it fell beyond the noise, False when not flat otherwise, None
+        when it cannot tell yet. A flat curve already told
         stays flat while its fall stays below min_drop (the noise band is for calling it, not for
         keeping it, or a noisy flat curve would flap). Each quarter holds at most
         `quarter_max` points, so the cost per sample does not grow with the run. A step that goes back
@@ -563,7 +568,7 @@ class LossFlatFromStart(Rule):
         if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
             few = series.tail_values(9)
             if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * float(self.p["min_drop"])):
-                return False
+                return FELL
         vals = series.tail_values(h)
         if not vals:
             return None
@@ -576,9 +581,11 @@ class LossFlatFromStart(Rule):
             return False
         noise = max(head_noise, _nz(diff_sigma(vals)))
         se = math.hypot(median_se(noise, h), median_se(noise, len(vals)))
-        margin = 0.0 if holding else float(self.p["noise_z"]) * se / first
-        if drop + margin >= float(self.p["min_drop"]):
-            return False  # it fell, or the noise could hide a fall of min_drop
+        z_se = float(self.p["noise_z"]) * se / first
+        if drop - z_se >= float(self.p["min_drop"]):
+            return FELL  # it fell by more than min_drop, beyond the noise
+        if drop + (0.0 if holding else z_se) >= float(self.p["min_drop"]):
+            return False  # it may have fallen: the noise could hide a fall of min_drop
         s0 = head[0].step
         msg = (f"loss has not fallen since its first logged step {s0}: {fmt(first)} over the first {h} points, "
                f"{fmt(last)} over the {len(vals)} to step {step} ({n} points, change {-drop:+.1%}, "
@@ -587,7 +594,7 @@ class LossFlatFromStart(Rule):
                        evidence={"value": first, "step": s0, "first": first, "now": last, "drop": drop,
                                  "noise": noise, "points": n, "detected_step": step})
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | Retraction | None:
         src = series.source
         seg = self._segments.update(series, point)
         if not math.isfinite(point.value):
@@ -601,10 +608,17 @@ class LossFlatFromStart(Rule):
         if not self._episodes.is_open(src) and _lr_rising(ctx, src):
             self._flat_since.pop(src, None)
             return None  # a long LR warmup: the loss may rest until the LR is up
+        state = ctx.sources.get(src)
+        total = state.total_steps if state is not None else None
+        if total and point.step < float(self.p["min_fraction"]) * total and not self._episodes.is_open(src):
+            return None  # too early in a run of known length: a slow fall has not shown yet
         f = self._judge(series, int(self.p["min_history"]), point.step, self._episodes.is_open(src))
         if not isinstance(f, Finding):
             self._episodes.close(src)
             self._flat_since.pop(src, None)
+            if f is FELL and self._told.pop(src, None) is seg:
+                return Retraction(f"the loss fell after all: {fmt(self._level.get(src, point.value))} by step "
+                                  f"{point.step}, more than {float(self.p['min_drop']):.0%} below its start")
             return None
         if self._episodes.is_open(src):
             return self._episodes.repeat(src, self._level[src], point.step)
@@ -613,6 +627,7 @@ class LossFlatFromStart(Rule):
             since = self._flat_since[src] = (seg, n)
         if n - since[1] < float(self.p["persist"]) * h:
             return None  # flat once may be a low draw of the noise: flat for a whole quarter more is not
+        self._told[src] = seg
         return self._episodes.open(src, f, self._level[src], point.step)
 
     def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
@@ -663,6 +678,7 @@ class _Evals:
     around: list[float] = field(default_factory=list)  # the evals just before and after the best
     later: deque[Point] = field(default_factory=lambda: deque(maxlen=64))  # evals since the best
     train_then: float = math.nan  # train loss median when the best eval was logged
+    told: bool = False  # an overfit was reported from the current best
 
 
 class LossOverfit(Rule):
@@ -684,7 +700,7 @@ class LossOverfit(Rule):
         self._evals: dict[str, _Evals] = {}
         self._episodes = Episodes()
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | Retraction | None:
         src = series.source
         seg = self._segments.update(series, point)
         st = self._evals.get(src)
@@ -699,11 +715,16 @@ class LossOverfit(Rule):
         st.count += 1
         st.recent.append(v)
         if st.best is None or v < st.best.value:
+            old, told = st.best, st.told
             st.around = [st.recent[-2]] if len(st.recent) > 1 else []
             st.best = point
             st.later.clear()
             st.train_then = self._train_at(train, point.step, w)
+            st.told = False
             self._episodes.close(src)
+            if told and old is not None:  # the evals came back below the minimum: it was no overfit
+                return Retraction(f"eval_loss fell to {fmt(v)} at step {point.step}, below the minimum "
+                                  f"{fmt(old.value)} (step {old.step}) the rise was measured from")
             return None
         if not st.later:
             st.around.append(v)
@@ -715,6 +736,7 @@ class LossOverfit(Rule):
         if self._episodes.is_open(src):
             return self._episodes.repeat(src, v, point.step, later_evals=found.evidence["later_evals"],
                                          train_now=found.evidence["train_now"])
+        st.told = True
         return self._episodes.open(src, found, v, point.step)
 
     @staticmethod
@@ -755,8 +777,8 @@ class LossOverfit(Rule):
             elif latest <= median([best.value] + st.around) + max(float(self.p["level_k"]) * noise, floor):
                 return None
         now = self._train_at(train, point.step, w)
-        if not (now < st.train_then):
-            return None  # the train loss rose too: the run got worse, not overfit
+        if not (now < st.train_then * (1 - float(self.p["train_fall"]))):
+            return None  # the train loss rose or stood still: the run got worse or is noise, not overfit
         shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[:6]) + (", ..." if len(above) > 6 else "")
         why = f"its noise (+-{fmt(band)})" if noise == noise else f"{float(self.p['min_rise']):.0%}, each above the last"
         msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "

@@ -36,7 +36,8 @@ class Printer:
         if change.state is AlertState.RESOLVED:
             last = a.last_step if a.last_step is not None else a.finding.step  # the last step it held at
             step = f"step {last}" if last is not None else "step -"
-            self._write(f"{stamp(t)} resolved {a.rule} {plain(a.source)} {step}: {plain(a.title)}")
+            why = f" (withdrawn: {plain(a.retracted)})" if a.retracted else ""
+            self._write(f"{stamp(t)} resolved {a.rule} {plain(a.source)} {step}: {plain(a.title)}{why}")
             return
         head = f"{stamp(t)} {a.severity.label.upper():8} {a.rule} {plain(a.source)} {step}: {plain(a.finding.message)}"
         lines = [head]

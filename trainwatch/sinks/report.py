@@ -62,7 +62,9 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
     """The JSON report; its fields are documented in the README and only ever grow."""
     code = exit_code(engine)
     alerts = engine.alerts(inhibited=False)  # what a live follower was told; echoes are listed apart
-    echoes = [a for a in engine.alerts() if not a.told]
+    everything = engine.alerts()
+    echoes = [a for a in everything if not a.told and not a.retracted]
+    withdrawn = [a for a in everything if a.retracted]
     counts = {"critical": 0, "warning": 0, "info": 0}
     for a in alerts:
         counts[a.severity.label] += 1
@@ -83,6 +85,9 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
         "findings": [a.to_dict() for a in alerts],
         "inhibited": [{"id": a.rule, "severity": a.severity.label, "subject": a.finding.subject,
                        "step": a.first_step, "line": a.first_line, "source": a.finding.source} for a in echoes],
+        "withdrawn": [{"id": a.rule, "severity": a.severity.label, "subject": a.finding.subject,
+                       "step": a.first_step, "line": a.first_line, "source": a.finding.source,
+                       "why": a.retracted} for a in withdrawn],
     })
 
 
@@ -142,6 +147,8 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         for i, fix in enumerate(f["fixes"], 1):
             w(f"  {i}. {fix}\n")
         w("\n")
+    for e in doc.get("withdrawn") or []:
+        w(f"Withdrawn: {e['id']} ({_where_short(e)}) was disproved later: {e['why']}\n")
     echoes = doc.get("inhibited") or []
     if echoes:
         w("Also seen, held back as echoes of the findings above (inhibited): "
