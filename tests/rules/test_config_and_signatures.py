@@ -22,7 +22,7 @@ def test_presets_load_and_differ_as_intended():
     assert c["grpo"].rules["rl.entropy_collapse"].enabled and not c["sft"].rules["rl.entropy_collapse"].enabled
     assert not c["grpo"].rules["loss.spike"].enabled  # GRPO loss may be negative and noisy
     assert c["ebft"].rules["ebft.diversity"].enabled and not c["sft"].rules["ebft.diversity"].enabled
-    assert c["pretrain"].rules["lr.no_warmup"].severity is Severity.WARNING
+    assert c["pretrain"].rules["loss.plateau"].params["expected_max"] == 4.0
 
 
 def test_every_rule_has_title_family_fixes_and_code_or_range():

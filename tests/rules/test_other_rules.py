@@ -65,8 +65,8 @@ def test_lr_zero_after_warmup_but_not_at_the_schedule_end():
     assert "lr.zero" not in end.fired()
 
 
-def test_no_warmup_info_in_sft_warning_in_pretrain():
-    for preset, sev in (("sft", Severity.INFO), ("pretrain", Severity.WARNING)):
+def test_no_warmup_is_info_in_sft_and_pretrain():
+    for preset, sev in (("sft", Severity.INFO), ("pretrain", Severity.INFO)):
         r = Run(preset)
         for s in range(1, 8):
             r.step(s, lr=3e-4 * (1 - s / 100))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from trainwatch.model import EventKind
+from trainwatch.model import EventKind, Severity
 
 from rulekit import Run
 
@@ -106,3 +106,16 @@ def test_overflow_messages_are_fp16_evidence_in_themselves():
     for s in range(100, 108):
         r.event(EventKind.ERROR, step=s, signature="fp16.overflow", loss_scale=1024.0)
     assert "fp16.overflow" in r.fired()
+
+
+def test_an_lr_printed_as_zero_while_the_loss_falls_is_rounding_not_a_fault():
+    """`lr={lr:.4f}` prints a 3e-5 LR as 0.0000 on every line; the falling loss says it is not 0."""
+    r = Run()
+    for s in range(1, 60):
+        r.step(s, loss=3.0 * 0.97 ** s, lr=0.0)
+    a = r.alert("lr.zero")
+    assert a.severity is Severity.INFO and "rounds" in a.finding.message
+    r2 = Run()
+    for s in range(1, 80):
+        r2.step(s, loss=3.0, lr=0.0)
+    assert r2.alert("lr.zero").severity is Severity.CRITICAL

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from trainwatch.model import Finding
-from trainwatch.rules.base import Rule, RuleContext
+from trainwatch.model import Finding, Severity
+from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
 
@@ -62,7 +62,28 @@ class LrZero(Rule):
         if point.step != began:
             ev["last_step"] = point.step
         why = f" of {total}" if total else ""
+        fell = _loss_fell(ctx, series.source) if st[2] == 0 else False
+        if fell is None:
+            return None  # never above 0, and too little loss yet to tell rounding from a real 0
+        if fell:
+            # never above 0, yet the loss falls: the log rounds a small LR to 0 (`{lr:.4f}` of 3e-5)
+            return Finding(message=f"learning rate printed as 0 from step {began}{why} while the loss falls: "
+                                   "the log rounds it away (print it with more digits)",
+                           evidence=ev, began_step=began, severity=Severity.INFO)
         return Finding(message=f"learning rate is 0 from step {began}{why}", evidence=ev, began_step=began)
+
+
+def _loss_fell(ctx: RuleContext, source: str) -> bool | None:
+    """Whether the loss's latest points sit clearly below its first ones (a run that is learning);
+    None while too few points are logged to tell (50, for a noisy start). A log without a loss cannot say."""
+    loss = ctx.series("loss", source)
+    if loss is None:
+        return False
+    first = [p.value for p in loss.head[:5]]
+    last = loss.tail_values(5)
+    if len(first) >= 3 and len(last) >= 3 and loss.finite_count >= 10 and median(last) < 0.9 * median(first):
+        return True
+    return None if loss.finite_count < 50 else False  # a noisy start needs a while to show its fall
 
 
 class LrNoWarmup(Rule):
