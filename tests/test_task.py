@@ -36,6 +36,17 @@ def test_reward_keys_are_rl_and_detection_losses_are_vision() -> None:
     assert g(head, "csv").preset == "vision"
 
 
+def test_dpo_rewards_are_preference_tuning_not_rl() -> None:
+    """TRL's DPOTrainer logs implicit rewards (rewards/chosen, rewards/margins) but is a fine-tune."""
+    head = ("{'loss': 0.6931, 'grad_norm': 5.1, 'learning_rate': 5e-07, 'rewards/chosen': 0.0, "
+            "'rewards/rejected': 0.0, 'rewards/accuracies': 0.0, 'rewards/margins': 0.0, "
+            "'logps/chosen': -310.2, 'logps/rejected': -290.4, 'epoch': 0.01}\n")
+    guess = g(head, "hf_console")
+    assert guess.preset == "sft" and "DPO" in guess.why()
+    grpo = head.replace("'rewards/margins': 0.0,", "'rewards/margins': 0.0, 'reward_std': 0.3,")
+    assert g(grpo, "hf_console").preset == "grpo"
+
+
 def test_precision_from_banners() -> None:
     assert task.precision("  fp16 ........ True\n  bf16 ........ False\n") == "fp16"
     assert task.precision("  fp16 ........ False\n  bf16 ........ True\n") == "bf16"

@@ -28,6 +28,8 @@ TASK_NAMES = {"pretrain": "pretraining", "sft": "fine-tuning", "rl": "reinforcem
 _EBFT = re.compile(r"ebft/")
 _RL = re.compile(r"reward_std|frac_reward_zero_std|rewards/|completions/mean_length|['\"]reward['\"]|"
                  r"clip_ratio/|\bcritic/|\bactor/(?:pg_loss|entropy)")
+_PREFERENCE = re.compile(r"rewards/(?:margins|accuracies|chosen|rejected)\b|logps/(?:chosen|rejected)\b")
+_RL_ONLY = re.compile(r"reward_std|frac_reward_zero_std|completions/|clip_ratio/|\bcritic/|\bactor/")
 _KL = re.compile(r"['\"]kl['\"]\s*:|\bkl\s*[=:]\s*-?\d|/kl\b")
 _VISION = re.compile(r"box_loss|cls_loss|dfl_loss|obj_loss|seg_loss|loss_box_reg|loss_bbox|loss_cls|"
                      r"loss_rpn|loss_mask|mAP50|bbox_mAP|metrics/mAP|\bmAP\b")
@@ -124,8 +126,11 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
     out: list[tuple[str, float, str]] = []
     if _EBFT.search(text):
         out.append(("ebft", 5, "EBFT metrics (ebft/...)"))
-    m = _RL.search(text)
-    if m:
+    pref = _PREFERENCE.search(text)
+    if pref and not _RL_ONLY.search(text):
+        # DPO and its kin log implicit `rewards/...` but train like a fine-tune: no sampling, no reward spread
+        out.append(("sft", 3, f"preference-tuning metrics ({pref.group(0)}), DPO-style"))
+    elif (m := _RL.search(text)):
         out.append(("rl", 3, f"RL metrics ({m.group(0).strip(chr(39) + chr(34))})"))
     if _KL.search(text):
         out.append(("rl", 1, "a KL metric"))

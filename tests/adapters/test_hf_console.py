@@ -158,3 +158,12 @@ def test_resume_restarts_the_count_from_the_checkpoint() -> None:
              "Resuming training from checkpoint out/checkpoint-100",
              "{'loss': 1.5, 'epoch': 0.5}", "{'loss': 1.4, 'epoch': 0.6}"]
     assert [s for s, _ in series(run(HFConsoleAdapter(""), lines), "loss")] == [10, 20, 110, 120]
+
+
+def test_an_infinite_epoch_does_not_cost_the_line_its_nan_loss() -> None:
+    from trainwatch.adapters.hf_console import HFConsoleAdapter
+    from tests.adapters.helpers import run, samples
+
+    lines = ["{'loss': 2.0, 'epoch': 0.1}", "{'loss': 1.9, 'epoch': 0.2}", "{'loss': nan, 'epoch': inf}"]
+    got = [s for s in samples(run(HFConsoleAdapter(""), lines)) if s.name == "loss"]
+    assert len(got) == 3 and got[-1].value != got[-1].value

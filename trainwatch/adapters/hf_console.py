@@ -13,6 +13,8 @@ last carriage-return segments for a bar.
 
 from __future__ import annotations
 
+import math
+
 import glob
 import json
 import os
@@ -279,7 +281,7 @@ class HFConsoleAdapter(Adapter):
             return  # some other printed dict (a config, a batch): not a Trainer log
         kind = "summary" if SUMMARY_KEY in values else "eval" if ("'eval_" in text or "'test_" in text
                                                                     or "'predict_" in text) else "train"
-        printed = next((int(values.pop(k)) for k in STEP_KEYS if k in values and values[k] == values[k]), None)
+        printed = next((int(values.pop(k)) for k in STEP_KEYS if k in values and math.isfinite(values[k])), None)
         if printed is None and "global_step/" in text:
             m = STEP_OF_TOTAL.search(text)
             if m is not None:  # ms-swift prints the step and the total in every dict
@@ -288,6 +290,8 @@ class HFConsoleAdapter(Adapter):
                     self.total = total
                     out.append(Event(EventKind.INFO, self.source, lineno, fields={"total_steps": total}))
         epoch = values.get("epoch")
+        if epoch is not None and not math.isfinite(epoch):
+            epoch = None  # a blown-up run can print `'epoch': inf`: the line's `'loss': nan` must still count
         inferred = printed is None
         if kind == "train":
             step = printed if printed is not None else self._train_step(epoch)
