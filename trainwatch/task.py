@@ -134,6 +134,9 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
         out.append(("rl", 3, f"RL metrics ({m.group(0).strip(chr(39) + chr(34))})"))
     if _KL.search(text):
         out.append(("rl", 1, "a KL metric"))
+    hint = _format_hint(src.format)
+    if hint in TASK_PRESET:
+        out.append((hint, 3, f"the {src.format} format is {TASK_NAMES[hint]}'s"))
     found = sorted({v.group(0) for v in _VISION.finditer(text)})
     if found:
         out.append(("vision", 3 if len(found) >= 2 else 1.5, "detection losses or mAP (" + ", ".join(found[:3]) + ")"))
@@ -155,6 +158,13 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
     if w:
         out.append(("sft", 1, f"the word '{w.group(0)}'"))
     return out
+
+
+def _format_hint(fmt: str) -> str:
+    try:
+        return adapters.get(fmt).task_hint
+    except Exception:  # an unknown or broken plugin format gives no hint
+        return ""
 
 
 def first_loss(src: SourceSample) -> float | None:

@@ -45,6 +45,9 @@ class Adapter(ABC):
     example: ClassVar[str]
     whole_file: ClassVar[bool] = False
     """True for formats read as one document (trainer_state.json): `parse_document` replaces `parse`."""
+    task_hint: ClassVar[str] = ""
+    """The task every log in this format comes from, when the format says it (a detector's results
+    file: "vision"); trainwatch.task weighs it with the other clues."""
     text_signatures: ClassVar[bool] = True
     """Kept for plugins that set it; no longer consulted: every line of a line format is scanned for error
     signatures and tracebacks (a crash is printed as plain text whatever the metrics' format), and
