@@ -205,3 +205,15 @@ def test_log_text_cannot_inject_escapes(tmp_path: Path) -> None:
     proc = tw("check", str(p))
     assert "\x1b" not in proc.stdout
     assert proc.returncode == 2
+
+
+def test_a_log_with_progress_but_no_loss_is_not_called_healthy(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """LLaMA-Factory writes progress-only trainer_log.jsonl rows when the loss is not logged."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "trainer_log.jsonl"
+    log.write_text("".join(f'{{"current_steps": {s}, "total_steps": 50, "percentage": {2 * s}.0}}\n'
+                           for s in range(5, 55, 5)))
+    proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(log)], capture_output=True, text=True)
+    assert "no loss was read" in proc.stdout and "looks healthy" not in proc.stdout

@@ -14,6 +14,7 @@ from trainwatch.textsafe import plain
 
 KEY_METRICS = ("loss", "eval_loss", "grad_norm", "lr", "epoch", "tokens_per_sec", "mfu", "loss_scale",
                "reward", "reward_std", "kl", "entropy")
+LOSS_LIKE = {"loss", "eval_loss", "reward"}  # metrics that say how training went
 SCHEMA_VERSION = 1
 STATUS = {0: "ok", 1: "warning", 2: "critical", 3: "unknown"}
 
@@ -129,7 +130,12 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
     findings = doc["findings"]
     w("\n")
     if not findings:
-        w("No findings: the run looks healthy.\n")
+        read = {k for src in doc["sources"] for k in src["metrics"]}
+        if read & LOSS_LIKE:
+            w("No findings: the run looks healthy.\n")
+        else:
+            what = ", ".join(sorted(read)[:6]) if read else "no metric at all"
+            w(f"No findings, but no loss was read ({what}): nothing here tells how the training went.\n")
     for f in findings:
         line = f", line {f['line']}" if f["line"] else ""
         w(f"{f['severity'].upper():8} {f['id']}  [{f['family']}]  {_where(f)}{line}  {f['source']}\n")
