@@ -167,3 +167,17 @@ def test_an_infinite_epoch_does_not_cost_the_line_its_nan_loss() -> None:
     lines = ["{'loss': 2.0, 'epoch': 0.1}", "{'loss': 1.9, 'epoch': 0.2}", "{'loss': nan, 'epoch': inf}"]
     got = [s for s in samples(run(HFConsoleAdapter(""), lines)) if s.name == "loss"]
     assert len(got) == 3 and got[-1].value != got[-1].value
+
+
+def test_an_eval_dict_takes_the_bars_step_when_the_bar_is_newer_than_the_last_dict() -> None:
+    """Excerpted logs (and logging intervals longer than the eval interval) show an eval right after a
+    bar far past the last train dict: the eval ran at the bar's step."""
+    from trainwatch.adapters.hf_console import HFConsoleAdapter
+    from tests.adapters.helpers import run, samples
+
+    lines = ["   15%|#5        | 2000/13605 [3:38:47<21:07:24,  6.55s/it]",
+             "{'loss': 0.0145, 'grad_norm': 0.004, 'learning_rate': 4.26e-05, 'epoch': 0.73}",
+             "   88%|########8 | 12000/13605 [27:54:35<3:02:12,  6.81s/it]",
+             "{'eval_loss': nan, 'eval_runtime': 3468.0, 'epoch': 4.41}"]
+    got = {s.name: s.step for s in samples(run(HFConsoleAdapter(""), lines))}
+    assert got["loss"] == 2000 and got["eval_loss"] == 12000

@@ -300,8 +300,9 @@ class HFConsoleAdapter(Adapter):
                 self.last_train_step = step
         else:
             step = printed
-            if step is None:
-                step = self.last_step if self.last_step is not None else self.bar_step
+            if step is None:  # the step training reached: the last dict's, or the bar's when it is newer
+                known = [s for s in (self.last_step, self.bar_step) if s is not None]
+                step = max(known) if known else None
             self.in_eval = False
         if step is not None:
             self.last_step = max(step, self.last_step or 0) if kind != "train" else step
