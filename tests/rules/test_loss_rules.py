@@ -38,7 +38,25 @@ def test_nonfinite_after_grad_spike_is_a_blowup_with_sample_range():
     assert a.finding.evidence["diagnosis"] == "blow-up"
     assert a.finding.evidence["samples"] == [32 * 64, 32 * 64 + 63]
     assert a.fixes[0].startswith("Optimisation blow-up")
+    r.finish()  # the log ends on the Inf grad-norm: no next point to recover at
     assert "grad.nonfinite" in r.fired()
+
+
+def test_one_inf_grad_norm_that_recovers_is_an_fp16_skip_not_a_blowup():
+    r = Run()
+    for s in range(1, 31):
+        r.step(s, loss=2.0 - s * 0.01, grad_norm=1.0 + 0.05 * (s % 3))
+    r.step(31, grad_norm=float("inf"), loss=1.7)
+    for s in range(32, 40):
+        r.step(s, loss=1.7 - s * 0.001, grad_norm=1.0)
+    r.finish()
+    assert "grad.nonfinite" not in r.fired()
+    twice = Run()
+    for s in range(1, 31):
+        twice.step(s, loss=2.0 - s * 0.01, grad_norm=1.0)
+    twice.step(31, grad_norm=float("nan"))
+    twice.step(32, grad_norm=float("nan"))
+    assert twice.alert("grad.nonfinite").first_step == 31
 
 
 def test_nonfinite_with_flat_grad_norm_points_at_the_data():

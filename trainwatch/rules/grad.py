@@ -11,6 +11,10 @@ from trainwatch.store import Point, Series
 
 
 class GradNonFinite(Rule):
+    """grad_norm NaN/Inf. The preset's `for: 2` asks for two logged points in a row: with fp16's dynamic
+    loss scaling one Inf that the next step recovers from is the scaler skipping a step. A run whose
+    last logged grad-norm is non-finite is judged at its end, as there is no next point."""
+
     id = "grad.nonfinite"
     watches = ("grad_norm",)
 
@@ -18,7 +22,21 @@ class GradNonFinite(Rule):
         v = point.value
         if math.isfinite(v):
             return None
-        return Finding(message=f"grad_norm is {'NaN' if v != v else 'Inf'} at step {point.step}",
+        return self._finding(series, point)
+
+    def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
+        s = ctx.series("grad_norm", source)
+        last = s.last if s is not None else None
+        if s is None or last is None or math.isfinite(last.value):
+            return []
+        f = self._finding(s, last)
+        f.subject = "grad_norm"
+        return [f]
+
+    @staticmethod
+    def _finding(series: Series, point: Point) -> Finding:
+        v = point.value
+        return Finding(message=f"grad_norm is {'NaN' if v != v else 'Inf'} at step {point.step}", step=point.step,
                        evidence={"value": v, "step": point.step, "nan_count": series.nan_count,
                                  "inf_count": series.inf_count})
 
