@@ -44,3 +44,13 @@ def test_memory_does_not_grow_with_run_length() -> None:
 
     small, big = used(20_000), used(120_000)
     assert big < small * 1.5
+
+
+def test_losses_named_by_their_averaging_are_the_train_or_eval_loss() -> None:
+    from trainwatch.names import Canonicalizer
+
+    c = Canonicalizer()
+    assert [c(k) for k in ("EPOCH loss", "Avg.Loss", "Average Train Loss", "mean val loss", "Epoch validation loss")] \
+        == ["loss", "loss", "loss", "eval_loss", "eval_loss"]
+    assert [c(k) for k in ("Task Loss", "kl_loss", "train/box_loss", "loss_scale")] \
+        == ["Task Loss", "kl_loss", "train/box_loss", "loss_scale"]

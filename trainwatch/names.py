@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 
 import yaml
+
+# A loss named by how it was averaged or over what (`EPOCH loss`, `Avg.Loss`, `average train loss`,
+# `mean val loss`) is still the train or eval loss: the alias table cannot list every spelling.
+_QUALIFIERS = r"(?:(?:epoch|avg|average|mean|running|smoothed|total|batch|step|iter|iteration|overall)[ _.]+)*"
+_TRAIN_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:train(?:ing)?[ _.]+)?" + _QUALIFIERS + r"loss$")
+_EVAL_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:val|valid|validation|eval|evaluation|dev|test)[ _.]+"
+                        + _QUALIFIERS + r"loss$")
 
 
 def _table() -> dict[str, str]:
@@ -30,7 +38,17 @@ class Canonicalizer:
         name = self._cache.get(raw)
         if name is None:
             key = raw.strip()
-            name = self._aliases.get(key.lower(), key)
+            name = self._aliases.get(key.lower()) or _by_shape(key.lower()) or key
             if len(self._cache) < 100_000:
                 self._cache[raw] = name
         return name
+
+
+def _by_shape(key: str) -> str | None:
+    if "loss" not in key:
+        return None
+    if _EVAL_LOSS.match(key):
+        return "eval_loss"
+    if _TRAIN_LOSS.match(key):
+        return "loss"
+    return None
