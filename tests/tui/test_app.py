@@ -233,3 +233,74 @@ def test_unknown_theme_is_a_usage_error() -> None:
 
     with pytest.raises(UsageError):
         TrainwatchApp(fixtures.healthy(), theme="nope")
+
+
+# -- how it looks: colours read back from the rendered cells -----------------------------------------
+
+THEMES = ("trainwatch-dark", "trainwatch-light", "trainwatch-contrast")
+
+
+def _cells(widget, row: int) -> list[tuple[str, tuple[int, int, int] | None, tuple[int, int, int] | None]]:  # type: ignore[no-untyped-def]
+    """(text, foreground, background) of each segment of one rendered row of a widget, border included."""
+    from textual.geometry import Region
+
+    strip = widget.render_lines(Region(0, row, widget.size.width, 1))[0]
+    out = []
+    for seg in strip:
+        st = seg.style
+        fg = tuple(st.color.get_truecolor()) if st and st.color else None
+        bg = tuple(st.bgcolor.get_truecolor()) if st and st.bgcolor else None
+        out.append((seg.text, fg, bg))  # type: ignore[arg-type]
+    return out
+
+
+def _contrast(a: tuple[int, int, int] | None, b: tuple[int, int, int] | None) -> float:
+    """WCAG contrast ratio of two colours (1 to 21)."""
+    assert a is not None and b is not None
+
+    def lum(c: tuple[int, int, int]) -> float:
+        ch = [(v / 255) / 12.92 if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in c]
+        return 0.2126 * ch[0] + 0.7152 * ch[1] + 0.0722 * ch[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+async def test_selected_card_keeps_its_sparkline_and_crit_stays_readable() -> None:
+    from trainwatch.tui.charts import SPARK
+
+    for theme in THEMES:
+        app = app_for(fixtures.critical(), theme=theme)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            metrics = app.query_one(MetricList)
+            assert metrics.has_focus and metrics.selected_key == (fixtures.SOURCE, "loss")
+            primary = app.get_css_variables()["primary"].lstrip("#").lower()
+            colour = tuple(int(primary[i:i + 2], 16) for i in (0, 2, 4))
+            line1, spark = _cells(metrics, 1), _cells(metrics, 2)  # the selected card's first two rows
+            bars = [c for c in spark if c[0].strip() and c[0].strip()[0] in SPARK]
+            assert bars, theme
+            for text, fg, bg in bars:
+                assert fg == colour, (theme, text, fg)  # the metric's colour, as on every other card
+                assert _contrast(fg, bg) >= 3.0, (theme, text, fg, bg)
+            crit = next(c for c in line1 if "CRIT" in c[0])
+            assert _contrast(crit[1], crit[2]) >= 3.0, (theme, crit)
+            unselected = _cells(metrics, 5)  # eval_loss's sparkline, not selected
+            assert any(fg == colour for t, fg, _ in unselected if t.strip()), theme
+
+
+async def test_panel_titles_readable_unfocused_and_panels_on_the_theme_surface() -> None:
+    for theme in THEMES:
+        app = app_for(fixtures.critical(), theme=theme)
+        async with app.run_test(size=(120, 40)) as pilot:  # tall enough that the log pane shows
+            await pilot.pause()
+            surface = app.get_css_variables()["surface"].lstrip("#").lower()
+            surface_rgb = tuple(int(surface[i:i + 2], 16) for i in (0, 2, 4))
+            for wid, title in (("#chart", "loss"), ("#alerts", "alerts"), ("#detail", "evidence"),
+                               ("#log", "log")):
+                panel = app.query_one(wid)
+                assert not panel.has_focus
+                cell = next(c for c in _cells(panel, 0) if title in c[0])
+                assert _contrast(cell[1], cell[2]) >= 4.5, (theme, wid, cell)
+                inside = _cells(panel, 1)[1]  # the first cell inside the frame
+                assert inside[2] == surface_rgb, (theme, wid, inside)

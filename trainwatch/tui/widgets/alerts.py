@@ -14,8 +14,7 @@ from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
 
 class AlertList(OptionList):
     DEFAULT_CSS = """
-    AlertList { width: 1fr; height: 1fr; border: round $panel; }
-    AlertList:focus { border: round $primary; }
+    AlertList { width: 1fr; height: 1fr; }
     """
 
     def __init__(self, **kwargs: object) -> None:
@@ -85,7 +84,7 @@ def detail(a: AlertView | None) -> Content:
 
 class AlertDetail(Static):
     DEFAULT_CSS = """
-    AlertDetail { width: 1fr; height: 1fr; border: round $panel; padding: 0 1; overflow-y: auto; }
+    AlertDetail { width: 1fr; height: 1fr; padding: 0 1; overflow-y: auto; }
     """
 
     def __init__(self, **kwargs: object) -> None:

@@ -30,8 +30,7 @@ RECENT_WINDOW = 300  # points in the recent view; `w` switches to the whole run
 
 class MetricChart(Widget, can_focus=True):
     DEFAULT_CSS = """
-    MetricChart { height: 1fr; min-height: 6; border: round $panel; }
-    MetricChart:focus { border: round $primary; }
+    MetricChart { height: 1fr; min-height: 6; }
     """
 
     def __init__(self, **kwargs: object) -> None:

@@ -24,8 +24,15 @@ class MetricList(OptionList):
     """One option per series; highlighting one selects it for the main chart."""
 
     DEFAULT_CSS = """
-    MetricList { width: 100%; height: 1fr; border: round $panel; }
-    MetricList:focus { border: round $primary; }
+    MetricList { width: 100%; height: 1fr; }
+    /* The selected card is tinted, not filled: its sparkline keeps the metric's colour and the
+       severity word its own, both still readable on the tint (3:1 or more in every bundled theme). */
+    MetricList > .option-list--option-highlighted {
+        color: $foreground; background: $primary 10%; text-style: none;
+    }
+    MetricList:focus > .option-list--option-highlighted {
+        color: $foreground; background: $primary 20%; text-style: none;
+    }
     """
 
     def __init__(self, **kwargs: object) -> None:
