@@ -304,3 +304,76 @@ async def test_panel_titles_readable_unfocused_and_panels_on_the_theme_surface()
                 assert _contrast(cell[1], cell[2]) >= 4.5, (theme, wid, cell)
                 inside = _cells(panel, 1)[1]  # the first cell inside the frame
                 assert inside[2] == surface_rgb, (theme, wid, inside)
+
+
+# -- toasts: news only, one at a time, never over the alerts -----------------------------------------
+
+def _replaying(steps: int):  # type: ignore[no-untyped-def]
+    """A model whose start() reads a backlog (steps 1..steps, gradient norm too high from 40), as the watcher does."""
+    m = fixtures.model()
+
+    def start() -> None:
+        for s in range(1, steps + 1):
+            fixtures.feed_step(m, s, grad=42.0 if s >= 40 else None)
+
+    m.start = start  # type: ignore[method-assign]
+    return m
+
+
+async def _settle(pilot, app, cond) -> None:  # type: ignore[no-untyped-def]
+    """Pauses until cond() holds or about a second has passed (no fixed sleeps)."""
+    for _ in range(50):
+        await pilot.pause(0.02)
+        if cond():
+            return
+
+
+def _toasts(app) -> list:  # type: ignore[no-untyped-def]
+    from textual.widgets._toast import Toast
+
+    return list(app.screen.query(Toast))
+
+
+async def test_backlog_alerts_get_no_toast_and_new_ones_get_one() -> None:
+    model = _replaying(45)
+    app = app_for(model, refresh_s=0.05)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await _settle(pilot, app, lambda: app.snapshot is not None and app.snapshot.badge == "WARNING")
+        assert app.snapshot.badge == "WARNING"  # type: ignore[union-attr]  # the backlog's spike is listed
+        await pilot.pause(0.05)
+        assert not app._notifications and not _toasts(app)
+        fixtures.feed_step(model, 46, loss=50.0)
+        await _settle(pilot, app, lambda: bool(_toasts(app)))
+        assert [str(n.message) for n in app._notifications] == ["Loss exploded (step 46)"]
+
+
+async def test_a_burst_of_alerts_is_one_toast_with_a_count_and_it_stays_off_the_alerts() -> None:
+    model = fixtures.healthy(10)
+    app = app_for(model, refresh_s=0.05)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.pause()
+        fixtures.feed_step(model, 11, loss=50.0, grad=42.0)  # two alerts at once
+        await _settle(pilot, app, lambda: bool(_toasts(app)))
+        await pilot.pause(0.05)
+        toasts = _toasts(app)
+        assert len(toasts) == 1 and len(app._notifications) == 1
+        assert "2 new alerts" in str(next(iter(app._notifications)).message)
+        assert "Loss exploded" in str(next(iter(app._notifications)).message)
+        for panel in (app.query_one(AlertList), app.query_one(AlertDetail), app.query_one(HeaderBar)):
+            assert not toasts[0].region.overlaps(panel.region), panel
+        fixtures.feed_step(model, 12, loss=float("nan"))  # a later one replaces it: still one toast
+        await pilot.pause(0.1)
+        assert len(app._notifications) == 1
+
+
+async def test_no_toasts_on_a_small_terminal_the_alert_panel_says_it() -> None:
+    for size in ((80, 24), (40, 12)):
+        model = fixtures.healthy(10)
+        app = app_for(model, refresh_s=0.05)
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await pilot.pause()
+            fixtures.feed_step(model, 11, loss=50.0, grad=42.0)
+            await _settle(pilot, app, lambda: app.snapshot is not None and app.snapshot.badge == "CRITICAL")
+            await pilot.pause(0.05)
+            assert app.snapshot.badge == "CRITICAL"  # type: ignore[union-attr]
+            assert not app._notifications and not _toasts(app), size
