@@ -377,3 +377,24 @@ async def test_no_toasts_on_a_small_terminal_the_alert_panel_says_it() -> None:
             await pilot.pause(0.05)
             assert app.snapshot.badge == "CRITICAL"  # type: ignore[union-attr]
             assert not app._notifications and not _toasts(app), size
+
+
+async def test_help_fits_80x24_and_scrolls_when_it_cannot() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        body = app.screen.query_one("#help-body")
+        assert app.screen.region.contains_region(body.region)  # frame and all, nothing cut off
+        text = screen_text(app)
+        for b in app.BINDINGS:
+            assert b.description in text, b.description  # type: ignore[union-attr]
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        body = app.screen.query_one("#help-body")
+        assert body.has_focus and body.max_scroll_y > 0 and "theme" not in screen_text(app)
+        await pilot.press("end")
+        await pilot.pause()
+        assert body.scroll_y == body.max_scroll_y and "theme" in screen_text(app)
