@@ -398,3 +398,16 @@ async def test_help_fits_80x24_and_scrolls_when_it_cannot() -> None:
         await pilot.press("end")
         await pilot.pause()
         assert body.scroll_y == body.max_scroll_y and "theme" in screen_text(app)
+
+
+async def test_filter_title_follows_every_typed_letter() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        metrics = app.query_one(MetricList)
+        await pilot.press("slash")
+        for typed in ("g", "gr", "gra", "grad"):
+            await pilot.press(typed[-1])
+            await pilot.pause()
+            assert str(metrics.border_title) == f"metrics /{typed}"
+            assert f"metrics /{typed}" in screen_text(app)

@@ -52,6 +52,10 @@ class MetricList(OptionList):
         self._all = metrics
         f = self.filter.lower()
         shown = tuple(m for m in metrics if not f or f in m.label.lower())
+        hidden = len(metrics) - len(shown)
+        # Titled before the early return: "gr" and "gra" may show the same cards, but the title follows the typing.
+        retitle(self, f"metrics /{self.filter}" if self.filter else "metrics",
+                f"{hidden} hidden" if hidden else f"{len(shown)}")
         width = max(16, (self.scrollable_content_region.width or 30) - 2)
         same_width = width == self._width
         if same_width and len(shown) == len(self._shown) and all(a is b for a, b in zip(shown, self._shown)):
@@ -69,9 +73,6 @@ class MetricList(OptionList):
             elif shown:
                 self.highlighted = 0
         self._shown, self._width = shown, width
-        hidden = len(metrics) - len(shown)
-        retitle(self, f"metrics /{self.filter}" if self.filter else "metrics",
-                f"{hidden} hidden" if hidden else f"{len(shown)}")
 
     @property
     def selected_key(self) -> tuple[str, str] | None:
