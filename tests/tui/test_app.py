@@ -411,3 +411,28 @@ async def test_filter_title_follows_every_typed_letter() -> None:
             await pilot.pause()
             assert str(metrics.border_title) == f"metrics /{typed}"
             assert f"metrics /{typed}" in screen_text(app)
+
+
+async def test_alert_rows_wrap_with_an_indent_and_cut_with_an_ellipsis() -> None:
+    from trainwatch.tui.widgets.alerts import row
+
+    model = fixtures.critical()
+    app = app_for(model)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        alerts = app.query_one(AlertList)
+        width = alerts.scrollable_content_region.width
+        lines = [str(alerts.get_option_at_index(i).prompt).split("\n") for i in range(alerts.option_count)]
+        for first, *rest in lines:
+            assert first.startswith(("CRIT", "WARN")) and "step 50" in first
+            assert rest and all(r.startswith("  ") and r.strip() for r in rest)  # under the word, indented
+            assert all(len(r) <= width for r in [first, *rest])
+        assert "  Loss exploded" in lines[0]
+        assert "Gradient norm spike" in " ".join(r.strip() for r in lines[1][1:])
+    long = app.snapshot.alerts[0]  # type: ignore[union-attr]
+    import dataclasses
+
+    long = dataclasses.replace(long, title="A very long alert title that goes on and on about the loss")
+    first, *rest = str(row(long, 20)).split("\n")
+    assert len(rest) == 2 and rest[-1].endswith("…") and all(len(r) <= 20 for r in rest)
+    assert str(row(long, 120)).count("\n") == 0  # wide: one line, nothing cut

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -20,13 +22,19 @@ class AlertList(OptionList):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "alerts"
-        self._shown: tuple[tuple[str, str, bool, int, str], ...] | None = None
+        self._shown: tuple[object, ...] | None = None
         self.views: dict[str, AlertView] = {}
 
-    def set_alerts(self, alerts: list[AlertView]) -> None:
+    def on_resize(self) -> None:
+        if self.views:  # rows are laid out for the width: redo them
+            self.set_alerts(list(self.views.values()), _order_kept=True)
+
+    def set_alerts(self, alerts: list[AlertView], *, _order_kept: bool = False) -> None:
         self.views = {a.fingerprint: a for a in alerts}
+        width = max(12, (self.scrollable_content_region.width or 40) - 1)
         # What a row shows; not the count (it grows with every repeat and is shown only in the detail).
-        sig = tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live) for a in alerts)
+        sig = (width, tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live, a.inhibited)
+                            for a in alerts))
         if sig == self._shown:
             return
         keep = self.highlighted_option.id if self.highlighted_option is not None else None
@@ -34,9 +42,9 @@ class AlertList(OptionList):
         if not alerts:
             self.add_option(Option(Content.styled("no alerts — the run looks healthy", "$success"), id="-none",
                                    disabled=True))
-        self.add_options([Option(self._row(a), id=a.fingerprint) for a in alerts])
-        if keep is not None and keep in self.views and self.has_focus:  # unfocused, it follows the top
-            self.highlighted = self.get_option_index(keep)
+        self.add_options([Option(row(a, width), id=a.fingerprint) for a in alerts])
+        if keep is not None and keep in self.views and (self.has_focus or _order_kept):
+            self.highlighted = self.get_option_index(keep)  # unfocused, it follows the top
         elif alerts:
             self.highlighted = 0
         self._shown = sig
@@ -48,14 +56,31 @@ class AlertList(OptionList):
         opt = self.highlighted_option
         return self.views.get(opt.id) if opt is not None and opt.id else None
 
-    @staticmethod
-    def _row(a: AlertView) -> Content:
-        sev = severity_style(a.severity)
-        state = "ack" if a.acknowledged else ("resolved" if a.state is AlertState.RESOLVED else "")
-        step = f"step {a.step}" if a.step is not None else "step ?"
-        return Content.assemble((severity_word(a.severity).ljust(5), sev), (step.ljust(11), "$text-muted"),
-                                (a.title or a.rule, "" if a.live else "$text-muted"),
-                                (f"  [{state}]" if state else "", "$text-muted"))
+
+INDENT = 5  # the severity word's column
+HANG = 2  # a title that does not fit beside the step goes on the lines below, indented this much
+TITLE_LINES = 2
+
+
+def row(a: AlertView, width: int) -> Content:
+    """One line when it fits; else severity and step, then the title indented under them, cut with "…"."""
+    sev = severity_style(a.severity)
+    state = "ack" if a.acknowledged else ("resolved" if a.state is AlertState.RESOLVED else "")
+    step = f"step {a.step}" if a.step is not None else "step ?"
+    title = a.title or a.rule
+    title_style = "" if a.live else "$text-muted"
+    tag = (f"  [{state}]" if state else "", "$text-muted")
+    word = (severity_word(a.severity).ljust(INDENT), sev)
+    if INDENT + 11 + len(title) + len(tag[0]) <= width:
+        return Content.assemble(word, (step.ljust(11), "$text-muted"), (title, title_style), tag)
+    lines = [Content.assemble(word, (step, "$text-muted"), tag)]
+    room = max(4, width - HANG)
+    wrapped = textwrap.wrap(title, room) or [""]
+    if len(wrapped) > TITLE_LINES:
+        last = " ".join(wrapped[TITLE_LINES - 1:])
+        wrapped = wrapped[:TITLE_LINES - 1] + [last[: room - 1].rstrip() + "…"]
+    lines += [Content.assemble(" " * HANG, (part, title_style)) for part in wrapped]
+    return Content("\n").join(lines)
 
 
 def detail(a: AlertView | None) -> Content:
