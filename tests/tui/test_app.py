@@ -436,3 +436,30 @@ async def test_alert_rows_wrap_with_an_indent_and_cut_with_an_ellipsis() -> None
     first, *rest = str(row(long, 20)).split("\n")
     assert len(rest) == 2 and rest[-1].endswith("…") and all(len(r) <= 20 for r in rest)
     assert str(row(long, 120)).count("\n") == 0  # wide: one line, nothing cut
+
+
+async def test_alerts_held_back_by_inhibition_are_marked() -> None:
+    from trainwatch.config import Inhibit
+    from trainwatch.engine import Engine
+    from trainwatch.tui.model import EngineModel
+
+    cfg = fixtures.config()
+    cfg.inhibit = [Inhibit(source="loss.too_high", targets=("grad.too_high",))]  # the loss explains the gradient
+    engine = Engine(cfg, clock=fixtures.clock)
+    engine.source(fixtures.SOURCE, "hf_console")
+    model = EngineModel(engine)
+    for s in range(1, 61):
+        fixtures.feed_step(model, s, loss=9.0 if s >= 50 else None, grad=42.0 if s >= 50 else None)
+    app = app_for(model)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        held = next(a for a in app.snapshot.alerts if a.rule == "grad.too_high")  # type: ignore[union-attr]
+        assert held.inhibited and held.held and not held.live
+        assert app.snapshot.badge == "CRITICAL"  # type: ignore[union-attr]
+        alerts = app.query_one(AlertList)
+        prompt = str(alerts.get_option(held.fingerprint).prompt)
+        assert "[held]" in prompt and "[held]" in screen_text(app)
+        alerts.focus()
+        alerts.highlighted = alerts.get_option_index(held.fingerprint)
+        await pilot.pause()
+        assert "held back: another alert explains this one" in screen_text(app)

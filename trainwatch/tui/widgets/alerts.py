@@ -33,7 +33,7 @@ class AlertList(OptionList):
         self.views = {a.fingerprint: a for a in alerts}
         width = max(12, (self.scrollable_content_region.width or 40) - 1)
         # What a row shows; not the count (it grows with every repeat and is shown only in the detail).
-        sig = (width, tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live, a.inhibited)
+        sig = (width, tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live, a.held)
                             for a in alerts))
         if sig == self._shown:
             return
@@ -57,6 +57,15 @@ class AlertList(OptionList):
         return self.views.get(opt.id) if opt is not None and opt.id else None
 
 
+def row_state(a: AlertView) -> str:
+    """The bracketed word after a row: acknowledged, held back by inhibition, or resolved."""
+    if a.acknowledged:
+        return "ack"
+    if a.held:
+        return "held" if a.state is not AlertState.RESOLVED else "held, resolved"
+    return "resolved" if a.state is AlertState.RESOLVED else ""
+
+
 INDENT = 5  # the severity word's column
 HANG = 2  # a title that does not fit beside the step goes on the lines below, indented this much
 TITLE_LINES = 2
@@ -65,7 +74,7 @@ TITLE_LINES = 2
 def row(a: AlertView, width: int) -> Content:
     """One line when it fits; else severity and step, then the title indented under them, cut with "…"."""
     sev = severity_style(a.severity)
-    state = "ack" if a.acknowledged else ("resolved" if a.state is AlertState.RESOLVED else "")
+    state = row_state(a)
     step = f"step {a.step}" if a.step is not None else "step ?"
     title = a.title or a.rule
     title_style = "" if a.live else "$text-muted"
@@ -91,6 +100,9 @@ def detail(a: AlertView | None) -> Content:
     parts = [Content.assemble((severity_word(a.severity), sev), " ", (a.title or a.rule, "bold"),
                               ("  (acknowledged)" if a.acknowledged else "", "$text-muted")),
              Content(a.message)]
+    if a.held:
+        parts.append(Content.styled("held back: another alert explains this one (inhibition); it does not count "
+                                    "towards the badge" + ("" if a.told else " and was not sent"), "$text-muted"))
     if a.fixes:
         parts.append(Content.styled("what to try", "bold $accent"))
         for i, fix in enumerate(a.fixes, 1):
