@@ -463,3 +463,26 @@ async def test_alerts_held_back_by_inhibition_are_marked() -> None:
         alerts.highlighted = alerts.get_option_index(held.fingerprint)
         await pilot.pause()
         assert "held back: another alert explains this one" in screen_text(app)
+
+
+async def test_chart_legend_in_the_curves_own_colours_and_glyphs_under_no_color(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from trainwatch.tui import charts
+
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        chart = app.query_one(MetricChart)
+        colours = chart.colors()
+        legend = {text.split()[-1]: fg for text, fg, _ in _cells(chart, 1) if text.strip()}
+        for layer in (charts.RAW, charts.EMA, charts.MA):
+            assert legend[layer] == colours[layer], layer  # the same colour the curve is drawn in
+        drawn = {fg for y in range(2, chart.size.height - 2) for text, fg, _ in _cells(chart, y)
+                 if any("\u2800" < ch <= "\u28ff" for ch in text)}
+        assert colours[charts.RAW] in drawn and colours[charts.EMA] in drawn
+        assert _cells(chart, 1)[1][0].startswith("loss")  # the y axis is named, first on the legend line
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "· raw" in text and "+ ma" in text and "⣿ ema" in text and "step" in text
