@@ -486,3 +486,17 @@ async def test_chart_legend_in_the_curves_own_colours_and_glyphs_under_no_color(
         await pilot.pause()
         text = screen_text(app)
         assert "· raw" in text and "+ ma" in text and "⣿ ema" in text and "step" in text
+
+
+def test_detail_puts_a_long_title_on_its_own_line_in_a_narrow_panel() -> None:
+    import dataclasses
+
+    from trainwatch.tui import view
+    from trainwatch.tui.widgets.alerts import detail
+
+    model = fixtures.critical()
+    snap = view.take(model, selected=None, log_source=None)
+    a = dataclasses.replace(snap.alerts[0], title="Gradient norm is NaN or Inf")
+    lines = str(detail(a, 28)).split("\n")
+    assert lines[0] == "CRIT" and lines[1] == "Gradient norm is NaN or Inf"  # whole, not broken after "or"
+    assert str(detail(a, 60)).split("\n")[0] == "CRIT Gradient norm is NaN or Inf"

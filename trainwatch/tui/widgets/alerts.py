@@ -92,14 +92,22 @@ def row(a: AlertView, width: int) -> Content:
     return Content("\n").join(lines)
 
 
-def detail(a: AlertView | None) -> Content:
-    """The message, the fixes in the order the rule gives them, then the evidence."""
+def detail(a: AlertView | None, width: int | None = None) -> Content:
+    """The message, the fixes in the order the rule gives them, then the evidence.
+
+    With a `width` the title goes on a line of its own when it does not fit beside the severity,
+    so a narrow panel still shows it whole rather than broken after a few words.
+    """
     if a is None:
         return Content.styled("select an alert to see its evidence and what to try", "$text-muted")
     sev = severity_style(a.severity)
-    parts = [Content.assemble((severity_word(a.severity), sev), " ", (a.title or a.rule, "bold"),
-                              ("  (acknowledged)" if a.acknowledged else "", "$text-muted")),
-             Content(a.message)]
+    word = (severity_word(a.severity), sev)
+    title = (a.title or a.rule, "bold")
+    ack = ("  (acknowledged)" if a.acknowledged else "", "$text-muted")
+    head = Content.assemble(word, " ", title, ack)
+    if width is not None and head.cell_length > width:
+        head = Content.assemble(word, ack, "\n", title)
+    parts = [head, Content(a.message)]
     if a.held:
         parts.append(Content.styled("held back: another alert explains this one (inhibition); it does not count "
                                     "towards the badge" + ("" if a.told else " and was not sent"), "$text-muted"))
@@ -128,10 +136,16 @@ class AlertDetail(Static):
         super().__init__(markup=False, **kwargs)  # type: ignore[arg-type]
         self.border_title = "evidence & fixes"
         self._shown: AlertView | None = None
+        self._width: int | None = None
 
     def show(self, a: AlertView | None) -> None:
-        if a is not None and self._shown is not None and a == self._shown:
+        width = self.content_size.width or None
+        if a is not None and self._shown is not None and a == self._shown and width == self._width:
             return
         same = a is not None and self._shown is not None and a.fingerprint == self._shown.fingerprint
-        self._shown = a
-        self.update(detail(a), layout=not same)  # a repeat only bumps "seen N×": no relayout
+        self._shown, self._width = a, width
+        self.update(detail(a, width), layout=not same)  # a repeat only bumps "seen N×": no relayout
+
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.call_after_refresh(self.show, self._shown)
