@@ -233,3 +233,270 @@ def test_unknown_theme_is_a_usage_error() -> None:
 
     with pytest.raises(UsageError):
         TrainwatchApp(fixtures.healthy(), theme="nope")
+
+
+# -- how it looks: colours read back from the rendered cells -----------------------------------------
+
+THEMES = ("trainwatch-dark", "trainwatch-light", "trainwatch-contrast")
+
+
+def _cells(widget, row: int) -> list[tuple[str, tuple[int, int, int] | None, tuple[int, int, int] | None]]:  # type: ignore[no-untyped-def]
+    """(text, foreground, background) of each segment of one rendered row of a widget, border included."""
+    from textual.geometry import Region
+
+    strip = widget.render_lines(Region(0, row, widget.size.width, 1))[0]
+    out = []
+    for seg in strip:
+        st = seg.style
+        fg = tuple(st.color.get_truecolor()) if st and st.color else None
+        bg = tuple(st.bgcolor.get_truecolor()) if st and st.bgcolor else None
+        out.append((seg.text, fg, bg))  # type: ignore[arg-type]
+    return out
+
+
+def _contrast(a: tuple[int, int, int] | None, b: tuple[int, int, int] | None) -> float:
+    """WCAG contrast ratio of two colours (1 to 21)."""
+    assert a is not None and b is not None
+
+    def lum(c: tuple[int, int, int]) -> float:
+        ch = [(v / 255) / 12.92 if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in c]
+        return 0.2126 * ch[0] + 0.7152 * ch[1] + 0.0722 * ch[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+async def test_selected_card_keeps_its_sparkline_and_crit_stays_readable() -> None:
+    from trainwatch.tui.charts import SPARK
+
+    for theme in THEMES:
+        app = app_for(fixtures.critical(), theme=theme)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            metrics = app.query_one(MetricList)
+            assert metrics.has_focus and metrics.selected_key == (fixtures.SOURCE, "loss")
+            primary = app.get_css_variables()["primary"].lstrip("#").lower()
+            colour = tuple(int(primary[i:i + 2], 16) for i in (0, 2, 4))
+            line1, spark = _cells(metrics, 1), _cells(metrics, 2)  # the selected card's first two rows
+            bars = [c for c in spark if c[0].strip() and c[0].strip()[0] in SPARK]
+            assert bars, theme
+            for text, fg, bg in bars:
+                assert fg == colour, (theme, text, fg)  # the metric's colour, as on every other card
+                assert _contrast(fg, bg) >= 3.0, (theme, text, fg, bg)
+            crit = next(c for c in line1 if "CRIT" in c[0])
+            assert _contrast(crit[1], crit[2]) >= 3.0, (theme, crit)
+            unselected = _cells(metrics, 5)  # eval_loss's sparkline, not selected
+            assert any(fg == colour for t, fg, _ in unselected if t.strip()), theme
+
+
+async def test_panel_titles_readable_unfocused_and_panels_on_the_theme_surface() -> None:
+    for theme in THEMES:
+        app = app_for(fixtures.critical(), theme=theme)
+        async with app.run_test(size=(120, 40)) as pilot:  # tall enough that the log pane shows
+            await pilot.pause()
+            surface = app.get_css_variables()["surface"].lstrip("#").lower()
+            surface_rgb = tuple(int(surface[i:i + 2], 16) for i in (0, 2, 4))
+            for wid, title in (("#chart", "loss"), ("#alerts", "alerts"), ("#detail", "evidence"),
+                               ("#log", "log")):
+                panel = app.query_one(wid)
+                assert not panel.has_focus
+                cell = next(c for c in _cells(panel, 0) if title in c[0])
+                assert _contrast(cell[1], cell[2]) >= 4.5, (theme, wid, cell)
+                inside = _cells(panel, 1)[1]  # the first cell inside the frame
+                assert inside[2] == surface_rgb, (theme, wid, inside)
+
+
+# -- toasts: news only, one at a time, never over the alerts -----------------------------------------
+
+def _replaying(steps: int):  # type: ignore[no-untyped-def]
+    """A model whose start() reads a backlog (steps 1..steps, gradient norm too high from 40), as the watcher does."""
+    m = fixtures.model()
+
+    def start() -> None:
+        for s in range(1, steps + 1):
+            fixtures.feed_step(m, s, grad=42.0 if s >= 40 else None)
+
+    m.start = start  # type: ignore[method-assign]
+    return m
+
+
+async def _settle(pilot, app, cond) -> None:  # type: ignore[no-untyped-def]
+    """Pauses until cond() holds or about a second has passed (no fixed sleeps)."""
+    for _ in range(50):
+        await pilot.pause(0.02)
+        if cond():
+            return
+
+
+def _toasts(app) -> list:  # type: ignore[no-untyped-def]
+    from textual.widgets._toast import Toast
+
+    return list(app.screen.query(Toast))
+
+
+async def test_backlog_alerts_get_no_toast_and_new_ones_get_one() -> None:
+    model = _replaying(45)
+    app = app_for(model, refresh_s=0.05)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await _settle(pilot, app, lambda: app.snapshot is not None and app.snapshot.badge == "WARNING")
+        assert app.snapshot.badge == "WARNING"  # type: ignore[union-attr]  # the backlog's spike is listed
+        await pilot.pause(0.05)
+        assert not app._notifications and not _toasts(app)
+        fixtures.feed_step(model, 46, loss=50.0)
+        await _settle(pilot, app, lambda: bool(_toasts(app)))
+        assert [str(n.message) for n in app._notifications] == ["Loss exploded (step 46)"]
+
+
+async def test_a_burst_of_alerts_is_one_toast_with_a_count_and_it_stays_off_the_alerts() -> None:
+    model = fixtures.healthy(10)
+    app = app_for(model, refresh_s=0.05)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.pause()
+        fixtures.feed_step(model, 11, loss=50.0, grad=42.0)  # two alerts at once
+        await _settle(pilot, app, lambda: bool(_toasts(app)))
+        await pilot.pause(0.05)
+        toasts = _toasts(app)
+        assert len(toasts) == 1 and len(app._notifications) == 1
+        assert "2 new alerts" in str(next(iter(app._notifications)).message)
+        assert "Loss exploded" in str(next(iter(app._notifications)).message)
+        for panel in (app.query_one(AlertList), app.query_one(AlertDetail), app.query_one(HeaderBar)):
+            assert not toasts[0].region.overlaps(panel.region), panel
+        fixtures.feed_step(model, 12, loss=float("nan"))  # a later one replaces it: still one toast
+        await pilot.pause(0.1)
+        assert len(app._notifications) == 1
+
+
+async def test_no_toasts_on_a_small_terminal_the_alert_panel_says_it() -> None:
+    for size in ((80, 24), (40, 12)):
+        model = fixtures.healthy(10)
+        app = app_for(model, refresh_s=0.05)
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await pilot.pause()
+            fixtures.feed_step(model, 11, loss=50.0, grad=42.0)
+            await _settle(pilot, app, lambda: app.snapshot is not None and app.snapshot.badge == "CRITICAL")
+            await pilot.pause(0.05)
+            assert app.snapshot.badge == "CRITICAL"  # type: ignore[union-attr]
+            assert not app._notifications and not _toasts(app), size
+
+
+async def test_help_fits_80x24_and_scrolls_when_it_cannot() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        body = app.screen.query_one("#help-body")
+        assert app.screen.region.contains_region(body.region)  # frame and all, nothing cut off
+        text = screen_text(app)
+        for b in app.BINDINGS:
+            assert b.description in text, b.description  # type: ignore[union-attr]
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        body = app.screen.query_one("#help-body")
+        assert body.has_focus and body.max_scroll_y > 0 and "theme" not in screen_text(app)
+        await pilot.press("end")
+        await pilot.pause()
+        assert body.scroll_y == body.max_scroll_y and "theme" in screen_text(app)
+
+
+async def test_filter_title_follows_every_typed_letter() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        metrics = app.query_one(MetricList)
+        await pilot.press("slash")
+        for typed in ("g", "gr", "gra", "grad"):
+            await pilot.press(typed[-1])
+            await pilot.pause()
+            assert str(metrics.border_title) == f"metrics /{typed}"
+            assert f"metrics /{typed}" in screen_text(app)
+
+
+async def test_alert_rows_wrap_with_an_indent_and_cut_with_an_ellipsis() -> None:
+    from trainwatch.tui.widgets.alerts import row
+
+    model = fixtures.critical()
+    app = app_for(model)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        alerts = app.query_one(AlertList)
+        width = alerts.scrollable_content_region.width
+        lines = [str(alerts.get_option_at_index(i).prompt).split("\n") for i in range(alerts.option_count)]
+        for first, *rest in lines:
+            assert first.startswith(("CRIT", "WARN")) and "step 50" in first
+            assert rest and all(r.startswith("  ") and r.strip() for r in rest)  # under the word, indented
+            assert all(len(r) <= width for r in [first, *rest])
+        assert "  Loss exploded" in lines[0]
+        assert "Gradient norm spike" in " ".join(r.strip() for r in lines[1][1:])
+    long = app.snapshot.alerts[0]  # type: ignore[union-attr]
+    import dataclasses
+
+    long = dataclasses.replace(long, title="A very long alert title that goes on and on about the loss")
+    first, *rest = str(row(long, 20)).split("\n")
+    assert len(rest) == 2 and rest[-1].endswith("…") and all(len(r) <= 20 for r in rest)
+    assert str(row(long, 120)).count("\n") == 0  # wide: one line, nothing cut
+
+
+async def test_alerts_held_back_by_inhibition_are_marked() -> None:
+    from trainwatch.config import Inhibit
+    from trainwatch.engine import Engine
+    from trainwatch.tui.model import EngineModel
+
+    cfg = fixtures.config()
+    cfg.inhibit = [Inhibit(source="loss.too_high", targets=("grad.too_high",))]  # the loss explains the gradient
+    engine = Engine(cfg, clock=fixtures.clock)
+    engine.source(fixtures.SOURCE, "hf_console")
+    model = EngineModel(engine)
+    for s in range(1, 61):
+        fixtures.feed_step(model, s, loss=9.0 if s >= 50 else None, grad=42.0 if s >= 50 else None)
+    app = app_for(model)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        held = next(a for a in app.snapshot.alerts if a.rule == "grad.too_high")  # type: ignore[union-attr]
+        assert held.inhibited and held.held and not held.live
+        assert app.snapshot.badge == "CRITICAL"  # type: ignore[union-attr]
+        alerts = app.query_one(AlertList)
+        prompt = str(alerts.get_option(held.fingerprint).prompt)
+        assert "[held]" in prompt and "[held]" in screen_text(app)
+        alerts.focus()
+        alerts.highlighted = alerts.get_option_index(held.fingerprint)
+        await pilot.pause()
+        assert "held back: another alert explains this one" in screen_text(app)
+
+
+async def test_chart_legend_in_the_curves_own_colours_and_glyphs_under_no_color(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from trainwatch.tui import charts
+
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        chart = app.query_one(MetricChart)
+        colours = chart.colors()
+        legend = {text.split()[-1]: fg for text, fg, _ in _cells(chart, 1) if text.strip()}
+        for layer in (charts.RAW, charts.EMA, charts.MA):
+            assert legend[layer] == colours[layer], layer  # the same colour the curve is drawn in
+        drawn = {fg for y in range(2, chart.size.height - 2) for text, fg, _ in _cells(chart, y)
+                 if any("\u2800" < ch <= "\u28ff" for ch in text)}
+        assert colours[charts.RAW] in drawn and colours[charts.EMA] in drawn
+        assert _cells(chart, 1)[1][0].startswith("loss")  # the y axis is named, first on the legend line
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "· raw" in text and "+ ma" in text and "⣿ ema" in text and "step" in text
+
+
+def test_detail_puts_a_long_title_on_its_own_line_in_a_narrow_panel() -> None:
+    import dataclasses
+
+    from trainwatch.tui import view
+    from trainwatch.tui.widgets.alerts import detail
+
+    model = fixtures.critical()
+    snap = view.take(model, selected=None, log_source=None)
+    a = dataclasses.replace(snap.alerts[0], title="Gradient norm is NaN or Inf")
+    lines = str(detail(a, 28)).split("\n")
+    assert lines[0] == "CRIT" and lines[1] == "Gradient norm is NaN or Inf"  # whole, not broken after "or"
+    assert str(detail(a, 60)).split("\n")[0] == "CRIT Gradient norm is NaN or Inf"

@@ -56,7 +56,7 @@ def test_chart_marks_nan_alert_and_eval() -> None:
     assert charts.NAN_MARK in rows[1] and "▼" in rows[1]  # both on the top edge of the plot area
     assert any("◆" in r for r in rows)
     assert any("┊" in r for r in rows[2:-2])  # the alert's vertical line
-    assert rows[-1].strip().startswith("1.0") and rows[-1].rstrip().endswith("40.0")
+    assert rows[-2].split() == ["10", "20", "30", "40"] and rows[-1].strip() == "step"  # whole steps, a label
 
 
 def test_chart_uses_the_given_colours() -> None:
@@ -69,7 +69,7 @@ def test_chart_log_scale_hides_nonpositive() -> None:
     data = charts.ChartData([1.0, 2.0, 3.0], [0.0, 10.0, 1000.0], log_y=True)
     img = charts.plot_chart(data, 40, 8)
     assert img.dropped_nonpositive == 1
-    assert _rows(img)[1].strip().startswith("1000")
+    assert _rows(img)[1].strip().startswith("1k")
 
 
 def test_chart_too_small_empty_or_all_nan() -> None:
@@ -114,3 +114,39 @@ def test_rate_and_eta_from_injected_clock() -> None:
     assert r.rate() == 2.0
     assert eta_seconds(30, 130, 2.0) == 50.0
     assert duration(3725) == "1:02:05" and duration(None) == "—"
+
+
+def test_axis_numbers_are_engineering_with_three_digits() -> None:
+    assert [charts.eng(v) for v in (5032835.0, 999.7, 12345.0, 0.25, 2.5, 0.005, 5e-5, -0.0012, 0.0)] == [
+        "5.03M", "1k", "12.3k", "0.25", "2.5", "5m", "50µ", "-1.2m", "0"]
+    assert charts.tick_labels([1.0001, 1.00015, 1.0002]) == ["1.0001", "1.00015", "1.0002"]  # never two alike
+
+
+def test_x_axis_ticks_are_whole_steps() -> None:
+    data = charts.ChartData([1.0, 2.0, 3.0, 4.0], [3.0, 2.0, 2.5, 1.0])  # plotext alone wrote 1.0 2.5 4.0
+    rows = _rows(charts.plot_chart(data, 40, 12))
+    assert rows[-2].split() == ["1", "2", "3", "4"] and rows[-1].strip() == "step"
+    big = [float(s) for s in range(0, 120001, 1000)]
+    rows = _rows(charts.plot_chart(charts.ChartData(big, [1.0 + (s % 7) for s in range(len(big))]), 60, 12))
+    labels = rows[-2].split()
+    assert labels and all(lab.endswith("k") or lab == "0" for lab in labels) and "." not in "".join(labels)
+
+
+def test_log_y_ticks_read_as_engineering_numbers() -> None:
+    xs = [float(i) for i in range(1, 61)]
+    ys = [5e6 * math.exp(-i / 20) + 1e3 for i in range(1, 61)]
+    rows = _rows(charts.plot_chart(charts.ChartData(xs, ys, log_y=True), 60, 14))
+    y_labels = [r.split("┤")[0].strip() for r in rows if "┤" in r]  # plotext alone wrote 5.032835e6
+    assert len(y_labels) >= 2 and all("e" not in lab and len(lab) <= 5 for lab in y_labels), y_labels
+    assert set(y_labels) <= {"300k", "500k", "1M", "2M", "5M"}, y_labels
+
+
+def test_no_color_curves_differ_by_glyph() -> None:
+    xs = [float(i) for i in range(1, 61)]
+    ys = [1.0 / i + 0.05 * math.sin(i) for i in range(1, 61)]
+    data = charts.ChartData(xs, ys, smooth_ema=charts.ema_debiased(ys, 0.8), smooth_ma=charts.moving_average(ys, 10))
+    plain = "".join(_rows(charts.plot_chart(data, 60, 14, glyphs=True)))
+    assert charts.GLYPHS[charts.RAW] in plain and charts.GLYPHS[charts.MA] in plain
+    assert any("\u2800" < ch <= "\u28ff" for ch in plain)  # the EMA keeps braille
+    coloured = "".join(_rows(charts.plot_chart(data, 60, 14)))
+    assert charts.GLYPHS[charts.MA] not in coloured  # with colours, all three are fine braille lines

@@ -34,3 +34,19 @@ def test_critical_selected_120x40(snap_compare) -> None:  # type: ignore[no-unty
 def test_critical_contrast_theme_120x40(snap_compare) -> None:  # type: ignore[no-untyped-def]
     app = TrainwatchApp(fixtures.critical(), clock=fixtures.clock, theme="contrast")
     assert snap_compare(app, terminal_size=(120, 40))
+
+
+def test_critical_light_theme_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Light theme: readable panel titles, panels on the theme's surface, a tinted selected card."""
+    app = TrainwatchApp(fixtures.critical(), clock=fixtures.clock, theme="light")
+    assert snap_compare(app, terminal_size=(80, 24))
+
+
+def test_critical_light_theme_120x40(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = TrainwatchApp(fixtures.critical(), clock=fixtures.clock, theme="light")
+    assert snap_compare(app, terminal_size=(120, 40))
+
+
+def test_critical_contrast_theme_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = TrainwatchApp(fixtures.critical(), clock=fixtures.clock, theme="contrast")
+    assert snap_compare(app, terminal_size=(80, 24))

@@ -21,7 +21,6 @@ from textual.events import Resize
 from textual.widgets import Footer, Input, OptionList
 
 from trainwatch.errors import UsageError
-from trainwatch.model import AlertState, Severity
 from trainwatch.tui import themes, view
 from trainwatch.tui.messages import AlertChanged
 from trainwatch.tui.model import WatchModel
@@ -34,6 +33,7 @@ from trainwatch.tui.widgets.gpu_panel import GpuPanel
 from trainwatch.tui.widgets.header import HeaderBar
 from trainwatch.tui.widgets.log_pane import LogPane
 from trainwatch.tui.widgets.metric_list import MetricList
+from trainwatch.tui.widgets.toasts import AlertToaster
 
 DEFAULT_REFRESH_S = 2.0  # at most one redraw per 2 s however fast the log grows: 4% of a core at 10 lines/s
 
@@ -83,6 +83,7 @@ class TrainwatchApp(App[int]):
             raise UsageError(f"unknown theme {theme!r}", hint="bundled: " + ", ".join(sorted(self._themes)))
         self._themes[wanted.name] = wanted
         self._initial_theme = wanted.name
+        self.toaster = AlertToaster(self, clock)
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -108,7 +109,8 @@ class TrainwatchApp(App[int]):
             self._q(LogPane).add_class("-shown")
         self.model.add_listener(self._on_engine_change)
         if self.start_model:
-            self.model.start()
+            self.model.start()  # reads the backlog: what fires meanwhile is history, not news
+        self.toaster.watching = True
         self._q(MetricList).focus()
         self.refresh_view()
         self.set_interval(self.refresh_s, self.refresh_view)
@@ -126,14 +128,12 @@ class TrainwatchApp(App[int]):
 
     def _on_engine_change(self, change: object) -> None:
         """Called on the engine thread: must not block or touch widgets, so it only posts a message."""
-        self.post_message(AlertChanged(change))  # type: ignore[arg-type]
+        self.post_message(AlertChanged(change, backlog=not self.toaster.watching))  # type: ignore[arg-type]
 
     def on_alert_changed(self, message: AlertChanged) -> None:
         self._dirty = True
-        a = message.change.alert
-        if message.change.state is AlertState.FIRING and a.severity >= Severity.WARNING and not self.paused:
-            self.notify(f"{a.title or a.rule} (step {a.first_step})", title=a.severity.label.upper(),
-                        severity="error" if a.severity is Severity.CRITICAL else "warning", timeout=6)
+        if not message.backlog and not self.paused:
+            self.toaster.fired(message.change)
 
     def refresh_view(self, force: bool = False) -> None:
         """Reads engine state only when its version changed; always keeps the clock text current."""

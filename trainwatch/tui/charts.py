@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import plotext
@@ -101,6 +101,77 @@ def fmt(v: float | None, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+_UP = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+_DOWN = ((1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p"))
+
+
+def eng(v: float, digits: int = 3) -> str:
+    """An axis number: `digits` significant digits and an engineering suffix (5.03M, 120k, 50µ, 0.25)."""
+    if not math.isfinite(v):
+        return fmt(v)
+    v = float(f"{v:.{digits}g}")  # round first, so 999.7 becomes 1k, not 1e+03
+    a = abs(v)
+    if a == 0:
+        return "0"
+    for scale, suffix in _UP:
+        if a >= scale:
+            return f"{v / scale:.{digits}g}{suffix}"
+    if a >= 0.01:
+        return f"{v:.{digits}g}"
+    for scale, suffix in _DOWN:
+        if a >= scale:
+            return f"{v / scale:.{digits}g}{suffix}"
+    return f"{v:.{max(digits - 1, 1)}e}"
+
+
+def nice_ticks(lo: float, hi: float, count: int, *, integer: bool = False) -> list[float]:
+    """About `count` round positions (1, 2 or 5 times a power of ten) inside [lo, hi]."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return [lo] if math.isfinite(lo) else []
+    raw = (hi - lo) / max(1, count - 1)
+    mag = 10.0 ** math.floor(math.log10(raw))
+    steps = [m * mag for m in (0.5, 1, 2, 5, 10)]
+    step = min(steps, key=lambda st: abs(math.log(st / raw)))  # the round step nearest the wanted one
+    while True:
+        if integer:
+            step = max(1.0, float(round(step)))
+        first = math.ceil(lo / step - 1e-9) * step
+        ticks: list[float] = []
+        t = first
+        while t <= hi + step * 1e-9 and len(ticks) < 50:
+            ticks.append(0.0 if abs(t) < step * 1e-9 else t)
+            t = first + step * len(ticks)
+        if len(ticks) >= 2 or (integer and step == 1.0):
+            return ticks
+        mantissa = round(step / 10.0 ** math.floor(math.log10(step)))
+        step /= 2.5 if mantissa == 5 else 2  # too few: the next smaller round step (5 -> 2 -> 1 -> 0.5)
+
+
+def tick_labels(ticks: Sequence[float], to_value: Callable[[float], float] = float) -> list[str]:
+    """Engineering labels for tick positions, with more digits only where 3 would repeat a label."""
+    labels: list[str] = []
+    for digits in (3, 4, 5, 6):
+        labels = [eng(to_value(t), digits) for t in ticks]
+        if len(set(labels)) == len(labels):
+            break
+    return labels
+
+
+def log_ticks(lo_exp: float, hi_exp: float, count: int) -> list[float]:
+    """Positions (as powers of ten) for a log axis: whole decades, else 1-2-5 steps, else round values."""
+    decades = [float(k) for k in range(math.ceil(lo_exp - 1e-9), math.floor(hi_exp + 1e-9) + 1)]
+    if len(decades) > count:
+        every = math.ceil(len(decades) / count)
+        decades = decades[::every]
+    if len(decades) >= 2:
+        return decades
+    steps = sorted(k + math.log10(m) for k in range(math.floor(lo_exp) - 1, math.ceil(hi_exp) + 1)
+                   for m in (1, 2, 5) if lo_exp - 1e-9 <= k + math.log10(m) <= hi_exp + 1e-9)
+    if len(steps) >= 2:
+        return steps[:: math.ceil(len(steps) / count)]
+    return [math.log10(t) for t in nice_ticks(10 ** lo_exp, 10 ** hi_exp, count) if t > 0]
+
+
 # -- the chart ------------------------------------------------------------------------------------
 
 # Layers, lowest first (drawn in this order, so a later one wins a cell).
@@ -187,23 +258,48 @@ def _extremes(bucket: list[tuple[float, float, bool]]) -> list[tuple[float, floa
         (first[0], first[1], brk)]
 
 
-def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] | None = None) -> ChartImage:
-    """Draws the chart with plotext into width x height cells (axes and tick labels included)."""
+# Curves told apart without colour (NO_COLOR): each layer its own glyph, the legend shows the same.
+GLYPHS: dict[str, str] = {RAW: "·", MA: "+", EMA: "braille"}
+LEGEND_GLYPH: dict[str, str] = {RAW: "⣿", MA: "⣿", EMA: "⣿"}
+LEGEND_GLYPH_PLAIN: dict[str, str] = {RAW: "·", MA: "+", EMA: "⣿"}
+X_LABEL = "step"
+
+
+def _log10(v: float) -> float:
+    return math.log10(v) if math.isfinite(v) and v > 0 else math.nan
+
+
+def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] | None = None, *,
+               glyphs: bool = False) -> ChartImage:
+    """Draws the chart with plotext into width x height cells (axes, tick labels and the x label included).
+
+    Ticks are ours: whole steps on x, 3 significant digits with engineering suffixes on y. A log y
+    axis is drawn as log10 of the values on a linear axis (plotext's own log axis cannot take
+    explicit ticks). With `glyphs`, the raw, moving-average and EMA curves use different characters.
+    """
     colors = {**DEFAULT_COLORS, **(colors or {})}
     log_y = data.log_y
     nan_steps = [x for x, y in zip(data.xs, data.ys) if not math.isfinite(y)]
     dropped = sum(1 for v in data.ys if math.isfinite(v) and v <= 0) if log_y else 0
-    finite_y = [v for v in (*data.ys, *data.eval_ys, *(data.band_lo or ()), *(data.band_hi or ()))
-                if _usable(v, log_y)]
+    ty: Callable[[float], float] = _log10 if log_y else float
+    ys = [ty(v) for v in data.ys]
+    finite_y = [v for v in (*ys, *(ty(v) for v in (*data.eval_ys, *(data.band_lo or ()), *(data.band_hi or ()))))
+                if math.isfinite(v)]
     if width < 16 or height < 5 or not data.xs or not finite_y:
         return ChartImage("", nan_steps, dropped)
     lo, hi = min(finite_y), max(finite_y)
     if hi == lo:
-        lo, hi = (lo / 2, hi * 2) if log_y else (lo - 0.5, hi + 0.5)
+        lo, hi = (lo - math.log10(2), hi + math.log10(2)) if log_y else (lo - 0.5, hi + 0.5)
     x0, x1 = min(data.xs), max(data.xs)
     if x1 == x0:
         x0, x1 = x0 - 0.5, x1 + 0.5
-    cols = max(8, width - 10)  # the plot area, roughly: the y tick labels take the rest
+    x_label = height >= 10  # a row for "step" where the chart has rows to spare
+    rows = height - 2 - int(x_label)  # the plot area's rows: the frame and tick labels take the rest
+    y_ticks = log_ticks(lo, hi, max(2, rows // 2)) if log_y else nice_ticks(lo, hi, max(3, min(7, rows // 2 + 1)))
+    y_labels = tick_labels(y_ticks, (lambda t: 10 ** t) if log_y else float)
+    x_ticks = nice_ticks(math.ceil(x0), math.floor(x1), max(2, min(8, width // 10)), integer=True) or [x0]
+    x_labels = tick_labels(x_ticks)
+    cols = max(8, width - max((len(t) for t in y_labels), default=4) - 3)  # the plot area's columns
     with _LOCK:
         fig = plotext.figure
         plotext.terminal.limit(False, False)
@@ -217,11 +313,12 @@ def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] 
         fig.ruler("x").pixel(axis)
         fig.ruler("y").pixel(axis)
 
-        def curve(ys: Sequence[float], layer: str) -> None:
-            xs2, ys2, breaks = thin(data.xs, ys, cols, log_y)
+        def curve(values: Sequence[float], layer: str) -> None:
+            xs2, ys2, breaks = thin(data.xs, [ty(v) for v in values], cols)
             if not xs2:
                 return
-            sig = fig.signal(xs2, ys2, marker=plotext.marker("braille", plotext.pixel(colors[layer])))
+            symbol = GLYPHS.get(layer, "braille") if glyphs else "braille"
+            sig = fig.signal(xs2, ys2, marker=plotext.marker(symbol, plotext.pixel(colors[layer])))
             if len(xs2) > 1:
                 sig.lines()
                 for i in breaks:
@@ -244,13 +341,16 @@ def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] 
         for a in alerts:
             fig.line(a, orientation="vertical", pixel=plotext.pixel(colors[ALERT]), style="dotted")
         marks(alerts, [hi] * len(alerts), "▼", ALERT)
-        evals = [(x, y) for x, y in zip(data.eval_xs, data.eval_ys) if x0 <= x <= x1 and _usable(y, log_y)]
+        evals = [(x, ty(y)) for x, y in zip(data.eval_xs, data.eval_ys) if x0 <= x <= x1]
+        evals = [e for e in evals if math.isfinite(e[1])]
         marks([e[0] for e in evals], [e[1] for e in evals], "◆", EVAL)
         marks(nan_steps, [hi] * len(nan_steps), NAN_MARK, NAN)
         fig.ruler("x").lim(x0, x1)
         fig.ruler("y").lim(lo, hi)
-        if log_y:
-            fig.ruler("y").scale("log")
+        fig.ruler("x").ticks(x_ticks, x_labels)
+        fig.ruler("y").ticks(y_ticks, y_labels)
+        if x_label:
+            fig.label(X_LABEL, "x")
         ansi = fig.build().string()
         fig.clear()
     return ChartImage(ansi, nan_steps, dropped)

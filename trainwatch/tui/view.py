@@ -62,7 +62,13 @@ class AlertView:
     evidence: dict[str, Any]
     fixes: tuple[str, ...]
     acknowledged: bool
-    inhibited: bool
+    inhibited: bool  # firing, but held quiet by inhibition: another firing alert explains it
+    told: bool = True  # False: inhibition kept it quiet for as long as it fired
+
+    @property
+    def held(self) -> bool:
+        """Held back by inhibition: quiet now, or quiet for as long as it fired."""
+        return self.inhibited or not self.told
 
     @property
     def live(self) -> bool:
@@ -195,7 +201,7 @@ def _alert_view(a: Alert, inhibited: bool) -> AlertView:
     return AlertView(ref=a, fingerprint=a.fingerprint, rule=a.rule, severity=a.severity, title=a.title,
                      message=f.message, state=a.state, source=f.source, subject=f.subject, step=a.first_step,
                      line=a.first_line, count=a.count, evidence=dict(f.evidence), fixes=tuple(a.fixes),
-                     acknowledged=a.acknowledged, inhibited=inhibited)
+                     acknowledged=a.acknowledged, inhibited=inhibited, told=a.told)
 
 
 def _alert_order(alerts: list[AlertView]) -> list[AlertView]:

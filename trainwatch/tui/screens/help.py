@@ -1,9 +1,15 @@
-"""? shows every key the app binds, read from the bindings themselves so the list cannot go stale."""
+"""? shows every key the app binds, read from the bindings themselves so the list cannot go stale.
+
+Keys that do the same thing share a row (tab and right both move to the next panel), and the list
+sits in a focused scroll view: on a small terminal it scrolls with the arrow and page keys instead
+of being cut off.
+"""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -13,8 +19,11 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close", id="help.close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Static { width: auto; max-width: 90%; height: auto; max-height: 90%; border: round $primary;
-                          background: $surface; padding: 1 2; overflow-y: auto; }
+    HelpScreen > VerticalScroll { width: auto; max-width: 100%; height: auto; max-height: 100%;
+                                  border: round $primary; border-title-color: $primary;
+                                  border-subtitle-color: $foreground; background: $surface; padding: 0 1;
+                                  scrollbar-size-vertical: 1; }
+    HelpScreen > VerticalScroll > Static { width: auto; }
     """
 
     def __init__(self, bindings: list[Binding]) -> None:
@@ -22,19 +31,31 @@ class HelpScreen(ModalScreen[None]):
         self._keys = bindings
 
     def compose(self) -> ComposeResult:
-        rows = [Content.styled("trainwatch keys", "bold $accent"), Content("")]
-        for b in self._keys:
-            keys = ", ".join(_pretty(k) for k in b.key.split(","))
-            rows.append(Content.assemble((f"{keys:<18}", "bold"), b.description or b.action))
-        rows += [Content(""), Content.styled("escape / q / ? closes this", "$text-muted")]
-        yield Static(Content("\n").join(rows), markup=False)
+        body = VerticalScroll(Static(keys_table(self._keys), markup=False), id="help-body")
+        body.border_title = "trainwatch keys"
+        body.border_subtitle = "↑↓ scroll · esc closes"
+        yield body
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").focus()
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)
 
 
+def keys_table(bindings: list[Binding]) -> Content:
+    """One row per action: the keys that do it, then what it does, in the order they were bound."""
+    rows: dict[str, list[str]] = {}
+    for b in bindings:
+        what = b.description or b.action
+        rows.setdefault(what, []).extend(_pretty(k) for k in b.key.split(","))
+    width = max(len(", ".join(keys)) for keys in rows.values()) + 2 if rows else 0
+    lines = [Content.assemble((", ".join(keys).ljust(width), "bold $accent"), what) for what, keys in rows.items()]
+    return Content("\n").join(lines)
+
+
 _NAMES = {"question_mark": "?", "slash": "/", "escape": "esc", "enter": "enter", "tab": "tab",
-          "shift+tab": "shift+tab"}
+          "shift+tab": "shift+tab", "right": "→", "left": "←"}
 
 
 def _pretty(key: str) -> str:

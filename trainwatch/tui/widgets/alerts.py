@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -14,20 +16,25 @@ from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
 
 class AlertList(OptionList):
     DEFAULT_CSS = """
-    AlertList { width: 1fr; height: 1fr; border: round $panel; }
-    AlertList:focus { border: round $primary; }
+    AlertList { width: 1fr; height: 1fr; }
     """
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "alerts"
-        self._shown: tuple[tuple[str, str, bool, int, str], ...] | None = None
+        self._shown: tuple[object, ...] | None = None
         self.views: dict[str, AlertView] = {}
 
-    def set_alerts(self, alerts: list[AlertView]) -> None:
+    def on_resize(self) -> None:
+        if self.views:  # rows are laid out for the width: redo them
+            self.set_alerts(list(self.views.values()), _order_kept=True)
+
+    def set_alerts(self, alerts: list[AlertView], *, _order_kept: bool = False) -> None:
         self.views = {a.fingerprint: a for a in alerts}
+        width = max(12, (self.scrollable_content_region.width or 40) - 1)
         # What a row shows; not the count (it grows with every repeat and is shown only in the detail).
-        sig = tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live) for a in alerts)
+        sig = (width, tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live, a.held)
+                            for a in alerts))
         if sig == self._shown:
             return
         keep = self.highlighted_option.id if self.highlighted_option is not None else None
@@ -35,9 +42,9 @@ class AlertList(OptionList):
         if not alerts:
             self.add_option(Option(Content.styled("no alerts — the run looks healthy", "$success"), id="-none",
                                    disabled=True))
-        self.add_options([Option(self._row(a), id=a.fingerprint) for a in alerts])
-        if keep is not None and keep in self.views and self.has_focus:  # unfocused, it follows the top
-            self.highlighted = self.get_option_index(keep)
+        self.add_options([Option(row(a, width), id=a.fingerprint) for a in alerts])
+        if keep is not None and keep in self.views and (self.has_focus or _order_kept):
+            self.highlighted = self.get_option_index(keep)  # unfocused, it follows the top
         elif alerts:
             self.highlighted = 0
         self._shown = sig
@@ -49,24 +56,61 @@ class AlertList(OptionList):
         opt = self.highlighted_option
         return self.views.get(opt.id) if opt is not None and opt.id else None
 
-    @staticmethod
-    def _row(a: AlertView) -> Content:
-        sev = severity_style(a.severity)
-        state = "ack" if a.acknowledged else ("resolved" if a.state is AlertState.RESOLVED else "")
-        step = f"step {a.step}" if a.step is not None else "step ?"
-        return Content.assemble((severity_word(a.severity).ljust(5), sev), (step.ljust(11), "$text-muted"),
-                                (a.title or a.rule, "" if a.live else "$text-muted"),
-                                (f"  [{state}]" if state else "", "$text-muted"))
+
+def row_state(a: AlertView) -> str:
+    """The bracketed word after a row: acknowledged, held back by inhibition, or resolved."""
+    if a.acknowledged:
+        return "ack"
+    if a.held:
+        return "held" if a.state is not AlertState.RESOLVED else "held, resolved"
+    return "resolved" if a.state is AlertState.RESOLVED else ""
 
 
-def detail(a: AlertView | None) -> Content:
-    """The message, the fixes in the order the rule gives them, then the evidence."""
+INDENT = 5  # the severity word's column
+HANG = 2  # a title that does not fit beside the step goes on the lines below, indented this much
+TITLE_LINES = 2
+
+
+def row(a: AlertView, width: int) -> Content:
+    """One line when it fits; else severity and step, then the title indented under them, cut with "…"."""
+    sev = severity_style(a.severity)
+    state = row_state(a)
+    step = f"step {a.step}" if a.step is not None else "step ?"
+    title = a.title or a.rule
+    title_style = "" if a.live else "$text-muted"
+    tag = (f"  [{state}]" if state else "", "$text-muted")
+    word = (severity_word(a.severity).ljust(INDENT), sev)
+    if INDENT + 11 + len(title) + len(tag[0]) <= width:
+        return Content.assemble(word, (step.ljust(11), "$text-muted"), (title, title_style), tag)
+    lines = [Content.assemble(word, (step, "$text-muted"), tag)]
+    room = max(4, width - HANG)
+    wrapped = textwrap.wrap(title, room) or [""]
+    if len(wrapped) > TITLE_LINES:
+        last = " ".join(wrapped[TITLE_LINES - 1:])
+        wrapped = wrapped[:TITLE_LINES - 1] + [last[: room - 1].rstrip() + "…"]
+    lines += [Content.assemble(" " * HANG, (part, title_style)) for part in wrapped]
+    return Content("\n").join(lines)
+
+
+def detail(a: AlertView | None, width: int | None = None) -> Content:
+    """The message, the fixes in the order the rule gives them, then the evidence.
+
+    With a `width` the title goes on a line of its own when it does not fit beside the severity,
+    so a narrow panel still shows it whole rather than broken after a few words.
+    """
     if a is None:
         return Content.styled("select an alert to see its evidence and what to try", "$text-muted")
     sev = severity_style(a.severity)
-    parts = [Content.assemble((severity_word(a.severity), sev), " ", (a.title or a.rule, "bold"),
-                              ("  (acknowledged)" if a.acknowledged else "", "$text-muted")),
-             Content(a.message)]
+    word = (severity_word(a.severity), sev)
+    title = (a.title or a.rule, "bold")
+    ack = ("  (acknowledged)" if a.acknowledged else "", "$text-muted")
+    head = Content.assemble(word, " ", title, ack)
+    if width is not None and head.cell_length > width:
+        head = Content.assemble(word, ack, "\n", title)
+    parts = [head, Content(a.message)]
+    if a.held:
+        parts.append(Content.styled("held back: another alert explains this one (inhibition); it does not count "
+                                    "towards the badge" + ("" if a.told else " and was not sent"), "$text-muted"))
     if a.fixes:
         parts.append(Content.styled("what to try", "bold $accent"))
         for i, fix in enumerate(a.fixes, 1):
@@ -85,17 +129,23 @@ def detail(a: AlertView | None) -> Content:
 
 class AlertDetail(Static):
     DEFAULT_CSS = """
-    AlertDetail { width: 1fr; height: 1fr; border: round $panel; padding: 0 1; overflow-y: auto; }
+    AlertDetail { width: 1fr; height: 1fr; padding: 0 1; overflow-y: auto; }
     """
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(markup=False, **kwargs)  # type: ignore[arg-type]
         self.border_title = "evidence & fixes"
         self._shown: AlertView | None = None
+        self._width: int | None = None
 
     def show(self, a: AlertView | None) -> None:
-        if a is not None and self._shown is not None and a == self._shown:
+        width = self.content_size.width or None
+        if a is not None and self._shown is not None and a == self._shown and width == self._width:
             return
         same = a is not None and self._shown is not None and a.fingerprint == self._shown.fingerprint
-        self._shown = a
-        self.update(detail(a), layout=not same)  # a repeat only bumps "seen N×": no relayout
+        self._shown, self._width = a, width
+        self.update(detail(a, width), layout=not same)  # a repeat only bumps "seen N×": no relayout
+
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.call_after_refresh(self.show, self._shown)

@@ -20,8 +20,6 @@ from trainwatch.tui import charts
 from trainwatch.tui.view import ChartSeries
 from trainwatch.tui.widgets.styles import retitle
 
-LAYER_STYLE = {charts.RAW: "$text-muted", charts.MA: "$secondary", charts.EMA: "$primary bold",
-               charts.EVAL: "$accent bold", charts.ALERT: "$warning", charts.NAN: "$error bold", None: ""}
 # Theme variables giving each layer's colour to plotext; the raw curve is the foreground, faded.
 LAYER_VAR = {charts.MA: "secondary", charts.EMA: "primary", charts.EVAL: "accent", charts.ALERT: "warning",
              charts.NAN: "error"}
@@ -30,8 +28,7 @@ RECENT_WINDOW = 300  # points in the recent view; `w` switches to the whole run
 
 class MetricChart(Widget, can_focus=True):
     DEFAULT_CSS = """
-    MetricChart { height: 1fr; min-height: 6; border: round $panel; }
-    MetricChart:focus { border: round $primary; }
+    MetricChart { height: 1fr; min-height: 6; }
     """
 
     def __init__(self, **kwargs: object) -> None:
@@ -122,21 +119,42 @@ class MetricChart(Widget, can_focus=True):
         width, height = self.content_size.width, self.content_size.height
         if data is None or not data.xs:
             return Content.styled("waiting for the first metric…", "$text-muted")
-        image = charts.plot_chart(data, width, max(1, height - 1), self.colors())
-        legend: list[str | tuple[str, str]] = [("⣿ raw ", LAYER_STYLE[charts.RAW]), ("⣿ ema ", LAYER_STYLE[charts.EMA]),
-                                               ("⣿ ma ", LAYER_STYLE[charts.MA])]
-        if data.eval_xs:
-            legend.append(("◆ eval ", LAYER_STYLE[charts.EVAL]))
-        if data.alert_xs:
-            legend.append(("▼ alert ", LAYER_STYLE[charts.ALERT]))
-        if image.nan_steps:
-            legend.append((f"{charts.NAN_MARK} {len(image.nan_steps)} NaN/Inf", LAYER_STYLE[charts.NAN]))
-        if image.dropped_nonpositive:
-            legend.append((f" {image.dropped_nonpositive} ≤0 hidden (log)", "$warning"))
+        colors = self.colors()
+        plain = bool(getattr(self.app, "no_color", False))  # NO_COLOR: the curves differ by glyph
+        image = charts.plot_chart(data, width, max(1, height - 1), colors, glyphs=plain)
+        legend = Content.assemble(*self.legend(data, image, colors, plain))
+        name = self.series.name if self.series else ""
+        y_label = Content.styled(f"{name}{' (log)' if self.log_y else ''}  ", "bold")  # the y axis' label
+        if name and y_label.cell_length + legend.cell_length <= width:
+            legend = y_label + legend
         if not image.ansi:
-            return Content("\n").join([Content.assemble(*legend), Content.styled("(no finite points to draw)",
-                                                                                  "$text-muted")])
-        return Content("\n").join([Content.assemble(*legend), ansi_content(image.ansi)])
+            return Content("\n").join([legend, Content.styled("(no finite points to draw)", "$text-muted")])
+        return Content("\n").join([legend, ansi_content(image.ansi)])
+
+    @staticmethod
+    def legend(data: charts.ChartData, image: charts.ChartImage, colors: dict[str, charts.RGB],
+               plain: bool) -> list[tuple[str, str]]:
+        """The legend in the very colours (and, under NO_COLOR, the glyphs) the chart draws with."""
+
+        def hue(layer: str, extra: str = "") -> str:
+            r, g, b = colors.get(layer, charts.DEFAULT_COLORS[layer])
+            return f"#{r:02x}{g:02x}{b:02x} {extra}".strip()
+
+        glyph = charts.LEGEND_GLYPH_PLAIN if plain else charts.LEGEND_GLYPH
+        out = [(f"{glyph[charts.RAW]} raw ", hue(charts.RAW))]
+        if data.smooth_ema is not None:
+            out.append((f"{glyph[charts.EMA]} ema ", hue(charts.EMA, "bold")))
+        if data.smooth_ma is not None:
+            out.append((f"{glyph[charts.MA]} ma ", hue(charts.MA)))
+        if data.eval_xs:
+            out.append(("◆ eval ", hue(charts.EVAL, "bold")))
+        if data.alert_xs:
+            out.append(("▼ alert ", hue(charts.ALERT)))
+        if image.nan_steps:
+            out.append((f"{charts.NAN_MARK} {len(image.nan_steps)} NaN/Inf ", hue(charts.NAN, "bold")))
+        if image.dropped_nonpositive:
+            out.append((f"{image.dropped_nonpositive} ≤0 hidden (log)", "$warning"))
+        return out
 
 
 def ansi_content(ansi: str) -> Content:

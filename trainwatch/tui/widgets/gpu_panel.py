@@ -13,7 +13,7 @@ from trainwatch.tui.view import MetricView
 
 class GpuPanel(Static):
     DEFAULT_CSS = """
-    GpuPanel { height: auto; max-height: 12; border: round $panel; padding: 0 1; }
+    GpuPanel { height: auto; max-height: 12; padding: 0 1; }
     """
 
     def __init__(self, **kwargs: object) -> None:

@@ -11,8 +11,7 @@ from trainwatch.tui.widgets.styles import retitle
 
 class LogPane(Static, can_focus=True):
     DEFAULT_CSS = """
-    LogPane { height: 9; border: round $panel; padding: 0 1; }
-    LogPane:focus { border: round $primary; }
+    LogPane { height: 9; padding: 0 1; }
     """
 
     def __init__(self, **kwargs: object) -> None:

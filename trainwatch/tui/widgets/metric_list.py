@@ -24,8 +24,15 @@ class MetricList(OptionList):
     """One option per series; highlighting one selects it for the main chart."""
 
     DEFAULT_CSS = """
-    MetricList { width: 100%; height: 1fr; border: round $panel; }
-    MetricList:focus { border: round $primary; }
+    MetricList { width: 100%; height: 1fr; }
+    /* The selected card is tinted, not filled: its sparkline keeps the metric's colour and the
+       severity word its own, both still readable on the tint (3:1 or more in every bundled theme). */
+    MetricList > .option-list--option-highlighted {
+        color: $foreground; background: $primary 10%; text-style: none;
+    }
+    MetricList:focus > .option-list--option-highlighted {
+        color: $foreground; background: $primary 20%; text-style: none;
+    }
     """
 
     def __init__(self, **kwargs: object) -> None:
@@ -45,6 +52,10 @@ class MetricList(OptionList):
         self._all = metrics
         f = self.filter.lower()
         shown = tuple(m for m in metrics if not f or f in m.label.lower())
+        hidden = len(metrics) - len(shown)
+        # Titled before the early return: "gr" and "gra" may show the same cards, but the title follows the typing.
+        retitle(self, f"metrics /{self.filter}" if self.filter else "metrics",
+                f"{hidden} hidden" if hidden else f"{len(shown)}")
         width = max(16, (self.scrollable_content_region.width or 30) - 2)
         same_width = width == self._width
         if same_width and len(shown) == len(self._shown) and all(a is b for a, b in zip(shown, self._shown)):
@@ -62,9 +73,6 @@ class MetricList(OptionList):
             elif shown:
                 self.highlighted = 0
         self._shown, self._width = shown, width
-        hidden = len(metrics) - len(shown)
-        retitle(self, f"metrics /{self.filter}" if self.filter else "metrics",
-                f"{hidden} hidden" if hidden else f"{len(shown)}")
 
     @property
     def selected_key(self) -> tuple[str, str] | None:
