@@ -121,3 +121,15 @@ def test_csv_score() -> None:
     head = "epoch,step,train_loss_step\n0,49,7.6\n0,99,7.5\n"
     assert CsvMetricsAdapter.score(head, "metrics.csv") > 0.8
     assert CsvMetricsAdapter.score("hello, world\nthis is, prose\n", "x.txt") < 0.3
+
+
+def test_tab_separated_metrics_read_like_csv() -> None:
+    """`step<TAB>loss` files (a loop writing with csv's excel-tab dialect) are CSV with tabs."""
+    from trainwatch import adapters
+    from trainwatch.adapters.csv_metrics import CsvMetricsAdapter
+    from tests.adapters.helpers import run, samples
+
+    lines = ["step\tloss\tlr"] + [f"{s}\t{8.5 - s / 100:.4f}\t3e-4" for s in range(10, 200, 10)]
+    assert adapters.detect("\n".join(lines) + "\n", "train.log") == "csv"
+    got = {(x.name, x.step): x.value for x in samples(run(CsvMetricsAdapter(""), lines))}
+    assert got[("loss", 100)] == 7.5 and got[("lr", 190)] == 3e-4

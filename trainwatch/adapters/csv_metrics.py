@@ -1,4 +1,5 @@
 """CSV metrics: a header, then rows keyed by step, or by epoch when there is no step column.
+Tab-separated files are read the same way when their header is split by tabs.
 
 Lightning's CSVLogger (sparse rows, a step column), Keras' CSVLogger (`epoch,accuracy,...,val_loss`,
 epoch from 0) and Ultralytics' results.csv (space-padded headers, CRLF, losses split in parts) all fit.
@@ -24,13 +25,18 @@ PART_PREFIXES = (("train/", "loss"), ("val/", "eval_loss"))  # loss parts by pha
 TOTAL_NAMES = ("loss", "train/loss", "train_loss", "val/loss", "val_loss", "eval_loss")
 
 
-def _cells(line: str) -> list[str]:
+def _delimiter(header: str) -> str:
+    """Tab-separated files (`step<TAB>loss`) are read like comma-separated ones; the header decides."""
+    return "\t" if "\t" in header and "," not in header else ","
+
+
+def _cells(line: str, delim: str = ",") -> list[str]:
     if '"' in line:
         try:
-            return next(csv.reader([line]))
+            return next(csv.reader([line], delimiter=delim))
         except (csv.Error, StopIteration):
-            return line.split(",")
-    return line.split(",")
+            return line.split(delim)
+    return line.split(delim)
 
 
 def _is_number(cell: str) -> bool:
@@ -66,6 +72,7 @@ class CsvMetricsAdapter(Adapter):
     def __init__(self, source: str = "") -> None:
         super().__init__(source)
         self.header: list[str] | None = None
+        self.delim = ","  # or a tab, as the first header says
         self.step_col = -1
         self.parts: list[tuple[str, list[int]]] = []  # (total's name, columns of its parts)
 
@@ -74,11 +81,13 @@ class CsvMetricsAdapter(Adapter):
         lines = [ln.rstrip("\r") for ln in head.split("\n") if ln.strip()]
         if not lines:
             return 0.0
-        first = _cells(lines[0])
+        delim = _delimiter(lines[0])
+        first = _cells(lines[0], delim)
         if not _looks_like_header(first):
             return 0.0
         rows = lines[1:21]
-        if rows and not all(r.count(",") >= 1 and any(_is_number(c) for c in _cells(r)) for r in rows[:-1] or rows):
+        if rows and not all(r.count(delim) >= 1 and any(_is_number(c) for c in _cells(r, delim))
+                            for r in rows[:-1] or rows):
             return 0.1
         score = 0.6
         if any(c.strip().lower() in HEADER_HINTS for c in first):
@@ -100,9 +109,12 @@ class CsvMetricsAdapter(Adapter):
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         line = line.rstrip("\r")
-        if not line.strip() or "," not in line:
+        if self.header is None and line.strip():
+            self.delim = _delimiter(line)
+        delim = self.delim
+        if not line.strip() or delim not in line:
             return ()
-        cells = _cells(line)
+        cells = _cells(line, delim)
         if not (line[0] in "0123456789-+.," and self.header is not None) and _looks_like_header(cells):
             self._set_header(cells)  # the first header, or a rewritten wider one
             return ()
