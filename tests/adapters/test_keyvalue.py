@@ -148,3 +148,15 @@ def test_an_epoch_step_that_goes_back_to_its_start_is_another_training() -> None
     starts = [e for e in events(recs) if e.kind is EventKind.INFO and e.fields.get("new_run")]
     assert len(starts) == 1 and starts[0].fields["new_run_step"] == 1
     assert [s.step for s in samples(recs) if s.name == "loss"][38:42] == [39, 40, 1, 2]
+
+
+def test_a_file_of_a_few_lines_with_two_records_is_recognised() -> None:
+    """A one-epoch MMEngine run logs two training lines among six: enough to know the format."""
+    from trainwatch import adapters
+
+    head = ("04/15 16:50:12 - mmengine - INFO - Checkpoints will be saved to /work/dirs.\n"
+            "04/15 16:50:26 - mmengine - INFO - Epoch(train) [1][ 50/100]  lr: 1.98e-03  loss: 1.4919  loss_cls: 0.6\n"
+            "04/15 16:50:33 - mmengine - INFO - Exp name: faster-rcnn\n"
+            "04/15 16:50:40 - mmengine - INFO - Epoch(train) [1][100/100]  lr: 3.98e-03  loss: 0.9037  loss_cls: 0.3\n"
+            "04/15 16:50:40 - mmengine - INFO - Saving checkpoint at 1 epochs\n")
+    assert adapters.detect(head, "run.log") == "keyvalue"
