@@ -173,3 +173,8 @@ def theil_sen(xs: list[float], ys: list[float]) -> float:
 
 def fmt(v: float) -> str:
     return f"{v:.4g}"
+
+
+def nz(v: float) -> float:
+    """NaN (too few points for a noise estimate) as 0."""
+    return v if v == v else 0.0

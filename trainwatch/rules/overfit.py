@@ -1,0 +1,135 @@
+"""loss.overfit: eval loss climbing from its minimum while the train loss keeps falling."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from trainwatch.model import Finding, Retraction
+from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
+from trainwatch.store import Point, Series
+
+
+@dataclass
+class _Evals:
+    """One run's evaluations as the overfit rule needs them (bounded)."""
+
+    seg: Segment
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # for the noise
+    count: int = 0
+    best: Point | None = None
+    around: list[float] = field(default_factory=list)  # the evals just before and after the best
+    later: deque[Point] = field(default_factory=lambda: deque(maxlen=64))  # evals since the best
+    train_then: float = math.nan  # train loss median when the best eval was logged
+    told: bool = False  # an overfit was reported from the current best
+
+
+class LossOverfit(Rule):
+    """An eval minimum followed by later evals above it by more than their noise while the train loss
+    keeps falling.
+
+    Evals are sparse and noisy, so no run of rising evals is needed: at least `later_evals` evals after
+    the minimum must sit above it by more than the noise (measured on the evals' own second
+    differences) and `min_rise`, and the median of the latest ones must stand `level_k` noise widths
+    above the level around the minimum (the minimum of noisy evals is itself a low draw). Dated at the
+    eval minimum; the later evals are listed."""
+
+    id = "loss.overfit"
+    watches = ("eval_loss",)
+
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._segments = Segments()
+        self._evals: dict[str, _Evals] = {}
+        self._episodes = Episodes()
+
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | Retraction | None:
+        src = series.source
+        seg = self._segments.update(series, point)
+        st = self._evals.get(src)
+        if st is None or st.seg is not seg:
+            st = self._evals[src] = _Evals(seg)
+            self._episodes.close(src)
+        v = point.value
+        if not math.isfinite(v):
+            return None
+        train = ctx.series("loss", src)
+        w = int(self.p["train_window"])
+        st.count += 1
+        st.recent.append(v)
+        if st.best is None or v < st.best.value:
+            old, told = st.best, st.told
+            st.around = [st.recent[-2]] if len(st.recent) > 1 else []
+            st.best = point
+            st.later.clear()
+            st.train_then = self._train_at(train, point.step, w)
+            st.told = False
+            self._episodes.close(src)
+            if told and old is not None:  # the evals came back below the minimum: it was no overfit
+                return Retraction(f"eval_loss fell to {fmt(v)} at step {point.step}, below the minimum "
+                                  f"{fmt(old.value)} (step {old.step}) the rise was measured from")
+            return None
+        if not st.later:
+            st.around.append(v)
+        st.later.append(point)
+        found = self._judge(st, train, point, w, self._episodes.is_open(src))
+        if found is None:
+            self._episodes.close(src)
+            return None
+        if self._episodes.is_open(src):
+            return self._episodes.repeat(src, v, point.step, later_evals=found.evidence["later_evals"],
+                                         train_now=found.evidence["train_now"])
+        st.told = True
+        return self._episodes.open(src, found, v, point.step)
+
+    @staticmethod
+    def _train_at(train: Series | None, step: int, w: int) -> float:
+        """Median of the last w finite train-loss points logged at or before `step` (bounded scan)."""
+        if train is None:
+            return math.nan
+        vals = [p.value for p in train.tail(w * 4) if p.step <= step][-w:]
+        return median(vals) if vals else math.nan
+
+    def _judge(self, st: _Evals, train: Series | None, point: Point, w: int, holding: bool) -> Finding | None:
+        best = st.best
+        need = int(self.p["later_evals"])
+        if best is None or len(st.later) < need or best.value <= 0:
+            return None
+        floor = float(self.p["min_rise"]) * best.value
+        if st.count < int(self.p["min_evals"]):
+            # too few evals to measure their noise: only a clean climb counts, each eval above the one
+            # before and the last one `early_rise` above the minimum
+            noise = math.nan
+            band = floor
+            vals = [best.value] + [p.value for p in st.later]
+            if any(b <= a for a, b in zip(vals, vals[1:])) or vals[-1] < best.value * (1 + float(self.p["early_rise"])):
+                return None
+            above = [p for p in st.later if p.value > best.value + band]
+            if len(above) < need:
+                return None
+        else:
+            noise = nz(curve_sigma(list(st.recent)))
+            band = max(float(self.p["noise_k"]) * noise, floor)
+            above = [p for p in st.later if p.value > best.value + band]
+            if len(above) < need:
+                return None
+            latest = median([p.value for p in list(st.later)[-5:]])
+            if holding:  # told already: it lasts until the latest evals come back into the minimum's band
+                if latest <= best.value + band:
+                    return None
+            elif latest <= median([best.value] + st.around) + max(float(self.p["level_k"]) * noise, floor):
+                return None
+        now = self._train_at(train, point.step, w)
+        if not (now < st.train_then * (1 - float(self.p["train_fall"]))):
+            return None  # the train loss rose or stood still: the run got worse or is noise, not overfit
+        shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[:6]) + (", ..." if len(above) > 6 else "")
+        why = f"its noise (+-{fmt(band)})" if noise == noise else f"{float(self.p['min_rise']):.0%}, each above the last"
+        msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
+               f"evaluations since sat above it by more than {why} (step: value {shown}), "
+               f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)}")
+        return Finding(message=msg, step=point.step, began_step=best.step,
+                       evidence={"value": best.value, "step": best.step, "noise": noise, "band": band,
+                                 "later_evals": [[p.step, p.value] for p in above[-8:]],
+                                 "train_then": st.train_then, "train_now": now, "detected_step": point.step})
