@@ -104,7 +104,7 @@ class AlertBook:
             a.first_step = finding.began_step
         record = self.alerts.get(a.fingerprint)
         if finding.amends:
-            for target in {id(x): x for x in (a, record) if x is not None}.values():
+            for target in _distinct(a, record):
                 target.finding.evidence.update(finding.evidence)
         if a.state is AlertState.FIRING and record is not None:
             if record is not a:
@@ -147,22 +147,13 @@ class AlertBook:
             del self._tracks[key]
             return []
         record = self.alerts.get(a.fingerprint)
-        for target in {id(x): x for x in (a, record) if x is not None}.values():
+        for target in _distinct(a, record):
             target.retracted = reason
         if a.state is AlertState.RESOLVED:
             return []
         track.inactive_since = now
         track.inactive_evals = 0
-        a.state = AlertState.RESOLVED
-        a.resolved_at = now
-        if record is not None:
-            record.state = AlertState.RESOLVED
-            record.resolved_at = now
-            if record.episodes:
-                record.episodes[-1].resolved_at = now
-                record.episodes[-1].end_step = a.last_step
-        changes = [AlertChange(a, AlertState.RESOLVED)] if track.notified else []
-        return changes + self._released(a)
+        return self._resolve(track, now)
 
     def _inactive(self, key: tuple[str, str, str], track: _Track, spec: RuleSpec, now: float) -> list[AlertChange]:
         a = track.alert
@@ -177,6 +168,11 @@ class AlertBook:
         keep = spec.keep_firing_for
         if not keep.zero and not _reached(keep, track.inactive_evals, now - track.inactive_since, strict=True):
             return []
+        return self._resolve(track, now)
+
+    def _resolve(self, track: _Track, now: float) -> list[AlertChange]:
+        """The alert and its fingerprint's record resolve; its episode ends at the last step it held."""
+        a = track.alert
         a.state = AlertState.RESOLVED
         a.resolved_at = now
         record = self.alerts.get(a.fingerprint)
@@ -262,3 +258,8 @@ def _label(alert: Alert, key: str) -> str:
     if key == "subject":
         return alert.finding.subject
     return ""
+
+
+def _distinct(a: Alert, record: Alert | None) -> list[Alert]:
+    """The alert of this episode and its fingerprint's record (the first episode's), once each."""
+    return [a] if record is None or record is a else [a, record]

@@ -168,6 +168,7 @@ def test_hanging_or_missing_hook_does_not_block_alerts(tmp_path: Path) -> None:
     append(log, "Step 6: loss=nan, lr=1e-4")
     t.wait_line("loss.nonfinite")
     append(log, "Step 7: loss=2.0, lr=1e-4, grad_norm=nan")
+    append(log, "Step 8: loss=2.0, lr=1e-4, grad_norm=nan")  # two in a row: not an fp16 scaler skip
     t.wait_line("grad.nonfinite", timeout=10)  # printed while the first hook still hangs
     t.proc.send_signal(signal.SIGTERM)
     assert t.finish(timeout=15) == 2
