@@ -165,3 +165,16 @@ def test_speed_drop_inhibited_by_a_stall():
     for s in range(40, 50):
         r.step(s, tokens_per_sec=1000.0)
     assert "speed.drop" not in r.fired()
+
+
+def test_fp16_scaler_calibration_from_two_to_the_32_is_not_an_overflow_problem():
+    """DeepSpeed starts the scale at 2^32 and halves it on each overflow: 23 overflows in the first 25
+    steps, then none. That is the scaler finding its level."""
+    r = Run()
+    scale = 2.0 ** 32
+    for i in range(23):
+        r.event(EventKind.ERROR, step=i, signature="fp16.overflow", loss_scale=scale / 2)
+        scale /= 2
+    for s in range(25, 300, 10):
+        r.step(s, loss=3.0 - s / 300)
+    assert "fp16.overflow" not in r.fired()

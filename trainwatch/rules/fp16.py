@@ -29,6 +29,8 @@ class Fp16Overflow(Rule):
         self.signature = spec.id  # the engine hands this rule the ERROR events of its signature
         self._steps: dict[str, deque[int]] = {}  # source -> steps of its overflows within the window
         self._total: dict[str, int] = {}
+        # source -> (step, scale) of its last calibration overflow; None once calibration is over
+        self._calibration: dict[str, tuple[int, object] | None] = {}
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         v = point.value
@@ -57,11 +59,43 @@ class Fp16Overflow(Rule):
             if scale <= float(self.p["min_scale"]):
                 return Finding(message=f"loss scale reduced to {fmt(scale)} after {total} overflows",
                                subject="fp16.overflow", evidence=ev)
+        if self._calibrating(event.source, step, window, scale):
+            return None
         if recent < int(self.p["min_events"]):
             return None
         tail = f", loss scale now {fmt(scale)}" if isinstance(scale, (int, float)) else ""
         return Finding(message=f"{recent} gradient overflows (skipped steps) within {window} steps{tail}",
                        subject="fp16.overflow", evidence=ev)
+
+
+    def _calibrating(self, source: str, step: int, window: int, scale: object) -> bool:
+        """The scaler starts high (2^16 to 2^32) and halves on each overflow until it fits: a streak of
+        overflows from the first steps whose scale only goes down, within a window of each other (when
+        the message gives no scale: each within `calibration_gap` logged steps of the last), is that
+        search, not trouble. The first overflow that breaks the streak ends the calibration for good;
+        counting starts there."""
+        known = self._calibration.get(source, ())
+        if known == ():
+            if step > window:
+                self._calibration[source] = None  # the first overflow came late: no calibration
+                return False
+            self._calibration[source] = (step, scale)
+            return True
+        if known is None:
+            return False
+        last_step, last_scale = known
+        if isinstance(scale, (int, float)) and isinstance(last_scale, (int, float)):
+            streak = scale < last_scale and step - last_step <= window
+        else:
+            streak = step - last_step <= int(self.p["calibration_gap"])
+        if streak:
+            self._calibration[source] = (step, scale)
+            return True
+        self._calibration[source] = None
+        q = self._steps[source]
+        q.clear()  # the calibration streak is not held against the run
+        q.append(step)
+        return False
 
 
 def is_fp16(ctx: RuleContext, series: Series) -> bool:
