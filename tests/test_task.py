@@ -117,3 +117,9 @@ def test_precision_banner_reaches_the_loss_scale_rule(tmp_path: Path) -> None:
                       "--format", "megatron")
     assert "fp16.overflow" not in {f["id"] for f in bf16["findings"]}
     assert bf16["task"]["id"] == "pretrain"
+
+
+def test_a_first_loss_above_any_ln_vocab_is_no_sign_of_pretraining() -> None:
+    """ln(vocab) is under 13 for any real vocabulary: a first loss of 19.9 is a broken fine-tune."""
+    guess = g("".join(f"step {s}: loss={19.9 - s * 0.01:.3f}\n" for s in range(1, 30)) + "trainable%: 0.2971\n")
+    assert guess.preset == "sft" and "first loss" not in guess.why()

@@ -37,12 +37,16 @@ _TOKENS = re.compile(r"consumed tokens|tokens per iteration|tokens per step|toke
                      r"num_input_tokens_seen|global_tokens", re.I)
 _LM_LOSS = re.compile(r"\blm loss\b")
 _PRETRAIN_WORDS = re.compile(r"\bpre-?train(?:ing)?\b|\bfrom scratch\b|pretrain_gpt", re.I)
-_SFT_WORDS = re.compile(r"\bsft\b|\bfine-?tun(?:e|ing|ed)\b|\binstruction[- ]tun|\bchat template\b", re.I)
+_SFT_WORDS = re.compile(r"\bsft\b|\bfine-?tun(?:e|ing|ed)\b|\binstruction[- ]tun|\bchat template\b|\blora\b|"
+                        r"\bpeft\b|\bqlora\b|trainable%", re.I)
 _LOSS = re.compile(r"""(?<![\w/])(?:lm[ _])?loss['"]?\s*[:=]\s*['"]?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""")
 
 PRETRAIN_FIRST_LOSS = 6.5
 """A first loss at or above this is what a model starting from random weights gives: ln(vocab) is
 9-12 for vocabularies of 8k-160k tokens. A fine-tune of a pretrained model starts far lower (1-3)."""
+MAX_TOKEN_LOSS = 13.0
+"""ln(vocab) stays under this for any real vocabulary (ln 400k = 12.9): a first loss above it is no
+sign of training from scratch, but of a broken setup (a summed loss, wrong labels), whatever the task."""
 MAX_LINES = 20_000  # lines of a detection sample parsed for the first loss
 
 
@@ -147,7 +151,7 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
         out.append(("pretrain", 1, f"a token counter ({t.group(0)})"))
     first = first_loss(src)
     if first is not None:
-        if first >= PRETRAIN_FIRST_LOSS:
+        if PRETRAIN_FIRST_LOSS <= first <= MAX_TOKEN_LOSS:
             out.append(("pretrain", 2, f"first loss {first:.3g}, near ln(vocab): a model starting from scratch"))
         elif first < 4.0:
             out.append(("sft", 1, f"first loss {first:.3g}, far below a model starting from scratch"))
