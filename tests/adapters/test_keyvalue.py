@@ -160,3 +160,16 @@ def test_a_file_of_a_few_lines_with_two_records_is_recognised() -> None:
             "04/15 16:50:40 - mmengine - INFO - Epoch(train) [1][100/100]  lr: 3.98e-03  loss: 0.9037  loss_cls: 0.3\n"
             "04/15 16:50:40 - mmengine - INFO - Saving checkpoint at 1 epochs\n")
     assert adapters.detect(head, "run.log") == "keyvalue"
+
+
+def test_keras2_verbose2_lines_without_a_batch_count_and_several_fits() -> None:
+    """Keras 2 with verbose=2 prints ` - 24s - loss: 0.18 - val_loss: 0.07` under each `Epoch N/M`;
+    a new `Epoch 1/M` after them is another fit(), a new run."""
+    lines = []
+    for _ in range(2):
+        for e in range(1, 6):
+            lines += [f"Epoch {e}/5", f" - 24s - loss: {0.2 / e:.4f} - val_loss: {0.1 / e:.4f}"]
+    recs = run(KeyValueAdapter(""), lines)
+    losses = [(x.step, x.value) for x in samples(recs) if x.name == "loss"]
+    assert [s for s, _ in losses] == [1, 2, 3, 4, 5] * 2
+    assert len([e for e in events(recs) if e.kind is EventKind.INFO and e.fields.get("new_run")]) == 1
