@@ -173,3 +173,27 @@ def test_keras2_verbose2_lines_without_a_batch_count_and_several_fits() -> None:
     losses = [(x.step, x.value) for x in samples(recs) if x.name == "loss"]
     assert [s for s, _ in losses] == [1, 2, 3, 4, 5] * 2
     assert len([e for e in events(recs) if e.kind is EventKind.INFO and e.fields.get("new_run")]) == 1
+
+
+def test_torchvision_metric_logger_lines_step_by_epoch_and_iteration() -> None:
+    """torchvision's reference scripts (and DeiT, DETR, MAE) print `Epoch: [e]  [i/n]` with running
+    means in brackets; `Test:` lines are the evaluation at the step training reached."""
+    lines = ["Epoch: [0]  [  0/313]  eta: 0:09:56  lr: 0.000100  loss: 2.3026 (2.3026)  acc1: 9.3750 (9.3750)  "
+             "time: 1.9058  data: 1.5437  max mem: 2203",
+             "Epoch: [0]  [300/313]  eta: 0:00:03  lr: 0.000100  loss: 1.5021 (1.8810)  acc1: 45.0 (33.1)  "
+             "time: 0.2010  data: 0.0002  max mem: 2203",
+             "Test:  [ 0/79]  eta: 0:00:41  loss: 1.4102 (1.4102)  acc1: 48.4375 (48.4375)  time: 0.5276",
+             "Epoch: [1]  [100/313]  eta: 0:00:45  lr: 0.000100  loss: nan (nan)  acc1: 10.0 (30.0)  time: 0.2"]
+    got = [(x.name, x.step, x.value) for x in samples(run(KeyValueAdapter(""), lines))]
+    names = {n for n, _, _ in got}
+    assert not names & {"eta", "time", "data", "max mem"}
+    assert ("loss", 300, 1.5021) in got and ("eval_loss", 300, 1.4102) in got
+    nan = [(s, v) for n, s, v in got if n == "loss" and v != v]
+    assert nan == [(413, nan[0][1])]
+
+
+def test_pytorch_tutorial_epoch_batch_lines() -> None:
+    """The PyTorch CIFAR tutorial prints `[epoch, batch] loss: x`, the batch count restarting each epoch."""
+    lines = [f"[{e}, {b:5d}] loss: {2.0 - e * 0.1 - b / 100000:.3f}" for e in (1, 2) for b in (2000, 4000, 6000)]
+    steps = [x.step for x in samples(run(KeyValueAdapter(""), lines)) if x.name == "loss"]
+    assert steps == sorted(steps) and len(set(steps)) == 6 and steps[0] == 2000

@@ -41,6 +41,13 @@ LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)"
 BLOCK_HEAD = re.compile(r"^\[(?P<k>step|batch|iter)=(?P<n>\d+)(?:/(?P<m>\d+))?(?:,\s*epoch=(?P<e>\d+))?\]:?\s*$")
 BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM + r")")
 KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
+# torchvision/DeiT/DETR's MetricLogger: `Epoch: [1]  [7500/9465]  eta: ...  loss: 0.9978 (1.1933)`,
+# `Test:  [ 50/157]  ...`; and the PyTorch tutorial's `[30,  2200] loss: 1.344` (epoch, batch)
+LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
+                         r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
+TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*\]\s*")
+RUNNING_MEAN = re.compile(r"\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
+EVAL_LABELS = ("test", "val", "eval")
 MM_HEAD = re.compile(  # MMEngine: `Epoch(train) [3][ 50/3104]` or `Iter(train) [  50/20000]`, then `key: value` pairs
     r"^(?P<by>Epoch|Iter)\((?P<mode>\w+)\)\s*(?:\[\s*(?P<e>\d+)\s*\])?\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s*")
 MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's own timings are no training series
@@ -194,6 +201,8 @@ class KeyValueAdapter(Adapter):
                               "line": lineno, "time": when, "pairs": []}
                 self.absorbed += 1
                 return out
+            if self._counter_line(text, lineno, when, out):  # `[30,  2200] loss:` before tags come off
+                return out
             text = LEVEL_TOKEN.sub("", text, count=1)
         if text[:1] in "IWDE":
             text = LEVEL_WORD.sub("", text, count=1)
@@ -227,6 +236,8 @@ class KeyValueAdapter(Adapter):
             return
         step: int | None = None
         total: int | None = None
+        if "[" in text[:48] and "/" in text[:64] and self._counter_line(text, lineno, when, out):
+            return
         m = STEP_PREFIX.match(text)
         if m is not None:
             step = int(m.group("n"))
@@ -279,6 +290,39 @@ class KeyValueAdapter(Adapter):
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             out.append(Sample(k, v, step, when, self.source, lineno, inferred))
+
+    def _counter_line(self, text: str, lineno: int, when: float | None, out: list[Record]) -> bool:
+        """Lines stepped by bracketed counters rather than a `step` key. MetricLogger's `[i/n]` within
+        epoch `[e]` gives the step e*n+i (marked inferred: whether epochs count from 0 is not said);
+        its running means in brackets are dropped; `Test:`/`Val:` lines are the evaluation at the
+        step training reached. The tutorial's `[epoch, batch]` restarts the batch count each epoch."""
+        m = LOGGER_HEAD.match(text)
+        if m is not None:
+            pairs = _pairs(RUNNING_MEAN.sub("", text[m.end():]))[0]
+            pairs = [(k, v) for k, v in pairs if k.lower() not in ("eta", "time", "data", "max mem")]
+            if not pairs:
+                return False
+            label = (m.group("label") or "").strip().lower()
+            if label.startswith(EVAL_LABELS):
+                step = self.printed_step
+                out.extend(Sample(k if k.lower().startswith("eval") else f"eval_{k}", v, step, when,
+                                  self.source, lineno, True) for k, v in pairs)
+                return True
+            i, n = int(m.group("i")), int(m.group("n"))
+            step = int(m.group("e")) * n + i if m.group("e") is not None else i
+            self.printed_step = step
+            out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
+            return True
+        m = TUTORIAL_HEAD.match(text)
+        if m is None:
+            return False
+        pairs = _pairs(text[m.end():])[0]
+        if not pairs:
+            return False
+        step, _ = self._global_step(int(m.group("i")), [("epoch", float(m.group("e")))])
+        self.printed_step = step
+        out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
+        return True
 
     def _global_step(self, n: int, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
         """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The
