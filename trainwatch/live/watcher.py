@@ -104,7 +104,10 @@ class Watcher:
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
         self._specs = [_Spec(p) for p in paths]
+        # A source is known by one name everywhere (engine, TUI, status lines, recent_lines): the path as
+        # typed or found, e.g. "run.log". `_by_file` only routes file events, which name the absolute path.
         self._sources: dict[str, LiveSource] = {}
+        self._by_file: dict[str, LiveSource] = {}
         self._thread: threading.Thread | None = None
         self._observer: Any = None
         self._watched: set[str] = set()
@@ -234,7 +237,7 @@ class Watcher:
         path = payload
         with self._pending_lock:
             self._pending.discard(path)
-        src = self._sources.get(os.path.abspath(path))
+        src = self._by_file.get(os.path.abspath(path))
         if src is not None:
             self._guard(src, lambda: src.poll(self.engine))
             return
@@ -272,12 +275,13 @@ class Watcher:
 
     def _add(self, path: Path) -> LiveSource | None:
         key = os.path.abspath(path)
-        if key in self._sources:
-            return None
+        if key in self._by_file:
+            return None  # the same file named twice (say "run.log" and "./logs/../run.log"): followed once
         from_end = self.from_end and self._thread is None and path.exists()  # later files: from their start
         src = LiveSource(path, fmt=self.fmt, from_end=from_end, ring=self.ring_lines, notice=self._notice,
                          params=self.params)
-        self._sources[key] = src
+        self._sources[src.name] = src
+        self._by_file[key] = src
         return src
 
     def _guard(self, src: LiveSource, fn: Callable[[], Any]) -> None:
