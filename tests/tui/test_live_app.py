@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.live.conftest import append
 from tests.tui.conftest import screen_text
 from trainwatch.live.watcher import Watcher
 from trainwatch.tui.app import TrainwatchApp
@@ -19,7 +20,8 @@ from trainwatch.tui.widgets.header import HeaderBar
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "examples" / "logs" / "hf_high_lr.log"
-pytestmark = pytest.mark.skipif(not LOG.is_file(), reason="needs examples/logs")
+HEALTHY = ROOT / "examples" / "logs" / "hf_healthy.log"
+pytestmark = pytest.mark.skipif(not LOG.is_file() or not HEALTHY.is_file(), reason="needs examples/logs")
 
 
 async def _until(pilot, predicate, what: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
@@ -48,3 +50,47 @@ async def test_relative_path_fills_the_log_pane(tmp_path: Path, monkeypatch: pyt
         await pilot.pause()
         text = screen_text(app)
         assert "log · run.log" in text and "torch 2.13.0+cpu" in text and "no lines yet" not in text
+
+
+@pytest.mark.parametrize("what", ["missing", "binary"])
+async def test_nothing_followed_is_unknown_and_says_why(tmp_path: Path, what: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    if what == "binary":
+        Path("run.log").write_bytes(bytes(range(256)) * 64)
+    app = _app(["run.log"])
+    notice = "run.log: does not exist yet" if what == "missing" else "run.log: binary data, not a text log"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _until(pilot, lambda: notice in screen_text(app), f"the notice {notice!r} on screen")
+        text = screen_text(app)
+        assert app.snapshot is not None and app.snapshot.badge == "UNKNOWN"
+        assert "UNKNOWN" in text and "no log followed yet" in text and "no verdict" in text and "No log is being read yet" in text
+        assert "OK" not in app.query_one("#badge").render().plain  # type: ignore[attr-defined]
+        assert "healthy" not in text
+
+
+async def test_a_file_that_appears_turns_unknown_into_ok(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    lines = HEALTHY.read_text(encoding="utf-8").splitlines(keepends=True)
+    app = _app(["run.log"])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _until(pilot, lambda: "run.log: does not exist yet" in screen_text(app), "the missing notice")
+        append(Path("run.log"), "".join(lines[:3]), newline=False)  # too little to recognise
+        await _until(pilot, lambda: "run.log: format not recognised yet" in screen_text(app),
+                     "the newer reason, not 'does not exist' as the last word")
+        assert app.snapshot is not None and app.snapshot.badge == "UNKNOWN"
+        append(Path("run.log"), "".join(lines[3:30]), newline=False)
+        await _until(pilot, lambda: app.snapshot is not None and app.snapshot.badge == "OK", "OK once it is read")
+        await pilot.pause()
+        assert "No log is being read yet" not in screen_text(app)
+
+
+def test_missing_file_80x24_snapshot(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The screen a typo gives: UNKNOWN, no "healthy", and the reason in the evidence pane."""
+    from trainwatch import config
+    from trainwatch.engine import Engine
+    from trainwatch.tui.model import EngineModel
+
+    model = EngineModel(Engine(config.load("sft"), clock=lambda: 1000.0))
+    model.info_lines += ["run.log: does not exist yet; waiting for it", "no GPU telemetry: NVML not found"]
+    assert snap_compare(TrainwatchApp(model, clock=lambda: 1000.0), terminal_size=(80, 24))

@@ -38,7 +38,7 @@ class LiveSource:
         self.follower: FileFollower | None = None
         self.lines: deque[tuple[int, str]] = deque(maxlen=ring)
         self.gave_up = False
-        self._waiting_said = False
+        self._waiting: str | None = None  # why it waits, as last said: a new reason is said once too
         self._redetect_at = 0  # read for errors only: try the adapters again once the file reaches this size
         self._fed_events: set[tuple[str, int, str]] = set()  # what the errors-only reading already reported
         self._ring_upto = 0  # lines up to here are in the ring already (a replay after re-detection)
@@ -77,14 +77,10 @@ class LiveSource:
             with open(self.path, "rb") as f:
                 head = sample_file(f)
         except FileNotFoundError:
-            if not self._waiting_said:
-                self.notice(f"{self.path}: does not exist yet; waiting for it")
-                self._waiting_said = True
+            self._wait("missing", f"{self.path}: does not exist yet; waiting for it")
             return False
         except OSError as exc:
-            if not self._waiting_said:
-                self.notice(f"{self.path}: cannot read ({exc.strerror or exc}); will retry")
-                self._waiting_said = True
+            self._wait("unreadable", f"{self.path}: cannot read ({exc.strerror or exc}); will retry")
             return False
         document = self.path.suffix.lower() == ".json"  # a whole document may hold no newline at all
         if not head.strip() or (self.fmt is None and not document and b"\n" not in head
@@ -102,14 +98,12 @@ class LiveSource:
             return False
         if opened.fallback:
             if opened.unscored and len(head) < DETECT_GIVE_UP_BYTES and head.count(b"\n") < 50:
-                if not self._waiting_said:
-                    self.notice(f"{self.path}: format not recognised yet; waiting for more lines")
-                    self._waiting_said = True
+                self._wait("unrecognised", f"{self.path}: format not recognised yet; waiting for more lines")
                 return False
             # banners, argument dumps or a launcher's output: errors are read now, metrics once an
             # adapter recognises the grown file
             self.notice(f"{self.path}: no known log format yet; reading it for errors only")
-            self._waiting_said = False
+            self._waiting = None
             try:
                 self._redetect_at = int(REDETECT_GROWTH * max(len(head), self.path.stat().st_size))
             except OSError:
@@ -119,11 +113,18 @@ class LiveSource:
         self.follower = FileFollower(self.path, from_end=self.from_end and not whole, whole_file=whole)
         state = engine.source(self.name, opened.format)
         state.facts.setdefault("label", self.label)
-        if self._waiting_said:
+        if self._waiting is not None:
             self.notice(f"{self.path}: now following ({opened.format})")
         if self.params:
             engine.feed(Event(EventKind.INFO, source=self.name, fields={"params": self.params}))
         return True
+
+    def _wait(self, reason: str, text: str) -> None:
+        """Says why the file is not followed yet, once per reason: a missing file that appears but
+        cannot be recognised yet says so, rather than "does not exist" staying the last word."""
+        if self._waiting != reason:
+            self._waiting = reason
+            self.notice(text)
 
     def _redetect(self, engine: Engine) -> None:
         """A file read for errors only is scored again each time it grows by a quarter; once an adapter knows it,

@@ -35,6 +35,7 @@ from trainwatch.tui.widgets.header import HeaderBar
 from trainwatch.tui.widgets.log_pane import LogPane
 from trainwatch.tui.widgets.metric_list import MetricList
 
+UNREAD_NOTICES = 6  # while no log is read, the evidence pane shows the newest notices
 DEFAULT_REFRESH_S = 2.0  # at most one redraw per 2 s however fast the log grows: 4% of a core at 10 lines/s
 
 
@@ -156,11 +157,18 @@ class TrainwatchApp(App[int]):
             metrics.set_metrics(snap.metrics)
             self._show_chart()
             alerts = self._q(AlertList)
-            alerts.set_alerts(snap.alerts)
-            self._q(AlertDetail).show(alerts.selected)
+            alerts.set_alerts(snap.alerts, reading=snap.following)
+            self._q(AlertDetail).show(alerts.selected, self._unread())
             self._q(LogPane).show(snap.log_source, snap.log_lines)
             self._q(GpuPanel).show(snap.gpus, snap.metrics, snap.info_lines)
         self._show_header()
+
+    def _unread(self) -> tuple[str, ...] | None:
+        """While no log is read, the newest notices (missing, binary, not recognised): they say why."""
+        snap = self.snapshot
+        if snap is None or snap.following:
+            return None
+        return tuple(snap.info_lines[-UNREAD_NOTICES:])
 
     def _show_header(self) -> None:
         snap = self.snapshot
@@ -200,7 +208,7 @@ class TrainwatchApp(App[int]):
 
     @on(OptionList.OptionHighlighted, "#alerts")
     def _alert_moved(self) -> None:
-        self._q(AlertDetail).show(self._q(AlertList).selected)
+        self._q(AlertDetail).show(self._q(AlertList).selected, self._unread())
 
     @on(OptionList.OptionSelected, "#alerts")
     def _alert_opened(self) -> None:

@@ -106,8 +106,15 @@ class Snapshot:
     times: tuple[float | None, float | None] = (None, None)  # first and last timestamp the log printed
 
     @property
+    def following(self) -> bool:
+        """Some log is read: a path that is missing, binary or not recognised yet gives no source."""
+        return bool(self.sources)
+
+    @property
     def badge(self) -> str:
         live = [a for a in self.alerts if a.live and a.severity > Severity.INFO]
+        if not live and not self.following:
+            return "UNKNOWN"  # nothing read is no evidence of health
         if any(a.severity is Severity.CRITICAL and a.rule not in STALL_RULES for a in live):
             return "CRITICAL"
         if any(a.rule in STALL_RULES for a in live):

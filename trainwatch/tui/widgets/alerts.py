@@ -8,6 +8,7 @@ from textual.widgets.option_list import Option
 
 from trainwatch.model import AlertState
 from trainwatch.tui.charts import fmt
+from trainwatch.tui.text import clean
 from trainwatch.tui.view import AlertView
 from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
 
@@ -24,15 +25,20 @@ class AlertList(OptionList):
         self._shown: tuple[tuple[str, str, bool, int, str], ...] | None = None
         self.views: dict[str, AlertView] = {}
 
-    def set_alerts(self, alerts: list[AlertView]) -> None:
+    def set_alerts(self, alerts: list[AlertView], reading: bool = True) -> None:
+        """`reading` False: no log is read yet, so no alert is no verdict rather than "healthy"."""
         self.views = {a.fingerprint: a for a in alerts}
         # What a row shows; not the count (it grows with every repeat and is shown only in the detail).
         sig = tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live) for a in alerts)
+        sig += (reading,)  # type: ignore[assignment]
         if sig == self._shown:
             return
         keep = self.highlighted_option.id if self.highlighted_option is not None else None
         self.clear_options()
-        if not alerts:
+        if not alerts and not reading:
+            self.add_option(Option(Content.styled("no verdict: no log read yet", "$warning"), id="-none",
+                                   disabled=True))
+        elif not alerts:
             self.add_option(Option(Content.styled("no alerts — the run looks healthy", "$success"), id="-none",
                                    disabled=True))
         self.add_options([Option(self._row(a), id=a.fingerprint) for a in alerts])
@@ -59,8 +65,14 @@ class AlertList(OptionList):
                                 (f"  [{state}]" if state else "", "$text-muted"))
 
 
-def detail(a: AlertView | None) -> Content:
-    """The message, the fixes in the order the rule gives them, then the evidence."""
+def detail(a: AlertView | None, unread: tuple[str, ...] | None = None) -> Content:
+    """The message, the fixes in the order the rule gives them, then the evidence.
+
+    With no alert and `unread` given (no log is read yet), the watcher's notices, which say why."""
+    if a is None and unread is not None:
+        lines = [Content.styled("No log is being read yet, so there is no verdict.", "bold $warning")]
+        lines += [Content(clean(text)) for text in unread]
+        return Content("\n").join(lines)
     if a is None:
         return Content.styled("select an alert to see its evidence and what to try", "$text-muted")
     sev = severity_style(a.severity)
@@ -93,9 +105,9 @@ class AlertDetail(Static):
         self.border_title = "evidence & fixes"
         self._shown: AlertView | None = None
 
-    def show(self, a: AlertView | None) -> None:
+    def show(self, a: AlertView | None, unread: tuple[str, ...] | None = None) -> None:
         if a is not None and self._shown is not None and a == self._shown:
             return
         same = a is not None and self._shown is not None and a.fingerprint == self._shown.fingerprint
         self._shown = a
-        self.update(detail(a), layout=not same)  # a repeat only bumps "seen N×": no relayout
+        self.update(detail(a, unread), layout=not same)  # a repeat only bumps "seen N×": no relayout
