@@ -205,3 +205,19 @@ def test_log_text_cannot_inject_escapes(tmp_path: Path) -> None:
     proc = tw("check", str(p))
     assert "\x1b" not in proc.stdout
     assert proc.returncode == 2
+
+
+def test_forced_wrong_format_reads_nothing_and_says_so(tmp_path: Path) -> None:
+    hf = Path(__file__).resolve().parents[1] / "examples" / "logs" / "hf_healthy.log"
+    for extra in ((), ("--json",)):
+        line = one_line_error(tw("check", str(hf), "--format", "jsonl", *extra))
+        assert "read as jsonl, but nothing in it was understood" in line and "--format NAME" in line
+
+
+def test_usage_errors_name_the_command_once_and_its_help(healthy: Path) -> None:
+    line = one_line_error(tw("check", str(healthy), "--bogus"))
+    assert line == "trainwatch: error: check: unrecognized arguments: --bogus (see 'trainwatch check --help')"
+    line = one_line_error(tw("tail", "x.log", "--exit-on", "bad"))
+    assert line.startswith("trainwatch: error: tail: argument --exit-on: unknown severity 'bad'")
+    assert line.count("trainwatch") == 2 and line.endswith("(see 'trainwatch tail --help')")
+    assert one_line_error(tw("--bogus")).endswith("(see 'trainwatch --help')")

@@ -54,6 +54,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def run(args: argparse.Namespace) -> int:
     if args.daemon and args.until_done:
         raise UsageError("--daemon and --until-done contradict each other")
+    from trainwatch.live.watcher import refuse_unfollowable
+
+    refuse_unfollowable(args.paths, args.fmt)
     watcher = build_watcher(args)
     if not args.headless:
         return _tui(watcher, args)
@@ -92,6 +95,7 @@ class Headless:
         self.signalled: int | None = None
         self.alert_log = None
         self.hooks = None
+        self.hopeless = False
 
     def run(self) -> int:
         from trainwatch.sinks.alert_log import AlertLog
@@ -117,8 +121,11 @@ class Headless:
                 self.hooks.stop()
             if self.alert_log is not None:
                 self.alert_log.close()
-        worst = self.watcher.engine.worst()
-        return int(worst) if worst is not None else 0
+        if self.hopeless:
+            print("trainwatch: error: nothing left to follow: every path given was given up on (see above)",
+                  file=sys.stderr)
+            return EXIT_UNKNOWN
+        return exit_code(self.watcher)
 
     def _wait(self) -> None:
         every = self.args.status_every
@@ -127,6 +134,9 @@ class Headless:
             timeout = 0.25 if next_status is None else max(0.0, min(0.25, next_status - time.monotonic()))
             self.done.wait(timeout)
             if self.watcher.finished.is_set() and not self.args.daemon:
+                break
+            if self.watcher.hopeless():
+                self.hopeless = True
                 break
             if next_status is not None and time.monotonic() >= next_status:
                 self.printer.status(self._status())
@@ -164,6 +174,16 @@ class Headless:
             worst = eng.worst()
         return {"time": stamp(time.time()), "sources": sources, "firing": len(firing),
                 "worst": worst.label if worst is not None else None, "gpus": w.gpu_devices()}
+
+
+def exit_code(watcher: Any) -> int:
+    """The worst severity seen (0/1/2); 3 when no log was ever read, since nothing read is no verdict."""
+    with watcher.lock:
+        worst = watcher.engine.worst()
+        read = any(name != "gpu" for name in watcher.engine.sources)
+    if worst is not None:
+        return int(worst)
+    return 0 if read else EXIT_UNKNOWN
 
 
 def _positive(text: str) -> float:

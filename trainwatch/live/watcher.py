@@ -24,9 +24,9 @@ from trainwatch.alerts import AlertChange
 from trainwatch.engine import Engine
 from trainwatch.live.source import LiveSource
 from trainwatch.model import Record
-from trainwatch.errors import TrainwatchError
+from trainwatch.errors import SourceError, TrainwatchError
 from trainwatch.runner import config_files, guess_task, open_source
-from trainwatch.sources.files import is_log_name
+from trainwatch.sources.files import is_log_name, looks_binary, read_sample
 from trainwatch.sources.gpu import Backend, GpuSampler, default_backend
 
 QUEUE_MAX = 10_000
@@ -61,6 +61,14 @@ class _Spec:
                 return []
             return sorted(q for q in self.base.rglob("*") if q.is_file() and is_log_name(q))
         return [Path(self.raw)]
+
+    def nothing_yet(self) -> str:
+        """Why nothing is followed for this path yet (it is waited for, as `tail -F` waits)."""
+        if self.is_glob:
+            return "pattern matches no file yet; waiting for one"
+        if self.is_dir:
+            return "no log files in this directory yet; waiting for one to appear"
+        return "does not exist yet; waiting for it"
 
     def wants(self, path: str) -> bool:
         if self.is_glob:
@@ -144,6 +152,16 @@ class Watcher:
     def gpu_devices(self) -> list[dict[str, Any]]:
         return self.sampler.devices() if self.sampler is not None else []
 
+    def hopeless(self) -> bool:
+        """Nothing is or ever will be followed: every path named is a file given up on (binary, say).
+
+        A glob or a directory may still gain a log, and a missing file may appear, so those keep hope."""
+        if any(spec.is_glob or spec.is_dir for spec in self._specs):
+            return False
+        with self.lock:
+            srcs = list(self._sources.values())
+        return bool(srcs) and all(s.gave_up for s in srcs)
+
     def start(self) -> None:
         if self._started:
             return
@@ -152,8 +170,7 @@ class Watcher:
             for spec in self._specs:
                 found = spec.existing()
                 if not found:
-                    what = "pattern matches no file" if spec.is_glob else "does not exist"
-                    self._notice(f"{spec.raw}: {what} yet; waiting for it")
+                    self._notice(f"{spec.raw}: {spec.nothing_yet()}")
                 for p in found:
                     self._add(p)
             self._read_all()  # the backlog first, so history and rules are complete
@@ -386,3 +403,24 @@ class _Handler:
                 self.watcher.wake(p)
                 if event.is_directory is False and event.event_type in ("deleted", "moved"):
                     self.watcher.wake(os.path.dirname(p))
+
+
+def refuse_unfollowable(paths: list[str], fmt: str | None) -> None:
+    """Raises SourceError when every path named is an existing binary file: `tail -F` would wait on it
+    for ever, and there is nothing else to follow. With other paths beside it, a binary file is only
+    a notice and the rest is followed."""
+    reasons = []
+    for raw in paths:
+        spec = _Spec(raw)
+        p = Path(raw)
+        if spec.is_glob or spec.is_dir or fmt is not None or not p.is_file():
+            return
+        try:
+            head = read_sample(p)
+        except (OSError, TrainwatchError):
+            return  # unreadable now: the source says so and retries
+        if not head or not looks_binary(head):
+            return
+        reasons.append(f"{raw}: binary data, not a text log")
+    if reasons:
+        raise SourceError("; ".join(reasons), hint="nothing to follow")
