@@ -221,3 +221,16 @@ def test_usage_errors_name_the_command_once_and_its_help(healthy: Path) -> None:
     assert line.startswith("trainwatch: error: tail: argument --exit-on: unknown severity 'bad'")
     assert line.count("trainwatch") == 2 and line.endswith("(see 'trainwatch tail --help')")
     assert one_line_error(tw("--bogus")).endswith("(see 'trainwatch --help')")
+
+
+def test_rules_output_is_the_same_on_every_run() -> None:
+    """Parameters keep the presets' order: two processes with different hash seeds print the same."""
+    def run(seed: str, *args: str) -> str:
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONWARNINGS="ignore")
+        proc = subprocess.run([sys.executable, "-m", "trainwatch", "rules", *args], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    for args in (("--all",), ("--json", "--preset", "grpo")):
+        assert run("1", *args) == run("2", *args)

@@ -156,10 +156,12 @@ def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origin: str
     is_range = "metric" in raw
     if defaults is None and not is_range:
         raise ConfigError(f"{where}: unknown rule", hint="a new rule needs 'metric' and 'above' or 'below'")
-    known_params = {k for k in (defaults or {}) if k not in META_KEYS}
+    # a list, not a set: parameters keep the defaults' (the YAML's) order, so `trainwatch rules` prints
+    # the same text on every run whatever the hash seed
+    known_params = [k for k in (defaults or {}) if k not in META_KEYS]
     for key in raw:
         if key not in META_KEYS and key not in known_params:
-            allowed = sorted(META_KEYS | known_params)
+            allowed = sorted(META_KEYS | set(known_params))
             raise ConfigError(f"{where}.{key}: unknown key", hint="allowed: " + ", ".join(allowed))
     try:
         severity = Severity.parse(str(raw.get("severity", "warning")))
