@@ -186,6 +186,8 @@ def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origin: str
                 v = int(v)
         elif isinstance(dv, bool) and not isinstance(v, bool):
             raise ConfigError(f"{where}.{k}: expected true or false, got {v!r}")
+        elif isinstance(dv, list) and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise ConfigError(f"{where}.{k}: expected a list of strings")
         params[k] = v
     spec = RuleSpec(
         id=rid, severity=severity, family=family, title=str(raw.get("title", rid)), fixes=tuple(fixes),
