@@ -234,3 +234,41 @@ def test_rules_output_is_the_same_on_every_run() -> None:
 
     for args in (("--all",), ("--json", "--preset", "grpo")):
         assert run("1", *args) == run("2", *args)
+
+
+def _no_terminal(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    """The command with stdin from /dev/null and stdout into a file, as cron or `> out` run it."""
+    out = tmp_path / "out.txt"
+    with open(out, "w", encoding="utf-8") as f:
+        proc = subprocess.run([sys.executable, "-m", "trainwatch", *args], stdin=subprocess.DEVNULL, stdout=f,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120,
+                              env=dict(os.environ, PYTHONWARNINGS="ignore", TERM="xterm-256color"))
+    return proc, out.read_text(encoding="utf-8")
+
+
+def test_tail_without_a_terminal_falls_back_to_headless_lines(tmp_path: Path) -> None:
+    (tmp_path / "run.log").write_text(HEALTHY + "Step 420: loss=nan, lr=1e-4, grad_norm=1.0\n")
+    proc, out = _no_terminal(["tail", "run.log", "--no-gpu", "--exit-on", "critical"], tmp_path)
+    assert proc.returncode == 2, (out, proc.stderr)
+    assert "\x1b" not in out and "CRITICAL" in out and "loss.nonfinite" in out
+    assert proc.stderr.splitlines()[0] == ("trainwatch: no terminal on stdin and stdout: alerts are printed as "
+                                           "lines (as with --headless)")
+
+
+def test_demo_without_a_terminal_prints_lines(tmp_path: Path) -> None:
+    proc, out = _no_terminal(["demo", "--interval", "0"], tmp_path)
+    assert proc.returncode == 2, (out, proc.stderr)
+    assert "\x1b" not in out and "CRITICAL" in out and "try:" in out
+    assert "no terminal on stdin and stdout" in proc.stderr
+
+
+def test_tail_help_names_themes_severities_and_defaults() -> None:
+    from trainwatch.tui.themes import builtin_themes
+
+    text = " ".join(tw("tail", "--help").stdout.split())
+    for name in builtin_themes():
+        assert name in text.replace("- ", "-"), name  # argparse may wrap after a hyphen
+    assert "info, warning or critical" in text
+    for default in ("(default 1)", "(default 10)", "(default 2)", "(default warning)", "(default: never)"):
+        assert default in text, default
+    assert "--until-done close the dashboard when every run has ended" in text

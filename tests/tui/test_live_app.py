@@ -94,3 +94,16 @@ def test_missing_file_80x24_snapshot(snap_compare) -> None:  # type: ignore[no-u
     model = EngineModel(Engine(config.load("sft"), clock=lambda: 1000.0))
     model.info_lines += ["run.log: does not exist yet; waiting for it", "no GPU telemetry: NVML not found"]
     assert snap_compare(TrainwatchApp(model, clock=lambda: 1000.0), terminal_size=(80, 24))
+
+
+async def test_until_done_closes_the_dashboard_when_every_run_has_ended(tmp_path: Path) -> None:
+    lines = HEALTHY.read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "run.log").write_text("".join(lines[:30]), encoding="utf-8")
+    watcher = Watcher([str(tmp_path / "run.log")], gpu=False, poll=True, poll_interval=0.1)
+    app = TrainwatchApp(watcher, refresh_s=0.05, until_done=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: app.snapshot is not None and app.snapshot.step is not None, "a step")
+        assert app.is_running  # the run has not ended: it stays open
+        append(tmp_path / "run.log", "".join(lines[30:]), newline=False)  # to the end-of-training summary
+        await _until(pilot, lambda: not app.is_running, "the dashboard to close by itself", timeout=20)
+    assert watcher.finished.is_set()

@@ -65,9 +65,11 @@ class TrainwatchApp(App[int]):
     ]
 
     def __init__(self, model: WatchModel, *, theme: str | None = None, refresh_s: float = DEFAULT_REFRESH_S,
-                 clock: Callable[[], float] = time.monotonic, start_model: bool = True) -> None:
+                 clock: Callable[[], float] = time.monotonic, start_model: bool = True,
+                 until_done: bool = False) -> None:
         super().__init__()
         self.model = model
+        self.until_done = until_done  # --until-done: close once every run has ended
         self.clock = clock
         self.refresh_s = max(0.05, min(10.0, refresh_s))
         self.start_model = start_model
@@ -138,6 +140,9 @@ class TrainwatchApp(App[int]):
 
     def refresh_view(self, force: bool = False) -> None:
         """Reads engine state only when its version changed; always keeps the clock text current."""
+        if self.until_done and self.model.finished.is_set():
+            self.exit()
+            return
         if (self.paused and not force) or not self.screen_stack:
             return
         try:
@@ -308,8 +313,11 @@ class TrainwatchApp(App[int]):
 
 
 def run_tui(watcher: WatchModel, args: argparse.Namespace) -> int:
-    """Runs the app over a Watcher until the user quits; starts and stops the watcher. Returns 0."""
+    """Runs the app over a Watcher until the user quits (or, with --until-done, every run has ended);
+    starts and stops the watcher. Returns the app's own code (0 unless it failed); the caller turns
+    a clean quit into the worst severity seen."""
     app = TrainwatchApp(watcher, theme=getattr(args, "theme", None),
-                        refresh_s=float(getattr(args, "refresh", None) or DEFAULT_REFRESH_S))
+                        refresh_s=float(getattr(args, "refresh", None) or DEFAULT_REFRESH_S),
+                        until_done=bool(getattr(args, "until_done", False)))
     result = app.run()
     return int(result or 0)
