@@ -107,3 +107,18 @@ async def test_until_done_closes_the_dashboard_when_every_run_has_ended(tmp_path
         append(tmp_path / "run.log", "".join(lines[30:]), newline=False)  # to the end-of-training summary
         await _until(pilot, lambda: not app.is_running, "the dashboard to close by itself", timeout=20)
     assert watcher.finished.is_set()
+
+
+async def test_a_log_named_but_not_recognised_yet_is_unknown_until_read(tmp_path: Path) -> None:
+    """Its engine source exists from the start (for the task guess), yet nothing of it is read."""
+    lines = HEALTHY.read_text(encoding="utf-8").splitlines(keepends=True)
+    path = tmp_path / "run.log"
+    path.write_text("".join(lines[:3]), encoding="utf-8")
+    app = _app([str(path)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _until(pilot, lambda: "format not recognised yet" in screen_text(app), "the notice")
+        text = screen_text(app)
+        assert app.snapshot is not None and app.snapshot.badge == "UNKNOWN"
+        assert "run.log (not read yet)" in text and "healthy" not in text
+        append(path, "".join(lines[3:30]), newline=False)
+        await _until(pilot, lambda: app.snapshot is not None and app.snapshot.badge == "OK", "OK once it is read")

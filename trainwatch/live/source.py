@@ -113,6 +113,7 @@ class LiveSource:
         self.follower = FileFollower(self.path, from_end=self.from_end and not whole, whole_file=whole)
         state = engine.source(self.name, opened.format)
         state.facts.setdefault("label", self.label)
+        state.facts.pop("waiting", None)  # read from now on
         if self._waiting is not None:
             self.notice(f"{self.path}: now following ({opened.format})")
         if self.params:

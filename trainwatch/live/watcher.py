@@ -361,7 +361,9 @@ class Watcher:
         guess = guess_task(opened)
         engine = Engine(config.load(preset or guess.preset, config_files(configs)), clock=self.clock)
         for o in opened:  # the task and precision the logs show, as `check` records them
-            task.annotate(engine.source(o.name, o.format), guess)
+            state = engine.source(o.name, o.format)
+            task.annotate(state, guess)
+            state.facts["waiting"] = True  # until its LiveSource reads it (the TUI shows no verdict till then)
         return engine
 
     def _put_records(self, records: list[Record]) -> None:

@@ -24,6 +24,7 @@ IMPORTANCE = ("loss", "eval_loss", "grad_norm", "lr", "tokens_per_sec", "samples
               "step_time_ms", "loss_scale", "reward", "reward_std", "rewards/*", "kl", "entropy",
               "frac_reward_zero_std", "completions/*", "clip_ratio*", "perplexity", "epoch", "num_tokens")
 STALL_RULES = ("hang.stall", "hang.stopped", "hang.collective")
+WAITING_FACT = "waiting"  # set by the live watcher on a source it knows of but does not read yet
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class SourceView:
     total: int | None
     ended: bool
     phase: str
+    waiting: bool = False  # named, not read yet (its format is not recognised yet): no evidence either way
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,8 @@ class Snapshot:
 
     @property
     def following(self) -> bool:
-        """Some log is read: a path that is missing, binary or not recognised yet gives no source."""
-        return bool(self.sources)
+        """Some log is read: a path that is missing, binary or not recognised yet is not."""
+        return any(not s.waiting for s in self.sources)
 
     @property
     def badge(self) -> str:
@@ -164,7 +166,8 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
     with model.lock:
         eng = model.engine
         alerts = [_alert_view(a, eng.book.is_inhibited(a)) for a in eng.book.all()]
-        sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase)
+        sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase,
+                              bool(s.facts.get(WAITING_FACT)))
                    for s in eng.sources.values()]
         series = [s for s in eng.store]
         multi = len({s.source for s in series if s.source != "gpu"}) > 1

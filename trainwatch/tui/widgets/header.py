@@ -35,7 +35,8 @@ class HeaderBar(Horizontal):
 
     def show(self, snap: Snapshot, *, elapsed: float | None, rate: float | None, eta: float | None,
              paused: bool = False) -> None:
-        srcs = ", ".join(f"{s.name} ({s.format or '?'})" for s in snap.sources) or "no log followed yet"
+        srcs = ", ".join(f"{s.name} ({'not read yet' if s.waiting else s.format or '?'})"
+                         for s in snap.sources) or "no log followed yet"
         first = Content.assemble(("trainwatch", "bold $accent"), " · ", srcs, " · preset ", (snap.preset, "bold"))
         if paused:
             first = first + Content.styled("  ⏸ PAUSED", "bold $warning")
