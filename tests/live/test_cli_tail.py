@@ -244,3 +244,14 @@ def test_interrupted_before_any_log_was_read_exits_3(tmp_path: Path) -> None:
     t.wait_err("later.log: does not exist yet")
     t.proc.send_signal(signal.SIGINT)
     assert t.finish() == 3  # nothing read is no verdict, not "healthy"
+
+
+def test_forced_wrong_format_is_said_once_and_stopping_exits_3(tmp_path: Path) -> None:
+    hf = Path(__file__).resolve().parents[2] / "examples" / "logs" / "hf_healthy.log"
+    (tmp_path / "run.log").write_text(hf.read_text(encoding="utf-8"), encoding="utf-8")
+    t = Tail("run.log", "--format", "jsonl", cwd=tmp_path)
+    t.wait_err("run.log: read as jsonl, but nothing in the")
+    t.wait_err("is --format jsonl right?")
+    t.proc.send_signal(signal.SIGINT)
+    assert t.finish() == 3  # nothing understood is no verdict, as `check` says with exit 3
+    assert sum("read as jsonl" in e for e in t.err) == 1

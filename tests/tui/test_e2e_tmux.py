@@ -87,7 +87,7 @@ def test_missing_file_in_tmux_is_unknown_and_says_why(tmp_path: Path) -> None:
     try:
         screen = tm.wait_for(lambda t: "UNKNOWN" in t and "missing.log: does not" in t, 30,
                              "UNKNOWN and the missing-file notice")
-        assert "no log followed yet" in screen and "No log is being read yet" in screen
+        assert "no log followed yet" in screen and "Nothing understood" in screen
         assert "healthy" not in screen and " OK " not in screen
         tm("send-keys", "-t", "tw", "q")
         tm.wait_for(lambda t: status.exists(), 20, "the process to exit")

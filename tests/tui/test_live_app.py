@@ -64,7 +64,8 @@ async def test_nothing_followed_is_unknown_and_says_why(tmp_path: Path, what: st
         await _until(pilot, lambda: notice in screen_text(app), f"the notice {notice!r} on screen")
         text = screen_text(app)
         assert app.snapshot is not None and app.snapshot.badge == "UNKNOWN"
-        assert "UNKNOWN" in text and "no log followed yet" in text and "no verdict" in text and "No log is being read yet" in text
+        assert "UNKNOWN" in text and "no log followed yet" in text and "no verdict: nothing read yet" in text
+        assert "Nothing understood yet: no verdict" in text
         assert "OK" not in app.query_one("#badge").render().plain  # type: ignore[attr-defined]
         assert "healthy" not in text
 
@@ -82,7 +83,7 @@ async def test_a_file_that_appears_turns_unknown_into_ok(tmp_path: Path, monkeyp
         append(Path("run.log"), "".join(lines[3:30]), newline=False)
         await _until(pilot, lambda: app.snapshot is not None and app.snapshot.badge == "OK", "OK once it is read")
         await pilot.pause()
-        assert "No log is being read yet" not in screen_text(app)
+        assert "Nothing understood yet: no verdict" not in screen_text(app)
 
 
 def test_missing_file_80x24_snapshot(snap_compare) -> None:  # type: ignore[no-untyped-def]
@@ -122,3 +123,15 @@ async def test_a_log_named_but_not_recognised_yet_is_unknown_until_read(tmp_path
         assert "run.log (not read yet)" in text and "healthy" not in text
         append(path, "".join(lines[3:30]), newline=False)
         await _until(pilot, lambda: app.snapshot is not None and app.snapshot.badge == "OK", "OK once it is read")
+
+
+async def test_a_forced_format_that_understands_nothing_is_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "run.log"
+    path.write_text(HEALTHY.read_text(encoding="utf-8"), encoding="utf-8")
+    watcher = Watcher([str(path)], fmt="jsonl", gpu=False, poll=True, poll_interval=0.1)
+    app = TrainwatchApp(watcher, refresh_s=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _until(pilot, lambda: "is --format jsonl right?" in screen_text(app).replace("\n", ""),
+                     "the wrong-format notice")
+        assert app.snapshot is not None and app.snapshot.badge == "UNKNOWN"
+        assert "healthy" not in screen_text(app)

@@ -207,10 +207,13 @@ class Headless:
 
 
 def exit_code(watcher: Any) -> int:
-    """The worst severity seen (0/1/2); 3 when no log was ever read, since nothing read is no verdict."""
+    """The worst severity seen (0/1/2); 3 when nothing was understood from any log (missing, binary,
+    a wrong --format), since nothing read is no verdict. The TUI's badge counts it the same way."""
     with watcher.lock:
-        worst = watcher.engine.worst()
-        read = any(name != "gpu" for name in watcher.engine.sources)
+        eng = watcher.engine
+        worst = eng.worst()
+        read = any(s.count for s in eng.store if s.source != "gpu") or \
+            any(st.events for name, st in eng.sources.items() if name != "gpu")
     if worst is not None:
         return int(worst)
     return 0 if read else EXIT_UNKNOWN

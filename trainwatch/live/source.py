@@ -21,6 +21,7 @@ from trainwatch.sources.tail import Chunk, FileFollower
 
 DETECT_GIVE_UP_BYTES = 16 << 10  # this much text and still no format: read it for errors only
 LAST_LINE_CHARS = 300
+MISREAD_LINES = 20  # a forced format that understood nothing in this many lines is said to be wrong
 REDETECT_GROWTH = 1.25  # a file read for errors only is scored again each time it grows by this factor
 
 
@@ -38,6 +39,8 @@ class LiveSource:
         self.follower: FileFollower | None = None
         self.lines: deque[tuple[int, str]] = deque(maxlen=ring)
         self.gave_up = False
+        self._understood = 0  # records read so far
+        self._misread_said = False
         self._waiting: str | None = None  # why it waits, as last said: a new reason is said once too
         self._redetect_at = 0  # read for errors only: try the adapters again once the file reaches this size
         self._fed_events: set[tuple[str, int, str]] = set()  # what the errors-only reading already reported
@@ -57,7 +60,9 @@ class LiveSource:
         if self.opened.fallback and self._redetect_at:
             self._redetect(engine)
         chunk = self.follower.poll()
-        return self._feed(engine, chunk)
+        n = self._feed(engine, chunk)
+        self._check_understood(engine, n)
+        return n
 
     def close(self, engine: Engine) -> int:
         """The end: an unfinished last line and any block the adapter held back are fed."""
@@ -119,6 +124,18 @@ class LiveSource:
         if self.params:
             engine.feed(Event(EventKind.INFO, source=self.name, fields={"params": self.params}))
         return True
+
+    def _check_understood(self, engine: Engine, n: int) -> None:
+        """A forced --format that understands none of many lines is most likely the wrong one: said once
+        (`check` exits 3 on it; a live file may still change, so `tail` keeps reading)."""
+        self._understood += n
+        if self._understood or self._misread_said or self.fmt is None:
+            return
+        lines = engine.source(self.name).lines
+        if lines >= MISREAD_LINES:
+            self._misread_said = True
+            self.notice(f"{self.path}: read as {self.fmt}, but nothing in the {lines} lines so far was understood "
+                        f"(no metrics, no errors); is --format {self.fmt} right? see 'trainwatch formats'")
 
     def _wait(self, reason: str, text: str) -> None:
         """Says why the file is not followed yet, once per reason: a missing file that appears but

@@ -80,6 +80,7 @@ class SourceView:
     ended: bool
     phase: str
     waiting: bool = False  # named, not read yet (its format is not recognised yet): no evidence either way
+    read: bool = True  # something in it was understood (a metric or an event)
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,9 @@ class Snapshot:
 
     @property
     def following(self) -> bool:
-        """Some log is read: a path that is missing, binary or not recognised yet is not."""
-        return any(not s.waiting for s in self.sources)
+        """Something was understood from some log: a path that is missing, binary or not recognised yet,
+        or a log of which nothing was understood (a wrong --format), is no evidence of health."""
+        return any(s.read and not s.waiting for s in self.sources)
 
     @property
     def badge(self) -> str:
@@ -166,10 +168,12 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
     with model.lock:
         eng = model.engine
         alerts = [_alert_view(a, eng.book.is_inhibited(a)) for a in eng.book.all()]
-        sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase,
-                              bool(s.facts.get(WAITING_FACT)))
-                   for s in eng.sources.values()]
         series = [s for s in eng.store]
+        # as `tail`'s exit code counts it: a source says something once a metric or an event came of it
+        read = {s.source for s in series if s.count} | {s.name for s in eng.sources.values() if s.events}
+        sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase,
+                              bool(s.facts.get(WAITING_FACT)), s.name in read)
+                   for s in eng.sources.values()]
         multi = len({s.source for s in series if s.source != "gpu"}) > 1
         metrics = [_metric_view_cached(s, alerts, multi, cache) for s in series]
         chosen = selected

@@ -36,7 +36,7 @@ class AlertList(OptionList):
         keep = self.highlighted_option.id if self.highlighted_option is not None else None
         self.clear_options()
         if not alerts and not reading:
-            self.add_option(Option(Content.styled("no verdict: no log read yet", "$warning"), id="-none",
+            self.add_option(Option(Content.styled("no verdict: nothing read yet", "$warning"), id="-none",
                                    disabled=True))
         elif not alerts:
             self.add_option(Option(Content.styled("no alerts — the run looks healthy", "$success"), id="-none",
@@ -68,9 +68,9 @@ class AlertList(OptionList):
 def detail(a: AlertView | None, unread: tuple[str, ...] | None = None) -> Content:
     """The message, the fixes in the order the rule gives them, then the evidence.
 
-    With no alert and `unread` given (no log is read yet), the watcher's notices, which say why."""
+    With no alert and `unread` given (nothing read yet), the watcher's notices, which say why."""
     if a is None and unread is not None:
-        lines = [Content.styled("No log is being read yet, so there is no verdict.", "bold $warning")]
+        lines = [Content.styled("Nothing understood yet: no verdict.", "bold $warning")]
         lines += [Content(clean(text)) for text in unread]
         return Content("\n").join(lines)
     if a is None:
