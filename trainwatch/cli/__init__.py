@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib import import_module
+from typing import Any
 
 from trainwatch import __version__
 from trainwatch.errors import TrainwatchError, UsageError
@@ -22,14 +23,16 @@ class _Parser(argparse.ArgumentParser):
     """argparse with trainwatch's one-line errors: "trainwatch: error: check: argument --format: ...",
     the subcommand named once, and its own --help as the hint."""
 
-    commands: dict[str, argparse.ArgumentParser] = {}
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # the top level's subcommand parsers
 
     def error(self, message: str) -> None:  # type: ignore[override]
         command = self.prog.removeprefix("trainwatch").strip()
         raise UsageError(f"{command}: {message}" if command else message, hint=f"see '{self.prog} --help'")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(prog="trainwatch", description="Watch a training run and say what is going wrong.")
     parser.add_argument("--version", action="version", version=f"trainwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
