@@ -320,4 +320,4 @@ def run_tui(watcher: WatchModel, args: argparse.Namespace) -> int:
                         refresh_s=float(getattr(args, "refresh", None) or DEFAULT_REFRESH_S),
                         until_done=bool(getattr(args, "until_done", False)))
     result = app.run()
-    return int(result or 0)
+    return int(result or app.return_code or 0)  # a crash keeps Textual's own non-zero code
