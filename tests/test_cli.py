@@ -217,3 +217,70 @@ def test_a_log_with_progress_but_no_loss_is_not_called_healthy(tmp_path) -> None
                            for s in range(5, 55, 5)))
     proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(log)], capture_output=True, text=True)
     assert "no loss was read" in proc.stdout and "looks healthy" not in proc.stdout
+
+
+def test_forced_wrong_format_reads_nothing_and_says_so(tmp_path: Path) -> None:
+    hf = Path(__file__).resolve().parents[1] / "examples" / "logs" / "hf_healthy.log"
+    for extra in ((), ("--json",)):
+        line = one_line_error(tw("check", str(hf), "--format", "jsonl", *extra))
+        assert "read as jsonl, but nothing in it was understood" in line and "--format NAME" in line
+
+
+def test_usage_errors_name_the_command_once_and_its_help(healthy: Path) -> None:
+    line = one_line_error(tw("check", str(healthy), "--bogus"))
+    assert line == "trainwatch: error: check: unrecognized arguments: --bogus (see 'trainwatch check --help')"
+    line = one_line_error(tw("tail", "x.log", "--exit-on", "bad"))
+    assert line.startswith("trainwatch: error: tail: argument --exit-on: unknown severity 'bad'")
+    assert line.count("trainwatch") == 2 and line.endswith("(see 'trainwatch tail --help')")
+    assert one_line_error(tw("--bogus")).endswith("(see 'trainwatch --help')")
+
+
+def test_rules_output_is_the_same_on_every_run() -> None:
+    """Parameters keep the presets' order: two processes with different hash seeds print the same."""
+    def run(seed: str, *args: str) -> str:
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONWARNINGS="ignore")
+        proc = subprocess.run([sys.executable, "-m", "trainwatch", "rules", *args], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    for args in (("--all",), ("--json", "--preset", "grpo")):
+        assert run("1", *args) == run("2", *args)
+
+
+def _no_terminal(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    """The command with stdin from /dev/null and stdout into a file, as cron or `> out` run it."""
+    out = tmp_path / "out.txt"
+    with open(out, "w", encoding="utf-8") as f:
+        proc = subprocess.run([sys.executable, "-m", "trainwatch", *args], stdin=subprocess.DEVNULL, stdout=f,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120,
+                              env=dict(os.environ, PYTHONWARNINGS="ignore", TERM="xterm-256color"))
+    return proc, out.read_text(encoding="utf-8")
+
+
+def test_tail_without_a_terminal_falls_back_to_headless_lines(tmp_path: Path) -> None:
+    (tmp_path / "run.log").write_text(HEALTHY + "Step 420: loss=nan, lr=1e-4, grad_norm=1.0\n")
+    proc, out = _no_terminal(["tail", "run.log", "--no-gpu", "--exit-on", "critical"], tmp_path)
+    assert proc.returncode == 2, (out, proc.stderr)
+    assert "\x1b" not in out and "CRITICAL" in out and "loss.nonfinite" in out
+    assert proc.stderr.splitlines()[0] == ("trainwatch: no terminal on stdin and stdout: alerts are printed as "
+                                           "lines (as with --headless)")
+
+
+def test_demo_without_a_terminal_prints_lines(tmp_path: Path) -> None:
+    proc, out = _no_terminal(["demo", "--interval", "0"], tmp_path)
+    assert proc.returncode == 2, (out, proc.stderr)
+    assert "\x1b" not in out and "CRITICAL" in out and "try:" in out
+    assert "no terminal on stdin and stdout" in proc.stderr
+
+
+def test_tail_help_names_themes_severities_and_defaults() -> None:
+    from trainwatch.tui.themes import builtin_themes
+
+    text = " ".join(tw("tail", "--help").stdout.split())
+    for name in builtin_themes():
+        assert name in text.replace("- ", "-"), name  # argparse may wrap after a hyphen
+    assert "info, warning or critical" in text
+    for default in ("(default 1)", "(default 10)", "(default 2)", "(default warning)", "(default: never)"):
+        assert default in text, default
+    assert "--until-done close the dashboard when every run has ended" in text

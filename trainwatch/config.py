@@ -156,10 +156,12 @@ def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origin: str
     is_range = "metric" in raw
     if defaults is None and not is_range:
         raise ConfigError(f"{where}: unknown rule", hint="a new rule needs 'metric' and 'above' or 'below'")
-    known_params = {k for k in (defaults or {}) if k not in META_KEYS}
+    # a list, not a set: parameters keep the defaults' (the YAML's) order, so `trainwatch rules` prints
+    # the same text on every run whatever the hash seed
+    known_params = [k for k in (defaults or {}) if k not in META_KEYS]
     for key in raw:
         if key not in META_KEYS and key not in known_params:
-            allowed = sorted(META_KEYS | known_params)
+            allowed = sorted(META_KEYS | set(known_params))
             raise ConfigError(f"{where}.{key}: unknown key", hint="allowed: " + ", ".join(allowed))
     try:
         severity = Severity.parse(str(raw.get("severity", "warning")))
@@ -184,6 +186,8 @@ def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origin: str
                 v = int(v)
         elif isinstance(dv, bool) and not isinstance(v, bool):
             raise ConfigError(f"{where}.{k}: expected true or false, got {v!r}")
+        elif isinstance(dv, list) and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise ConfigError(f"{where}.{k}: expected a list of strings")
         params[k] = v
     spec = RuleSpec(
         id=rid, severity=severity, family=family, title=str(raw.get("title", rid)), fixes=tuple(fixes),

@@ -181,3 +181,78 @@ def test_tui_path_is_reported_when_unavailable_or_bad_usage(tmp_path: Path) -> N
     r = subprocess.run([sys.executable, "-m", "trainwatch", "tail", "x.log", "--headless", "--exit-on", "bogus"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 3 and "unknown severity" in r.stderr
+
+
+def _run_tail(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A tail that must end by itself, at once: a timeout here means it waited on nothing."""
+    return subprocess.run([sys.executable, "-m", "trainwatch", "tail", *args, "--headless", "--no-gpu"],
+                          capture_output=True, text=True, cwd=cwd, timeout=30)
+
+
+def _one_error_line(r: subprocess.CompletedProcess[str]) -> str:
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trainwatch: error: "), r.stderr
+    return lines[0]
+
+
+def test_binary_file_alone_is_refused_at_once(tmp_path: Path) -> None:
+    (tmp_path / "prog").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 32)
+    line = _one_error_line(_run_tail("prog", cwd=tmp_path))
+    assert "prog: binary data, not a text log" in line and "nothing to follow" in line
+
+
+def test_binary_file_beside_a_log_is_a_notice_and_the_log_is_followed(tmp_path: Path) -> None:
+    (tmp_path / "prog").write_bytes(bytes(range(256)) * 32)
+    (tmp_path / "run.log").write_text(BACKLOG)
+    t = Tail("prog", "run.log", "--exit-on", "critical", cwd=tmp_path)
+    t.wait_err("prog: binary data, not a text log; not followed")
+    append(tmp_path / "run.log", "Step 6: loss=nan, lr=1e-4")
+    t.wait_line("loss.nonfinite")
+    assert t.finish() == 2
+
+
+def test_unknown_format_is_a_usage_error_at_once(tmp_path: Path) -> None:
+    (tmp_path / "run.log").write_text(BACKLOG)
+    line = _one_error_line(_run_tail("run.log", "--format", "nope", cwd=tmp_path))
+    assert "tail: argument --format: unknown format 'nope'" in line and "'trainwatch tail --help'" in line
+
+
+def test_empty_directory_says_so_and_waits_for_a_log(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    t = Tail("runs", "--exit-on", "critical", cwd=tmp_path)
+    t.wait_err("runs: no log files in this directory yet; waiting for one to appear")
+    assert not any("does not exist" in e for e in t.err)
+    assert t.proc.poll() is None  # still waiting, as tail -F waits
+    append(runs / "train.log", BACKLOG + "Step 6: loss=nan, lr=1e-4")
+    t.wait_line("loss.nonfinite")
+    assert t.finish() == 2
+
+
+def test_missing_file_that_turns_out_binary_ends_with_exit_3(tmp_path: Path) -> None:
+    t = Tail("later.log", cwd=tmp_path)
+    t.wait_err("later.log: does not exist yet")
+    writer = "import sys; open(sys.argv[1], 'wb').write(bytes(range(256)) * 32)"
+    subprocess.run([sys.executable, "-c", writer, str(tmp_path / "later.log")], check=True)
+    assert t.finish() == 3
+    assert any("binary data" in e for e in t.err)
+    assert t.err[-1].startswith("trainwatch: error: nothing left to follow")
+
+
+def test_interrupted_before_any_log_was_read_exits_3(tmp_path: Path) -> None:
+    t = Tail("later.log", cwd=tmp_path)
+    t.wait_err("later.log: does not exist yet")
+    t.proc.send_signal(signal.SIGINT)
+    assert t.finish() == 3  # nothing read is no verdict, not "healthy"
+
+
+def test_forced_wrong_format_is_said_once_and_stopping_exits_3(tmp_path: Path) -> None:
+    hf = Path(__file__).resolve().parents[2] / "examples" / "logs" / "hf_healthy.log"
+    (tmp_path / "run.log").write_text(hf.read_text(encoding="utf-8"), encoding="utf-8")
+    t = Tail("run.log", "--format", "jsonl", cwd=tmp_path)
+    t.wait_err("run.log: read as jsonl, but nothing in the")
+    t.wait_err("is --format jsonl right?")
+    t.proc.send_signal(signal.SIGINT)
+    assert t.finish() == 3  # nothing understood is no verdict, as `check` says with exit 3
+    assert sum("read as jsonl" in e for e in t.err) == 1

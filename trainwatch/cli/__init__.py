@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib import import_module
+from typing import Any
 
 from trainwatch import __version__
 from trainwatch.errors import TrainwatchError, UsageError
@@ -19,14 +20,23 @@ COMMANDS = ("check", "tail", "formats", "rules", "gpus", "demo")
 
 
 class _Parser(argparse.ArgumentParser):
+    """argparse with trainwatch's one-line errors: "trainwatch: error: check: argument --format: ...",
+    the subcommand named once, and its own --help as the hint."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # the top level's subcommand parsers
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+        command = self.prog.removeprefix("trainwatch").strip()
+        raise UsageError(f"{command}: {message}" if command else message, hint=f"see '{self.prog} --help'")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(prog="trainwatch", description="Watch a training run and say what is going wrong.")
     parser.add_argument("--version", action="version", version=f"trainwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser.commands = sub.choices
     for name in COMMANDS:
         try:
             module = import_module(f"trainwatch.cli.{name}")
@@ -41,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the subcommand's parser, so the hint is its --help, not the top level's
+            owner = parser.commands.get(getattr(args, "command", None) or "", parser)
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "command", None):
             parser.print_help(sys.stderr)
             return EXIT_UNKNOWN

@@ -25,9 +25,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", dest="fmt", metavar="NAME", help="force a format (see 'trainwatch formats')")
+    p.add_argument("--format", dest="fmt", type=format_name, metavar="NAME",
+                   help="force a format (see 'trainwatch formats'; default: detected per file)")
     p.add_argument("--preset", metavar="NAME", help="sft, grpo, ebft, pretrain or vision (default: chosen from the task the logs show)")
     p.add_argument("--config", action="append", metavar="FILE", help="YAML overrides (repeatable)")
+
+
+def format_name(text: str) -> str:
+    """--format is checked as it is parsed: an unknown name is a usage error before any file is read
+    (`tail` would otherwise wait for ever on a file it can never follow)."""
+    from trainwatch import adapters
+    from trainwatch.errors import UsageError
+
+    try:
+        adapters.get(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 class LogClock:

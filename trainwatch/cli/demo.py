@@ -71,6 +71,7 @@ class Replayer(threading.Thread):
 def run(args: argparse.Namespace) -> int:
     if args.interval < 0:
         raise UsageError("--interval must be zero or more")
+    from trainwatch.cli.tail import exit_code, is_terminal
     from trainwatch.live.watcher import Watcher
 
     lines = demo_lines(args.log)
@@ -82,11 +83,16 @@ def run(args: argparse.Namespace) -> int:
         watcher.info_lines.append("demo: GPU telemetry is off; this replays a recorded run")
         try:
             replay.start()
+            if not args.headless and not is_terminal():
+                print("trainwatch: no terminal on stdin and stdout: alerts are printed as lines (as with --headless)",
+                      file=sys.stderr)
+                args.headless = True
             if args.headless:
                 return _headless(watcher, replay)
             from trainwatch.tui.app import run_tui
 
-            return run_tui(watcher, args)
+            rc = run_tui(watcher, args)
+            return rc if rc else exit_code(watcher)
         finally:
             replay.stop()
             watcher.stop()

@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     out.write(f"preset {cfg.preset}; from {', '.join(cfg.files)}\n\n")
     for s in sorted(specs, key=lambda s: (s.family, s.id)):
         d = describe(s)
-        keys = [k for k in d if k not in ("id", "enabled", "severity", "family", "title", "fixes")]
+        keys = [k for k in d if k not in ("id", "enabled", "severity", "family", "title", "fixes")
+                and not k.startswith("fixes_")]  # fixes by case (loss.level's low/high): in --json
         settings = ", ".join(f"{k}={d[k]}" for k in keys)
         off = "" if s.enabled else "  (disabled)"
         out.write(f"{s.id:28} {s.severity.label:8} {s.family:7} {s.title}{off}\n")

@@ -2,7 +2,10 @@
 
 Headless, it reads the backlog first, then follows; it ends when every run has ended, on
 --exit-on, or on SIGINT/SIGTERM, and exits with the worst severity seen (0/1/2). With --daemon it
-keeps following after a run ends (a systemd service, say).
+keeps following after a run ends (a systemd service, say). The dashboard stays open until `q` (or,
+with --until-done, until every run has ended) and exits the same way. Without a terminal on stdin
+and stdout (cron, nohup, `> file`) the dashboard would write escape codes into a file, so `tail`
+falls back to headless output and says so on stderr.
 """
 
 from __future__ import annotations
@@ -21,43 +24,72 @@ from trainwatch.errors import UsageError
 from trainwatch.model import AlertState, Severity
 from trainwatch.sinks.printer import Printer, stamp
 
+# The bundled themes (themes/*.yaml); named here because importing the TUI for --help would load
+# Textual. tests/test_cli.py checks the list against the files.
+THEMES_HELP = "trainwatch-dark (default), trainwatch-light, trainwatch-contrast (the prefix may be left out), " \
+              "or a theme YAML file"
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("tail", help="follow logs and GPUs live (TUI, or --headless)",
-                       description="Follow training logs (files, globs, directories) and GPU telemetry live.")
+                       description="Follow training logs (files, globs, directories) and GPU telemetry live: "
+                                   "the dashboard in a terminal, alerts as lines with --headless (also the "
+                                   "fallback without a terminal). Exit code: the worst severity seen, 0/1/2; "
+                                   "3 when no log could be read. Severities: info, warning, critical.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="log files, globs (quote them) or directories")
     add_engine_options(p)
-    p.add_argument("--headless", action="store_true", help="no TUI: print alerts as they fire")
+    p.add_argument("--headless", action="store_true",
+                   help="no TUI: print alerts as they fire (the default when stdin or stdout is not a terminal)")
     p.add_argument("--json", action="store_true", help="headless: one JSON object per alert/status/info line")
     p.add_argument("--from-end", action="store_true", help="skip the existing backlog, follow new lines only")
     p.add_argument("--poll", action="store_true", help="poll instead of inotify (network filesystems)")
-    p.add_argument("--poll-interval", type=_positive, metavar="SECONDS", help="polling period (default 0.5)")
+    p.add_argument("--poll-interval", type=_positive, metavar="SECONDS",
+                   help="polling period (default 0.5 with --poll; 5 as a safety net beside inotify)")
     p.add_argument("--no-gpu", action="store_true", help="no GPU telemetry")
-    p.add_argument("--gpu-interval", type=_positive, default=1.0, metavar="SECONDS", help="GPU sampling period")
+    p.add_argument("--gpu-interval", type=_positive, default=1.0, metavar="SECONDS",
+                   help="GPU sampling period (default 1)")
     p.add_argument("--gpu-replay", metavar="TRACE", help="GPU readings from a recorded JSON-lines trace")
     p.add_argument("--params", type=_model_size, metavar="N", help="model size for MFU, e.g. 7e9 or 7B")
-    p.add_argument("--exit-on", type=_severity, metavar="SEVERITY", help="exit once an alert this severe fires")
-    p.add_argument("--until-done", action="store_true", help="exit when every run has ended (the default)")
-    p.add_argument("--daemon", action="store_true", help="never exit on a run's end; only on a signal")
+    p.add_argument("--exit-on", type=_severity, metavar="SEVERITY",
+                   help="exit once an alert this severe fires: info, warning or critical (default: never)")
+    p.add_argument("--until-done", action="store_true",
+                   help="close the dashboard when every run has ended (headless always does, unless --daemon)")
+    p.add_argument("--daemon", action="store_true", help="headless: never exit on a run's end; only on a signal")
     p.add_argument("--status-every", type=_positive, metavar="SECONDS", help="headless: a status line this often")
     p.add_argument("--alert-log", metavar="FILE", help="append every alert as a JSON line to FILE")
     p.add_argument("--on-alert", metavar="CMD", help="run CMD (no shell) per alert, the alert as JSON on stdin")
     p.add_argument("--on-alert-severity", type=_severity, default=Severity.WARNING, metavar="SEVERITY",
-                   help="lowest severity that runs the hook (default warning)")
-    p.add_argument("--hook-timeout", type=_positive, default=10.0, metavar="SECONDS", help="hook time limit")
+                   help="lowest severity that runs the hook: info, warning or critical (default warning)")
+    p.add_argument("--hook-timeout", type=_positive, default=10.0, metavar="SECONDS",
+                   help="hook time limit (default 10)")
     p.add_argument("--no-fixes", action="store_true", help="headless text: leave out the suggested fixes")
-    p.add_argument("--theme", metavar="NAME", help="TUI theme")
-    p.add_argument("--refresh", type=_positive, metavar="SECONDS", help="TUI refresh period")
+    p.add_argument("--theme", metavar="NAME", help=f"TUI theme: {THEMES_HELP}")
+    p.add_argument("--refresh", type=_positive, metavar="SECONDS", help="TUI refresh period (default 2)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.daemon and args.until_done:
         raise UsageError("--daemon and --until-done contradict each other")
+    from trainwatch.live.watcher import refuse_unfollowable
+
+    refuse_unfollowable(args.paths, args.fmt)
+    if not args.headless and not is_terminal():
+        print("trainwatch: no terminal on stdin and stdout: alerts are printed as lines (as with --headless)",
+              file=sys.stderr)
+        args.headless = True
     watcher = build_watcher(args)
     if not args.headless:
         return _tui(watcher, args)
     return Headless(watcher, args).run()
+
+
+def is_terminal() -> bool:
+    """The dashboard needs a terminal both ways: to draw (stdout) and to read keys (stdin)."""
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        return False
 
 
 def build_watcher(args: argparse.Namespace) -> Any:
@@ -78,7 +110,8 @@ def _tui(watcher: Any, args: argparse.Namespace) -> int:
             print("trainwatch: error: the TUI is not available in this build; use --headless", file=sys.stderr)
             return EXIT_UNKNOWN
         raise
-    return int(run_tui(watcher, args))
+    rc = int(run_tui(watcher, args))
+    return rc if rc else exit_code(watcher)  # as headless: the worst severity seen (acknowledged or not)
 
 
 class Headless:
@@ -92,6 +125,7 @@ class Headless:
         self.signalled: int | None = None
         self.alert_log = None
         self.hooks = None
+        self.hopeless = False
 
     def run(self) -> int:
         from trainwatch.sinks.alert_log import AlertLog
@@ -117,8 +151,11 @@ class Headless:
                 self.hooks.stop()
             if self.alert_log is not None:
                 self.alert_log.close()
-        worst = self.watcher.engine.worst()
-        return int(worst) if worst is not None else 0
+        if self.hopeless:
+            print("trainwatch: error: nothing left to follow: every path given was given up on (see above)",
+                  file=sys.stderr)
+            return EXIT_UNKNOWN
+        return exit_code(self.watcher)
 
     def _wait(self) -> None:
         every = self.args.status_every
@@ -127,6 +164,9 @@ class Headless:
             timeout = 0.25 if next_status is None else max(0.0, min(0.25, next_status - time.monotonic()))
             self.done.wait(timeout)
             if self.watcher.finished.is_set() and not self.args.daemon:
+                break
+            if self.watcher.hopeless():
+                self.hopeless = True
                 break
             if next_status is not None and time.monotonic() >= next_status:
                 self.printer.status(self._status())
@@ -164,6 +204,19 @@ class Headless:
             worst = eng.worst()
         return {"time": stamp(time.time()), "sources": sources, "firing": len(firing),
                 "worst": worst.label if worst is not None else None, "gpus": w.gpu_devices()}
+
+
+def exit_code(watcher: Any) -> int:
+    """The worst severity seen (0/1/2); 3 when nothing was understood from any log (missing, binary,
+    a wrong --format), since nothing read is no verdict. The TUI's badge counts it the same way."""
+    with watcher.lock:
+        eng = watcher.engine
+        worst = eng.worst()
+        read = any(s.count for s in eng.store if s.source != "gpu") or \
+            any(st.events for name, st in eng.sources.items() if name != "gpu")
+    if worst is not None:
+        return int(worst)
+    return 0 if read else EXIT_UNKNOWN
 
 
 def _positive(text: str) -> float:

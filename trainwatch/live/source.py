@@ -21,6 +21,7 @@ from trainwatch.sources.tail import Chunk, FileFollower
 
 DETECT_GIVE_UP_BYTES = 16 << 10  # this much text and still no format: read it for errors only
 LAST_LINE_CHARS = 300
+MISREAD_LINES = 20  # a forced format that understood nothing in this many lines is said to be wrong
 REDETECT_GROWTH = 1.25  # a file read for errors only is scored again each time it grows by this factor
 
 
@@ -38,7 +39,9 @@ class LiveSource:
         self.follower: FileFollower | None = None
         self.lines: deque[tuple[int, str]] = deque(maxlen=ring)
         self.gave_up = False
-        self._waiting_said = False
+        self._understood = 0  # records read so far
+        self._misread_said = False
+        self._waiting: str | None = None  # why it waits, as last said: a new reason is said once too
         self._redetect_at = 0  # read for errors only: try the adapters again once the file reaches this size
         self._fed_events: set[tuple[str, int, str]] = set()  # what the errors-only reading already reported
         self._ring_upto = 0  # lines up to here are in the ring already (a replay after re-detection)
@@ -57,7 +60,9 @@ class LiveSource:
         if self.opened.fallback and self._redetect_at:
             self._redetect(engine)
         chunk = self.follower.poll()
-        return self._feed(engine, chunk)
+        n = self._feed(engine, chunk)
+        self._check_understood(engine, n)
+        return n
 
     def close(self, engine: Engine) -> int:
         """The end: an unfinished last line and any block the adapter held back are fed."""
@@ -77,14 +82,10 @@ class LiveSource:
             with open(self.path, "rb") as f:
                 head = sample_file(f)
         except FileNotFoundError:
-            if not self._waiting_said:
-                self.notice(f"{self.path}: does not exist yet; waiting for it")
-                self._waiting_said = True
+            self._wait("missing", f"{self.path}: does not exist yet; waiting for it")
             return False
         except OSError as exc:
-            if not self._waiting_said:
-                self.notice(f"{self.path}: cannot read ({exc.strerror or exc}); will retry")
-                self._waiting_said = True
+            self._wait("unreadable", f"{self.path}: cannot read ({exc.strerror or exc}); will retry")
             return False
         document = self.path.suffix.lower() == ".json"  # a whole document may hold no newline at all
         if not head.strip() or (self.fmt is None and not document and b"\n" not in head
@@ -102,14 +103,12 @@ class LiveSource:
             return False
         if opened.fallback:
             if opened.unscored and len(head) < DETECT_GIVE_UP_BYTES and head.count(b"\n") < 50:
-                if not self._waiting_said:
-                    self.notice(f"{self.path}: format not recognised yet; waiting for more lines")
-                    self._waiting_said = True
+                self._wait("unrecognised", f"{self.path}: format not recognised yet; waiting for more lines")
                 return False
             # banners, argument dumps or a launcher's output: errors are read now, metrics once an
             # adapter recognises the grown file
             self.notice(f"{self.path}: no known log format yet; reading it for errors only")
-            self._waiting_said = False
+            self._waiting = None
             try:
                 self._redetect_at = int(REDETECT_GROWTH * max(len(head), self.path.stat().st_size))
             except OSError:
@@ -119,11 +118,31 @@ class LiveSource:
         self.follower = FileFollower(self.path, from_end=self.from_end and not whole, whole_file=whole)
         state = engine.source(self.name, opened.format)
         state.facts.setdefault("label", self.label)
-        if self._waiting_said:
+        state.facts.pop("waiting", None)  # read from now on
+        if self._waiting is not None:
             self.notice(f"{self.path}: now following ({opened.format})")
         if self.params:
             engine.feed(Event(EventKind.INFO, source=self.name, fields={"params": self.params}))
         return True
+
+    def _check_understood(self, engine: Engine, n: int) -> None:
+        """A forced --format that understands none of many lines is most likely the wrong one: said once
+        (`check` exits 3 on it; a live file may still change, so `tail` keeps reading)."""
+        self._understood += n
+        if self._understood or self._misread_said or self.fmt is None:
+            return
+        lines = engine.source(self.name).lines
+        if lines >= MISREAD_LINES:
+            self._misread_said = True
+            self.notice(f"{self.path}: read as {self.fmt}, but nothing in the {lines} lines so far was understood "
+                        f"(no metrics, no errors); is --format {self.fmt} right? see 'trainwatch formats'")
+
+    def _wait(self, reason: str, text: str) -> None:
+        """Says why the file is not followed yet, once per reason: a missing file that appears but
+        cannot be recognised yet says so, rather than "does not exist" staying the last word."""
+        if self._waiting != reason:
+            self._waiting = reason
+            self.notice(text)
 
     def _redetect(self, engine: Engine) -> None:
         """A file read for errors only is scored again each time it grows by a quarter; once an adapter knows it,

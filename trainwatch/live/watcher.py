@@ -24,9 +24,9 @@ from trainwatch.alerts import AlertChange
 from trainwatch.engine import Engine
 from trainwatch.live.source import LiveSource
 from trainwatch.model import Record
-from trainwatch.errors import TrainwatchError
+from trainwatch.errors import SourceError, TrainwatchError
 from trainwatch.runner import config_files, guess_task, open_source
-from trainwatch.sources.files import is_log_name
+from trainwatch.sources.files import is_log_name, looks_binary, read_sample
 from trainwatch.sources.gpu import Backend, GpuSampler, default_backend
 
 QUEUE_MAX = 10_000
@@ -61,6 +61,14 @@ class _Spec:
                 return []
             return sorted(q for q in self.base.rglob("*") if q.is_file() and is_log_name(q))
         return [Path(self.raw)]
+
+    def nothing_yet(self) -> str:
+        """Why nothing is followed for this path yet (it is waited for, as `tail -F` waits)."""
+        if self.is_glob:
+            return "pattern matches no file yet; waiting for one"
+        if self.is_dir:
+            return "no log files in this directory yet; waiting for one to appear"
+        return "does not exist yet; waiting for it"
 
     def wants(self, path: str) -> bool:
         if self.is_glob:
@@ -104,7 +112,10 @@ class Watcher:
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
         self._specs = [_Spec(p) for p in paths]
+        # A source is known by one name everywhere (engine, TUI, status lines, recent_lines): the path as
+        # typed or found, e.g. "run.log". `_by_file` only routes file events, which name the absolute path.
         self._sources: dict[str, LiveSource] = {}
+        self._by_file: dict[str, LiveSource] = {}
         self._thread: threading.Thread | None = None
         self._observer: Any = None
         self._watched: set[str] = set()
@@ -141,6 +152,16 @@ class Watcher:
     def gpu_devices(self) -> list[dict[str, Any]]:
         return self.sampler.devices() if self.sampler is not None else []
 
+    def hopeless(self) -> bool:
+        """Nothing is or ever will be followed: every path named is a file given up on (binary, say).
+
+        A glob or a directory may still gain a log, and a missing file may appear, so those keep hope."""
+        if any(spec.is_glob or spec.is_dir for spec in self._specs):
+            return False
+        with self.lock:
+            srcs = list(self._sources.values())
+        return bool(srcs) and all(s.gave_up for s in srcs)
+
     def start(self) -> None:
         if self._started:
             return
@@ -149,8 +170,7 @@ class Watcher:
             for spec in self._specs:
                 found = spec.existing()
                 if not found:
-                    what = "pattern matches no file" if spec.is_glob else "does not exist"
-                    self._notice(f"{spec.raw}: {what} yet; waiting for it")
+                    self._notice(f"{spec.raw}: {spec.nothing_yet()}")
                 for p in found:
                     self._add(p)
             self._read_all()  # the backlog first, so history and rules are complete
@@ -234,7 +254,7 @@ class Watcher:
         path = payload
         with self._pending_lock:
             self._pending.discard(path)
-        src = self._sources.get(os.path.abspath(path))
+        src = self._by_file.get(os.path.abspath(path))
         if src is not None:
             self._guard(src, lambda: src.poll(self.engine))
             return
@@ -272,12 +292,13 @@ class Watcher:
 
     def _add(self, path: Path) -> LiveSource | None:
         key = os.path.abspath(path)
-        if key in self._sources:
-            return None
+        if key in self._by_file:
+            return None  # the same file named twice (say "run.log" and "./logs/../run.log"): followed once
         from_end = self.from_end and self._thread is None and path.exists()  # later files: from their start
         src = LiveSource(path, fmt=self.fmt, from_end=from_end, ring=self.ring_lines, notice=self._notice,
                          params=self.params)
-        self._sources[key] = src
+        self._sources[src.name] = src
+        self._by_file[key] = src
         return src
 
     def _guard(self, src: LiveSource, fn: Callable[[], Any]) -> None:
@@ -340,7 +361,9 @@ class Watcher:
         guess = guess_task(opened)
         engine = Engine(config.load(preset or guess.preset, config_files(configs)), clock=self.clock)
         for o in opened:  # the task and precision the logs show, as `check` records them
-            task.annotate(engine.source(o.name, o.format), guess)
+            state = engine.source(o.name, o.format)
+            task.annotate(state, guess)
+            state.facts["waiting"] = True  # until its LiveSource reads it (the TUI shows no verdict till then)
         return engine
 
     def _put_records(self, records: list[Record]) -> None:
@@ -382,3 +405,24 @@ class _Handler:
                 self.watcher.wake(p)
                 if event.is_directory is False and event.event_type in ("deleted", "moved"):
                     self.watcher.wake(os.path.dirname(p))
+
+
+def refuse_unfollowable(paths: list[str], fmt: str | None) -> None:
+    """Raises SourceError when every path named is an existing binary file: `tail -F` would wait on it
+    for ever, and there is nothing else to follow. With other paths beside it, a binary file is only
+    a notice and the rest is followed."""
+    reasons = []
+    for raw in paths:
+        spec = _Spec(raw)
+        p = Path(raw)
+        if spec.is_glob or spec.is_dir or fmt is not None or not p.is_file():
+            return
+        try:
+            head = read_sample(p)
+        except (OSError, TrainwatchError):
+            return  # unreadable now: the source says so and retries
+        if not head or not looks_binary(head):
+            return
+        reasons.append(f"{raw}: binary data, not a text log")
+    if reasons:
+        raise SourceError("; ".join(reasons), hint="nothing to follow")

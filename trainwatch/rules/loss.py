@@ -316,6 +316,8 @@ class LossLevel(Rule):
         if low / margin <= final <= high * margin:
             return []
         word = "below" if final < low else "above"
+        # a loss far too high and one far too low have opposite causes: only the matching fixes are given
+        fixes = tuple(self.p["fixes_low" if final < low else "fixes_high"] or ())
         return [Finding(message=f"final loss {fmt(final)} is far {word} the usual {low:g}-{high:g}",
                         subject="loss", step=s.last.step if s.last else None,
-                        evidence={"value": final, "low": low, "high": high})]
+                        evidence={"value": final, "low": low, "high": high}, extra_fixes=fixes)]

@@ -35,6 +35,7 @@ from trainwatch.tui.widgets.log_pane import LogPane
 from trainwatch.tui.widgets.metric_list import MetricList
 from trainwatch.tui.widgets.toasts import AlertToaster
 
+UNREAD_NOTICES = 6  # while no log is read, the evidence pane shows the newest notices
 DEFAULT_REFRESH_S = 2.0  # at most one redraw per 2 s however fast the log grows: 4% of a core at 10 lines/s
 
 
@@ -64,9 +65,11 @@ class TrainwatchApp(App[int]):
     ]
 
     def __init__(self, model: WatchModel, *, theme: str | None = None, refresh_s: float = DEFAULT_REFRESH_S,
-                 clock: Callable[[], float] = time.monotonic, start_model: bool = True) -> None:
+                 clock: Callable[[], float] = time.monotonic, start_model: bool = True,
+                 until_done: bool = False) -> None:
         super().__init__()
         self.model = model
+        self.until_done = until_done  # --until-done: close once every run has ended
         self.clock = clock
         self.refresh_s = max(0.05, min(10.0, refresh_s))
         self.start_model = start_model
@@ -137,6 +140,9 @@ class TrainwatchApp(App[int]):
 
     def refresh_view(self, force: bool = False) -> None:
         """Reads engine state only when its version changed; always keeps the clock text current."""
+        if self.until_done and self.model.finished.is_set():
+            self.exit()
+            return
         if (self.paused and not force) or not self.screen_stack:
             return
         try:
@@ -156,11 +162,18 @@ class TrainwatchApp(App[int]):
             metrics.set_metrics(snap.metrics)
             self._show_chart()
             alerts = self._q(AlertList)
-            alerts.set_alerts(snap.alerts)
-            self._q(AlertDetail).show(alerts.selected)
+            alerts.set_alerts(snap.alerts, reading=snap.following)
+            self._q(AlertDetail).show(alerts.selected, self._unread())
             self._q(LogPane).show(snap.log_source, snap.log_lines)
             self._q(GpuPanel).show(snap.gpus, snap.metrics, snap.info_lines)
         self._show_header()
+
+    def _unread(self) -> tuple[str, ...] | None:
+        """While no log is read, the newest notices (missing, binary, not recognised): they say why."""
+        snap = self.snapshot
+        if snap is None or snap.following:
+            return None
+        return tuple(snap.info_lines[-UNREAD_NOTICES:])
 
     def _show_header(self) -> None:
         snap = self.snapshot
@@ -200,7 +213,7 @@ class TrainwatchApp(App[int]):
 
     @on(OptionList.OptionHighlighted, "#alerts")
     def _alert_moved(self) -> None:
-        self._q(AlertDetail).show(self._q(AlertList).selected)
+        self._q(AlertDetail).show(self._q(AlertList).selected, self._unread())
 
     @on(OptionList.OptionSelected, "#alerts")
     def _alert_opened(self) -> None:
@@ -300,8 +313,11 @@ class TrainwatchApp(App[int]):
 
 
 def run_tui(watcher: WatchModel, args: argparse.Namespace) -> int:
-    """Runs the app over a Watcher until the user quits; starts and stops the watcher. Returns 0."""
+    """Runs the app over a Watcher until the user quits (or, with --until-done, every run has ended);
+    starts and stops the watcher. Returns the app's own code (0 unless it failed); the caller turns
+    a clean quit into the worst severity seen."""
     app = TrainwatchApp(watcher, theme=getattr(args, "theme", None),
-                        refresh_s=float(getattr(args, "refresh", None) or DEFAULT_REFRESH_S))
+                        refresh_s=float(getattr(args, "refresh", None) or DEFAULT_REFRESH_S),
+                        until_done=bool(getattr(args, "until_done", False)))
     result = app.run()
-    return int(result or 0)
+    return int(result or app.return_code or 0)  # a crash keeps Textual's own non-zero code

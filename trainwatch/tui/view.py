@@ -24,6 +24,7 @@ IMPORTANCE = ("loss", "eval_loss", "grad_norm", "lr", "tokens_per_sec", "samples
               "step_time_ms", "loss_scale", "reward", "reward_std", "rewards/*", "kl", "entropy",
               "frac_reward_zero_std", "completions/*", "clip_ratio*", "perplexity", "epoch", "num_tokens")
 STALL_RULES = ("hang.stall", "hang.stopped", "hang.collective")
+WAITING_FACT = "waiting"  # set by the live watcher on a source it knows of but does not read yet
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class SourceView:
     total: int | None
     ended: bool
     phase: str
+    waiting: bool = False  # named, not read yet (its format is not recognised yet): no evidence either way
+    read: bool = True  # something in it was understood (a metric or an event)
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,16 @@ class Snapshot:
     times: tuple[float | None, float | None] = (None, None)  # first and last timestamp the log printed
 
     @property
+    def following(self) -> bool:
+        """Something was understood from some log: a path that is missing, binary or not recognised yet,
+        or a log of which nothing was understood (a wrong --format), is no evidence of health."""
+        return any(s.read and not s.waiting for s in self.sources)
+
+    @property
     def badge(self) -> str:
         live = [a for a in self.alerts if a.live and a.severity > Severity.INFO]
+        if not live and not self.following:
+            return "UNKNOWN"  # nothing read is no evidence of health
         if any(a.severity is Severity.CRITICAL and a.rule not in STALL_RULES for a in live):
             return "CRITICAL"
         if any(a.rule in STALL_RULES for a in live):
@@ -163,9 +174,12 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
     with model.lock:
         eng = model.engine
         alerts = [_alert_view(a, eng.book.is_inhibited(a)) for a in eng.book.all()]
-        sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase)
-                   for s in eng.sources.values()]
         series = [s for s in eng.store]
+        # as `tail`'s exit code counts it: a source says something once a metric or an event came of it
+        read = {s.source for s in series if s.count} | {s.name for s in eng.sources.values() if s.events}
+        sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase,
+                              bool(s.facts.get(WAITING_FACT)), s.name in read)
+                   for s in eng.sources.values()]
         multi = len({s.source for s in series if s.source != "gpu"}) > 1
         metrics = [_metric_view_cached(s, alerts, multi, cache) for s in series]
         chosen = selected

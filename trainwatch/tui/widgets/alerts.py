@@ -10,6 +10,7 @@ from textual.widgets.option_list import Option
 
 from trainwatch.model import AlertState
 from trainwatch.tui.charts import fmt
+from trainwatch.tui.text import clean
 from trainwatch.tui.view import AlertView
 from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
 
@@ -23,23 +24,29 @@ class AlertList(OptionList):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "alerts"
         self._shown: tuple[object, ...] | None = None
+        self._reading = True
         self.views: dict[str, AlertView] = {}
 
     def on_resize(self) -> None:
         if self.views:  # rows are laid out for the width: redo them
-            self.set_alerts(list(self.views.values()), _order_kept=True)
+            self.set_alerts(list(self.views.values()), self._reading, _order_kept=True)
 
-    def set_alerts(self, alerts: list[AlertView], *, _order_kept: bool = False) -> None:
+    def set_alerts(self, alerts: list[AlertView], reading: bool = True, *, _order_kept: bool = False) -> None:
+        """`reading` False: no log is read yet, so no alert is no verdict rather than "healthy"."""
+        self._reading = reading
         self.views = {a.fingerprint: a for a in alerts}
         width = max(12, (self.scrollable_content_region.width or 40) - 1)
         # What a row shows; not the count (it grows with every repeat and is shown only in the detail).
-        sig = (width, tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live, a.held)
-                            for a in alerts))
+        sig = (width, reading, tuple((a.fingerprint, a.state.value, a.acknowledged, a.severity.label, a.live, a.held)
+                                     for a in alerts))
         if sig == self._shown:
             return
         keep = self.highlighted_option.id if self.highlighted_option is not None else None
         self.clear_options()
-        if not alerts:
+        if not alerts and not reading:
+            self.add_option(Option(Content.styled("no verdict: nothing read yet", "$warning"), id="-none",
+                                   disabled=True))
+        elif not alerts:
             self.add_option(Option(Content.styled("no alerts — the run looks healthy", "$success"), id="-none",
                                    disabled=True))
         self.add_options([Option(row(a, width), id=a.fingerprint) for a in alerts])
@@ -92,12 +99,17 @@ def row(a: AlertView, width: int) -> Content:
     return Content("\n").join(lines)
 
 
-def detail(a: AlertView | None, width: int | None = None) -> Content:
+def detail(a: AlertView | None, width: int | None = None, unread: tuple[str, ...] | None = None) -> Content:
     """The message, the fixes in the order the rule gives them, then the evidence.
 
     With a `width` the title goes on a line of its own when it does not fit beside the severity,
-    so a narrow panel still shows it whole rather than broken after a few words.
+    so a narrow panel still shows it whole rather than broken after a few words. With no alert and
+    `unread` given (nothing read yet), the watcher's notices, which say why.
     """
+    if a is None and unread is not None:
+        lines = [Content.styled("Nothing understood yet: no verdict.", "bold $warning")]
+        lines += [Content(clean(text)) for text in unread]
+        return Content("\n").join(lines)
     if a is None:
         return Content.styled("select an alert to see its evidence and what to try", "$text-muted")
     sev = severity_style(a.severity)
@@ -138,13 +150,13 @@ class AlertDetail(Static):
         self._shown: AlertView | None = None
         self._width: int | None = None
 
-    def show(self, a: AlertView | None) -> None:
+    def show(self, a: AlertView | None, unread: tuple[str, ...] | None = None) -> None:
         width = self.content_size.width or None
         if a is not None and self._shown is not None and a == self._shown and width == self._width:
             return
         same = a is not None and self._shown is not None and a.fingerprint == self._shown.fingerprint
         self._shown, self._width = a, width
-        self.update(detail(a, width), layout=not same)  # a repeat only bumps "seen N×": no relayout
+        self.update(detail(a, width, unread), layout=not same)  # a repeat only bumps "seen N×": no relayout
 
     def on_resize(self) -> None:
         if self._shown is not None:

@@ -22,6 +22,7 @@ class HeaderBar(Horizontal):
     HeaderBar #badge.-warning { background: $warning; color: $background; }
     HeaderBar #badge.-critical { background: $error; color: $background; }
     HeaderBar #badge.-stalled { background: $warning; color: $background; text-style: bold reverse; }
+    HeaderBar #badge.-unknown { background: $foreground; color: $background; }
     """
 
     def __init__(self, **kwargs: object) -> None:
@@ -30,11 +31,12 @@ class HeaderBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Static(id="info", markup=False)
-        yield Static("OK", id="badge", classes="-ok", markup=False)
+        yield Static("UNKNOWN", id="badge", classes="-unknown", markup=False)  # no verdict before a snapshot
 
     def show(self, snap: Snapshot, *, elapsed: float | None, rate: float | None, eta: float | None,
              paused: bool = False) -> None:
-        srcs = ", ".join(f"{s.name} ({s.format or '?'})" for s in snap.sources) or "no source yet"
+        srcs = ", ".join(f"{s.name} ({'not read yet' if s.waiting else s.format or '?'})"
+                         for s in snap.sources) or "no log followed yet"
         first = Content.assemble(("trainwatch", "bold $accent"), " · ", srcs, " · preset ", (snap.preset, "bold"))
         if paused:
             first = first + Content.styled("  ⏸ PAUSED", "bold $warning")
@@ -63,4 +65,4 @@ class HeaderBar(Horizontal):
         if shown is None or shown[1] != snap.badge:
             badge = self.query_one("#badge", Static)
             badge.update(snap.badge)  # its width may change
-            badge.set_classes(BADGE_CLASS[snap.badge])
+            badge.set_classes(BADGE_CLASS.get(snap.badge, "-unknown"))
