@@ -50,3 +50,12 @@ def test_check_reads_a_healthy_run_as_vision(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["preset"] == "vision"
     assert doc["sources"][0]["format"] == "yolo_txt" and doc["sources"][0]["last_step"] == 29
+
+
+def test_nan_losses_are_read_as_nan() -> None:
+    """A run that blows up writes `nan` in its rows: they must reach the NaN rule, not vanish."""
+    lines = rows(5)
+    lines.append(("%10s" * 2 + "%10s" * 13) % ("5/29", "1.93G", *(["nan"] * 4), "30", "416", *(["0"] * 4),
+                                                *(["nan"] * 3)))
+    got = [x for x in samples(run(YoloTxtAdapter(""), lines)) if x.name == "loss"]
+    assert len(got) == 6 and got[-1].value != got[-1].value and got[-1].step == 5

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from trainwatch.adapters.base import Adapter
 from trainwatch.model import Event, EventKind, Record, Sample
 
-ROW = re.compile(r"^\s*(\d+)/(\d+)\s+(\d+(?:\.\d+)?[KMG]?)((?:\s+[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?){13})\s*$")
+ROW = re.compile(r"^\s*(\d+)/(\d+)\s+(\d+(?:\.\d+)?[KMG]?)"
+                 r"((?:\s+(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|[-+]?inf)){13})\s*$", re.I)
 # positions in the thirteen numbers after the memory figure, and the names they are read under
 TRAIN_PARTS = {0: "train/box_loss", 1: "train/obj_loss", 2: "train/cls_loss"}
 TRAIN_TOTAL = 3
