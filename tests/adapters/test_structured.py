@@ -133,3 +133,17 @@ def test_tab_separated_metrics_read_like_csv() -> None:
     assert adapters.detect("\n".join(lines) + "\n", "train.log") == "csv"
     got = {(x.name, x.step): x.value for x in samples(run(CsvMetricsAdapter(""), lines))}
     assert got[("loss", 100)] == 7.5 and got[("lr", 190)] == 3e-4
+
+
+def test_a_bare_log_history_list_is_read_as_trainer_state() -> None:
+    """`json.dump(trainer.state.log_history, f)` writes the list without its trainer_state wrapper."""
+    import json as _json
+
+    from trainwatch import adapters
+    from trainwatch.adapters.trainer_state import TrainerStateAdapter
+
+    history = [{"loss": 0.37 - s / 10000, "learning_rate": 2e-5, "epoch": s / 1250, "step": s} for s in range(500, 3001, 500)]
+    text = _json.dumps(history, indent=2)
+    assert adapters.detect(text, "log_history.json") == "trainer_state"
+    got = [r for r in TrainerStateAdapter("").parse_document(text) if getattr(r, "name", "") == "loss"]
+    assert [r.step for r in got] == [500, 1000, 1500, 2000, 2500, 3000]

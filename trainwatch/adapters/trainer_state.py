@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,6 +17,10 @@ from trainwatch.model import Event, EventKind, Record, Sample
 
 SKIP_KEYS = frozenset({"step"})
 SUMMARY_KEY = "train_runtime"
+
+
+BARE_HISTORY = re.compile(r'\s*\[\s*\{[^{}]*"(?:loss|eval_loss|learning_rate|epoch)"\s*:[^{}]*"step"\s*:|'
+                          r'\s*\[\s*\{[^{}]*"step"\s*:[^{}]*"(?:loss|eval_loss|learning_rate|epoch)"\s*:')
 
 
 def _number(value: Any) -> float | None:
@@ -50,6 +55,8 @@ class TrainerStateAdapter(Adapter):
         start = head.lstrip()[:1]
         if start == "{" and '"log_history"' in head:
             return 0.9
+        if start == "[" and BARE_HISTORY.match(head):
+            return 0.8  # `json.dump(trainer.state.log_history, f)`: the list without its wrapper
         return 0.0
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
@@ -60,7 +67,7 @@ class TrainerStateAdapter(Adapter):
             data = json.loads(text)
         except ValueError:
             return []  # half-written file: the next change brings a whole one
-        history = data.get("log_history") if isinstance(data, dict) else None
+        history = data.get("log_history") if isinstance(data, dict) else data if isinstance(data, list) else None
         if not isinstance(history, list):
             return []
         out: list[Record] = []
