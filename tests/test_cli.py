@@ -217,6 +217,7 @@ def test_a_log_with_progress_but_no_loss_is_not_called_healthy(tmp_path) -> None
                            for s in range(5, 55, 5)))
     proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(log)], capture_output=True, text=True)
     assert "no loss was read" in proc.stdout and "looks healthy" not in proc.stdout
+    assert proc.returncode == 3 and "Status: UNKNOWN" in proc.stdout  # nothing was judged: unknown, not ok
 
 
 def test_forced_wrong_format_reads_nothing_and_says_so(tmp_path: Path) -> None:

@@ -168,4 +168,4 @@ def run(args: argparse.Namespace) -> int:
         report.write_json(doc, sys.stdout)
     else:
         report.write_text(doc, sys.stdout)
-    return report.exit_code(engine)
+    return int(doc["exit_code"])

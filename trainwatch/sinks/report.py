@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -14,7 +15,9 @@ from trainwatch.textsafe import plain
 
 KEY_METRICS = ("loss", "eval_loss", "grad_norm", "lr", "epoch", "tokens_per_sec", "mfu", "loss_scale",
                "reward", "reward_std", "kl", "entropy")
-LOSS_LIKE = {"loss", "eval_loss", "reward"}  # metrics that say how training went
+JUDGED = re.compile(r"loss|acc|reward|map|err|perplex|ppl|bleu|rouge|f1|wer|score", re.I)
+"""Metric names that say how training went. A log with none of them (progress only, a summary line)
+and no finding is unknown, not healthy: nothing in it was judged."""
 SCHEMA_VERSION = 1
 STATUS = {0: "ok", 1: "warning", 2: "critical", 3: "unknown"}
 
@@ -62,6 +65,8 @@ def metrics_of(engine: Engine, source: str) -> dict[str, dict[str, Any]]:
 def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto: bool) -> dict[str, Any]:
     """The JSON report; its fields are documented in the README and only ever grow."""
     code = exit_code(engine)
+    if code == 0 and not any(JUDGED.search(series.name) for series in engine.store):
+        code = 3  # nothing that says how training went was read: unknown, not healthy
     alerts = engine.alerts(inhibited=False)  # what a live follower was told; echoes are listed apart
     everything = engine.alerts()
     echoes = [a for a in everything if not a.told and not a.retracted]
@@ -131,7 +136,7 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
     w("\n")
     if not findings:
         read = {k for src in doc["sources"] for k in src["metrics"]}
-        if read & LOSS_LIKE:
+        if doc["exit_code"] != 3:
             w("No findings: the run looks healthy.\n")
         else:
             what = ", ".join(sorted(read)[:6]) if read else "no metric at all"
