@@ -197,3 +197,19 @@ def test_pytorch_tutorial_epoch_batch_lines() -> None:
     lines = [f"[{e}, {b:5d}] loss: {2.0 - e * 0.1 - b / 100000:.3f}" for e in (1, 2) for b in (2000, 4000, 6000)]
     steps = [x.step for x in samples(run(KeyValueAdapter(""), lines)) if x.name == "loss"]
     assert steps == sorted(steps) and len(set(steps)) == 6 and steps[0] == 2000
+
+
+def test_pytorch_transfer_learning_tutorial_epochs_and_models_in_turn() -> None:
+    """`Epoch 0/24`, a rule of dashes, then `train Loss: .. Acc: ..` and `val Loss: ..`; scripts that
+    compare models print the whole block again after the model's name: each is a new run."""
+    lines = []
+    for model in ("resnet-50", "resnet-18"):
+        for e in range(3):
+            lines += [f"{model} - Epoch {e}/2", "-" * 10, f"train Loss: {2.2 - e * 0.3:.4f} Acc: 0.{40 + e}",
+                      f"val Loss: {1.9 - e * 0.2:.4f} Acc: 0.{45 + e}"]
+    recs = run(KeyValueAdapter(""), lines)
+    canon = Canonicalizer()
+    got = [(canon(x.name), x.step) for x in samples(recs)]
+    assert [s for n, s in got if n == "loss"] == [0, 1, 2, 0, 1, 2]
+    assert [s for n, s in got if n == "eval_loss"] == [0, 1, 2, 0, 1, 2]
+    assert len([e for e in events(recs) if e.kind is EventKind.INFO and e.fields.get("new_run")]) == 1

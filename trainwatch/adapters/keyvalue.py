@@ -40,7 +40,9 @@ LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
 BLOCK_HEAD = re.compile(r"^\[(?P<k>step|batch|iter)=(?P<n>\d+)(?:/(?P<m>\d+))?(?:,\s*epoch=(?P<e>\d+))?\]:?\s*$")
 BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM + r")")
-KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
+# `Epoch 3/20` alone on its line: Keras' fit, and PyTorch's transfer-learning tutorial (`Epoch 0/24`,
+# then `train Loss: .. Acc: ..` and `val Loss: ..`), sometimes after a model's name (`resnet-50 - Epoch 0/49`)
+KERAS_EPOCH = re.compile(r"^(?:[\w.\-]{1,40}\s+-\s+)?Epoch (\d+)/(\d+)\s*$")
 # torchvision/DeiT/DETR's MetricLogger: `Epoch: [1]  [7500/9465]  eta: ...  loss: 0.9978 (1.1933)`,
 # `Test:  [ 50/157]  ...`; and the PyTorch tutorial's `[30,  2200] loss: 1.344` (epoch, batch)
 LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
@@ -206,9 +208,7 @@ class KeyValueAdapter(Adapter):
             text = LEVEL_TOKEN.sub("", text, count=1)
         if text[:1] in "IWDE":
             text = LEVEL_WORD.sub("", text, count=1)
-        if text.startswith("Epoch ") and KERAS_EPOCH.match(text):
-            m = KERAS_EPOCH.match(text)
-            assert m is not None
+        if "Epoch " in text[:48] and (m := KERAS_EPOCH.match(text)) is not None:
             self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
             return out
         if text[:1] in "EI" and text[1:5] in ("poch", "ter(") and (mm := MM_HEAD.match(text)) is not None:
@@ -359,6 +359,8 @@ class KeyValueAdapter(Adapter):
         going back to its start is another training in the same log (scripts that train several
         models in turn), told as a new run so that it is neither a resume nor a divergence."""
         if self.printed_step is not None:
+            if self.keras_epoch is not None:
+                self.keras_logged = True  # a record under `Epoch N/M`: a later `Epoch 0/M` starts another run
             return self.printed_step, True
         self.count += 1
         epoch = next((v for k, v in pairs if k.lower() in EPOCH_KEYS and math.isfinite(v)), None)
