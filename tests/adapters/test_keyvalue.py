@@ -213,3 +213,17 @@ def test_pytorch_transfer_learning_tutorial_epochs_and_models_in_turn() -> None:
     assert [s for n, s in got if n == "loss"] == [0, 1, 2, 0, 1, 2]
     assert [s for n, s in got if n == "eval_loss"] == [0, 1, 2, 0, 1, 2]
     assert len([e for e in events(recs) if e.kind is EventKind.INFO and e.fields.get("new_run")]) == 1
+
+
+def test_metrics_in_a_bar_description_and_a_test_set_line_per_epoch() -> None:
+    """`Train Epoch: 1 Loss: 5.87 Acc@1 3.6: 100%|####| 10010/10010 [...]` keeps its metrics (the bar
+    goes); `Test set: Average loss: 5.02, Acc@1: 8.4%` is that epoch's evaluation, not training loss."""
+    lines = []
+    for e in range(1, 4):
+        lines.append(f"Train Epoch: {e} Loss: {6 - e:.3f} Acc@1 {e * 5:.3f}: 100%|##########| 10010/10010 "
+                     "[59:42<00:00,  2.79it/s]")
+        lines.append(f"Test set: Average loss: {5.5 - e:.4f}, Acc@1: {e * 6:.3f}%")
+    canon = Canonicalizer()
+    got = [(canon(x.name), x.step, x.value) for x in samples(run(KeyValueAdapter(""), lines))]
+    assert [(s, v) for n, s, v in got if n == "loss"] == [(1, 5.0), (2, 4.0), (3, 3.0)]
+    assert [(s, v) for n, s, v in got if n == "eval_loss"] == [(1, 4.5), (2, 3.5), (3, 2.5)]

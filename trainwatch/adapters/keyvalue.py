@@ -48,6 +48,8 @@ KERAS_EPOCH = re.compile(r"^(?:[\w.\-]{1,40}\s+-\s+)?Epoch (\d+)/(\d+)\s*$")
 LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
                          r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
 TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*\]\s*")
+PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
+BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
 RUNNING_MEAN = re.compile(r"\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
 EVAL_LABELS = ("test", "val", "eval")
 MM_HEAD = re.compile(  # MMEngine: `Epoch(train) [3][ 50/3104]` or `Iter(train) [  50/20000]`, then `key: value` pairs
@@ -234,6 +236,10 @@ class KeyValueAdapter(Adapter):
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:
         if DIGIT.search(text, 0, 4000) is None:
             return
+        if "%|" in text and (bar := BAR_TAIL.search(text)) is not None:
+            text = text[:bar.start()]  # a tqdm bar whose description holds the metrics: keep those only
+            if not text.strip():
+                return
         step: int | None = None
         total: int | None = None
         if "[" in text[:48] and "/" in text[:64] and self._counter_line(text, lineno, when, out):
@@ -243,7 +249,13 @@ class KeyValueAdapter(Adapter):
             step = int(m.group("n"))
             total = int(m.group("m")) if m.group("m") else None
             text = text[m.end():]
+        phase = PHASE_LABEL.match(text)
+        if phase is not None:  # `Test set: Average loss: 5.01, Acc@1: 8.4%`: the evaluation's own names
+            text = text[phase.end():]
         pairs, nfields, dirty = _pairs(text)
+        if phase is not None:
+            word = phase.group("p").lower()
+            pairs = [(k if k.lower().startswith(word) else f"{word} {k}", v) for k, v in pairs]
         step_key = m.group("k").lower() if m is not None else None
         if step is None:
             for k, v in pairs:
@@ -364,6 +376,8 @@ class KeyValueAdapter(Adapter):
             return self.printed_step, True
         self.count += 1
         epoch = next((v for k, v in pairs if k.lower() in EPOCH_KEYS and math.isfinite(v)), None)
+        if epoch is None and self.last_epoch is not None and not self.epoch_repeats:
+            return int(self.last_epoch), True  # an epoch's evaluation line, after the epoch's own record
         if epoch is not None:
             last = self.last_epoch
             if last is not None and not self.epoch_repeats and epoch < last and epoch <= 1 < last:
