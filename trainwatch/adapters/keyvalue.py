@@ -109,6 +109,15 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     return out, len(fields), dirty
 
 
+def _is_epoch(key: str) -> bool:
+    """`epoch`, `ep`, or the epoch named by its phase (`Train Epoch: 3`)."""
+    low = key.lower()
+    if low in EPOCH_KEYS:
+        return True
+    words = low.split()
+    return len(words) == 2 and words[0] in ("train", "training") and words[1] in EPOCH_KEYS
+
+
 def _stamp(date: str, clock: str, frac: str | None) -> float | None:
     try:
         dt = datetime.fromisoformat(f"{date} {clock}")
@@ -135,6 +144,7 @@ class KeyValueAdapter(Adapter):
         self.taken: set[frozenset[str]] = set()  # key sets of stepless lines seen more than once
         self.last_epoch: float | None = None
         self.epoch_repeats = False  # several records per epoch: the epoch is no step
+        self.epoch_keys: set[frozenset[str]] = set()  # key sets of the records seen in the current epoch
         self.printed_step: int | None = None  # the last step a line printed: stepless records join it
         self.runs = 1  # trainings in this log, told apart by an epoch-as-step that goes back to its start
         self.inner_base = 0  # batches of the epochs before, when the batch counter restarts each epoch
@@ -339,7 +349,7 @@ class KeyValueAdapter(Adapter):
     def _global_step(self, n: int, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
         """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The
         batches of the epochs before (the last logged, a slight undercount) are added; marked inferred."""
-        epoch = next((v for k, v in pairs if k.lower() in EPOCH_KEYS and math.isfinite(v)), None)
+        epoch = next((v for k, v in pairs if _is_epoch(k) and math.isfinite(v)), None)
         if epoch is None:
             return n, self.inner_base > 0
         last = self.inner_last
@@ -375,7 +385,7 @@ class KeyValueAdapter(Adapter):
                 self.keras_logged = True  # a record under `Epoch N/M`: a later `Epoch 0/M` starts another run
             return self.printed_step, True
         self.count += 1
-        epoch = next((v for k, v in pairs if k.lower() in EPOCH_KEYS and math.isfinite(v)), None)
+        epoch = next((v for k, v in pairs if _is_epoch(k) and math.isfinite(v)), None)
         if epoch is None and self.last_epoch is not None and not self.epoch_repeats:
             return int(self.last_epoch), True  # an epoch's evaluation line, after the epoch's own record
         if epoch is not None:
@@ -385,8 +395,16 @@ class KeyValueAdapter(Adapter):
                 out.append(Event(EventKind.INFO, self.source, lineno, step=int(epoch),
                                  text=f"training {self.runs} starts (epoch {epoch:g} after {last:g})",
                                  fields={"new_run": self.runs, "new_run_step": int(epoch)}))
-            elif last is not None and epoch <= last:
+            elif last is not None and epoch < last:
                 self.epoch_repeats = True
+            elif last is not None and epoch == last:
+                keys = frozenset(k.lower() for k, _ in pairs)
+                if keys in self.epoch_keys:
+                    self.epoch_repeats = True  # the same record twice in one epoch: batches, not epochs
+                elif len(self.epoch_keys) < KEYSETS_KEPT:
+                    self.epoch_keys.add(keys)  # another record of the same epoch (its header, its summary)
+            if epoch != last:
+                self.epoch_keys = {frozenset(k.lower() for k, _ in pairs)}
             self.last_epoch = epoch
             if not self.epoch_repeats and epoch == int(epoch):
                 return int(epoch), True  # the epoch stands in for the step: still not a printed step
