@@ -147,3 +147,14 @@ def test_a_bare_log_history_list_is_read_as_trainer_state() -> None:
     assert adapters.detect(text, "log_history.json") == "trainer_state"
     got = [r for r in TrainerStateAdapter("").parse_document(text) if getattr(r, "name", "") == "loss"]
     assert [r.step for r in got] == [500, 1000, 1500, 2000, 2500, 3000]
+
+
+def test_yolo_zero_val_losses_while_validation_is_off_are_no_eval_loss() -> None:
+    from trainwatch.adapters.csv_metrics import CsvMetricsAdapter
+    from tests.adapters.helpers import run, samples
+
+    head = "epoch,train/box_loss,train/cls_loss,train/dfl_loss,val/box_loss,val/cls_loss,val/dfl_loss"
+    rows = [f"{e},1.{9 - e},2.{9 - e},1.{5 - e},0,0,0" for e in range(1, 4)] + ["4,1.5,2.5,1.1,1.2,1.4,1.0"]
+    evals = [(x.step, round(x.value, 3)) for x in samples(run(CsvMetricsAdapter(""), [head, *rows]))
+             if x.name == "eval_loss"]
+    assert evals == [(4, 3.6)]

@@ -140,6 +140,7 @@ class CsvMetricsAdapter(Adapter):
             out.append(Sample(header[i], value, step, None, src, lineno, False))
         for total, cols in self.parts:
             values = [_cell_float(cells[i]) for i in cols if i < len(cells)]
-            if len(values) == len(cols) and all(v is not None for v in values):
+            if len(values) == len(cols) and all(v is not None for v in values) and any(values):
+                # (all parts 0: Ultralytics' placeholder while validation is off, not a perfect loss)
                 out.append(Sample(total, sum(values), step, None, src, lineno, False))  # type: ignore[arg-type]
         return out
