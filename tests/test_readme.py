@@ -34,3 +34,16 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_every_command_is_documented() -> None:
     for name in COMMANDS:
         assert f"trainwatch {name}" in README
+
+
+def test_rules_table_settings_are_the_presets() -> None:
+    """Each row's severity, sft settings and other presets' changes are what the presets say."""
+    import re
+
+    from trainwatch.cli.rules import table_cells
+
+    rows = {m.group(1): (m.group(2).strip(), m.group(3).strip(), m.group(4).strip())
+            for m in re.finditer(r"^\| `([\w.]+)` \| \w+ \| ([^|]*) \| [^|]* \| ([^|]*) \| ([^|]*) \|$", README, re.M)}
+    wrong = {rid: (rows[rid], table_cells(rid)) for rid in config.load("sft").rules
+             if rid in rows and rows[rid] != table_cells(rid)}
+    assert not wrong, f"README rules table out of date: {wrong}"
