@@ -21,7 +21,7 @@ from textual.events import Resize
 from textual.widgets import Footer, Input, OptionList
 
 from trainwatch.errors import UsageError
-from trainwatch.tui import themes, view
+from trainwatch.tui import layout, themes, view
 from trainwatch.tui.messages import AlertChanged
 from trainwatch.tui.model import WatchModel
 from trainwatch.tui.screens.alert_detail import AlertScreen
@@ -230,9 +230,7 @@ class TrainwatchApp(App[int]):
         self._layout_for(event.size.width, event.size.height)
 
     def _layout_for(self, width: int, height: int) -> None:
-        main = self.screen_stack[0] if self.screen_stack else self.screen
-        main.set_class(width < 100, "-narrow")
-        main.set_class(height < 30, "-short")
+        layout.apply(self.screen_stack[0] if self.screen_stack else self.screen, width, height)
 
     # -- actions ---------------------------------------------------------------------------------
 
