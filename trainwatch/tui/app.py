@@ -21,7 +21,7 @@ from textual.events import Resize
 from textual.widgets import Footer, Input, OptionList
 
 from trainwatch.errors import UsageError
-from trainwatch.tui import layout, themes, view
+from trainwatch.tui import layout, screenshot, themes, view
 from trainwatch.tui.messages import AlertChanged
 from trainwatch.tui.model import WatchModel
 from trainwatch.tui.screens.alert_detail import AlertScreen
@@ -61,6 +61,7 @@ class TrainwatchApp(App[int]):
         Binding("slash", "filter", "filter", id="filter"),
         Binding("escape", "close_filter", "close filter", show=False, id="close_filter"),
         Binding("t", "next_theme", "theme", id="theme"),
+        Binding("ctrl+s", "screenshot_svg", "screenshot", show=False, id="screenshot"),
     ]
 
     def __init__(self, model: WatchModel, *, theme: str | None = None, refresh_s: float = DEFAULT_REFRESH_S,
@@ -289,6 +290,16 @@ class TrainwatchApp(App[int]):
         if box.has_class("-shown"):
             box.remove_class("-shown")
             self._q(MetricList).focus()
+
+    def action_screenshot_svg(self) -> None:
+        """Textual's SVG screenshot into the current folder, never over an existing file; says where."""
+        try:
+            path = screenshot.save(self)
+        except OSError as err:
+            self.notify(f"screenshot not saved: {err.strerror or err}", severity="error", timeout=4,
+                        markup=False)
+        else:
+            self.notify(f"screenshot saved to {path}", title="screenshot", timeout=4, markup=False)
 
     def action_next_theme(self) -> None:
         names = sorted(self._themes)
