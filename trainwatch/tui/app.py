@@ -61,6 +61,7 @@ class TrainwatchApp(App[int]):
         Binding("slash", "filter", "filter", id="filter"),
         Binding("escape", "close_filter", "close filter", show=False, id="close_filter"),
         Binding("t", "next_theme", "theme", id="theme"),
+        Binding("j", "jump_to_alert", "alert's log line", show=False, id="jump"),
         Binding("ctrl+s", "screenshot_svg", "screenshot", show=False, id="screenshot"),
     ]
 
@@ -290,6 +291,26 @@ class TrainwatchApp(App[int]):
         if box.has_class("-shown"):
             box.remove_class("-shown")
             self._q(MetricList).focus()
+
+    def action_jump_to_alert(self) -> None:
+        """Opens the log pane on the selected alert's source and shows the line it fired on."""
+        alert = self._q(AlertList).selected
+        if alert is None or not alert.line:
+            self.notify("select an alert with a log line first", timeout=2)
+            return
+        pane = self._q(LogPane)
+        pane.add_class("-shown")
+        if self.snapshot is not None and self.snapshot.log_source != alert.source:
+            self.snapshot.log_source = alert.source  # the next copy reads that source's lines
+        self.refresh_view(force=True)
+
+        def jump() -> None:
+            if pane.jump_to_line(alert.line):
+                pane.lines.focus()
+            else:
+                self.notify(f"line {alert.line} is older than the lines kept for the log pane", timeout=3)
+
+        self.call_after_refresh(jump)  # once the pane has its height
 
     def action_screenshot_svg(self) -> None:
         """Textual's SVG screenshot into the current folder, never over an existing file; says where."""
