@@ -153,3 +153,18 @@ async def test_j_says_so_when_the_line_is_no_longer_kept() -> None:
         assert [str(n.message) for n in app._notifications] == [
             "line 50 is older than the lines kept for the log pane"]
         assert app.query_one(LogPane).display and app.query_one(LogLines).follow
+
+
+async def test_help_lists_the_log_pane_keys_and_still_fits_80x24() -> None:
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        body = app.screen.query_one("#help-body")
+        assert app.screen.region.contains_region(body.region) and body.max_scroll_y == 0
+        text = screen_text(app)
+        assert "in the log pane" in text
+        for b in LogLines.BINDINGS:
+            assert b.description in text, b.description  # type: ignore[union-attr]
+        assert "f/end follow" in text and "ctrl+s screenshot" in " ".join(text.split())
+        assert "alert's log line" in text

@@ -44,12 +44,12 @@ class LogLines(ScrollView, can_focus=True):
     """The scrolling lines. Draws only the rows on screen, so a long ring costs nothing per frame."""
 
     BINDINGS = [
-        Binding("slash", "search", "search log"),
+        Binding("slash", "search", "search"),
         Binding("n", "next_match(1)", "next match", show=False),
-        Binding("N", "next_match(-1)", "previous match", show=False),
+        Binding("N", "next_match(-1)", "previous", show=False),
         Binding("f", "follow", "follow"),
-        Binding("end", "follow", "follow the end", show=False),
-        Binding("escape", "clear_search", "clear search", show=False),
+        Binding("end", "follow", "follow", show=False),
+        Binding("escape", "clear_search", "clear", show=False),
     ]
     COMPONENT_CLASSES = {"log-lines--number", "log-lines--error", "log-lines--match", "log-lines--current",
                          "log-lines--target"}
