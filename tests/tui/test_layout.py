@@ -91,3 +91,16 @@ async def test_below_the_minimum_one_clear_message_and_the_badge() -> None:
         await pilot.pause()
         await pilot.pause()
         assert "too small" not in screen_text(app) and shown(app, "#alerts")
+
+
+async def test_slash_where_the_cards_are_hidden_says_so_instead_of_typing_blind() -> None:
+    app = TrainwatchApp(fixtures.healthy(), clock=fixtures.clock)
+    async with app.run_test(size=(60, 20), notifications=True) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        await pilot.press("slash", "q")
+        await pilot.pause()
+        assert not app.query_one("#filter").has_focus
+        assert [str(n.message) for n in app._notifications] == [
+            "the metric cards are hidden at this size: widen the terminal to filter them"]
+        assert not app.is_running  # q was a key again, not a letter typed into a hidden box

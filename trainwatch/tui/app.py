@@ -282,6 +282,9 @@ class TrainwatchApp(App[int]):
         self.refresh_view(force=True)
 
     def action_filter(self) -> None:
+        if self._q("#left").styles.display == "none":  # the layout dropped the cards: nothing to filter
+            self.notify("the metric cards are hidden at this size: widen the terminal to filter them", timeout=3)
+            return
         box = self._q("#filter", Input)
         box.add_class("-shown")
         box.focus()
