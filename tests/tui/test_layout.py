@@ -104,3 +104,40 @@ async def test_slash_where_the_cards_are_hidden_says_so_instead_of_typing_blind(
         assert [str(n.message) for n in app._notifications] == [
             "the metric cards are hidden at this size: widen the terminal to filter them"]
         assert not app.is_running  # q was a key again, not a letter typed into a hidden box
+
+
+async def test_no_alerts_gives_the_rows_to_the_chart_and_a_new_alert_takes_them_back() -> None:
+    model = fixtures.healthy(60)
+    app = TrainwatchApp(model, clock=fixtures.clock, refresh_s=0.05)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        chart, lower = app.query_one("#chart"), app.query_one("#lower")
+        assert not shown(app, "#detail") and lower.region.height == 3 and chart.region.height >= 14
+        assert "no alerts" in visible_text(app.query_one(AlertList))
+        fixtures.feed_step(model, 61, loss=50.0)
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if shown(app, "#detail"):
+                break
+        await pilot.pause()
+        assert shown(app, "#detail") and FIRST_FIX in visible_text(app.query_one(AlertDetail))
+
+
+async def test_40x12_with_no_alerts_shows_the_cards_instead() -> None:
+    model = fixtures.healthy(60)
+    app = TrainwatchApp(model, clock=fixtures.clock, refresh_s=0.05)
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert shown(app, "#metrics") and not shown(app, "#chart") and app.focused is app.query_one(MetricList)
+        assert app.query_one("#left").region.width == 40 and "● loss" in visible_text(app.query_one(MetricList))
+        fixtures.feed_step(model, 61, loss=50.0)
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if not shown(app, "#metrics"):
+                break
+        await pilot.pause()
+        await pilot.pause()
+        assert not shown(app, "#metrics") and FIRST_FIX in visible_text(app.query_one(AlertDetail))
+        assert app.focused is app.query_one(AlertList)  # the cards went, the focus followed

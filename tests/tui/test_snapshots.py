@@ -60,3 +60,8 @@ def test_critical_selected_40x12(snap_compare) -> None:  # type: ignore[no-untyp
 def test_critical_selected_60x20(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """No cards; the chart above the alerts and fixes."""
     _run(snap_compare, "critical", (60, 20))
+
+
+def test_healthy_40x12(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """No alerts and too short for a chart: the cards full width above one healthy line."""
+    _run(snap_compare, "healthy", (40, 12))

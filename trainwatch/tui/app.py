@@ -159,6 +159,7 @@ class TrainwatchApp(App[int]):
             self._show_chart()
             alerts = self._q(AlertList)
             alerts.set_alerts(snap.alerts)
+            layout.calm(self.screen_stack[0], not snap.alerts)
             self._q(AlertDetail).show(alerts.selected)
             self._q(LogPane).show(snap.log_source, snap.log_lines)
             self._q(GpuPanel).show(snap.gpus, snap.metrics, snap.info_lines)

@@ -56,6 +56,13 @@ def apply(screen: Screen, width: int, height: int) -> None:
     screen.app.call_after_refresh(_refocus, screen)
 
 
+def calm(screen: Screen, no_alerts: bool) -> None:
+    """No alert at all: the alerts area is one line and the chart takes its rows (see app.tcss)."""
+    if screen.has_class("-calm") != no_alerts:
+        screen.set_class(no_alerts, "-calm")
+        screen.app.call_after_refresh(_refocus, screen)
+
+
 def _refocus(screen: Screen) -> None:
     """A hidden panel keeps the focus in Textual: hand it to the first panel still on screen."""
     focused = screen.focused
