@@ -89,7 +89,8 @@ class LogLines(ScrollView, can_focus=True):
         self.target = self.index_of(tgt) if tgt is not None else None
         if self.follow:
             self._scroll(len(rows))
-            self.call_after_refresh(self._keep_following)  # again once laid out: the first show has no size
+            if not self.size.height:  # not laid out yet: again once it is
+                self.call_after_refresh(self._keep_following)
         elif top is not None and (i := self.index_of(top, nearest=True)) is not None:
             self._scroll(i, top_line=True)
         self.refresh()
