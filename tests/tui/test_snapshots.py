@@ -50,3 +50,18 @@ def test_critical_light_theme_120x40(snap_compare) -> None:  # type: ignore[no-u
 def test_critical_contrast_theme_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
     app = TrainwatchApp(fixtures.critical(), clock=fixtures.clock, theme="contrast")
     assert snap_compare(app, terminal_size=(80, 24))
+
+
+def test_critical_selected_40x12(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Cards and chart dropped: header and badge, the alerts, the selected one's first fix whole."""
+    _run(snap_compare, "critical", (40, 12))
+
+
+def test_critical_selected_60x20(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """No cards; the chart above the alerts and fixes."""
+    _run(snap_compare, "critical", (60, 20))
+
+
+def test_healthy_40x12(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """No alerts and too short for a chart: the cards full width above one healthy line."""
+    _run(snap_compare, "healthy", (40, 12))

@@ -21,7 +21,7 @@ from textual.events import Resize
 from textual.widgets import Footer, Input, OptionList
 
 from trainwatch.errors import UsageError
-from trainwatch.tui import themes, view
+from trainwatch.tui import layout, screenshot, themes, view
 from trainwatch.tui.messages import AlertChanged
 from trainwatch.tui.model import WatchModel
 from trainwatch.tui.screens.alert_detail import AlertScreen
@@ -62,6 +62,8 @@ class TrainwatchApp(App[int]):
         Binding("slash", "filter", "filter", id="filter"),
         Binding("escape", "close_filter", "close filter", show=False, id="close_filter"),
         Binding("t", "next_theme", "theme", id="theme"),
+        Binding("j", "jump_to_alert", "alert's log line", show=False, id="jump"),
+        Binding("ctrl+s", "screenshot_svg", "screenshot", show=False, id="screenshot"),
     ]
 
     def __init__(self, model: WatchModel, *, theme: str | None = None, refresh_s: float = DEFAULT_REFRESH_S,
@@ -163,6 +165,9 @@ class TrainwatchApp(App[int]):
             self._show_chart()
             alerts = self._q(AlertList)
             alerts.set_alerts(snap.alerts, reading=snap.following)
+            # nothing to show but the healthy line: the chart takes the rows (not while nothing is read:
+            # the notices that say why are in the evidence pane)
+            layout.calm(self.screen_stack[0], not snap.alerts and snap.following)
             self._q(AlertDetail).show(alerts.selected, self._unread())
             self._q(LogPane).show(snap.log_source, snap.log_lines)
             self._q(GpuPanel).show(snap.gpus, snap.metrics, snap.info_lines)
@@ -243,9 +248,7 @@ class TrainwatchApp(App[int]):
         self._layout_for(event.size.width, event.size.height)
 
     def _layout_for(self, width: int, height: int) -> None:
-        main = self.screen_stack[0] if self.screen_stack else self.screen
-        main.set_class(width < 100, "-narrow")
-        main.set_class(height < 30, "-short")
+        layout.apply(self.screen_stack[0] if self.screen_stack else self.screen, width, height)
 
     # -- actions ---------------------------------------------------------------------------------
 
@@ -295,6 +298,9 @@ class TrainwatchApp(App[int]):
         self.refresh_view(force=True)
 
     def action_filter(self) -> None:
+        if self._q("#left").styles.display == "none":  # the layout dropped the cards: nothing to filter
+            self.notify("the metric cards are hidden at this size: widen the terminal to filter them", timeout=3)
+            return
         box = self._q("#filter", Input)
         box.add_class("-shown")
         box.focus()
@@ -304,6 +310,36 @@ class TrainwatchApp(App[int]):
         if box.has_class("-shown"):
             box.remove_class("-shown")
             self._q(MetricList).focus()
+
+    def action_jump_to_alert(self) -> None:
+        """Opens the log pane on the selected alert's source and shows the line it fired on."""
+        alert = self._q(AlertList).selected
+        if alert is None or not alert.line:
+            self.notify("select an alert with a log line first", timeout=2)
+            return
+        pane = self._q(LogPane)
+        pane.add_class("-shown")
+        if self.snapshot is not None and self.snapshot.log_source != alert.source:
+            self.snapshot.log_source = alert.source  # the next copy reads that source's lines
+        self.refresh_view(force=True)
+
+        def jump() -> None:
+            if pane.jump_to_line(alert.line):
+                pane.lines.focus()
+            else:
+                self.notify(f"line {alert.line} is older than the lines kept for the log pane", timeout=3)
+
+        self.call_after_refresh(jump)  # once the pane has its height
+
+    def action_screenshot_svg(self) -> None:
+        """Textual's SVG screenshot into the current folder, never over an existing file; says where."""
+        try:
+            path = screenshot.save(self)
+        except OSError as err:
+            self.notify(f"screenshot not saved: {err.strerror or err}", severity="error", timeout=4,
+                        markup=False)
+        else:
+            self.notify(f"screenshot saved to {path}", title="screenshot", timeout=4, markup=False)
 
     def action_next_theme(self) -> None:
         names = sorted(self._themes)

@@ -18,7 +18,7 @@ from trainwatch.store import Series
 from trainwatch.tui.model import WatchModel
 
 SPARK_POINTS = 120
-LOG_LINES = 100  # more than any log pane shows
+LOG_LINES = 1000  # the log pane scrolls and searches these; an alert's line is usually among them
 # Cards are ordered by the first pattern a metric name matches; unmatched names follow, GPU series last.
 IMPORTANCE = ("loss", "eval_loss", "grad_norm", "lr", "tokens_per_sec", "samples_per_sec", "mfu", "tflops",
               "step_time_ms", "loss_scale", "reward", "reward_std", "rewards/*", "kl", "entropy",

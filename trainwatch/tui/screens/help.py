@@ -14,6 +14,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from trainwatch.tui.widgets.log_pane import LogLines
+
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close", id="help.close")]
@@ -31,7 +33,8 @@ class HelpScreen(ModalScreen[None]):
         self._keys = bindings
 
     def compose(self) -> ComposeResult:
-        body = VerticalScroll(Static(keys_table(self._keys), markup=False), id="help-body")
+        text = Content("\n").join([keys_table(self._keys), Content(""), pane_keys("in the log pane", LogLines.BINDINGS)])
+        body = VerticalScroll(Static(text, markup=False), id="help-body")
         body.border_title = "trainwatch keys"
         body.border_subtitle = "↑↓ scroll · esc closes"
         yield body
@@ -52,6 +55,15 @@ def keys_table(bindings: list[Binding]) -> Content:
     width = max(len(", ".join(keys)) for keys in rows.values()) + 2 if rows else 0
     lines = [Content.assemble((", ".join(keys).ljust(width), "bold $accent"), what) for what, keys in rows.items()]
     return Content("\n").join(lines)
+
+
+def pane_keys(pane: str, bindings: list[Binding]) -> Content:
+    """A panel's own keys on one line (they work while it has the focus), keys sharing an action joined."""
+    rows: dict[str, list[str]] = {}
+    for b in bindings:
+        rows.setdefault(b.description or b.action, []).extend(_pretty(k) for k in b.key.split(","))
+    parts = [Content.assemble(("/".join(keys), "bold $accent"), " ", what) for what, keys in rows.items()]
+    return Content.assemble((pane, "bold"), "\n", Content(" · ").join(parts))
 
 
 _NAMES = {"question_mark": "?", "slash": "/", "escape": "esc", "enter": "enter", "tab": "tab",
