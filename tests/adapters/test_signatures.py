@@ -12,7 +12,7 @@ BRIEF_IDS = {
     "cuda.ecc", "gpu.xid", "fp16.overflow", "data.pad_token", "deepspeed.dummy_optim", "rl.reward_import",
     "rl.generation_batch", "fsdp.weight_2d", "ckpt.checkpoint_error", "rl.bf16_weight_sync",
     "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
-    "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed",
+    "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed", "run.bad_args",
 }
 
 
@@ -34,6 +34,11 @@ def test_ids_are_the_briefs() -> None:
 
 
 ONE_LINERS = [
+    ("oom.host", "[2023-11-08 10:12:41,315] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+                 "'finetune.py', '--local_rank=0'] exits with return code = -9"),
+    ("run.bad_args", "train_bash.py: error: argument --fp16: Truthy value expected: got 1 but expected one of "
+                     "yes/no, true/false, t/f, y/n, 1/0 (case insensitive)."),
+    ("run.bad_args", "finetune.py: error: unrecognized arguments: --lora_rnak 8"),
     ("oom.cuda", "CUDA error: out of memory"),
     ("oom.host", "Killed"),
     ("oom.host", "E0101 12:00:00 api.py:869] failed (exitcode: -9) local_rank: 0 (pid: 4242) of binary: /bin/python"),
