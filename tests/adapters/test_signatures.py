@@ -277,3 +277,17 @@ def test_real_torchrun_failure_example() -> None:
     assert child[0].fields == {"exitcode": 1, "rank": 1, "other_failures": "rank 0 exit -15"}
     assert not [e for e in found if e.signature in ("oom.host", "run.signal")]  # SIGTERM of a sibling is no cause
     assert [e.fields["exception"] for e in found if e.kind == EventKind.TRACEBACK] == ["ChildFailedError"]
+
+
+def test_other_output_between_two_frames_is_not_taken_for_the_exception() -> None:
+    """DeepSpeed prints `Loading extension module utils...` from another rank in the middle of a
+    traceback: the traceback goes on to its real exception line."""
+    lines = ["Traceback (most recent call last):",
+             '  File "train.py", line 10, in <module>',
+             "Loading extension module utils...",
+             "    trainer.train()",
+             '  File "trainer.py", line 99, in train',
+             "    loss.backward()",
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
+    tbs = [e for e in scan(lines + [""]) if e.kind is EventKind.TRACEBACK]
+    assert len(tbs) == 1 and tbs[0].fields["exception"].endswith("OutOfMemoryError")

@@ -31,6 +31,7 @@ RANK_KEY = re.compile(r"\[(?:rank|Rank)\s*(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>
 CHILD_START = re.compile(r"ChildFailedError:\s*$")
 CHILD_TEXT_LINES = 80  # the report's first lines kept as evidence (one entry per failed rank follows)
 ENTRY_START = re.compile(r"^\[\d+\]:\s*$")
+MAX_STRAYS = 3  # other output taken between a traceback's frames before a line must be its exception
 EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:\(([A-Za-z_][\w.]*)\))?(?::\s?(.*))?$")
 SIZE = re.compile(r"^([\d.]+)\s*([KMGT]?)i?B$")
 SIZE_UNITS = {"": 1 / 2**30, "K": 1 / 2**20, "M": 1 / 2**10, "G": 1.0, "T": 2**10}
@@ -156,6 +157,7 @@ class _Traceback:
         self.chained = False  # a chain phrase was seen since the last exception line
         self.signatures: list[str] = []  # known errors found on its lines: they explain it
         self.continued = False  # the last exception line took the line after it as the rest of its message
+        self.strays = 0  # unindented lines inside the frames that were no exception line (other output)
 
     def add(self, line: str) -> None:
         self.count += 1
@@ -362,6 +364,9 @@ class SignatureScanner:
             elif stripped.startswith(TB_START):
                 tb.section_starts()
             tb.add(body)
+            return
+        if EXC_LINE.match(stripped) is None and tb.strays < MAX_STRAYS:
+            tb.strays += 1  # another process's output between two frames ("Loading extension module ...")
             return
         tb.add(body)
         tb.exc_line = stripped
