@@ -181,3 +181,19 @@ def test_an_eval_dict_takes_the_bars_step_when_the_bar_is_newer_than_the_last_di
              "{'eval_loss': nan, 'eval_runtime': 3468.0, 'epoch': 4.41}"]
     got = {s.name: s.step for s in samples(run(HFConsoleAdapter(""), lines))}
     assert got["loss"] == 2000 and got["eval_loss"] == 12000
+
+
+def test_trainer_banners_mark_the_evaluation_and_the_end_of_training() -> None:
+    """`***** Running Evaluation *****` starts an evaluation whose bar counts batches, not steps;
+    `***** train metrics *****` is what log_metrics("train") prints once training has ended."""
+    from trainwatch.adapters.hf_console import HFConsoleAdapter
+    from trainwatch.model import EventKind
+    from tests.adapters.helpers import events, run
+
+    lines = ["***** train metrics *****", "  epoch                    =     0.9997",
+             "  train_loss               =     2.6578", "***** Running Evaluation *****",
+             "  Num examples = 50000", "100%|##########| 3125/3125 [01:34<00:00, 33.23it/s]"]
+    recs = run(HFConsoleAdapter(""), lines)
+    kinds = [e.kind for e in events(recs)]
+    assert EventKind.TRAIN_END in kinds and EventKind.EVAL_START in kinds
+    assert not [e for e in events(recs) if e.kind is EventKind.PROGRESS and e.fields.get("step") == 3125]

@@ -199,6 +199,8 @@ class HFConsoleAdapter(Adapter):
                 if m and int(m.group(1)) > 0:
                     self.logging_steps = int(m.group(1))
                     out.append(Event(EventKind.INFO, self.source, lineno, fields={"logging_steps": self.logging_steps}))
+        if "***** " in line:
+            self._section(line, lineno, out)
         if "ing training from" in line:
             self._resume(line, lineno, out)
         if "aving model checkpoint" in line:
@@ -207,6 +209,16 @@ class HFConsoleAdapter(Adapter):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, step=step, text=line.strip()[:500]))
         self._progress(lineno, out)
         return out
+
+    def _section(self, line: str, lineno: int, out: list[Record]) -> None:
+        """The Trainer's `***** ... *****` banners: an evaluation starting (its bar counts batches, not
+        steps), and `train metrics`, which `log_metrics("train")` prints once training has ended."""
+        if "***** Running Evaluation *****" in line or "***** Running Prediction *****" in line:
+            if not self.in_eval:
+                self.in_eval = True
+                out.append(Event(EventKind.EVAL_START, self.source, lineno, step=self.last_step))
+        elif "***** train metrics *****" in line:
+            out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.last_step, text=line.strip()))
 
     def _dict_line(self, line: str, lineno: int, out: list[Record]) -> None:
         pos = 0
@@ -253,6 +265,8 @@ class HFConsoleAdapter(Adapter):
         desc, n, m = bar
         if desc and not desc.endswith(("]", ")")) and desc.rstrip(":").strip().lower() not in TRAIN_BARS:
             return  # dataset maps, shard loading, ...: not the trainer's bars
+        if self.in_eval and m != self.total:
+            return  # an evaluation's bar counts its batches
         if self.total is None:  # not known yet: the last bar before the first train dict is the trainer's
             self.bar_step, self.bar_total = n, m
             return
