@@ -197,3 +197,18 @@ def test_trainer_banners_mark_the_evaluation_and_the_end_of_training() -> None:
     kinds = [e.kind for e in events(recs)]
     assert EventKind.TRAIN_END in kinds and EventKind.EVAL_START in kinds
     assert not [e for e in events(recs) if e.kind is EventKind.PROGRESS and e.fields.get("step") == 3125]
+
+
+def test_max_steps_inside_the_first_epoch_steps_by_the_data_not_by_the_total() -> None:
+    """Unsloth/Trainer banners say `Num Epochs = 1 | Total steps = 300` when max_steps stops the run at
+    epoch 0.16: an epoch is examples / total batch steps (1869), not 300."""
+    from trainwatch.adapters.hf_console import HFConsoleAdapter
+    from tests.adapters.helpers import run, samples
+
+    lines = ["==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1",
+             "   \\\\   /|    Num examples = 7,473 | Num Epochs = 1 | Total steps = 300",
+             "O^O/ \\_/ \\    Batch size per device = 1 | Gradient accumulation steps = 4",
+             "\\        /    Data Parallel GPUs = 1 | Total batch size (1 x 4 x 1) = 4"]
+    lines += [f"{{'loss': 0.01, 'grad_norm': 0.05, 'learning_rate': 1e-05, 'epoch': {e:.2f}}}" for e in (0.05, 0.1, 0.16)]
+    steps = [x.step for x in samples(run(HFConsoleAdapter(""), lines)) if x.name == "loss"]
+    assert steps[-1] is not None and 290 <= steps[-1] <= 305 and steps == sorted(steps)

@@ -36,7 +36,7 @@ SCORE_BAR = re.compile(r"(?:^|\r)\s*\d+%\|[^|\r\n]{0,400}\|\s*\d+/\d+\s*\[\d")
 BANNER = re.compile(
     r"(?i)\b(num examples|num epochs|total steps|total optimization steps|(?:instantaneous )?batch size per device"
     r"|gradient accumulation steps|num gpus(?: used)?|number of trainable parameters|trainable parameters"
-    r"|total train batch size[^=]*)\s*=\s*`?(\d[\d,]*)"
+    r"|total (?:train )?batch size[^=|]*)\s*=\s*`?(\d[\d,]*)"
 )
 BANNER_FIELDS = {
     "num examples": "num_examples", "num epochs": "num_epochs", "total steps": "total_steps",
@@ -162,6 +162,8 @@ class HFConsoleAdapter(Adapter):
         self.num_epochs: int | None = None
         self.train_count = 0
         self.in_eval = False
+        self.num_examples = 0  # from the banner: with the total batch size, the steps in an epoch
+        self.total_batch = 0
         self.state = _StateSteps(source)
 
     @classmethod
@@ -372,6 +374,9 @@ class HFConsoleAdapter(Adapter):
 
     def _steps_per_epoch(self) -> float | None:
         if self.total and self.num_epochs:
+            by_data = math.ceil(self.num_examples / self.total_batch) if self.num_examples and self.total_batch else 0
+            if by_data and self.total < 0.9 * by_data * self.num_epochs:
+                return float(by_data)  # max_steps ends the run inside its first epoch: the data sets the pace
             return self.total / self.num_epochs
         floor = self.spe_floor
         if self.first_epoch:
@@ -395,8 +400,8 @@ class HFConsoleAdapter(Adapter):
         fields: dict[str, int] = {}
         for name, raw in BANNER.findall(line):
             key = BANNER_FIELDS.get(name.lower().strip())
-            if key is None and name.lower().startswith("total train batch size"):
-                key = "total_batch_size"
+            if key is None and name.lower().startswith(("total train batch size", "total batch size")):
+                key = "total_batch_size"  # the Trainer's `(w. parallel, ...)`, unsloth's `(1 x 4 x 1)`
             if key is None:
                 continue
             try:
@@ -411,6 +416,10 @@ class HFConsoleAdapter(Adapter):
                 self.bar_step = self.bar_total = None  # a bar past the training's end was not the trainer's
         if "num_epochs" in fields:
             self.num_epochs = fields["num_epochs"]
+        if fields.get("num_examples", 0) > 0:
+            self.num_examples = fields["num_examples"]
+        if fields.get("total_batch_size", 0) > 0:
+            self.total_batch = fields["total_batch_size"]
         out.append(Event(EventKind.INFO, self.source, lineno, text=line.strip()[:500], fields=fields))
 
     def _resume(self, line: str, lineno: int, out: list[Record]) -> None:
