@@ -65,9 +65,9 @@ def metrics_of(engine: Engine, source: str) -> dict[str, dict[str, Any]]:
 def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto: bool) -> dict[str, Any]:
     """The JSON report; its fields are documented in the README and only ever grow."""
     code = exit_code(engine)
-    if code == 0 and not any(JUDGED.search(series.name) for series in engine.store):
-        code = 3  # nothing that says how training went was read: unknown, not healthy
     alerts = engine.alerts(inhibited=False)  # what a live follower was told; echoes are listed apart
+    if code == 0 and not alerts and not any(JUDGED.search(series.name) for series in engine.store):
+        code = 3  # nothing that says how training went was read, and nothing was found: unknown
     everything = engine.alerts()
     echoes = [a for a in everything if not a.told and not a.retracted]
     withdrawn = [a for a in everything if a.retracted]
