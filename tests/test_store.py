@@ -50,7 +50,8 @@ def test_losses_named_by_their_averaging_are_the_train_or_eval_loss() -> None:
     from trainwatch.names import Canonicalizer
 
     c = Canonicalizer()
-    assert [c(k) for k in ("EPOCH loss", "Avg.Loss", "Average Train Loss", "mean val loss", "Epoch validation loss")] \
-        == ["loss", "loss", "loss", "eval_loss", "eval_loss"]
+    assert [c(k) for k in ("EPOCH loss", "Avg.Loss", "Average Train Loss", "mean val loss", "Epoch validation loss",
+                           "loss/train", "loss/val", "loss_val_epoch")] \
+        == ["loss", "loss", "loss", "eval_loss", "eval_loss", "loss", "eval_loss", "eval_loss"]
     assert [c(k) for k in ("Task Loss", "kl_loss", "train/box_loss", "loss_scale")] \
         == ["Task Loss", "kl_loss", "train/box_loss", "loss_scale"]

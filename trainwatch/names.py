@@ -11,6 +11,8 @@ import yaml
 # `mean val loss`) is still the train or eval loss: the alias table cannot list every spelling.
 _QUALIFIERS = r"(?:(?:epoch|avg|average|mean|running|smoothed|total|batch|step|iter|iteration|overall)[ _.]+)*"
 _TRAIN_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:train(?:ing)?[ _.]+)?" + _QUALIFIERS + r"loss$")
+_LOSS_TRAIN = re.compile(r"^loss[/_. ](?:train|training)(?:[/_. ](?:epoch|step))?$")  # Lightning's `loss/train`
+_LOSS_EVAL = re.compile(r"^loss[/_. ](?:val|valid|validation|eval|test|dev)(?:[/_. ](?:epoch|step))?$")
 _EVAL_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:val|valid|validation|eval|evaluation|dev|test)[ _.]+"
                         + _QUALIFIERS + r"loss$")
 
@@ -47,8 +49,8 @@ class Canonicalizer:
 def _by_shape(key: str) -> str | None:
     if "loss" not in key:
         return None
-    if _EVAL_LOSS.match(key):
+    if _EVAL_LOSS.match(key) or _LOSS_EVAL.match(key):
         return "eval_loss"
-    if _TRAIN_LOSS.match(key):
+    if _TRAIN_LOSS.match(key) or _LOSS_TRAIN.match(key):
         return "loss"
     return None

@@ -227,3 +227,15 @@ def test_metrics_in_a_bar_description_and_a_test_set_line_per_epoch() -> None:
     got = [(canon(x.name), x.step, x.value) for x in samples(run(KeyValueAdapter(""), lines))]
     assert [(s, v) for n, s, v in got if n == "loss"] == [(1, 5.0), (2, 4.0), (3, 3.0)]
     assert [(s, v) for n, s, v in got if n == "eval_loss"] == [(1, 4.5), (2, 3.5), (3, 2.5)]
+
+
+def test_keras_callback_messages_are_no_metrics_and_early_stopping_ends_the_run() -> None:
+    lines = ["Epoch 1/10", " - 2s - loss: 0.1200 - val_loss: 0.1024",
+             "Epoch 00000: val_loss improved from inf to 0.10237, saving model to ./weights.00.hdf5",
+             "Epoch 2/10", " - 1s - loss: 0.0100 - val_loss: 0.0093",
+             "Epoch 00001: val_loss did not improve",
+             "Epoch 00001: ReduceLROnPlateau reducing learning rate to 0.0005.",
+             "Epoch 00001: early stopping"]
+    recs = run(KeyValueAdapter(""), lines)
+    assert {x.name for x in samples(recs)} == {"loss", "val_loss"}
+    assert [e.kind for e in events(recs)].count(EventKind.TRAIN_END) == 1

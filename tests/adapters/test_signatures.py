@@ -88,6 +88,10 @@ ONE_LINERS = [
     ("run.bad_args", "train_bash.py: error: argument --fp16: Truthy value expected: got 1 but expected one of "
                      "yes/no, true/false, t/f, y/n, 1/0 (case insensitive)."),
     ("run.bad_args", "finetune.py: error: unrecognized arguments: --lora_rnak 8"),
+    ("oom.host", "/home/u/.lsbatch/1586903179.shell: line 12: 24905 Killed                  python main.py"),
+    ("oom.host", "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit."),
+    ("oom.host", "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have "
+                 "been killed by the cgroup out-of-memory handler."),
 ]
 
 
@@ -121,13 +125,13 @@ def test_oom_new_wording_figures_in_gib() -> None:
 
 
 def test_figures_of_the_new_signatures() -> None:
-    (cpu,) = errors([ONE_LINERS[-6][1]])
+    (cpu,) = errors([ONE_LINERS[-9][1]])
     assert cpu.fields == {"tried_gib": 20.0}
-    (abi,) = errors([ONE_LINERS[-10][1]])
+    (abi,) = errors([ONE_LINERS[-13][1]])
     assert abi.fields == {"library": "flash_attn_2_cuda", "symbol": "_ZN3c104cuda9SetDeviceEi"}
-    (comp,) = errors([ONE_LINERS[-9][1]])
+    (comp,) = errors([ONE_LINERS[-12][1]])
     assert comp.fields == {"backend": "inductor"}
-    (disk,) = errors([ONE_LINERS[-13][1]])
+    (disk,) = errors([ONE_LINERS[-16][1]])
     assert disk.fields == {"file": "data/5", "rank": 0}
 
 

@@ -43,6 +43,10 @@ BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM +
 # `Epoch 3/20` alone on its line: Keras' fit, and PyTorch's transfer-learning tutorial (`Epoch 0/24`,
 # then `train Loss: .. Acc: ..` and `val Loss: ..`), sometimes after a model's name (`resnet-50 - Epoch 0/49`)
 KERAS_EPOCH = re.compile(r"^(?:[\w.\-]{1,40}\s+-\s+)?Epoch (\d+)/(\d+)\s*$")
+# Keras callbacks: `Epoch 00002: val_loss improved from 0.00093 to 0.00091, saving model to ...`,
+# `Epoch 00005: early stopping`, `Epoch 00012: ReduceLROnPlateau reducing learning rate to 0.0005.`
+KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not improve)|early stopping|"
+                            r"ReduceLROnPlateau|saving model)")
 # torchvision/DeiT/DETR's MetricLogger: `Epoch: [1]  [7500/9465]  eta: ...  loss: 0.9978 (1.1933)`,
 # `Test:  [ 50/157]  ...`; and the PyTorch tutorial's `[30,  2200] loss: 1.344` (epoch, batch)
 LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
@@ -220,6 +224,10 @@ class KeyValueAdapter(Adapter):
             text = LEVEL_TOKEN.sub("", text, count=1)
         if text[:1] in "IWDE":
             text = LEVEL_WORD.sub("", text, count=1)
+        if text[:6] == "Epoch " and (cb := KERAS_CALLBACK.match(text)) is not None:
+            if cb.group("what").startswith("early stopping"):  # EarlyStopping ended the fit on purpose
+                out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.printed_step, text=text[:500]))
+            return out  # ModelCheckpoint / ReduceLROnPlateau messages: numbers, but no metrics
         if "Epoch " in text[:48] and (m := KERAS_EPOCH.match(text)) is not None:
             self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
             return out
