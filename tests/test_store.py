@@ -55,3 +55,13 @@ def test_losses_named_by_their_averaging_are_the_train_or_eval_loss() -> None:
         == ["loss", "loss", "loss", "eval_loss", "eval_loss", "loss", "eval_loss", "eval_loss"]
     assert [c(k) for k in ("Task Loss", "kl_loss", "train/box_loss", "loss_scale")] \
         == ["Task Loss", "kl_loss", "train/box_loss", "loss_scale"]
+
+
+def test_rl_trainers_metric_names_reach_the_rl_rules() -> None:
+    """verl logs `critic/score/mean`, `actor/entropy`, `response_length/mean`; TRL PPO `objective/kl`."""
+    from trainwatch.names import Canonicalizer
+
+    c = Canonicalizer()
+    assert [c(k) for k in ("critic/score/mean", "actor/entropy", "actor/kl_loss", "objective/kl",
+                           "response_length/mean", "response_length/clip_ratio")] \
+        == ["reward", "entropy", "kl", "kl", "completions/mean_length", "completions/clipped_ratio"]
