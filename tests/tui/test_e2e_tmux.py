@@ -171,3 +171,18 @@ def test_exit_on_closes_the_dashboard_with_the_severity(tmp_path: Path) -> None:
         assert tm("display-message", "-p", "-t", "tw", "#{alternate_on}").strip() == "0"
     finally:
         tm("kill-server")
+
+
+def test_a_bad_alert_log_is_one_line_before_any_dashboard(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(BACKLOG, encoding="utf-8")
+    tm = Tmux("xterm-256color", tmp_path / "tmux.conf")
+    status = _start(tm, tmp_path, "xterm-256color", "run.log", (120, 40), "--alert-log", "no/such/dir/a.jsonl")
+    try:
+        tm.wait_for(lambda t: status.exists(), 30, "the process to exit")
+        assert status.read_text().strip() == "3"
+        screen = tm.capture()
+        assert "trainwatch: error: no/such/dir/a.jsonl: cannot open the alert log" in screen
+        assert "Traceback" not in screen and "quit" not in screen  # no dashboard was drawn
+    finally:
+        tm("kill-server")
