@@ -148,7 +148,6 @@ class Alert:
     last_seen_at: float = 0.0
     resolved_at: float | None = None
     count: int = 1
-    acknowledged: bool = False
     found_step: int | None = None  # where the evidence became enough: the step it fired at
     last_step: int | None = None  # the latest step the condition was seen to hold
     last_value: float | None = None  # the rule's value at that step, when it gives one

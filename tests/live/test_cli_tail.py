@@ -175,6 +175,7 @@ def test_hanging_or_missing_hook_does_not_block_alerts(tmp_path: Path) -> None:
     t2 = Tail(str(log), "--on-alert", "no-such-command-xyz", "--exit-on", "critical", cwd=tmp_path)
     t2.wait_line("loss.nonfinite")
     assert t2.finish() == 2
+    t2.wait_err("alert hook command not found: no-such-command-xyz")  # the sink's notice, on stderr
 
 
 def test_tui_path_is_reported_when_unavailable_or_bad_usage(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ async def test_critical_alert_badge_detail_and_fixes_in_order() -> None:
 
 async def test_acknowledge_hides_from_badge_but_keeps_in_list() -> None:
     model = fixtures.critical()
+    before = [a.to_dict() for a in model.engine.book.all()]
     app = app_for(model)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
@@ -59,7 +60,10 @@ async def test_acknowledge_hides_from_badge_but_keeps_in_list() -> None:
         await pilot.pause()
         assert app.snapshot.badge == "OK"  # type: ignore[union-attr]
         assert len(app.snapshot.alerts) == 2 and all(a.acknowledged for a in app.snapshot.alerts)  # type: ignore[union-attr]
-        assert all(a.acknowledged for a in model.engine.book.all())
+        # acknowledgement is the app's own state: the engine's alerts (and what sinks get) are unchanged
+        assert app.acknowledged == {a.fingerprint for a in model.engine.book.all()}
+        assert [a.to_dict() for a in model.engine.book.all()] == before
+        assert not any(hasattr(a, "acknowledged") for a in model.engine.book.all())
         assert "[ack]" in screen_text(app)
 
 

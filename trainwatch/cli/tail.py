@@ -3,7 +3,8 @@
 Headless, it reads the backlog first, then follows; it ends when every run has ended, on
 --exit-on, or on SIGINT/SIGTERM, and exits with the worst severity seen (0/1/2). With --daemon it
 keeps following after a run ends (a systemd service, say). The dashboard stays open until `q` (or,
-with --until-done, until every run has ended) and exits the same way. Without a terminal on stdin
+with --until-done, until every run has ended, or on --exit-on) and exits the same way. Both attach
+the same Sinks (--alert-log, --on-alert, --exit-on), built here before either starts. Without a terminal on stdin
 and stdout (cron, nohup, `> file`) the dashboard would write escape codes into a file, so `tail`
 falls back to headless output and says so on stderr.
 """
@@ -17,11 +18,11 @@ import threading
 import time
 from typing import Any
 
-from trainwatch.alerts import AlertChange
 from trainwatch.cli import EXIT_UNKNOWN
 from trainwatch.cli.check import add_engine_options
 from trainwatch.errors import UsageError
 from trainwatch.model import AlertState, Severity
+from trainwatch.sinks.fanout import Sinks
 from trainwatch.sinks.printer import Printer, stamp
 
 # The bundled themes (themes/*.yaml); named here because importing the TUI for --help would load
@@ -78,10 +79,14 @@ def run(args: argparse.Namespace) -> int:
         print("trainwatch: no terminal on stdin and stdout: alerts are printed as lines (as with --headless)",
               file=sys.stderr)
         args.headless = True
-    watcher = build_watcher(args)
-    if not args.headless:
-        return _tui(watcher, args)
-    return Headless(watcher, args).run()
+    sinks = Sinks.from_args(args)  # a bad --alert-log or --on-alert is one line, before any screen
+    try:
+        watcher = build_watcher(args)
+        if not args.headless:
+            return _tui(watcher, args, sinks)
+        return Headless(watcher, args, sinks).run()
+    finally:
+        sinks.close()  # the watcher has stopped: no alert comes after this
 
 
 def is_terminal() -> bool:
@@ -102,7 +107,7 @@ def build_watcher(args: argparse.Namespace) -> Any:
                    poll_interval=args.poll_interval, params=args.params)
 
 
-def _tui(watcher: Any, args: argparse.Namespace) -> int:
+def _tui(watcher: Any, args: argparse.Namespace, sinks: Any = None) -> int:
     try:
         from trainwatch.tui.app import run_tui
     except ModuleNotFoundError as exc:
@@ -110,35 +115,29 @@ def _tui(watcher: Any, args: argparse.Namespace) -> int:
             print("trainwatch: error: the TUI is not available in this build; use --headless", file=sys.stderr)
             return EXIT_UNKNOWN
         raise
-    rc = int(run_tui(watcher, args))
-    return rc if rc else exit_code(watcher)  # as headless: the worst severity seen (acknowledged or not)
+    rc = int(run_tui(watcher, args, sinks))
+    # as headless, also after --exit-on closed it: the worst severity seen (acknowledged or not)
+    return rc if rc else exit_code(watcher)
 
 
 class Headless:
-    """The headless loop: sinks attached to the watcher, then wait for an end condition."""
+    """The headless loop: the printer and the shared sinks attached to the watcher, then wait for an end
+    condition (every run ended, --exit-on, a signal)."""
 
-    def __init__(self, watcher: Any, args: argparse.Namespace) -> None:
+    def __init__(self, watcher: Any, args: argparse.Namespace, sinks: Sinks | None = None) -> None:
         self.watcher = watcher
         self.args = args
         self.printer = Printer(sys.stdout, as_json=args.json, fixes=not args.no_fixes)
+        self.sinks = sinks
         self.done = threading.Event()
         self.signalled: int | None = None
-        self.alert_log = None
-        self.hooks = None
         self.hopeless = False
 
     def run(self) -> int:
-        from trainwatch.sinks.alert_log import AlertLog
-        from trainwatch.sinks.hooks import HookRunner
-
-        info = self._info
-        if self.args.alert_log:
-            self.alert_log = AlertLog(self.args.alert_log, notice=info)
-        if self.args.on_alert:
-            self.hooks = HookRunner(self.args.on_alert, min_severity=self.args.on_alert_severity,
-                                    timeout=self.args.hook_timeout, notice=info)
-        self.watcher.add_info_listener(info)
-        self.watcher.add_listener(self._alert)
+        self.watcher.add_info_listener(self._info)
+        self.watcher.add_listener(self.printer.alert)  # printed first, then logged, hooked, exit-on checked
+        if self.sinks is not None:
+            self.sinks.attach(self.watcher, on_exit=lambda severity: self.done.set(), notice=self._info)
         old = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             self.watcher.start()
@@ -147,10 +146,6 @@ class Headless:
             self.watcher.stop()
             for s, h in old.items():
                 signal.signal(s, h)
-            if self.hooks is not None:
-                self.hooks.stop()
-            if self.alert_log is not None:
-                self.alert_log.close()
         if self.hopeless:
             print("trainwatch: error: nothing left to follow: every path given was given up on (see above)",
                   file=sys.stderr)
@@ -171,17 +166,6 @@ class Headless:
             if next_status is not None and time.monotonic() >= next_status:
                 self.printer.status(self._status())
                 next_status = time.monotonic() + every
-
-    def _alert(self, change: AlertChange) -> None:
-        """On the engine thread: print, log, hand to the hook (none of which may block for long)."""
-        self.printer.alert(change)
-        if self.alert_log is not None:
-            self.alert_log.write(change)
-        if self.hooks is not None:
-            self.hooks.submit(change)
-        exit_on = self.args.exit_on
-        if exit_on is not None and change.state is AlertState.FIRING and change.alert.severity >= exit_on:
-            self.done.set()
 
     def _info(self, text: str) -> None:
         self.printer.info(text, sys.stderr)

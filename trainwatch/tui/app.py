@@ -21,8 +21,9 @@ from textual.events import Resize
 from textual.widgets import Footer, Input, OptionList
 
 from trainwatch.errors import UsageError
+from trainwatch.sinks.fanout import Sinks
 from trainwatch.tui import layout, screenshot, themes, view
-from trainwatch.tui.messages import AlertChanged
+from trainwatch.tui.messages import AlertChanged, ExitOn, SinkNotice
 from trainwatch.tui.model import WatchModel
 from trainwatch.tui.screens.alert_detail import AlertScreen
 from trainwatch.tui.screens.help import HelpScreen
@@ -68,9 +69,11 @@ class TrainwatchApp(App[int]):
 
     def __init__(self, model: WatchModel, *, theme: str | None = None, refresh_s: float = DEFAULT_REFRESH_S,
                  clock: Callable[[], float] = time.monotonic, start_model: bool = True,
-                 until_done: bool = False) -> None:
+                 until_done: bool = False, sinks: Sinks | None = None) -> None:
         super().__init__()
         self.model = model
+        self.sinks = sinks  # --alert-log, --on-alert, --exit-on: the same outlets as headless
+        self.acknowledged: set[str] = set()  # fingerprints the user acknowledged: the app's, not the engine's
         self.until_done = until_done  # --until-done: close once every run has ended
         self.clock = clock
         self.refresh_s = max(0.05, min(10.0, refresh_s))
@@ -113,6 +116,9 @@ class TrainwatchApp(App[int]):
         if self.size.height >= 32:
             self._q(LogPane).add_class("-shown")
         self.model.add_listener(self._on_engine_change)
+        if self.sinks is not None:  # engine thread -> messages: never touch widgets from there
+            self.sinks.attach(self.model, on_exit=lambda sev: self.post_message(ExitOn(sev)),
+                              notice=lambda text: self.post_message(SinkNotice(text)))
         if self.start_model:
             self.model.start()  # reads the backlog: what fires meanwhile is history, not news
         self.toaster.watching = True
@@ -140,6 +146,12 @@ class TrainwatchApp(App[int]):
         if not message.backlog and not self.paused:
             self.toaster.fired(message.change)
 
+    def on_exit_on(self, message: ExitOn) -> None:
+        self.exit()  # the caller turns a clean exit into the worst severity seen, as headless does
+
+    def on_sink_notice(self, message: SinkNotice) -> None:
+        self.notify(message.text, title="alert outlet", severity="warning", timeout=6, markup=False)
+
     def refresh_view(self, force: bool = False) -> None:
         """Reads engine state only when its version changed; always keeps the clock text current."""
         if self.until_done and self.model.finished.is_set():
@@ -159,7 +171,7 @@ class TrainwatchApp(App[int]):
         if force or self._dirty or v != self._version or self.snapshot is None:
             self._version, self._dirty = v, False
             snap = view.take(self.model, selected=metrics.selected_key, log_source=log_src or None,
-                             cache=self._cache)
+                             cache=self._cache, acknowledged=frozenset(self.acknowledged))
             self.snapshot = snap
             metrics.set_metrics(snap.metrics)
             self._show_chart()
@@ -292,8 +304,7 @@ class TrainwatchApp(App[int]):
             self._acknowledge(alert)
 
     def _acknowledge(self, alert: view.AlertView) -> None:
-        with self.model.lock:
-            alert.ref.acknowledged = not alert.ref.acknowledged
+        self.acknowledged ^= {alert.fingerprint}  # toggles; the engine's alerts are left as they are
         self._dirty = True
         self.refresh_view(force=True)
 
@@ -348,12 +359,12 @@ class TrainwatchApp(App[int]):
         self.notify(f"theme: {self.theme}", timeout=2)
 
 
-def run_tui(watcher: WatchModel, args: argparse.Namespace) -> int:
+def run_tui(watcher: WatchModel, args: argparse.Namespace, sinks: Sinks | None = None) -> int:
     """Runs the app over a Watcher until the user quits (or, with --until-done, every run has ended);
-    starts and stops the watcher. Returns the app's own code (0 unless it failed); the caller turns
+    starts and stops the watcher; `sinks` (the caller's, closed by it) get every alert change. Returns the app's own code (0 unless it failed); the caller turns
     a clean quit into the worst severity seen."""
     app = TrainwatchApp(watcher, theme=getattr(args, "theme", None),
                         refresh_s=float(getattr(args, "refresh", None) or DEFAULT_REFRESH_S),
-                        until_done=bool(getattr(args, "until_done", False)))
+                        until_done=bool(getattr(args, "until_done", False)), sinks=sinks)
     result = app.run()
     return int(result or app.return_code or 0)  # a crash keeps Textual's own non-zero code

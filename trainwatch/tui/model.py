@@ -1,6 +1,6 @@
 """What the TUI reads: the Watcher's shape as a Protocol, and an engine-backed stand-in for tests.
 
-The app never mutates the engine except for `Alert.acknowledged`, and only under `lock`.
+The app never mutates the engine: acknowledgements are the app's own set of fingerprints.
 No Textual import here.
 """
 

@@ -48,8 +48,7 @@ class MetricView:
 
 @dataclass(frozen=True)
 class AlertView:
-    ref: Alert  # to acknowledge it (under the lock)
-    fingerprint: str
+    fingerprint: str  # what the app's acknowledgements are keyed by
     rule: str
     severity: Severity
     title: str
@@ -62,7 +61,7 @@ class AlertView:
     count: int
     evidence: dict[str, Any]
     fixes: tuple[str, ...]
-    acknowledged: bool
+    acknowledged: bool  # by the user, in this app (the engine's alert knows nothing of it)
     inhibited: bool  # firing, but held quiet by inhibition: another firing alert explains it
     told: bool = True  # False: inhibition kept it quiet for as long as it fired
 
@@ -150,9 +149,8 @@ def version(model: WatchModel, log_source: str) -> tuple[int, ...]:
         eng = model.engine
         samples = sum(s.count for s in eng.store)
         events = sum(s.events for s in eng.sources.values())
-        acks = sum(1 for a in eng.book.all() if a.acknowledged)
         last = model.recent_lines(log_source, 1) if log_source else []
-        return (samples, events, eng.changes, acks, last[0][0] if last else -1, len(model.info_lines))
+        return (samples, events, eng.changes, last[0][0] if last else -1, len(model.info_lines))
 
 
 class ViewCache:
@@ -168,12 +166,13 @@ class ViewCache:
 
 
 def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str | None,
-         cache: ViewCache | None = None) -> Snapshot:
-    """Copies what the screen shows. Holds the lock only for the copying."""
+         cache: ViewCache | None = None, acknowledged: frozenset[str] = frozenset()) -> Snapshot:
+    """Copies what the screen shows. Holds the lock only for the copying. `acknowledged`: the
+    fingerprints the user acknowledged, the app's own state."""
     cache = cache if cache is not None else ViewCache()
     with model.lock:
         eng = model.engine
-        alerts = [_alert_view(a, eng.book.is_inhibited(a)) for a in eng.book.all()]
+        alerts = [_alert_view(a, eng.book.is_inhibited(a), a.fingerprint in acknowledged) for a in eng.book.all()]
         series = [s for s in eng.store]
         # as `tail`'s exit code counts it: a source says something once a metric or an event came of it
         read = {s.source for s in series if s.count} | {s.name for s in eng.sources.values() if s.events}
@@ -210,12 +209,12 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                         finished=model.finished.is_set(), times=times)
 
 
-def _alert_view(a: Alert, inhibited: bool) -> AlertView:
+def _alert_view(a: Alert, inhibited: bool, acknowledged: bool) -> AlertView:
     f = a.finding
-    return AlertView(ref=a, fingerprint=a.fingerprint, rule=a.rule, severity=a.severity, title=a.title,
+    return AlertView(fingerprint=a.fingerprint, rule=a.rule, severity=a.severity, title=a.title,
                      message=f.message, state=a.state, source=f.source, subject=f.subject, step=a.first_step,
                      line=a.first_line, count=a.count, evidence=dict(f.evidence), fixes=tuple(a.fixes),
-                     acknowledged=a.acknowledged, inhibited=inhibited, told=a.told)
+                     acknowledged=acknowledged, inhibited=inhibited, told=a.told)
 
 
 def _alert_order(alerts: list[AlertView]) -> list[AlertView]:
