@@ -23,6 +23,14 @@ LOG_LINES = 1000  # the log pane scrolls and searches these; an alert's line is 
 IMPORTANCE = ("loss", "eval_loss", "grad_norm", "lr", "tokens_per_sec", "samples_per_sec", "mfu", "tflops",
               "step_time_ms", "loss_scale", "reward", "reward_std", "rewards/*", "kl", "entropy",
               "frac_reward_zero_std", "completions/*", "clip_ratio*", "perplexity", "epoch", "num_tokens")
+# The small charts beside the main one on a wide terminal: the preset's key metrics, those that exist.
+GRID_METRICS: dict[str, tuple[str, ...]] = {
+    "grpo": ("reward", "kl", "entropy", "loss", "grad_norm", "completions/mean_length"),
+    "ebft": ("reward", "kl", "entropy", "loss", "grad_norm", "lr"),
+}
+DEFAULT_GRID = ("loss", "eval_loss", "grad_norm", "lr", "learning_rate", "tokens_per_sec", "samples_per_sec",
+                "mfu", "step_time_ms")
+GRID_SIZE = 6
 STALL_RULES = ("hang.stall", "hang.stopped", "hang.collective")
 WAITING_FACT = "waiting"  # set by the live watcher on a source it knows of but does not read yet
 
@@ -113,6 +121,7 @@ class Snapshot:
     chart: ChartSeries | None
     finished: bool = False
     times: tuple[float | None, float | None] = (None, None)  # first and last timestamp the log printed
+    grid: tuple[ChartSeries, ...] = ()  # the small charts' series, when asked for (a wide terminal)
 
     @property
     def following(self) -> bool:
@@ -165,11 +174,12 @@ class ViewCache:
     def __init__(self) -> None:
         self.metrics: dict[tuple[str, str], tuple[tuple[Any, ...], MetricView]] = {}
         self.chart: tuple[tuple[Any, ...], ChartSeries] | None = None
+        self.grid: dict[tuple[str, str], tuple[tuple[Any, ...], ChartSeries]] = {}
 
 
 def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str | None,
-         cache: ViewCache | None = None) -> Snapshot:
-    """Copies what the screen shows. Holds the lock only for the copying."""
+         cache: ViewCache | None = None, grid: bool = False) -> Snapshot:
+    """Copies what the screen shows. Holds the lock only for the copying; the grid's series only if asked."""
     cache = cache if cache is not None else ViewCache()
     with model.lock:
         eng = model.engine
@@ -186,6 +196,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
         if chosen is None or eng.store.get(chosen[1], chosen[0]) is None:
             chosen = None
         chart = None
+        small: tuple[ChartSeries, ...] = ()
         if metrics:
             metrics.sort(key=_order)
             key = chosen or metrics[0].key
@@ -200,6 +211,9 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                 else:
                     chart = _chart(s, ev, steps)
                     cache.chart = (ckey, chart)
+            if grid:
+                src_of = key[0] if key[0] != "gpu" else metrics[0].source  # GPU series have no key metrics
+                small = _grid(eng, src_of, alerts, {m.name for m in metrics}, cache)
         names = [s.name for s in sources if s.name != "gpu"]
         src = log_source if log_source in names else (names[0] if names else "")
         lines = model.recent_lines(src, LOG_LINES) if src else []
@@ -207,7 +221,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
         return Snapshot(preset=eng.config.preset, sources=[s for s in sources if s.name != "gpu"],
                         metrics=metrics, alerts=_alert_order(alerts), gpus=model.gpu_devices(),
                         info_lines=list(model.info_lines), log_source=src, log_lines=lines, chart=chart,
-                        finished=model.finished.is_set(), times=times)
+                        finished=model.finished.is_set(), times=times, grid=small)
 
 
 def _alert_view(a: Alert, inhibited: bool) -> AlertView:
@@ -291,6 +305,29 @@ def _chart(s: Series, ev: Series | None, steps: tuple[int, ...]) -> ChartSeries:
     return ChartSeries(name=s.name, recent=tuple((p.step, p.value) for p in s.recent),
                        buckets=buckets, eval_points=tuple((p.step, p.value) for p in ev.recent) if ev else (),
                        alert_steps=steps)
+
+
+def _grid(eng: Any, source: str, alerts: list[AlertView], known: set[str], cache: ViewCache
+          ) -> tuple[ChartSeries, ...]:
+    """The preset's key metrics of one source (the selected metric's), each copied only when it changed.
+
+    An unchanged series keeps its ChartSeries object, so its small chart is not redrawn.
+    """
+    out: list[ChartSeries] = []
+    for name in GRID_METRICS.get(eng.config.preset, DEFAULT_GRID):
+        s = eng.store.get(name, source)
+        if s is None or not s.count:
+            continue
+        steps = _alert_steps(s, alerts, known)
+        key = (s.count, steps)
+        hit = cache.grid.get((source, name))
+        if hit is None or hit[0] != key:
+            hit = (key, _chart(s, None, steps))
+            cache.grid[(source, name)] = hit
+        out.append(hit[1])
+        if len(out) == GRID_SIZE:
+            break
+    return tuple(out)
 
 
 def _times(series: list[Series]) -> tuple[float | None, float | None]:

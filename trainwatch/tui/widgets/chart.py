@@ -17,12 +17,13 @@ from textual.content import Content
 from textual.widget import Widget
 
 from trainwatch.tui import charts
+from trainwatch.tui.themes import metric_var
 from trainwatch.tui.view import ChartSeries
 from trainwatch.tui.widgets.styles import retitle
 
-# Theme variables giving each layer's colour to plotext; the raw curve is the foreground, faded.
-LAYER_VAR = {charts.MA: "secondary", charts.EMA: "primary", charts.EVAL: "accent", charts.ALERT: "warning",
-             charts.NAN: "error"}
+# Theme variables giving each layer's colour to plotext; the raw curve is the foreground, faded. The
+# EMA curve takes the metric's own colour (themes.metric_var) and the moving average a dimmer shade of it.
+LAYER_VAR = {charts.EVAL: "accent", charts.ALERT: "warning", charts.NAN: "error"}
 RECENT_WINDOW = 300  # points in the recent view; `w` switches to the whole run
 
 
@@ -101,6 +102,9 @@ class MetricChart(Widget, can_focus=True):
             out[charts.AXIS] = bg.blend(fg, 0.6).rgb
             for layer, var in LAYER_VAR.items():
                 out[layer] = Color.parse(v[var]).rgb
+            hue = Color.parse(v[metric_var(self.series.name if self.series else "")])
+            out[charts.EMA] = hue.rgb
+            out[charts.MA] = bg.blend(hue, 0.6).rgb
         except Exception:  # an odd theme value: plotext's defaults for the rest
             pass
         return out
