@@ -65,3 +65,8 @@ def test_critical_selected_60x20(snap_compare) -> None:  # type: ignore[no-untyp
 def test_healthy_40x12(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """No alerts and too short for a chart: the cards full width above one healthy line."""
     _run(snap_compare, "healthy", (40, 12))
+
+
+def test_critical_grid_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Wide: the key metrics' small charts beside the main chart, each in its metric's colour."""
+    _run(snap_compare, "critical", (200, 60))

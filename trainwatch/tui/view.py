@@ -31,6 +31,7 @@ GRID_METRICS: dict[str, tuple[str, ...]] = {
 DEFAULT_GRID = ("loss", "eval_loss", "grad_norm", "lr", "learning_rate", "tokens_per_sec", "samples_per_sec",
                 "mfu", "step_time_ms")
 GRID_SIZE = 6
+SMALL_POINTS = 300  # a small chart draws the main chart's recent window (chart.RECENT_WINDOW)
 STALL_RULES = ("hang.stall", "hang.stopped", "hang.collective")
 WAITING_FACT = "waiting"  # set by the live watcher on a source it knows of but does not read yet
 
@@ -299,7 +300,13 @@ def _alert_steps(s: Series, alerts: list[AlertView], known: set[str]) -> tuple[i
                                                    and a.evidence.get("metric") not in known))}))
 
 
-def _chart(s: Series, ev: Series | None, steps: tuple[int, ...]) -> ChartSeries:
+def _chart(s: Series, ev: Series | None, steps: tuple[int, ...], recent: int | None = None) -> ChartSeries:
+    """The chart's copy of a series; with `recent`, only that many last points and no whole-run buckets
+    (the small charts draw the recent window only, so they copy no more)."""
+    if recent is not None:
+        pts = [(p.step, p.value) for p in islice(reversed(s.recent), recent)]
+        pts.reverse()
+        return ChartSeries(name=s.name, recent=tuple(pts), buckets=(), eval_points=(), alert_steps=steps)
     buckets = tuple((b.first_step, b.last_step, b.minimum, b.maximum, b.mean if b.finite else b.last, b.nonfinite)
                     for b in s.whole_run())
     return ChartSeries(name=s.name, recent=tuple((p.step, p.value) for p in s.recent),
@@ -322,7 +329,7 @@ def _grid(eng: Any, source: str, alerts: list[AlertView], known: set[str], cache
         key = (s.count, steps)
         hit = cache.grid.get((source, name))
         if hit is None or hit[0] != key:
-            hit = (key, _chart(s, None, steps))
+            hit = (key, _chart(s, None, steps, recent=SMALL_POINTS))
             cache.grid[(source, name)] = hit
         out.append(hit[1])
         if len(out) == GRID_SIZE:
