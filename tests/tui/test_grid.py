@@ -1,10 +1,14 @@
-"""Pilot tests: the small charts of the key metrics (wide terminals only) and one colour per metric."""
+"""Pilot tests: the small charts of the key metrics (wide terminals only), one colour per metric, and
+the other ranks of a run drawn over the selected metric."""
 
 from __future__ import annotations
 
 from textual.color import Color
 
 from tests.tui import fixtures
+from trainwatch.engine import Engine
+from trainwatch.model import Event, EventKind, Sample
+from trainwatch.tui.model import EngineModel
 from trainwatch.tui import charts, view
 from trainwatch.tui.app import TrainwatchApp
 from trainwatch.tui.themes import METRIC_VARS, metric_var
@@ -95,3 +99,66 @@ async def test_card_sparkline_small_chart_and_main_curve_share_the_metric_colour
         assert main.colors()[charts.EMA] == Color.parse(variables[metric_var("loss")]).rgb
         grad = next(c for c in app.query(SmallChart) if c.series and c.series.name == "grad_norm")
         assert grad.colors()[charts.EMA] != main.colors()[charts.EMA]  # metrics told apart by hue
+
+
+# -- per-rank overlays ----------------------------------------------------------------------------
+
+RANKS = ("runs/ddp/rank0.log", "runs/ddp/rank1.log")
+
+
+def two_ranks(steps: int = 60, other_run: bool = False) -> EngineModel:
+    """One run followed as two rank files: rank1's loss a little above rank0's, drifting up from step 40.
+
+    With other_run, a rank2.log in another folder too: another run, never overlaid.
+    """
+    eng = Engine(fixtures.config(), clock=fixtures.clock)
+    for src in (*RANKS, "zz/rank2.log")[: 3 if other_run else 2]:
+        eng.source(src, "hf_console")
+    m = EngineModel(eng)
+    for step in range(1, steps + 1):
+        with m.lock:
+            for r, src in enumerate(RANKS):
+                loss = fixtures.loss_at(step) + r * (0.12 + (0.03 * (step - 40) if step > 40 else 0.0))
+                m.feed_line(src, step, f"{{'loss': {loss!r}}}")
+                eng.feed(Sample("loss", loss, step=step, source=src, line=step))
+                eng.feed(Event(EventKind.PROGRESS, source=src, line=step, fields={"step": step, "total": 200}))
+            if other_run:
+                eng.feed(Sample("loss", 2.0, step=step, source="zz/rank2.log", line=step))
+    return m
+
+
+def test_the_selected_metric_carries_the_other_ranks_of_the_same_run() -> None:
+    snap = view.take(two_ranks(other_run=True), selected=(RANKS[0], "loss"), log_source=None)
+    assert snap.chart is not None and snap.chart.rank == "rank0"
+    assert [label for label, _ in snap.chart.ranks] == ["rank1"]  # not rank2: another folder, another run
+    assert snap.chart.ranks[0][1][-1][0] == 60
+    one = view.take(fixtures.healthy(), selected=None, log_source=None)
+    assert one.chart is not None and one.chart.ranks == () and one.chart.rank == ""
+
+
+async def test_main_chart_draws_each_rank_with_its_own_colour_and_a_legend() -> None:
+    app = app_for(two_ranks())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        chart = app.query_one("#chart", MetricChart)
+        data = chart.data()
+        assert data is not None and [o[0] for o in data.overlays] == ["rank1"]
+        colors = chart.colors()
+        assert colors[charts.overlay_layer(0)] != colors[charts.EMA]
+        legend = chart.render().plain.splitlines()[0]
+        assert "rank0" in legend and "rank1" in legend
+        text = chart.render()
+        hexes = {str(sp.style) for sp in text.spans if "rank1" in text.plain[sp.start:sp.end]}
+        r, g, b = colors[charts.overlay_layer(0)]
+        assert any(f"#{r:02x}{g:02x}{b:02x}" in h for h in hexes), hexes  # the legend in the curve's colour
+
+
+async def test_no_color_tells_ranks_apart_by_glyph(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = app_for(two_ranks())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        lines = app.query_one("#chart", MetricChart).render().plain.splitlines()
+        glyph = charts.overlay_glyph(0)
+        assert f"{glyph} rank1" in lines[0]
+        assert sum(line.count(glyph) for line in lines[1:]) > 10  # rank1's curve drawn with that glyph

@@ -89,6 +89,8 @@ def metric_var(name: str) -> str:
     return var
 
 
-def rank_var(index: int) -> str:
-    """The theme variable for the index-th rank's curve in an overlay: the same hues, in order."""
-    return METRIC_VARS[index % len(METRIC_VARS)]
+def rank_var(index: int, taken: str) -> str:
+    """The theme variable for the index-th other rank's curve in an overlay: the palette's hues in
+    order, skipping `taken` (the selected rank's curve keeps its metric's own colour)."""
+    others = [v for v in METRIC_VARS if v != taken]
+    return others[index % len(others)]

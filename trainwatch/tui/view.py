@@ -10,10 +10,12 @@ import fnmatch
 import math
 from collections import deque
 from itertools import islice
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from typing import Any
 
 from trainwatch.model import Alert, AlertState, Severity
+from trainwatch.runner import rank_of
 from trainwatch.store import Series
 from trainwatch.tui.model import WatchModel
 
@@ -107,6 +109,8 @@ class ChartSeries:
     buckets: tuple[tuple[int, int, float, float, float, int], ...]  # first, last, min, max, mean, nonfinite
     eval_points: tuple[tuple[int, float], ...]
     alert_steps: tuple[int, ...]
+    rank: str = ""  # "rank0" when the run is followed as one file per rank, else ""
+    ranks: tuple[tuple[str, tuple[tuple[int, float], ...]], ...] = ()  # the other ranks' recent points
 
 
 @dataclass
@@ -206,11 +210,16 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                 known = {m.name for m in metrics}
                 ev = eng.store.get("eval_loss", s.source) if s.name == "loss" else None
                 steps = _alert_steps(s, alerts, known)
-                ckey = (s.source, s.name, s.count, ev.count if ev else -1, steps)
+                peers = _peers(eng, s)
+                ckey = (s.source, s.name, s.count, ev.count if ev else -1, steps,
+                        tuple((p.source, p.count) for p in peers))
                 if cache.chart is not None and cache.chart[0] == ckey:
                     chart = cache.chart[1]
                 else:
                     chart = _chart(s, ev, steps)
+                    if peers:
+                        chart = replace(chart, rank=_rank_label(s.source), ranks=tuple(
+                            (_rank_label(p.source), tuple((q.step, q.value) for q in p.recent)) for p in peers))
                     cache.chart = (ckey, chart)
             if grid:
                 src_of = key[0] if key[0] != "gpu" else metrics[0].source  # GPU series have no key metrics
@@ -312,6 +321,30 @@ def _chart(s: Series, ev: Series | None, steps: tuple[int, ...], recent: int | N
     return ChartSeries(name=s.name, recent=tuple((p.step, p.value) for p in s.recent),
                        buckets=buckets, eval_points=tuple((p.step, p.value) for p in ev.recent) if ev else (),
                        alert_steps=steps)
+
+
+def _rank_label(source: str) -> str:
+    return f"rank{rank_of(source)}"
+
+
+def _peers(eng: Any, s: Series) -> list[Series]:
+    """The same metric in the other rank files of the same run (rankN.log beside this one), by rank.
+
+    One run is one folder: rank0.log of another run elsewhere is not overlaid.
+    """
+    mine = rank_of(s.source)
+    if mine is None:
+        return []
+    folder = PurePath(s.source).parent
+    out: list[tuple[int, Series]] = []
+    for src in eng.sources:
+        r = rank_of(src)
+        if r is None or r == mine or src == s.source or PurePath(src).parent != folder:
+            continue
+        other = eng.store.get(s.name, src)
+        if other is not None and other.count:
+            out.append((r, other))
+    return [o for _, o in sorted(out, key=lambda t: t[0])]
 
 
 def _grid(eng: Any, source: str, alerts: list[AlertView], known: set[str], cache: ViewCache
