@@ -52,7 +52,8 @@ async def test_small_charts_are_built_only_when_their_series_changed(monkeypatch
     real = charts.plot_chart
     monkeypatch.setattr(charts, "plot_chart", lambda *a, **k: built.append(a[1:3]) or real(*a, **k))
     model = fixtures.healthy()
-    app = app_for(model)
+    now = [1000.0]
+    app = TrainwatchApp(model, clock=lambda: now[0])
     async with app.run_test(size=(200, 60)) as pilot:
         await pilot.pause()
         cells = [c for c in app.query(SmallChart) if c.display]
@@ -62,6 +63,10 @@ async def test_small_charts_are_built_only_when_their_series_changed(monkeypatch
         await pilot.pause()
         assert all(c.render() is f for c, f in zip(cells, first)) and len(built) == n  # nothing redrawn
         fixtures.feed_step(model, 61)
+        app.refresh_view(force=True)
+        await pilot.pause()
+        assert all(c.render() is f for c, f in zip(cells, first))  # within REDRAW_S: the grid waits
+        now[0] += app.query_one(ChartGrid).redraw_s
         app.refresh_view(force=True)
         await pilot.pause()
         redrawn = [c.series.name for c, f in zip(cells, first) if c.render() is not f]  # type: ignore[union-attr]

@@ -3,10 +3,14 @@
 Each small chart is the main chart's widget (same plotext drawing, same colours, same cache) at a
 small size: a chart is redrawn only when its series object changes, and the view hands back the
 very same object while a series got no new point. Shown by app.tcss on `Screen.-wide` only.
+A busy run changes every key metric on every refresh, so the grid also redraws at most every
+REDRAW_S seconds (a new set of metrics shows at once): the main chart stays live, the glance
+charts cost a fifth as much (the 5%-of-a-core budget, benchmarks/tui_cpu.py).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from textual.app import ComposeResult
@@ -29,8 +33,17 @@ class SmallChart(MetricChart, can_focus=False):
         retitle(self, Content(self.series.name if self.series else ""), "")
 
 
+REDRAW_S = 5.0
+
+
 class ChartGrid(Container):
     """Up to GRID_SIZE small charts, two per row; cells without a metric are hidden."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.redraw_s = REDRAW_S
+        self._names: list[str] | None = None
+        self._at = 0.0
 
     DEFAULT_CSS = """
     ChartGrid { layout: grid; grid-size: 2; grid-gutter: 0; width: 1fr; height: 1fr; }
@@ -41,6 +54,12 @@ class ChartGrid(Container):
             yield SmallChart(id=f"grid-{i}")
 
     def show(self, series: Sequence[ChartSeries]) -> None:
+        """New series for the cells; the same metrics again within redraw_s (the app's clock) wait."""
+        names = [s.name for s in series]
+        now = getattr(self.app, "clock", time.monotonic)()
+        if names == self._names and now - self._at < self.redraw_s:
+            return
+        self._names, self._at = names, now
         for i, chart in enumerate(self.query(SmallChart)):
             s = series[i] if i < len(series) else None
             chart.display = s is not None
