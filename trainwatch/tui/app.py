@@ -161,13 +161,15 @@ class TrainwatchApp(App[int]):
         v = view.version(self.model, log_src)
         if force or self._dirty or v != self._version or self.snapshot is None:
             self._version, self._dirty = v, False
-            wide = self.screen_stack[0].has_class("-wide")  # the small charts' series only when shown
+            grid = self._q(ChartGrid)  # the small charts' series only when shown and due
+            wide = self.screen_stack[0].has_class("-wide") and grid.due()
             snap = view.take(self.model, selected=metrics.selected_key, log_source=log_src or None,
                              cache=self._cache, grid=wide)
             self.snapshot = snap
             metrics.set_metrics(snap.metrics)
             self._show_chart()
-            self._q(ChartGrid).show(snap.grid)
+            if wide:
+                grid.show(snap.grid)
             alerts = self._q(AlertList)
             alerts.set_alerts(snap.alerts, reading=snap.following)
             # nothing to show but the healthy line: the chart takes the rows (not while nothing is read:

@@ -53,13 +53,17 @@ class ChartGrid(Container):
         for i in range(GRID_SIZE):
             yield SmallChart(id=f"grid-{i}")
 
+    def due(self) -> bool:
+        """Whether the next refresh should copy and draw the grid: never drawn yet, or redraw_s passed
+        (the app's clock). Not due: the app copies nothing for it."""
+        return self._names is None or self._now() - self._at >= self.redraw_s
+
+    def _now(self) -> float:
+        clock = getattr(self.app, "clock", time.monotonic)
+        return float(clock())
+
     def show(self, series: Sequence[ChartSeries]) -> None:
-        """New series for the cells; the same metrics again within redraw_s (the app's clock) wait."""
-        names = [s.name for s in series]
-        now = getattr(self.app, "clock", time.monotonic)()
-        if names == self._names and now - self._at < self.redraw_s:
-            return
-        self._names, self._at = names, now
+        self._names, self._at = [s.name for s in series], self._now()
         for i, chart in enumerate(self.query(SmallChart)):
             s = series[i] if i < len(series) else None
             chart.display = s is not None
