@@ -65,3 +65,15 @@ def test_critical_selected_60x20(snap_compare) -> None:  # type: ignore[no-untyp
 def test_healthy_40x12(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """No alerts and too short for a chart: the cards full width above one healthy line."""
     _run(snap_compare, "healthy", (40, 12))
+
+
+def test_critical_grid_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Wide: the key metrics' small charts beside the main chart, each in its metric's colour."""
+    _run(snap_compare, "critical", (200, 60))
+
+
+def test_two_ranks_overlaid_120x40(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """One run as rank0.log and rank1.log: the selected metric of each rank, its own colour, a legend."""
+    from tests.tui.test_grid import two_ranks
+
+    assert snap_compare(TrainwatchApp(two_ranks(), clock=fixtures.clock), terminal_size=(120, 40))

@@ -30,6 +30,7 @@ from trainwatch.tui.screens.help import HelpScreen
 from trainwatch.tui.screens.metric import MetricScreen
 from trainwatch.tui.widgets.alerts import AlertDetail, AlertList
 from trainwatch.tui.widgets.chart import MetricChart
+from trainwatch.tui.widgets.grid import ChartGrid
 from trainwatch.tui.widgets.gpu_panel import GpuPanel
 from trainwatch.tui.widgets.header import HeaderBar
 from trainwatch.tui.widgets.log_pane import LogPane
@@ -100,7 +101,9 @@ class TrainwatchApp(App[int]):
                 yield Input(placeholder="filter metrics", id="filter")
                 yield MetricList(id="metrics")
             with Vertical(id="right"):
-                yield MetricChart(id="chart")
+                with Horizontal(id="charts"):
+                    yield MetricChart(id="chart")
+                    yield ChartGrid(id="grid")
                 with Horizontal(id="lower"):
                     yield AlertList(id="alerts")
                     yield AlertDetail(id="detail")
@@ -170,11 +173,15 @@ class TrainwatchApp(App[int]):
         v = view.version(self.model, log_src)
         if force or self._dirty or v != self._version or self.snapshot is None:
             self._version, self._dirty = v, False
+            grid = self._q(ChartGrid)  # the small charts' series only when shown and due
+            wide = self.screen_stack[0].has_class("-wide") and grid.due()
             snap = view.take(self.model, selected=metrics.selected_key, log_source=log_src or None,
-                             cache=self._cache, acknowledged=frozenset(self.acknowledged))
+                             cache=self._cache, acknowledged=frozenset(self.acknowledged), grid=wide)
             self.snapshot = snap
             metrics.set_metrics(snap.metrics)
             self._show_chart()
+            if wide:
+                grid.show(snap.grid)
             alerts = self._q(AlertList)
             alerts.set_alerts(snap.alerts, reading=snap.following)
             # nothing to show but the healthy line: the chart takes the rows (not while nothing is read:
@@ -260,7 +267,11 @@ class TrainwatchApp(App[int]):
         self._layout_for(event.size.width, event.size.height)
 
     def _layout_for(self, width: int, height: int) -> None:
-        layout.apply(self.screen_stack[0] if self.screen_stack else self.screen, width, height)
+        base = self.screen_stack[0] if self.screen_stack else self.screen
+        wide = base.has_class("-wide")
+        layout.apply(base, width, height)
+        if base.has_class("-wide") != wide:
+            self._dirty = True  # the grid appeared or went: the next refresh copies its series
 
     # -- actions ---------------------------------------------------------------------------------
 

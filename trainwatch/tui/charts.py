@@ -197,6 +197,8 @@ class ChartData:
     log_y: bool = False
     band_lo: list[float] | None = None  # whole-run view: each bucket's min and max drawn faint
     band_hi: list[float] | None = None
+    # Other ranks of the run, each its own curve: (label, xs, ys), drawn in layer overlay_layer(i).
+    overlays: list[tuple[str, list[float], list[float]]] = field(default_factory=list)
 
 
 @dataclass
@@ -258,6 +260,19 @@ def _extremes(bucket: list[tuple[float, float, bool]]) -> list[tuple[float, floa
         (first[0], first[1], brk)]
 
 
+# Per-rank overlays: layer names, default colours and the glyphs that tell them apart under NO_COLOR.
+OVERLAY_COLORS: tuple[RGB, ...] = ((254, 166, 43), (76, 175, 80), (171, 71, 188), (0, 172, 193))
+OVERLAY_GLYPHS = ("o", "*", "^", "#", "%", "@")
+
+
+def overlay_layer(i: int) -> str:
+    return f"overlay{i}"
+
+
+def overlay_glyph(i: int) -> str:
+    return OVERLAY_GLYPHS[i % len(OVERLAY_GLYPHS)]
+
+
 # Curves told apart without colour (NO_COLOR): each layer its own glyph, the legend shows the same.
 GLYPHS: dict[str, str] = {RAW: "·", MA: "+", EMA: "braille"}
 LEGEND_GLYPH: dict[str, str] = {RAW: "⣿", MA: "⣿", EMA: "⣿"}
@@ -277,20 +292,22 @@ def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] 
     axis is drawn as log10 of the values on a linear axis (plotext's own log axis cannot take
     explicit ticks). With `glyphs`, the raw, moving-average and EMA curves use different characters.
     """
-    colors = {**DEFAULT_COLORS, **(colors or {})}
+    colors = {**DEFAULT_COLORS, **{overlay_layer(i): OVERLAY_COLORS[i % len(OVERLAY_COLORS)]
+                                   for i in range(len(data.overlays))}, **(colors or {})}
     log_y = data.log_y
     nan_steps = [x for x, y in zip(data.xs, data.ys) if not math.isfinite(y)]
     dropped = sum(1 for v in data.ys if math.isfinite(v) and v <= 0) if log_y else 0
     ty: Callable[[float], float] = _log10 if log_y else float
     ys = [ty(v) for v in data.ys]
-    finite_y = [v for v in (*ys, *(ty(v) for v in (*data.eval_ys, *(data.band_lo or ()), *(data.band_hi or ()))))
-                if math.isfinite(v)]
+    more = (*data.eval_ys, *(data.band_lo or ()), *(data.band_hi or ()), *(y for o in data.overlays for y in o[2]))
+    finite_y = [v for v in (*ys, *(ty(v) for v in more)) if math.isfinite(v)]
     if width < 16 or height < 5 or not data.xs or not finite_y:
         return ChartImage("", nan_steps, dropped)
     lo, hi = min(finite_y), max(finite_y)
     if hi == lo:
         lo, hi = (lo - math.log10(2), hi + math.log10(2)) if log_y else (lo - 0.5, hi + 0.5)
-    x0, x1 = min(data.xs), max(data.xs)
+    all_xs = [*data.xs, *(x for o in data.overlays for x in o[1])]  # a rank may be ahead or behind
+    x0, x1 = min(all_xs), max(all_xs)
     if x1 == x0:
         x0, x1 = x0 - 0.5, x1 + 0.5
     x_label = height >= 10  # a row for "step" where the chart has rows to spare
@@ -313,11 +330,12 @@ def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] 
         fig.ruler("x").pixel(axis)
         fig.ruler("y").pixel(axis)
 
-        def curve(values: Sequence[float], layer: str) -> None:
-            xs2, ys2, breaks = thin(data.xs, [ty(v) for v in values], cols)
+        def curve(values: Sequence[float], layer: str, xs: Sequence[float] | None = None,
+                  glyph: str | None = None) -> None:
+            xs2, ys2, breaks = thin(data.xs if xs is None else xs, [ty(v) for v in values], cols)
             if not xs2:
                 return
-            symbol = GLYPHS.get(layer, "braille") if glyphs else "braille"
+            symbol = (glyph or GLYPHS.get(layer, "braille")) if glyphs else "braille"
             sig = fig.signal(xs2, ys2, marker=plotext.marker(symbol, plotext.pixel(colors[layer])))
             if len(xs2) > 1:
                 sig.lines()
@@ -335,6 +353,8 @@ def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] 
         curve(data.ys, RAW)
         if data.smooth_ma is not None:
             curve(data.smooth_ma, MA)
+        for i, (_, oxs, oys) in enumerate(data.overlays):  # under the selected rank's own curve
+            curve(oys, overlay_layer(i), oxs, overlay_glyph(i))
         if data.smooth_ema is not None:
             curve(data.smooth_ema, EMA)
         alerts = sorted({a for a in data.alert_xs if x0 <= a <= x1})

@@ -19,6 +19,7 @@ MIN_WIDTH, MIN_HEIGHT = 36, 10  # below this nothing useful fits: the body becom
 def classes_for(width: int, height: int) -> dict[str, bool]:
     """Screen class -> on/off for a terminal of width x height cells."""
     return {
+        "-wide": width >= 160 and height >= 30,  # room for the small charts beside the main chart
         "-narrow": width < 100,  # the cards' sidebar shrinks first, the alert list keeps its width
         "-no-cards": width < 72,  # then the cards go: the chart and the alert need the width
         "-stacked": width < 56,  # alert list above the evidence and fixes, each full width

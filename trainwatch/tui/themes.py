@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+import zlib
 from typing import Any
 
 import yaml
@@ -67,3 +68,29 @@ def resolve(name: str | None, themes: dict[str, Theme]) -> Theme | None:
     if p.suffix in (".yaml", ".yml") and p.is_file():
         return theme_from_yaml(p.read_text(encoding="utf-8"), str(p))
     return None
+
+
+# -- metric colours ---------------------------------------------------------------------------------
+# One lookup by metric name, so a metric's card sparkline, its small chart and its main-chart curve
+# share a hue. The hues are theme variables, so each theme keeps its own contrast; warning and error
+# are left out, they mean severity. The key metrics get fixed hues; any other name a stable one
+# (crc32, not hash(), which changes per process).
+METRIC_VARS = ("primary", "accent", "secondary", "success")
+KEY_METRIC_VAR = {"loss": "primary", "eval_loss": "accent", "grad_norm": "secondary", "lr": "success",
+                  "learning_rate": "success", "tokens_per_sec": "secondary", "samples_per_sec": "secondary",
+                  "reward": "primary", "kl": "secondary", "entropy": "success"}
+
+
+def metric_var(name: str) -> str:
+    """The theme variable (without `$`) that draws metric `name` everywhere on screen."""
+    var = KEY_METRIC_VAR.get(name)
+    if var is None:
+        var = METRIC_VARS[zlib.crc32(name.encode("utf-8")) % len(METRIC_VARS)]
+    return var
+
+
+def rank_var(index: int, taken: str) -> str:
+    """The theme variable for the index-th other rank's curve in an overlay: the palette's hues in
+    order, skipping `taken` (the selected rank's curve keeps its metric's own colour)."""
+    others = [v for v in METRIC_VARS if v != taken]
+    return others[index % len(others)]

@@ -10,10 +10,12 @@ import fnmatch
 import math
 from collections import deque
 from itertools import islice
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from typing import Any
 
 from trainwatch.model import Alert, AlertState, Severity
+from trainwatch.runner import rank_of
 from trainwatch.store import Series
 from trainwatch.tui.model import WatchModel
 
@@ -23,6 +25,15 @@ LOG_LINES = 1000  # the log pane scrolls and searches these; an alert's line is 
 IMPORTANCE = ("loss", "eval_loss", "grad_norm", "lr", "tokens_per_sec", "samples_per_sec", "mfu", "tflops",
               "step_time_ms", "loss_scale", "reward", "reward_std", "rewards/*", "kl", "entropy",
               "frac_reward_zero_std", "completions/*", "clip_ratio*", "perplexity", "epoch", "num_tokens")
+# The small charts beside the main one on a wide terminal: the preset's key metrics, those that exist.
+GRID_METRICS: dict[str, tuple[str, ...]] = {
+    "grpo": ("reward", "kl", "entropy", "loss", "grad_norm", "completions/mean_length"),
+    "ebft": ("reward", "kl", "entropy", "loss", "grad_norm", "lr"),
+}
+DEFAULT_GRID = ("loss", "eval_loss", "grad_norm", "lr", "learning_rate", "tokens_per_sec", "samples_per_sec",
+                "mfu", "step_time_ms")
+GRID_SIZE = 6
+SMALL_POINTS = 300  # a small chart draws the main chart's recent window (chart.RECENT_WINDOW)
 STALL_RULES = ("hang.stall", "hang.stopped", "hang.collective")
 WAITING_FACT = "waiting"  # set by the live watcher on a source it knows of but does not read yet
 
@@ -97,6 +108,8 @@ class ChartSeries:
     buckets: tuple[tuple[int, int, float, float, float, int], ...]  # first, last, min, max, mean, nonfinite
     eval_points: tuple[tuple[int, float], ...]
     alert_steps: tuple[int, ...]
+    rank: str = ""  # "rank0" when the run is followed as one file per rank, else ""
+    ranks: tuple[tuple[str, tuple[tuple[int, float], ...]], ...] = ()  # the other ranks' recent points
 
 
 @dataclass
@@ -112,6 +125,7 @@ class Snapshot:
     chart: ChartSeries | None
     finished: bool = False
     times: tuple[float | None, float | None] = (None, None)  # first and last timestamp the log printed
+    grid: tuple[ChartSeries, ...] = ()  # the small charts' series, when asked for (a wide terminal)
 
     @property
     def following(self) -> bool:
@@ -163,12 +177,14 @@ class ViewCache:
     def __init__(self) -> None:
         self.metrics: dict[tuple[str, str], tuple[tuple[Any, ...], MetricView]] = {}
         self.chart: tuple[tuple[Any, ...], ChartSeries] | None = None
+        self.grid: dict[tuple[str, str], tuple[tuple[Any, ...], ChartSeries]] = {}
 
 
 def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str | None,
-         cache: ViewCache | None = None, acknowledged: frozenset[str] = frozenset()) -> Snapshot:
-    """Copies what the screen shows. Holds the lock only for the copying. `acknowledged`: the
-    fingerprints the user acknowledged, the app's own state."""
+         cache: ViewCache | None = None, acknowledged: frozenset[str] = frozenset(),
+         grid: bool = False) -> Snapshot:
+    """Copies what the screen shows. Holds the lock only for the copying; the grid's series only if
+    asked. `acknowledged`: the fingerprints the user acknowledged, the app's own state."""
     cache = cache if cache is not None else ViewCache()
     with model.lock:
         eng = model.engine
@@ -185,6 +201,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
         if chosen is None or eng.store.get(chosen[1], chosen[0]) is None:
             chosen = None
         chart = None
+        small: tuple[ChartSeries, ...] = ()
         if metrics:
             metrics.sort(key=_order)
             key = chosen or metrics[0].key
@@ -193,12 +210,20 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                 known = {m.name for m in metrics}
                 ev = eng.store.get("eval_loss", s.source) if s.name == "loss" else None
                 steps = _alert_steps(s, alerts, known)
-                ckey = (s.source, s.name, s.count, ev.count if ev else -1, steps)
+                peers = _peers(eng, s)
+                ckey = (s.source, s.name, s.count, ev.count if ev else -1, steps,
+                        tuple((p.source, p.count) for p in peers))
                 if cache.chart is not None and cache.chart[0] == ckey:
                     chart = cache.chart[1]
                 else:
                     chart = _chart(s, ev, steps)
+                    if peers:
+                        chart = replace(chart, rank=_rank_label(s.source), ranks=tuple(
+                            (_rank_label(p.source), tuple((q.step, q.value) for q in p.recent)) for p in peers))
                     cache.chart = (ckey, chart)
+            if grid:
+                src_of = key[0] if key[0] != "gpu" else metrics[0].source  # GPU series have no key metrics
+                small = _grid(eng, src_of, alerts, {m.name for m in metrics}, cache)
         names = [s.name for s in sources if s.name != "gpu"]
         src = log_source if log_source in names else (names[0] if names else "")
         lines = model.recent_lines(src, LOG_LINES) if src else []
@@ -206,7 +231,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
         return Snapshot(preset=eng.config.preset, sources=[s for s in sources if s.name != "gpu"],
                         metrics=metrics, alerts=_alert_order(alerts), gpus=model.gpu_devices(),
                         info_lines=list(model.info_lines), log_source=src, log_lines=lines, chart=chart,
-                        finished=model.finished.is_set(), times=times)
+                        finished=model.finished.is_set(), times=times, grid=small)
 
 
 def _alert_view(a: Alert, inhibited: bool, acknowledged: bool) -> AlertView:
@@ -284,12 +309,65 @@ def _alert_steps(s: Series, alerts: list[AlertView], known: set[str]) -> tuple[i
                                                    and a.evidence.get("metric") not in known))}))
 
 
-def _chart(s: Series, ev: Series | None, steps: tuple[int, ...]) -> ChartSeries:
+def _chart(s: Series, ev: Series | None, steps: tuple[int, ...], recent: int | None = None) -> ChartSeries:
+    """The chart's copy of a series; with `recent`, only that many last points and no whole-run buckets
+    (the small charts draw the recent window only, so they copy no more)."""
+    if recent is not None:
+        pts = [(p.step, p.value) for p in islice(reversed(s.recent), recent)]
+        pts.reverse()
+        return ChartSeries(name=s.name, recent=tuple(pts), buckets=(), eval_points=(), alert_steps=steps)
     buckets = tuple((b.first_step, b.last_step, b.minimum, b.maximum, b.mean if b.finite else b.last, b.nonfinite)
                     for b in s.whole_run())
     return ChartSeries(name=s.name, recent=tuple((p.step, p.value) for p in s.recent),
                        buckets=buckets, eval_points=tuple((p.step, p.value) for p in ev.recent) if ev else (),
                        alert_steps=steps)
+
+
+def _rank_label(source: str) -> str:
+    return f"rank{rank_of(source)}"
+
+
+def _peers(eng: Any, s: Series) -> list[Series]:
+    """The same metric in the other rank files of the same run (rankN.log beside this one), by rank.
+
+    One run is one folder: rank0.log of another run elsewhere is not overlaid.
+    """
+    mine = rank_of(s.source)
+    if mine is None:
+        return []
+    folder = PurePath(s.source).parent
+    out: list[tuple[int, Series]] = []
+    for src in eng.sources:
+        r = rank_of(src)
+        if r is None or r == mine or src == s.source or PurePath(src).parent != folder:
+            continue
+        other = eng.store.get(s.name, src)
+        if other is not None and other.count:
+            out.append((r, other))
+    return [o for _, o in sorted(out, key=lambda t: t[0])]
+
+
+def _grid(eng: Any, source: str, alerts: list[AlertView], known: set[str], cache: ViewCache
+          ) -> tuple[ChartSeries, ...]:
+    """The preset's key metrics of one source (the selected metric's), each copied only when it changed.
+
+    An unchanged series keeps its ChartSeries object, so its small chart is not redrawn.
+    """
+    out: list[ChartSeries] = []
+    for name in GRID_METRICS.get(eng.config.preset, DEFAULT_GRID):
+        s = eng.store.get(name, source)
+        if s is None or not s.count:
+            continue
+        steps = _alert_steps(s, alerts, known)
+        key = (s.count, steps)
+        hit = cache.grid.get((source, name))
+        if hit is None or hit[0] != key:
+            hit = (key, _chart(s, None, steps, recent=SMALL_POINTS))
+            cache.grid[(source, name)] = hit
+        out.append(hit[1])
+        if len(out) == GRID_SIZE:
+            break
+    return tuple(out)
 
 
 def _times(series: list[Series]) -> tuple[float | None, float | None]:

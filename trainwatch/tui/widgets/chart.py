@@ -17,12 +17,13 @@ from textual.content import Content
 from textual.widget import Widget
 
 from trainwatch.tui import charts
+from trainwatch.tui.themes import metric_var, rank_var
 from trainwatch.tui.view import ChartSeries
 from trainwatch.tui.widgets.styles import retitle
 
-# Theme variables giving each layer's colour to plotext; the raw curve is the foreground, faded.
-LAYER_VAR = {charts.MA: "secondary", charts.EMA: "primary", charts.EVAL: "accent", charts.ALERT: "warning",
-             charts.NAN: "error"}
+# Theme variables giving each layer's colour to plotext; the raw curve is the foreground, faded. The
+# EMA curve takes the metric's own colour (themes.metric_var) and the moving average a dimmer shade of it.
+LAYER_VAR = {charts.EVAL: "accent", charts.ALERT: "warning", charts.NAN: "error"}
 RECENT_WINDOW = 300  # points in the recent view; `w` switches to the whole run
 
 
@@ -84,7 +85,13 @@ class MetricChart(Widget, can_focus=True):
             ys = [p[1] for p in pts]
             start = xs[0] if xs else 0.0
             evals = [e for e in s.eval_points if e[0] >= start]
+        overlays = []
+        for label, pts in (() if self.whole_run else s.ranks):  # other ranks, smoothed alike
+            pts = pts[-RECENT_WINDOW:]
+            oys = [p[1] for p in pts]
+            overlays.append((label, [float(p[0]) for p in pts], charts.ema_debiased(oys, w) if w > 0 else oys))
         return charts.ChartData(
+            overlays=overlays,
             xs=xs, ys=ys, smooth_ema=charts.ema_debiased(ys, w) if w > 0 else None,
             smooth_ma=charts.moving_average(ys, n) if n > 1 else None,
             eval_xs=[float(e[0]) for e in evals], eval_ys=[e[1] for e in evals],
@@ -101,6 +108,12 @@ class MetricChart(Widget, can_focus=True):
             out[charts.AXIS] = bg.blend(fg, 0.6).rgb
             for layer, var in LAYER_VAR.items():
                 out[layer] = Color.parse(v[var]).rgb
+            hue = Color.parse(v[metric_var(self.series.name if self.series else "")])
+            out[charts.EMA] = hue.rgb
+            out[charts.MA] = bg.blend(hue, 0.6).rgb
+            taken = metric_var(self.series.name if self.series else "")
+            for i in range(len(self.series.ranks) if self.series else 0):
+                out[charts.overlay_layer(i)] = Color.parse(v[rank_var(i, taken)]).rgb
         except Exception:  # an odd theme value: plotext's defaults for the rest
             pass
         return out
@@ -122,7 +135,7 @@ class MetricChart(Widget, can_focus=True):
         colors = self.colors()
         plain = bool(getattr(self.app, "no_color", False))  # NO_COLOR: the curves differ by glyph
         image = charts.plot_chart(data, width, max(1, height - 1), colors, glyphs=plain)
-        legend = Content.assemble(*self.legend(data, image, colors, plain))
+        legend = Content.assemble(*self.legend(data, image, colors, plain, self.series.rank if self.series else ""))
         name = self.series.name if self.series else ""
         y_label = Content.styled(f"{name}{' (log)' if self.log_y else ''}  ", "bold")  # the y axis' label
         if name and y_label.cell_length + legend.cell_length <= width:
@@ -133,17 +146,20 @@ class MetricChart(Widget, can_focus=True):
 
     @staticmethod
     def legend(data: charts.ChartData, image: charts.ChartImage, colors: dict[str, charts.RGB],
-               plain: bool) -> list[tuple[str, str]]:
+               plain: bool, rank: str = "") -> list[tuple[str, str]]:
         """The legend in the very colours (and, under NO_COLOR, the glyphs) the chart draws with."""
 
         def hue(layer: str, extra: str = "") -> str:
-            r, g, b = colors.get(layer, charts.DEFAULT_COLORS[layer])
+            r, g, b = colors.get(layer) or charts.DEFAULT_COLORS.get(layer, charts.DEFAULT_COLORS[charts.AXIS])
             return f"#{r:02x}{g:02x}{b:02x} {extra}".strip()
 
         glyph = charts.LEGEND_GLYPH_PLAIN if plain else charts.LEGEND_GLYPH
         out = [(f"{glyph[charts.RAW]} raw ", hue(charts.RAW))]
-        if data.smooth_ema is not None:
-            out.append((f"{glyph[charts.EMA]} ema ", hue(charts.EMA, "bold")))
+        if data.smooth_ema is not None:  # with other ranks drawn, the smoothed curve is named by its rank
+            out.append((f"{glyph[charts.EMA]} {rank if data.overlays and rank else 'ema'} ", hue(charts.EMA, "bold")))
+        for i, (label, _, _) in enumerate(data.overlays):  # the other ranks, in their curves' colour and glyph
+            mark = charts.overlay_glyph(i) if plain else "⣿"
+            out.append((f"{mark} {label} ", hue(charts.overlay_layer(i), "bold")))
         if data.smooth_ma is not None:
             out.append((f"{glyph[charts.MA]} ma ", hue(charts.MA)))
         if data.eval_xs:

@@ -7,6 +7,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from trainwatch.tui.charts import NAN_MARK, fmt, sparkline
+from trainwatch.tui.themes import metric_var
 from trainwatch.tui.view import MetricView
 from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
 
@@ -99,7 +100,8 @@ class MetricList(OptionList):
                                  (value, "$error bold" if value in ("NaN", "Inf", "-Inf") else "bold"),
                                  " ", (word, sev))
         cells = sparkline(m.spark, max(4, width - 2))
-        spark = Content.assemble("  ", *[(ch, "$error bold" if bad else "$primary") for ch, bad in cells])
+        hue = f"${metric_var(m.name)}"  # the metric's own colour, as in its charts
+        spark = Content.assemble("  ", *[(ch, "$error bold" if bad else hue) for ch, bad in cells])
         bad = [f"NaN{NAN_MARK}{m.nan}"] * bool(m.nan) + [f"Inf{NAN_MARK}{m.inf}"] * bool(m.inf)
         extra = sum(len(b) + 1 for b in bad)
         span = f"  min {fmt(m.minimum)} max {fmt(m.maximum)}"
