@@ -77,3 +77,13 @@ def test_two_ranks_overlaid_120x40(snap_compare) -> None:  # type: ignore[no-unt
     from tests.tui.test_grid import two_ranks
 
     assert snap_compare(TrainwatchApp(two_ranks(), clock=fixtures.clock), terminal_size=(120, 40))
+
+
+def test_critical_light_theme_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = TrainwatchApp(fixtures.critical(), clock=fixtures.clock, theme="light")
+    assert snap_compare(app, terminal_size=(200, 60))
+
+
+def test_critical_contrast_theme_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = TrainwatchApp(fixtures.critical(), clock=fixtures.clock, theme="contrast")
+    assert snap_compare(app, terminal_size=(200, 60))
