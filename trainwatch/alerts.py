@@ -57,29 +57,70 @@ class AlertBook:
         track = self._tracks.get(key)
         if finding is None:
             return self._inactive(key, track, spec, now) if track else []
-        fp = track.alert.fingerprint if track is not None else fingerprint(spec.id, source, subject)
         if track is None or track.alert.state is AlertState.RESOLVED:
-            alert = Alert(rule=spec.id, severity=finding.severity if finding.severity is not None else spec.severity,
-                          family=spec.family, title=spec.title, finding=finding,
-                          fixes=tuple(finding.extra_fixes) + spec.fixes, state=AlertState.PENDING,
-                          fingerprint=fp, first_step=_began(finding), first_line=finding.line, started_at=now,
-                          last_seen_at=now, last_step=_last_step(finding), last_value=_last_value(finding))
-            track = self._tracks[key] = _Track(alert, active_since=now)
+            track = self._begin(key, spec, finding, now, track)
         else:
             track.active_evals += 1
             track.inactive_since = None
             track.inactive_evals = 0
             self._repeat(track.alert, finding, now)
+        if track.alert.state is AlertState.PENDING and (
+                one_shot or _reached(spec.for_, track.active_evals, now - track.active_since)):
+            return self._fire(track, now)
+        return []
+
+    # -- the array path: trainwatch.lifecycle decided the transitions; the book records them ------------
+
+    def begin(self, spec: RuleSpec, source: str, subject: str, finding: Finding, now: float) -> None:
+        """The condition began to hold: a pending alert with the finding of its first row."""
+        key = (spec.id, source, subject)
+        self._begin(key, spec, finding, now, self._tracks.get(key))
+
+    def hold(self, spec: RuleSpec, source: str, subject: str, rows: int, last_step: int | None,
+             last_value: float | None, now: float) -> None:
+        """The condition held on `rows` more rows, the latest at `last_step`."""
+        track = self._tracks.get((spec.id, source, subject))
+        if track is not None and rows > 0:
+            self._held(track.alert, rows, last_step, last_value, now)
+
+    def fire(self, spec: RuleSpec, source: str, subject: str, now: float) -> list[AlertChange]:
+        track = self._tracks.get((spec.id, source, subject))
+        return self._fire(track, now) if track is not None and track.alert.state is AlertState.PENDING else []
+
+    def drop(self, spec: RuleSpec, source: str, subject: str) -> None:
+        """It stopped holding before `for` was reached: the pending alert is forgotten."""
+        key = (spec.id, source, subject)
+        track = self._tracks.get(key)
+        if track is not None and track.alert.state is AlertState.PENDING:
+            del self._tracks[key]
+
+    def resolve(self, spec: RuleSpec, source: str, subject: str, now: float) -> list[AlertChange]:
+        track = self._tracks.get((spec.id, source, subject))
+        return self._resolve(track, now) if track is not None and track.alert.state is AlertState.FIRING else []
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    def _begin(self, key: tuple[str, str, str], spec: RuleSpec, finding: Finding, now: float,
+               old: _Track | None) -> _Track:
+        fp = old.alert.fingerprint if old is not None else fingerprint(*key)
+        alert = Alert(rule=spec.id, severity=finding.severity if finding.severity is not None else spec.severity,
+                      family=spec.family, title=spec.title, finding=finding,
+                      fixes=tuple(finding.extra_fixes) + spec.fixes, state=AlertState.PENDING,
+                      fingerprint=fp, first_step=_began(finding), first_line=finding.line, started_at=now,
+                      last_seen_at=now, last_step=_last_step(finding), last_value=_last_value(finding))
+        track = self._tracks[key] = _Track(alert, active_since=now)
+        return track
+
+    def _fire(self, track: _Track, now: float) -> list[AlertChange]:
         a = track.alert
-        if a.state is AlertState.PENDING and (one_shot or _reached(spec.for_, track.active_evals, now - track.active_since)):
-            a.state = AlertState.FIRING
-            a.started_at = now
-            a.found_step = a.last_step
-            self._episode_starts(a, now)
-            self._trim()
-            if not self._inhibited(a):
-                self._tell(track)
-                return [AlertChange(a, AlertState.FIRING)]
+        a.state = AlertState.FIRING
+        a.started_at = now
+        a.found_step = a.last_step
+        self._episode_starts(a, now)
+        self._trim()
+        if not self._inhibited(a):
+            self._tell(track)
+            return [AlertChange(a, AlertState.FIRING)]
         return []
 
     def _tell(self, track: _Track) -> None:
@@ -91,10 +132,6 @@ class AlertBook:
 
     def _repeat(self, a: Alert, finding: Finding, now: float) -> None:
         """The condition still holds: the alert keeps the moment it is about and notes the latest."""
-        a.last_seen_at = now
-        a.count += 1
-        a.last_step = _last_step(finding)
-        a.last_value = _last_value(finding)
         graver = finding.severity is not None and finding.severity > a.severity
         if graver:
             a.severity = finding.severity  # type: ignore[assignment]
@@ -102,13 +139,21 @@ class AlertBook:
         elif a.state is AlertState.PENDING and finding.began_step is not None:
             a.finding = finding  # the rule dates the start itself, with more evidence each time
             a.first_step = finding.began_step
-        record = self.alerts.get(a.fingerprint)
         if finding.amends:
-            for target in _distinct(a, record):
+            for target in _distinct(a, self.alerts.get(a.fingerprint)):
                 target.finding.evidence.update(finding.evidence)
+        self._held(a, 1, _last_step(finding), _last_value(finding), now)
+
+    def _held(self, a: Alert, rows: int, last_step: int | None, last_value: float | None, now: float) -> None:
+        """Counts rows the condition held on and notes the latest, in the alert and its record."""
+        a.last_seen_at = now
+        a.count += rows
+        a.last_step = last_step
+        a.last_value = last_value
+        record = self.alerts.get(a.fingerprint)
         if a.state is AlertState.FIRING and record is not None:
             if record is not a:
-                record.count += 1
+                record.count += rows
                 record.last_seen_at = now
                 record.last_step, record.last_value = a.last_step, a.last_value
                 if a.severity > record.severity:

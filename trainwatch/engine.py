@@ -12,15 +12,24 @@ import math
 import time
 from collections.abc import Callable, Iterable
 
+import numpy as np
+
 from trainwatch.alerts import AlertBook, AlertChange
+from trainwatch.batch import Batch
 from trainwatch.config import Config, RuleSpec
+from trainwatch.lifecycle import Cycle, Phase, Step, advance
 from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
 from trainwatch.names import Canonicalizer
 from trainwatch.rules import build_rules
+from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState
-from trainwatch.store import MetricStore
+from trainwatch.store import RECENT_POINTS, MetricStore, Series
 
 Listener = Callable[[AlertChange], None]
+
+ARRAY_FLUSH = RECENT_POINTS // 2
+"""New rows of one series held for the array rules before they are judged: a batch larger than this is
+judged in pieces, so the history a rule declared is still in the store's recent window."""
 
 
 class Engine:
@@ -39,6 +48,11 @@ class Engine:
         self._by_event: dict[EventKind, list[Rule]] = {}
         self._by_signature: dict[str, list[Rule]] = {}
         self._tickers = [r for r in self.rules if r.ticks]
+        self._arrays: dict[str, list[ArrayRule]] = {}  # metric -> the array rules watching it
+        self._held: dict[tuple[str, str], tuple[Series, list[Sample], list[float]]] = {}  # rows not yet judged
+        self._cycles: dict[tuple[str, str, str], Cycle] = {}
+        self._seen = getattr(clock, "seen", None)
+        """Clocks that tell time as the log does (check's) are shown each record's own time."""
         for rule in self.rules:
             for kind in rule.events:
                 self._by_event.setdefault(kind, []).append(rule)
@@ -57,20 +71,29 @@ class Engine:
         return state
 
     def feed(self, record: Record) -> list[AlertChange]:
+        """One record: a batch of one, judged at once."""
         if isinstance(record, Sample):
-            return self._sample(record)
-        return self._event(record)
+            out = self._sample(record)
+            return out + self._tell(self._judge_held()) if self._held else out
+        return self._tell(self._judge_held()) + self._event(record)
 
     def feed_all(self, records: Iterable[Record]) -> list[AlertChange]:
         out: list[AlertChange] = []
         for r in records:
-            out.extend(self.feed(r))
+            out.extend(self._sample(r) if isinstance(r, Sample) else self._tell(self._judge_held()) + self._event(r))
+        out.extend(self._tell(self._judge_held()))
         return out
+
+    def feed_batch(self, batch: Batch) -> list[AlertChange]:
+        """A batch in log order: its samples between events are judged together by the array rules."""
+        return self.feed_all(batch.records())
 
     def _sample(self, s: Sample) -> list[AlertChange]:
         name = s.name = self.canon(s.name)
         source = s.source
         state = self.sources.get(source) or self.source(source)
+        if s.time is not None and self._seen is not None:
+            self._seen(s.time)
         step = s.step
         if step is None:
             step = state.step if state.step is not None else 0
@@ -87,11 +110,24 @@ class Engine:
         series = self.store.add(s, step)  # `s` itself becomes the series' newest point
         hooks = self._hooks.get(name)
         if hooks is None:
-            hooks = self._hooks[name] = [(r.on_sample, r.spec, r.spec.id) for r in self._rules_for(name)]
-        if not hooks:
-            return []
+            rules = self._rules_for(name)
+            self._arrays[name] = [r for r in rules if isinstance(r, ArrayRule)]
+            hooks = self._hooks[name] = [(r.on_sample, r.spec, r.spec.id) for r in rules
+                                         if not isinstance(r, ArrayRule)]
         ctx = self._ctx
         now = ctx.now = self.clock()
+        flushed: list[AlertChange] = []
+        if self._arrays[name]:
+            held = self._held.get((source, name))
+            if held is None:
+                held = self._held[(source, name)] = (series, [], [])
+            held[1].append(s)
+            held[2].append(now)
+            if len(held[1]) >= ARRAY_FLUSH:
+                flushed = self._tell(self._judge_held())
+                ctx.now = now
+        if not hooks:
+            return flushed
         tracked = self.book.tracked
         out: list[AlertChange] = []
         for on_sample, spec, rule_id in hooks:
@@ -110,7 +146,9 @@ class Engine:
             if not finding.subject:
                 finding.subject = name
             out.extend(self.book.judge(spec, source, finding.subject, finding, now))
-        return self._tell(out) if out else out
+        if out:
+            self._tell(out)
+        return flushed + out if flushed else out
 
     def _rules_for(self, name: str) -> list[Rule]:
         out = []
@@ -125,6 +163,8 @@ class Engine:
     def _event(self, e: Event) -> list[AlertChange]:
         state = self.source(e.source)
         state.events += 1
+        if e.time is not None and self._seen is not None:
+            self._seen(e.time)
         now = self.clock()
         if e.step is None:
             e.step = state.step
@@ -175,9 +215,9 @@ class Engine:
 
     def tick(self) -> list[AlertChange]:
         """Lets time-based rules judge the silence since the last record."""
+        out = self._judge_held()
         ctx = self._ctx
         ctx.now = self.clock()
-        out: list[AlertChange] = []
         for rule in self._tickers:
             for source, subject, finding in rule.on_tick(ctx):
                 if finding is not None:
@@ -187,9 +227,9 @@ class Engine:
 
     def finish(self, source: str | None = None) -> list[AlertChange]:
         """The data of one source (or all) has ended: rules that need the whole run judge now."""
+        out = self._judge_held()
         ctx = self._ctx
         ctx.now = self.clock()
-        out: list[AlertChange] = []
         for name in [source] if source is not None else list(self.sources):
             for rule in self.rules:
                 for finding in rule.on_end(ctx, name):
@@ -197,6 +237,73 @@ class Engine:
                     out.extend(self.book.judge(rule.spec, name, finding.subject or rule.spec.id, finding,
                                                ctx.now, one_shot=True))
         return self._tell(out)
+
+    # -- array rules ---------------------------------------------------------------------------
+
+    def _judge_held(self) -> list[AlertChange]:
+        """The array rules judge the rows held since they last did, series by series. The caller tells
+        the listeners (with its own changes, in order)."""
+        if not self._held:
+            return []
+        held, self._held = self._held, {}
+        out: list[AlertChange] = []
+        for (source, name), (series, rows, times) in held.items():
+            now = np.asarray(times, dtype=np.float64)
+            for rule in self._arrays[name]:
+                out.extend(self._judge_array(rule, series, rows, now))
+        return out
+
+    def _judge_array(self, rule: ArrayRule, series: Series, rows: list[Sample], now: np.ndarray) -> list[AlertChange]:
+        w = Window.of(series, rows, rule.history)  # type: ignore[arg-type]  # a Sample is a Point
+        ctx = self._ctx
+        ctx.now = float(now[-1])
+        cond = np.asarray(rule.condition(ctx, w), dtype=bool)
+        spec, source, subject = rule.spec, series.source, series.name
+        key = (spec.id, source, subject)
+        cycle = self._cycles.get(key)
+        if cycle is None:
+            cycle = self._cycles[key] = Cycle()
+        book = self.book
+        out: list[AlertChange] = []
+        at = 0  # rows before `at` are accounted for in the book
+        base = w.start
+        for t in advance(cycle, cond, now, spec.for_, spec.keep_firing_for):
+            row = t.row
+            if t.step is Step.PENDING:
+                f = rule.finding(ctx, w, base + row)
+                f.source = f.source or source
+                f.step = f.step if f.step is not None else int(w.step[base + row])
+                f.line = f.line or int(w.line[base + row])
+                f.step_inferred = f.step_inferred or bool(w.inferred[base + row])
+                f.subject = f.subject or subject
+                book.begin(spec, source, subject, f, float(now[row]))
+                at = row + 1
+            elif t.step is Step.FIRING:
+                self._hold(rule, w, cond, at, row + 1, now)
+                out.extend(book.fire(spec, source, subject, float(now[row])))
+                at = row + 1
+            elif t.step is Step.DROPPED:
+                book.drop(spec, source, subject)
+                at = row + 1
+            else:
+                self._hold(rule, w, cond, at, row, now)
+                out.extend(book.resolve(spec, source, subject, float(now[row])))
+                at = row + 1
+        if cycle.phase is not Phase.IDLE:
+            self._hold(rule, w, cond, at, len(cond), now)
+        return out
+
+    def _hold(self, rule: ArrayRule, w: Window, cond: np.ndarray, lo: int, hi: int, now: np.ndarray) -> None:
+        """Tells the book about the rows in [lo, hi) where the condition held."""
+        if hi <= lo:
+            return
+        hits = np.flatnonzero(cond[lo:hi])
+        if not len(hits):
+            return
+        last = lo + int(hits[-1])
+        row = w.start + last
+        self.book.hold(rule.spec, w.source, w.name, len(hits), int(w.step[row]), rule.last_value(w, row),
+                       float(now[last]))
 
     def _tell(self, changes: list[AlertChange]) -> list[AlertChange]:
         if changes:

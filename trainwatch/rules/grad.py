@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from trainwatch.model import Finding
+from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import before, fmt, mad_sigma
 from trainwatch.store import Point, Series
 
 
-class GradNonFinite(Rule):
+class GradNonFinite(ArrayRule):
     """grad_norm NaN/Inf. The preset's `for: 2` asks for two logged points in a row: with fp16's dynamic
     loss scaling one Inf that the next step recovers from is the scaler skipping a step. A run whose
     last logged grad-norm is non-finite is judged at its end, as there is no next point."""
@@ -18,27 +21,25 @@ class GradNonFinite(Rule):
     id = "grad.nonfinite"
     watches = ("grad_norm",)
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        v = point.value
-        if math.isfinite(v):
-            return None
-        return self._finding(series, point)
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        return ~np.isfinite(w.new)
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        return _nonfinite(float(w.value[row]), int(w.step[row]), w.nan_count(row), w.inf_count(row))
 
     def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
         s = ctx.series("grad_norm", source)
         last = s.last if s is not None else None
         if s is None or last is None or math.isfinite(last.value):
             return []
-        f = self._finding(s, last)
+        f = _nonfinite(last.value, last.step, s.nan_count, s.inf_count)
         f.subject = "grad_norm"
         return [f]
 
-    @staticmethod
-    def _finding(series: Series, point: Point) -> Finding:
-        v = point.value
-        return Finding(message=f"grad_norm is {'NaN' if v != v else 'Inf'} at step {point.step}", step=point.step,
-                       evidence={"value": v, "step": point.step, "nan_count": series.nan_count,
-                                 "inf_count": series.inf_count})
+
+def _nonfinite(v: float, step: int, nan_count: int, inf_count: int) -> Finding:
+    return Finding(message=f"grad_norm is {'NaN' if v != v else 'Inf'} at step {step}", step=step,
+                   evidence={"value": v, "step": step, "nan_count": nan_count, "inf_count": inf_count})
 
 
 class GradSpike(Rule):

@@ -11,7 +11,10 @@ import math
 from itertools import islice
 from typing import Any
 
+import numpy as np
+
 from trainwatch.model import Finding
+from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import (Episodes, Segment, Segments, before, diff_sigma, fmt, head_values, last_finite,
                                     mad_sigma)
@@ -36,7 +39,7 @@ def _int(facts: dict[str, Any], *keys: str) -> int | None:
     return None
 
 
-class LossNonFinite(Rule):
+class LossNonFinite(ArrayRule):
     """Train or eval loss is NaN/Inf; the grad-norm just before says blow-up or bad sample."""
 
     id = "loss.nonfinite"
@@ -44,34 +47,46 @@ class LossNonFinite(Rule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._first_bad: dict[str, int] = {}  # source -> step of its first non-finite loss
+        # source -> the first step its loss was non-finite at (a restart to an earlier step starts again),
+        # before the rows being judged and after them
+        self._first_bad: dict[str, int] = {}
+        self._first_bad_before: dict[str, int | None] = {}
         # source -> (first bad step, cause, fixes, evidence): the grad-norm before a step never changes
         self._diagnosed: dict[str, tuple[int, str, tuple[str, ...], dict[str, Any]]] = {}
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        v = point.value
-        if math.isfinite(v):
-            return None
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        bad = ~np.isfinite(w.new)
+        prior = self._first_bad.get(w.source)
+        self._first_bad_before[w.source] = prior
+        if bad.any():
+            low = int(w.step[w.start:][bad].min())
+            self._first_bad[w.source] = low if prior is None else min(prior, low)
+        return bad
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        v = float(w.value[row])
+        step = int(w.step[row])
         word = "NaN" if v != v else "Inf"
-        ev: dict[str, Any] = {"metric": series.name, "value": v, "step": point.step,
-                              "nan_count": series.nan_count, "inf_count": series.inf_count}
-        first_bad = self._first_bad.setdefault(series.source, point.step)
-        if point.step < first_bad:  # a restart: a new first
-            first_bad = self._first_bad[series.source] = point.step
-        known = self._diagnosed.get(series.source)
+        ev: dict[str, Any] = {"metric": w.name, "value": v, "step": step,
+                              "nan_count": w.nan_count(row), "inf_count": w.inf_count(row)}
+        seen = w.value[w.start:row + 1]
+        bad_steps = w.step[w.start:row + 1][~np.isfinite(seen)]
+        prior = self._first_bad_before.get(w.source)
+        first_bad = int(bad_steps.min()) if prior is None else min(prior, int(bad_steps.min()))
+        known = self._diagnosed.get(w.source)
         if known is not None and known[0] == first_bad:
             cause, fixes = known[1], known[2]
             ev.update(known[3])
         else:
             diag: dict[str, Any] = {}
-            cause, fixes = self._diagnose(ctx, series.source, first_bad, diag)
+            cause, fixes = self._diagnose(ctx, w.source, first_bad, diag)
             ev.update(diag)
             if diag.get("diagnosis") != "unknown":
-                self._diagnosed[series.source] = (first_bad, cause, fixes, diag)
-        msg = f"{series.name} is {word} at step {point.step}"
+                self._diagnosed[w.source] = (first_bad, cause, fixes, diag)
+        msg = f"{w.name} is {word} at step {step}"
         if cause:
             msg += f": {cause}"
-        rng = self._samples(ctx, series.source, point.step)
+        rng = self._samples(ctx, w.source, step)
         if rng is not None:
             ev["samples"] = list(rng)
             msg += f"; samples {rng[0]}-{rng[1]}"
@@ -126,9 +141,13 @@ def _grad_before(g: Series, step: int, look_n: int, base_n: int) -> tuple[list[P
     ones before those. The same step's grad-norm is a consequence, so it is left out. Bounded scan."""
     look: list[Point] = []
     base: list[Point] = []
-    for p in islice(reversed(g.recent), max(SCAN_MIN, 8 * (look_n + base_n))):
+    budget = max(SCAN_MIN, 8 * (look_n + base_n))
+    for p in reversed(g.recent):  # points at or after `step` (logged since, in a batch) are passed over
         if p.step >= step:
             continue
+        budget -= 1
+        if budget < 0:
+            break
         if len(look) < look_n:
             look.append(p)
         elif math.isfinite(p.value):

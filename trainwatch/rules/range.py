@@ -2,33 +2,39 @@
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from trainwatch.model import Finding
-from trainwatch.rules.base import Rule, RuleContext
-from trainwatch.store import Point, Series
+from trainwatch.rules.array import ArrayRule, Window
+from trainwatch.rules.base import RuleContext
 
 
-class RangeRule(Rule):
+class RangeRule(ArrayRule):
     id = "range"
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self.watches = (spec.metric,)  # type: ignore[misc]
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        v = point.value
-        if not math.isfinite(v):
-            return None  # NaN and Inf have rules of their own
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        v = w.new
+        out = np.zeros(len(v), dtype=bool)  # NaN compares false: NaN and Inf have rules of their own
+        with np.errstate(invalid="ignore"):
+            if self.spec.above is not None:
+                out |= np.isfinite(v) & (v > self.spec.above)
+            if self.spec.below is not None:
+                out |= np.isfinite(v) & (v < self.spec.below)
+        return out
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        v = float(w.value[row])
         spec = self.spec
         if spec.above is not None and v > spec.above:
             bound, word = spec.above, "above"
-        elif spec.below is not None and v < spec.below:
-            bound, word = spec.below, "below"
         else:
-            return None
+            bound, word = spec.below, "below"
         return Finding(
-            message=f"{series.name} = {v:.4g}, {word} {bound:g}",
-            subject=series.name,
-            evidence={"metric": series.name, "value": v, "threshold": bound, "direction": word},
+            message=f"{w.name} = {v:.4g}, {word} {bound:g}",
+            subject=w.name,
+            evidence={"metric": w.name, "value": v, "threshold": bound, "direction": word},
         )

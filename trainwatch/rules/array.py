@@ -1,0 +1,86 @@
+"""Rules over arrays: a condition for every new row of a series at once, evidence only where it matters.
+
+An `ArrayRule` is asked about a `Window`: the new rows of one series, after the `history` rows before
+them that the rule declared it needs. It returns one boolean per new row, causal (row i looks only at
+rows up to i), and trainwatch.lifecycle turns the column into pending/firing/resolved transitions.
+`finding` is called only at the rows where a condition begins to hold, so the cost of evidence and
+wording is paid per alert, not per row. Live mode runs the same code on windows of one or a few rows;
+a check of a gigabyte runs it on thousands of rows at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from trainwatch.model import Finding
+from trainwatch.rules.base import Rule, RuleContext
+from trainwatch.store import Point, Series
+
+
+@dataclass
+class Window:
+    """Rows of one series as arrays: `history` rows already judged, then the new ones from `start`."""
+
+    name: str
+    source: str
+    step: np.ndarray  # int64
+    value: np.ndarray  # float64
+    line: np.ndarray  # int64
+    inferred: np.ndarray  # bool
+    start: int
+    nan_before: int  # NaN values in the series before the window's first row
+    inf_before: int
+
+    @classmethod
+    def of(cls, series: Series, new: Sequence[Point], history: int) -> Window:
+        """The window for `new` (the newest points of `series`, oldest first) and up to `history` points
+        logged before them."""
+        older: list[Point] = []
+        if history > 0:
+            pts = series.last_points(history + len(new))
+            older = pts[:max(0, len(pts) - len(new))]
+        rows = [*older, *new]
+        value = np.fromiter((p.value for p in rows), dtype=np.float64, count=len(rows))
+        nan = int(np.isnan(value).sum())
+        inf = int(np.isinf(value).sum())
+        return cls(series.name, series.source,
+                   np.fromiter((p.step for p in rows), dtype=np.int64, count=len(rows)), value,
+                   np.fromiter((p.line for p in rows), dtype=np.int64, count=len(rows)),
+                   np.fromiter((p.step_inferred for p in rows), dtype=bool, count=len(rows)),
+                   len(older), series.nan_count - nan, series.inf_count - inf)
+
+    @property
+    def new(self) -> np.ndarray:
+        """The values of the new rows."""
+        return self.value[self.start:]
+
+    def nan_count(self, row: int) -> int:
+        """NaN values in the series up to and including `row` (an index into the window)."""
+        return self.nan_before + int(np.isnan(self.value[:row + 1]).sum())
+
+    def inf_count(self, row: int) -> int:
+        return self.inf_before + int(np.isinf(self.value[:row + 1]).sum())
+
+
+class ArrayRule(Rule):
+    """Base for rules written over arrays. Subclasses set `id`, `watches` and `history`, and implement
+    `condition` and `finding`."""
+
+    history: ClassVar[int] = 0
+    """Rows before the new ones that `condition` needs to judge the first new row."""
+
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        """One boolean per new row (len(w.new)): does the condition hold at that row?"""
+        raise NotImplementedError
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        """The finding for an episode that begins at `row` (an index into the window's arrays)."""
+        raise NotImplementedError
+
+    def last_value(self, w: Window, row: int) -> float | None:
+        """The value an alert shows as its latest while the condition holds at `row`."""
+        return float(w.value[row])
