@@ -80,9 +80,21 @@ class Engine:
     def feed_all(self, records: Iterable[Record]) -> list[AlertChange]:
         out: list[AlertChange] = []
         for r in records:
-            out.extend(self._sample(r) if isinstance(r, Sample) else self._tell(self._judge_held()) + self._event(r))
+            if isinstance(r, Sample):
+                out.extend(self._sample(r))
+                continue
+            if self._held and self._barrier(r):
+                out.extend(self._tell(self._judge_held()))
+            out.extend(self._event(r))
         out.extend(self._tell(self._judge_held()))
         return out
+
+    def _barrier(self, e: Event) -> bool:
+        """Whether the rows held must be judged before this event: rules answer it (their alerts keep the
+        log's order, which inhibition depends on), or it starts a new run in the same log. Progress
+        redraws, which come with every line of some logs, are not barriers."""
+        return (e.kind in self._by_event or e.kind is EventKind.ERROR
+                or (e.kind is EventKind.INFO and bool(e.fields.get("new_run"))))
 
     def feed_batch(self, batch: Batch) -> list[AlertChange]:
         """A batch in log order: its samples between events are judged together by the array rules."""

@@ -9,10 +9,12 @@ from pathlib import Path
 from trainwatch import runner
 from trainwatch.engine import Engine
 from trainwatch.errors import SourceError
+from trainwatch.model import Record
 from trainwatch.sinks import report
 from trainwatch.sources.files import discover, iter_lines, open_checked
 
 MAX_DOCUMENT = 256 << 20
+BATCH_RECORDS = 4096
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -121,15 +123,20 @@ def feed_file(engine: Engine, src: runner.OpenSource, clock: LogClock) -> report
             info.records = len(records)
             _feed(engine, records, clock)
         else:
+            pending: list[Record] = []  # fed in batches, so the array rules judge many rows at once
             try:
                 for lineno, line in iter_lines(f):
                     records = parser.feed(line, lineno)
                     if records:
                         info.records += len(records)
-                        _feed(engine, records, clock)
+                        pending.extend(records)
+                        if len(pending) >= BATCH_RECORDS:
+                            _feed(engine, pending, clock)
+                            pending = []
                     info.lines = lineno
             except OSError as exc:
                 raise SourceError(f"{src.path}: read failed: {exc.strerror or exc}") from None
+            _feed(engine, pending, clock)
     rest = parser.finish()
     info.records += len(rest)
     _feed(engine, rest, clock)
