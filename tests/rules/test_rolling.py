@@ -1,0 +1,58 @@
+"""The array building blocks give, row by row, what the row-at-a-time statistics give."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainwatch.rules.base import median
+from trainwatch.rules.rolling import (restarts, run_lengths, trailing_diff_sigma, trailing_median, value_before)
+from trainwatch.rules.stats import diff_sigma
+
+floats = st.floats(-1e6, 1e6, allow_nan=False, width=32)
+
+
+@settings(max_examples=200, deadline=None)
+@given(xs=st.lists(floats, max_size=50), n=st.integers(1, 12), self_=st.booleans())
+def test_trailing_median_is_the_median_of_each_window(xs: list[float], n: int, self_: bool) -> None:
+    got = trailing_median(np.array(xs), n, include_self=self_)
+    for i in range(len(xs)):
+        window = xs[max(0, i + 1 - n):i + 1] if self_ else xs[max(0, i - n):i]
+        want = median(window) if window else math.nan
+        assert (math.isnan(want) and math.isnan(got[i])) or math.isclose(got[i], want, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(xs=st.lists(floats, min_size=1, max_size=50), data=st.data())
+def test_growing_windows_match_row_by_row(xs: list[float], data: st.DataObject) -> None:
+    ns = np.array(data.draw(st.lists(st.integers(1, 10), min_size=len(xs), max_size=len(xs))))
+    got = trailing_median(np.array(xs), ns)
+    for i in range(len(xs)):
+        assert math.isclose(got[i], median(xs[max(0, i + 1 - ns[i]):i + 1]), rel_tol=1e-9, abs_tol=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(xs=st.lists(floats, max_size=50), n=st.integers(1, 15))
+def test_trailing_diff_sigma_matches_stats(xs: list[float], n: int) -> None:
+    got = trailing_diff_sigma(np.array(xs), n)
+    for i in range(len(xs)):
+        want = diff_sigma(xs[max(0, i + 1 - n):i + 1])
+        assert (math.isnan(want) and math.isnan(got[i])) or math.isclose(got[i], want, rel_tol=1e-9, abs_tol=1e-6)
+
+
+def test_run_lengths_continue_a_carried_run() -> None:
+    assert run_lengths(np.array([True, True, False, True]), carried=3).tolist() == [4, 5, 0, 1]
+
+
+def test_restarts_count_steps_that_go_back() -> None:
+    assert restarts(np.array([5, 6, 1, 2, 0]), 4).tolist() == [0, 0, 1, 1, 2]
+
+
+def test_value_before_is_causal() -> None:
+    steps, vals = np.array([1, 3, 5]), np.array([10.0, 30.0, 50.0])
+    got = value_before(steps, vals, np.array([0, 3, 4, 9]))
+    assert np.isnan(got[0]) and got[1:].tolist() == [10.0, 30.0, 50.0]
+    assert value_before(steps, vals, np.array([3]), inclusive=True).tolist() == [30.0]

@@ -1,0 +1,102 @@
+"""Array building blocks for trend rules: trailing medians and noise over the finite points, run lengths,
+restarts, and causal look-ups into another series.
+
+Each function answers for every row at once what the row-at-a-time helpers in trainwatch.rules.stats
+answer for one row (`last_finite`, `before`, `diff_sigma`, `Segments`), with the same numbers, so a rule
+moved to arrays keeps its findings. Rolling medians come from bottleneck (a sorted window, O(log n) per
+row); everything else is numpy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import bottleneck as bn
+import numpy as np
+
+from trainwatch.rules.stats import MAD_SIGMA
+
+
+def finite_rows(values: np.ndarray) -> np.ndarray:
+    """Indices of the finite values: trend rules look at the finite points only, as `tail` does."""
+    return np.flatnonzero(np.isfinite(values))
+
+
+def trailing_median(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = True) -> np.ndarray:
+    """Per row i, the median of the last `n` values of `x` up to i (before i when not `include_self`),
+    fewer at the start; NaN where there are none. `n` may vary per row (a window that grows with the
+    run): rows are grouped by window size and each group costs one rolling pass."""
+    m = len(x)
+    out = np.full(m, np.nan)
+    if not m:
+        return out
+    ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (m,))
+    src = x if include_self else np.concatenate(([np.nan], x[:-1]))
+    for w in np.unique(ns):
+        rows = np.flatnonzero(ns == w)
+        if w <= 0:
+            continue
+        hi = int(rows[-1]) + 1
+        lo = max(0, int(rows[0]) - int(w) + 1)
+        seg = src[lo:hi]
+        med = bn.move_median(seg, window=min(int(w), len(seg)), min_count=1)
+        out[rows] = med[rows - lo]
+    if not include_self:
+        out[0] = np.nan
+    return out
+
+
+def trailing_count(m: int, n: int | np.ndarray, *, include_self: bool = True) -> np.ndarray:
+    """How many values the windows of `trailing_median` hold at each row."""
+    avail = np.arange(1, m + 1) if include_self else np.arange(m)
+    return np.minimum(avail, np.broadcast_to(np.asarray(n, dtype=np.int64), (m,)))
+
+
+def trailing_diff_sigma(x: np.ndarray, n: int | np.ndarray) -> np.ndarray:
+    """Per row i, `stats.diff_sigma` of the last `n` values up to i: the point noise from the MAD of
+    first differences. NaN where the window holds fewer than three values."""
+    m = len(x)
+    out = np.full(m, np.nan)
+    if m < 3:
+        return out
+    d = np.abs(np.diff(x))  # d[j] = |x[j+1] - x[j]|: a window of k values holds k - 1 differences
+    ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (m,))
+    med = np.full(m, np.nan)
+    med[1:] = trailing_median(d, np.maximum(ns[1:] - 1, 0))
+    counts = trailing_count(m, ns)
+    out = MAD_SIGMA * med / math.sqrt(2.0)
+    out[counts < 3] = np.nan
+    return out
+
+
+def run_lengths(cond: np.ndarray, carried: int = 0) -> np.ndarray:
+    """Per row, how many rows in a row (ending there) `cond` has held; `carried` continues a run from
+    the batch before. 0 where it does not hold."""
+    c = np.asarray(cond, dtype=bool)
+    idx = np.arange(len(c))
+    last_false = np.maximum.accumulate(np.where(c, -1, idx))
+    runs = idx - last_false
+    first = last_false < 0  # rows still in a run that began before this batch
+    runs[first] += carried
+    return np.where(c, runs, 0)
+
+
+def restarts(step: np.ndarray, last_step: int | None) -> np.ndarray:
+    """Per row, the number of restarts (a step lower than the one before) up to and including it: a new
+    run in the same log starts its own baseline. `last_step` is the step before the first row."""
+    if not len(step):
+        return np.zeros(0, dtype=np.int64)
+    prev = np.empty_like(step)
+    prev[0] = step[0] if last_step is None else last_step
+    prev[1:] = step[:-1]
+    return np.cumsum(step < prev)
+
+
+def value_before(steps: np.ndarray, values: np.ndarray, at: np.ndarray, *, inclusive: bool = False) -> np.ndarray:
+    """Per step in `at`, the latest of `values` logged at a step before it (or at it, `inclusive`), NaN
+    when none: a causal look-up into another series, which must be in step order."""
+    pos = np.searchsorted(steps, at, side="right" if inclusive else "left") - 1
+    out = np.full(len(at), np.nan)
+    ok = pos >= 0
+    out[ok] = values[pos[ok]]
+    return out
