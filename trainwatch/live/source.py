@@ -183,20 +183,20 @@ class LiveSource:
         if not chunk.lines:
             return 0
         state = engine.source(self.name)
-        n = 0
+        records: list[Record] = []  # the whole chunk goes to the engine at once: a backlog is one batch
         if chunk.restarted:
             self._ring_upto = 0
         for lineno, text in chunk.lines:
             if lineno > self._ring_upto:
                 self._ring_upto = 0
                 self.lines.append((lineno, text))
-            n += self._records(engine, parser.feed(text, lineno))
+            records.extend(parser.feed(text, lineno))
             state.lines = lineno
             stripped = text.rstrip()
             if stripped:
                 last = stripped.rsplit("\r", 1)[-1].strip() or stripped
                 state.last_line = last[:LAST_LINE_CHARS]
-        return n
+        return self._records(engine, records)
 
     def _records(self, engine: Engine, records: list[Record]) -> int:
         assert self.opened is not None
@@ -208,7 +208,7 @@ class LiveSource:
                 self._fed_events.add(_key(r))
             if not r.source:
                 r.source = self.name
-            engine.feed(r)
+        engine.feed_all(records)
         return len(records)
 
 
