@@ -238,3 +238,25 @@ def test_stop_reads_what_was_written_last(tmp_path: Path) -> None:
     w.stop()
     assert step_of(w, log) == 2
     w.stop()  # idempotent
+
+
+def test_a_backlog_larger_than_one_poll_is_read_in_pieces_and_completely(tmp_path, monkeypatch) -> None:
+    """A long backlog is read at most POLL_BYTES per poll (memory stays bounded) and the follower says
+    more is waiting until the end is reached; every line arrives once, in order."""
+    from trainwatch.sources import tail
+
+    monkeypatch.setattr(tail, "POLL_BYTES", 2 * tail.READ_CHUNK)
+    path = tmp_path / "big.log"
+    line = b"x" * 99 + b"\n"
+    n = (5 * tail.READ_CHUNK) // len(line)
+    path.write_bytes(line * n)
+    follower = tail.FileFollower(path)
+    got, polls = [], 0
+    while True:
+        chunk = follower.poll()
+        polls += 1
+        got.extend(no for no, _ in chunk.lines)
+        if not follower.more:
+            break
+    assert got == list(range(1, n + 1))
+    assert polls >= 3

@@ -199,6 +199,8 @@ class Watcher:
             self._thread.join(timeout=30)
         with self.lock:
             self._read_all()
+            while any(s.follower is not None and s.follower.more for s in self._sources.values()):
+                self._read_all()
             for src in self._sources.values():
                 self._guard(src, lambda s=src: s.close(self.engine))
                 state = self.engine.sources.get(src.name)
@@ -306,6 +308,9 @@ class Watcher:
             fn()
         except Exception as exc:  # one bad source must not stop the others
             self._notice(f"{src.path}: error while following ({type(exc).__name__}: {exc}); continuing")
+            return
+        if src.follower is not None and src.follower.more:
+            self.wake(os.path.abspath(src.path))  # the rest of a long backlog: next turn, after readers had the lock
 
     # -- inotify ------------------------------------------------------------------------------------
 

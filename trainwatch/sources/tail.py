@@ -16,6 +16,9 @@ from pathlib import Path
 from trainwatch.sources.files import MAX_LINE
 
 READ_CHUNK = 1 << 20
+POLL_BYTES = 16 << 20
+"""At most this much is read per poll: a backlog of gigabytes is read and judged piece by piece (memory
+stays bounded, and readers get the lock between pieces); `more` says another poll is due at once."""
 MAX_DOCUMENT = 64 << 20  # a whole_file document (trainer_state.json) larger than this is not re-read
 
 
@@ -46,6 +49,7 @@ class FileFollower:
         self._missing_said = False
         self._unreadable_said = False
         self._doc_sig: tuple[int, int, int] | None = None
+        self.more = False  # the last poll stopped at POLL_BYTES with more of the file waiting
 
     # -- the one entry point --------------------------------------------------------------------
 
@@ -154,9 +158,15 @@ class FileFollower:
             self._offset = offset - (len(last) - last.rfind(b"\n") - 1)  # the unfinished line is read whole
 
     def _drain(self, out: Chunk) -> None:
+        self.more = False
         if self._fd is None:
             return
+        budget = POLL_BYTES
         while True:
+            if budget <= 0:
+                self.more = True
+                return
+            budget -= READ_CHUNK
             try:
                 data = os.pread(self._fd, READ_CHUNK, self._offset)
             except OSError as exc:
