@@ -51,6 +51,7 @@ class Engine:
         self._arrays: dict[str, list[ArrayRule]] = {}  # metric -> the array rules watching it
         self._held: dict[tuple[str, str], tuple[Series, list[Sample], list[float]]] = {}  # rows not yet judged
         self._cycles: dict[tuple[str, str, str], Cycle] = {}
+        self.judged: set[str] = set()  # ids of the rules some sample was shown to (their metric was logged)
         self._seen = getattr(clock, "seen", None)
         """Clocks that tell time as the log does (check's) are shown each record's own time."""
         for rule in self.rules:
@@ -104,8 +105,10 @@ class Engine:
         name = s.name = self.canon(s.name)
         source = s.source
         state = self.sources.get(source) or self.source(source)
-        if s.time is not None and self._seen is not None:
-            self._seen(s.time)
+        if s.time is not None:
+            state.timed = True
+            if self._seen is not None:
+                self._seen(s.time)
         step = s.step
         if step is None:
             step = state.step if state.step is not None else 0
@@ -123,6 +126,7 @@ class Engine:
         hooks = self._hooks.get(name)
         if hooks is None:
             rules = self._rules_for(name)
+            self.judged.update(r.spec.id for r in rules)
             self._arrays[name] = [r for r in rules if isinstance(r, ArrayRule)]
             hooks = self._hooks[name] = [(r.on_sample, r.spec, r.spec.id) for r in rules
                                          if not isinstance(r, ArrayRule)]
@@ -175,8 +179,10 @@ class Engine:
     def _event(self, e: Event) -> list[AlertChange]:
         state = self.source(e.source)
         state.events += 1
-        if e.time is not None and self._seen is not None:
-            self._seen(e.time)
+        if e.time is not None:
+            state.timed = True
+            if self._seen is not None:
+                self._seen(e.time)
         now = self.clock()
         if e.step is None:
             e.step = state.step

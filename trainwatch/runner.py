@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainwatch import adapters, config, task
+from trainwatch import adapters, task
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.engine import Engine
 from trainwatch.errors import SourceError
@@ -87,12 +87,10 @@ def config_files(explicit: list[str] | None) -> list[Path]:
 
 def make_engine(sources: list[OpenSource], preset: str | None, configs: list[str] | None,
                 clock: Callable[[], float] = time.time) -> Engine:
-    guess = guess_task(sources)
-    chosen = preset or guess.preset
-    engine = Engine(config.load(chosen, config_files(configs)), clock=clock)
-    for s in sources:
-        task.annotate(engine.source(s.name, s.format), guess)
-    return engine
+    """The engine of a session over `sources` (see trainwatch.session)."""
+    from trainwatch.session import Session
+
+    return Session(sources, preset=preset, configs=configs, clock=clock).engine
 
 
 _RANK = re.compile(r"rank[_-]?(\d+)", re.I)

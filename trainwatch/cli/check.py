@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from trainwatch import runner
-from trainwatch.engine import Engine
 from trainwatch.errors import SourceError
 from trainwatch.model import Record
+from trainwatch.session import Session
 from trainwatch.sinks import report
 from trainwatch.sources.files import discover, iter_lines, open_checked
 
@@ -112,7 +112,8 @@ def _drop_unread(opened: list[runner.OpenSource], infos: list[report.SourceInfo]
     return kept
 
 
-def feed_file(engine: Engine, src: runner.OpenSource, clock: LogClock) -> report.SourceInfo:
+def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
+    engine = session.engine
     info = report.SourceInfo(src.name, src.format)
     parser = src.parser
     with open_checked(src.path) as f:
@@ -121,7 +122,7 @@ def feed_file(engine: Engine, src: runner.OpenSource, clock: LogClock) -> report
             info.lines = data.count(b"\n") + 1
             records = parser.document(data.decode("utf-8", "replace"))
             info.records = len(records)
-            _feed(engine, records, clock)
+            session.feed(records)
         else:
             pending: list[Record] = []  # fed in batches, so the array rules judge many rows at once
             try:
@@ -131,20 +132,21 @@ def feed_file(engine: Engine, src: runner.OpenSource, clock: LogClock) -> report
                         info.records += len(records)
                         pending.extend(records)
                         if len(pending) >= BATCH_RECORDS:
-                            _feed(engine, pending, clock)
+                            session.feed(pending)
                             pending = []
                     info.lines = lineno
             except OSError as exc:
                 raise SourceError(f"{src.path}: read failed: {exc.strerror or exc}") from None
-            _feed(engine, pending, clock)
+            session.feed(pending)
     rest = parser.finish()
     info.records += len(rest)
-    _feed(engine, rest, clock)
+    session.feed(rest)
     state = engine.sources[src.name]
     state.lines = info.lines
     if not parser.adapter.whole_file:  # a log that grows; a whole-file document is a snapshot
         state.facts.setdefault("quiet_s", _quiet_for(src.path))
-    engine.finish(src.name)
+    session.finish(src.name)
+    info.skipped.extend(session.untimed_waits(src.name))
     return info
 
 
@@ -158,17 +160,13 @@ def _quiet_for(path: Path) -> float | None:
         return None
 
 
-def _feed(engine: Engine, records: list, clock: LogClock) -> None:  # type: ignore[type-arg]
-    engine.feed_all(records)  # the engine shows the clock each record's time (LogClock.seen)
-
-
 def run(args: argparse.Namespace) -> int:
     import time
 
     opened, skipped = open_all(args.paths, args.fmt)
-    clock = LogClock(time.time())
-    engine = runner.make_engine(opened, args.preset, args.config, clock=clock)
-    infos = [feed_file(engine, src, clock) for src in opened]
+    session = Session(opened, preset=args.preset, configs=args.config, clock=LogClock(time.time()))
+    engine = session.engine
+    infos = [feed_file(session, src) for src in opened]
     infos = _drop_unread(opened, infos, {str(Path(p)) for p in args.paths}, skipped)
     if infos and skipped:
         infos[0].skipped.extend(skipped)

@@ -19,13 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainwatch import config, task
 from trainwatch.alerts import AlertChange
 from trainwatch.engine import Engine
 from trainwatch.live.source import LiveSource
 from trainwatch.model import Record
 from trainwatch.errors import SourceError, TrainwatchError
-from trainwatch.runner import config_files, guess_task, open_source
+from trainwatch.runner import open_source
+from trainwatch.session import Session
 from trainwatch.sources.files import is_log_name, looks_binary, read_sample
 from trainwatch.sources.gpu import Backend, GpuSampler, default_backend
 
@@ -363,13 +363,8 @@ class Watcher:
                     opened.append(open_source(p, self.fmt))
                 except TrainwatchError:
                     pass  # not there or not recognised yet: said when it is followed
-        guess = guess_task(opened)
-        engine = Engine(config.load(preset or guess.preset, config_files(configs)), clock=self.clock)
-        for o in opened:  # the task and precision the logs show, as `check` records them
-            state = engine.source(o.name, o.format)
-            task.annotate(state, guess)
-            state.facts["waiting"] = True  # until its LiveSource reads it (the TUI shows no verdict till then)
-        return engine
+        self.session = Session(opened, preset=preset, configs=configs, clock=self.clock, waiting=True)
+        return self.session.engine
 
     def _put_records(self, records: list[Record]) -> None:
         self._queue_put(("records", records))

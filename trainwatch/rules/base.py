@@ -34,6 +34,7 @@ class SourceState:
     events: int = 0
     phase: str = "train"  # train, eval or checkpoint: the stall detector allows longer silences in the last two
     first_error: dict[str, Any] | None = None  # the first critical error told: later errors may be its echoes
+    timed: bool = False  # some record carried the log's own time: time-based `for` can count on it
 
 
 @dataclass
