@@ -7,6 +7,7 @@ from pathlib import Path
 from trainwatch import runner
 from trainwatch.adapters.signatures import SignatureScanner
 from trainwatch.cli.check import LogClock, feed_file
+from trainwatch.session import Session
 from trainwatch.model import Alert, EventKind, Severity
 
 from rulekit import Run
@@ -32,10 +33,9 @@ def check_text(tmp_path: Path, text: str, name: str = "run.log") -> dict[str, Al
     p = tmp_path / name
     p.write_text(text)
     src = runner.open_source(p)
-    clock = LogClock(0.0)
-    engine = runner.make_engine([src], None, None, clock=clock)
-    feed_file(engine, src, clock)
-    return {a.rule: a for a in engine.alerts()}
+    session = Session([src], clock=LogClock(0.0))
+    feed_file(session, src)
+    return {a.rule: a for a in session.engine.alerts()}
 
 
 def test_interleaved_rank_copies_are_one_finding_listing_the_ranks(tmp_path: Path) -> None:
