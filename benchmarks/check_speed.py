@@ -2,8 +2,8 @@
 
 Generates a ~1 GB Hugging Face Trainer console log (tqdm redraws included) and a ~1 GB JSON-lines log,
 then times `trainwatch check` and `grep -c loss` on each in the same run and prints MB/s and peak RSS.
-Targets (issue 2): check within 3x of grep on the console log, >= 100 MB/s on JSON lines, peak memory
-under 200 MB whatever the size.
+Targets (issue 9): check within 3x of grep on the console log and 10x on JSON lines, peak memory under
+150 MB whatever the size; `tail --headless` through the console log's backlog within 1.5x of check.
 
     python benchmarks/check_speed.py [--size-mb 1024] [--dir /tmp/twbench] [--keep]
 """
@@ -24,10 +24,23 @@ from pathlib import Path
 BAR = "\u2588"
 
 
+TRACEBACK = """Traceback (most recent call last):
+  File "train.py", line 88, in <module>
+    trainer.train()
+  File "transformers/trainer.py", line 2123, in train
+    loss = self.training_step(model, inputs)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.02 GiB is free.
+"""
+
+
 def make_console(path: Path, size: int) -> None:
+    """An HF Trainer console log: tqdm redraws sharing lines through carriage returns, transformers 4
+    dicts and transformers 5 ones (quoted numbers), an eval every 500 logged steps, a NaN stretch at
+    60% of the file, and an out-of-memory traceback at the end (so a follower sees the run end)."""
     rng = random.Random(1)
     total = 10_000_000
     step = 0
+    nan_from, nan_to = int(size * 0.6), int(size * 0.6) + 200_000
     with open(path, "w", encoding="utf-8") as f:
         f.write("***** Running training *****\n  Num examples = 1,000,000\n  Total optimization steps = 10,000,000\n")
         written = 0
@@ -40,15 +53,24 @@ def make_console(path: Path, size: int) -> None:
                 fill = BAR * (pct // 10)
                 segs.append(f"\r{pct:3d}%|{fill:<10}| {step}/{total} [01:{step % 60:02d}<9:59:59, {rng.uniform(3, 5):.2f}it/s]")
             loss = 1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02)  # falls fast, then settles
-            d = (f"{{'loss': {loss:.4f}, 'grad_norm': {rng.uniform(0.5, 2):.6f}, "
-                 f"'learning_rate': {2e-5 * (1 - step / total):.6e}, 'epoch': {step / 1e6:.2f}}}")
+            shown = "nan" if nan_from <= written < nan_to else f"{loss:.4f}"
+            if (step // 10) % 2:  # transformers 4: bare numbers
+                d = (f"{{'loss': {shown}, 'grad_norm': {rng.uniform(0.5, 2):.6f}, "
+                     f"'learning_rate': {2e-5 * (1 - step / total):.6e}, 'epoch': {step / 1e6:.2f}}}")
+            else:  # transformers 5: numbers quoted
+                d = (f"{{'loss': '{shown}', 'grad_norm': '{rng.uniform(0.5, 2):.4f}', "
+                     f"'learning_rate': '{2e-5 * (1 - step / total):.4e}', 'epoch': '{step / 1e6:.2f}'}}")
             chunk = "".join(segs) + "\r" + " " * 60 + "\r" + d + "\n"
+            if step % 5000 == 0:
+                chunk += (f"{{'eval_loss': {loss + 0.1:.4f}, 'eval_runtime': 12.5, 'eval_samples_per_second': 80.1, "
+                          f"'epoch': {step / 1e6:.2f}}}\n")
             buf.append(chunk)
             written += len(chunk.encode())
             if len(buf) >= 2000:
                 f.write("".join(buf))
                 buf.clear()
         f.write("".join(buf))
+        f.write(TRACEBACK)
 
 
 def make_jsonl(path: Path, size: int) -> None:
@@ -84,6 +106,28 @@ def run_measured(cmd: list[str]) -> tuple[float, int, int]:
     return wall, rc, rss_kb // 1024
 
 
+def tail_backlog(cmd: list[str], path: Path) -> float:
+    """Seconds until a headless follower's status line says it has read every line of the file (it then
+    follows the end), from its start."""
+    with open(path, "rb") as f:
+        total = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
+    t = time.perf_counter()
+    proc = subprocess.Popen([*cmd, str(path)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if any(s.get("lines", 0) >= total for s in doc.get("sources", ())):
+                return time.perf_counter() - t
+        return math.nan
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
@@ -102,15 +146,18 @@ def main() -> None:
             t = time.perf_counter()
             (make_console if kind == "console" else make_jsonl)(path, size)
             print(f"generated {path} ({path.stat().st_size / 2**20:.0f} MB) in {time.perf_counter() - t:.0f}s")
-    tw = [sys.executable, "-m", "trainwatch", "check"]
+    tw = [sys.executable, "-m", "trainwatch"]
     for kind, path in files.items():
         mb = path.stat().st_size / 2**20
         subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL)  # warm the page cache for both
         g_wall, _, _ = run_measured(["grep", "-c", "loss", str(path)])
-        t_wall, code, peak = run_measured([*tw, str(path)])
+        t_wall, code, peak = run_measured([*tw, "check", str(path)])
         print(f"{kind:8} {mb:7.0f} MB | grep -c loss {g_wall:6.2f}s ({mb / g_wall:7.0f} MB/s) | "
               f"trainwatch check {t_wall:6.2f}s ({mb / t_wall:6.0f} MB/s, exit {code}) | "
               f"ratio {t_wall / g_wall:5.1f}x grep | peak RSS {peak} MB")
+        if kind == "console":
+            l_wall = tail_backlog([*tw, "tail", "--headless", "--no-gpu", "--json", "--status-every", "0.2"], path)
+            print(f"{'':8} {'':7}    | tail --headless through the backlog {l_wall:6.2f}s ({l_wall / t_wall:4.2f}x check)")
     if not args.keep:
         shutil.rmtree(d, ignore_errors=True)
     os.sync()
