@@ -1,0 +1,399 @@
+"""The pure-Python scanner: the oracle the native `trainwatch._scan` is tested against, and its fallback.
+
+It implements the scanner contract (lines, `\\r` redraws, keyword hits, flat dicts, `key: value` tokens,
+progress bars) with `re` on bytes, `bytes.find` and numpy, so that no Python loop runs per byte: the
+regexes walk the whole chunk in C and Python only touches what they found. It never decodes log bytes,
+so invalid UTF-8 cannot make it raise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trainwatch.scan.chunk import ARRAY_FIELDS, Chunk
+
+MAX_LINE = 1 << 20  # bytes of a line that are scanned, and the most of a partial line that is held
+MAX_KEY_BYTES = 64  # longest `key: value` key
+_WORD_BYTES = rb"A-Za-z0-9_./\-"
+
+# A number as logs print it: thousands separators in the integer part, nan/inf words, an optional `%`.
+_NUM = (rb"[+-]?(?:(?:\d+(?:,\d{3}(?!\d))*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+        rb"|(?i:nan|inf(?:inity)?)(?![A-Za-z0-9_]))%?")
+_WS = rb"[ \t]*"
+_KEY = rb"(?:'[^'\\\n]{0,200}'|\"[^\"\\\n]{0,200}\")"
+_STR = rb"(?:'[^'\\\n]*(?:\\[^\n][^'\\\n]*)*'|\"[^\"\\\n]*(?:\\[^\n][^\"\\\n]*)*\")"
+_LITERALS = (b"true", b"false", b"True", b"False", b"null", b"None")
+_VALUE = rb"(?:" + _NUM + rb"|" + _STR + rb"|" + b"|".join(_LITERALS) + rb")"
+_ENTRY = _KEY + _WS + rb":" + _WS + _VALUE
+
+NUMBER = re.compile(_NUM)
+DICT = re.compile(rb"\{" + _WS + rb"(?:" + _ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*)?\}")
+ENTRY = re.compile(rb"(?:'([^'\\\n]{0,200})'|\"([^\"\\\n]{0,200})\")" + _WS + rb":" + _WS + rb"(" + _VALUE + rb")")
+_KV_BODY = (rb"([A-Za-z_][" + _WORD_BYTES + rb"]*(?: [A-Za-z_][" + _WORD_BYTES + rb"]*){0,3})"
+            + _WS + rb"[:=]" + _WS + rb"(" + _NUM + rb")")
+KV = re.compile(rb"(?<![" + _WORD_BYTES + rb"])" + _KV_BODY)  # a key run starts after a non-word byte
+KV_AT = re.compile(_KV_BODY)  # ...or right where the previous token ended
+BAR = re.compile(rb"\| *(\d{1,18})/(\d{1,18})(?!\d)")
+LAST_BAR = re.compile(rb".*" + BAR.pattern, re.S)  # greedy: the line's last bar
+
+
+def to_float(token: bytes) -> float:
+    """The value of a token matched by NUMBER: float() reads nan/inf words; commas and `%` go first."""
+    return float(token.rstrip(b"%").replace(b",", b""))
+
+
+def value_of(raw: bytes) -> float | None:
+    """A dict value's number: bare, or a quoted string that is wholly a number; None for anything else."""
+    if raw[:1] in (b"'", b'"'):
+        inner = raw[1:-1].strip(b" \t")
+        return to_float(inner) if NUMBER.fullmatch(inner) else None
+    if raw in _LITERALS:
+        return None
+    return to_float(raw)
+
+
+@dataclass
+class _Found:
+    """What the scan of one chunk found so far, as Python lists that become arrays once, at the end."""
+
+    line_start: list[int] = field(default_factory=list)
+    line_end: list[int] = field(default_factory=list)
+    visible_start: list[int] = field(default_factory=list)
+    kw_line: list[int] = field(default_factory=list)
+    kw_id: list[int] = field(default_factory=list)
+    dict_line: list[int] = field(default_factory=list)
+    dict_start: list[int] = field(default_factory=list)
+    dict_end: list[int] = field(default_factory=list)
+    ent_dict: list[int] = field(default_factory=list)
+    ent_name: list[bytes] = field(default_factory=list)  # raw key bytes; ids are given after the scan
+    ent_line: list[int] = field(default_factory=list)
+    ent_value: list[float] = field(default_factory=list)
+    kv_line: list[int] = field(default_factory=list)
+    kv_name: list[bytes] = field(default_factory=list)
+    kv_value: list[float] = field(default_factory=list)
+    kv_pos: list[int] = field(default_factory=list)
+    prog_line: list[int] = field(default_factory=list)
+    prog_n: list[int] = field(default_factory=list)
+    prog_total: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Lines lying one after another in `view`, none longer than MAX_LINE (or already cut to it).
+
+    Offsets are relative to `view`; `view_abs` is the absolute offset of view[0]. `ends` are the true line
+    ends (they may point past a cut line's view); `scan_ends` end the part that is scanned.
+    """
+
+    view: bytes
+    view_abs: int
+    starts: np.ndarray
+    ends: np.ndarray
+    scan_ends: np.ndarray
+
+
+class Scanner:
+    """Turns log bytes, fed in pieces of any size, into chunks of complete lines and what is in them."""
+
+    def __init__(self, keywords: Iterable[str] = ()) -> None:
+        """Keep the keywords (searched as UTF-8 bytes) and start with an empty key table and no partial line."""
+        words = list(keywords)
+        for word in words:
+            if not isinstance(word, str):
+                raise TypeError(f"keywords must be str, not {type(word).__name__}")
+        self._keywords = [w.encode("utf-8") for w in words]
+        searchable = sorted({w for w in self._keywords if w and b"\n" not in w}, key=len, reverse=True)
+        # One alternation finds the lines worth checking; each keyword is then checked with `in` there.
+        self._kw_any = re.compile(b"|".join(re.escape(w) for w in searchable)) if searchable else None
+        self._kw_ids = [(i, w) for i, w in enumerate(self._keywords) if w and b"\n" not in w]
+        self._key_ids: dict[bytes, int] = {}
+        self._keys: list[str] = []
+        self._pending = bytearray()  # the held start of the partial line (at most MAX_LINE bytes)
+        self._pending_len = 0  # the partial line's full length, dropped bytes included
+        self._last = -1  # the partial line's last byte, held or not (tells whether a `\r` precedes `\n`)
+        self._offset = 0  # absolute offset of the partial line's first byte
+        self._lineno = 1  # number of the next line to complete
+
+    @property
+    def keys(self) -> list[str]:
+        """The key table: `ent_key` and `kv_key` index it; it only grows, so ids stay valid."""
+        return list(self._keys)
+
+    @property
+    def pending(self) -> int:
+        """Bytes of the partial line held (at most MAX_LINE)."""
+        return len(self._pending)
+
+    def feed(self, data: bytes) -> Chunk:
+        """Scan the complete lines that `data` finishes; keep its trailing partial line for later."""
+        data = bytes(data)
+        last_nl = data.rfind(b"\n")
+        if last_nl < 0:
+            self._hold(data)
+            return Chunk.empty(self._lineno, self._offset)
+        dropped = self._pending_len - len(self._pending)
+        if dropped:
+            chunk = self._finish_cut_line(data, last_nl, dropped)
+        else:
+            buf = bytes(self._pending) + data[: last_nl + 1]
+            chunk = self._chunk(self._runs_of(buf, self._offset), buf, self._offset)
+        self._advance(self._pending_len + last_nl + 1, len(chunk))
+        self._hold(data[last_nl + 1:])
+        return chunk
+
+    def finish(self) -> Chunk:
+        """The held partial line as a last line (it has no `\\n`, so a trailing `\\r` stays in it)."""
+        if not self._pending_len:
+            return Chunk.empty(self._lineno, self._offset)
+        kept = bytes(self._pending)
+        run = _Run(kept[:MAX_LINE] + b"\n", self._offset, np.array([0]), np.array([self._pending_len]),
+                   np.array([min(self._pending_len, MAX_LINE)]))
+        chunk = self._chunk([run], kept, self._offset)
+        self._advance(self._pending_len, 1)
+        return chunk
+
+    # -- lines ---------------------------------------------------------------------------------------
+
+    def _hold(self, data: bytes) -> None:
+        """Add bytes to the partial line, keeping only its first MAX_LINE bytes (the part that is scanned)."""
+        if not data:
+            return
+        room = MAX_LINE - len(self._pending)
+        if room > 0:
+            self._pending += data[:room]
+        self._pending_len += len(data)
+        self._last = data[-1]
+
+    def _advance(self, nbytes: int, nlines: int) -> None:
+        """Move past bytes and lines that a chunk has reported, emptying the partial line."""
+        self._offset += nbytes
+        self._lineno += nlines
+        self._pending = bytearray()
+        self._pending_len = 0
+        self._last = -1
+
+    def _finish_cut_line(self, data: bytes, last_nl: int, dropped: int) -> Chunk:
+        """A chunk whose first line was cut while held: its kept start is scanned, later lines as usual."""
+        first_nl = data.find(b"\n")
+        start = self._offset
+        kept = bytes(self._pending)
+        before_nl = data[first_nl - 1] if first_nl else self._last
+        length = self._pending_len + first_nl - (before_nl == 0x0D)
+        scanned = min(length, MAX_LINE)
+        runs = [_Run(kept[:scanned] + b"\n", start, np.array([0]), np.array([length]), np.array([scanned]))]
+        rest_abs = start + self._pending_len + first_nl + 1
+        runs += self._runs_of(data[first_nl + 1: last_nl + 1], rest_abs)
+        return self._chunk(runs, kept + data[: last_nl + 1], start + dropped)
+
+    @staticmethod
+    def _runs_of(buf: bytes, buf_abs: int) -> list[_Run]:
+        """Split `buf` (complete lines, each ending in `\\n`) into runs; each line over MAX_LINE is its own run."""
+        if not buf:
+            return []
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        newlines = np.flatnonzero(arr == 0x0A)
+        starts = np.empty_like(newlines)
+        starts[0] = 0
+        starts[1:] = newlines[:-1] + 1
+        has_cr = (newlines > starts) & (arr[newlines - 1] == 0x0D)
+        ends = newlines - has_cr
+        cut = np.flatnonzero(ends - starts > MAX_LINE)
+        if not len(cut):
+            return [_Run(buf, buf_abs, starts, ends, ends)]
+        runs: list[_Run] = []
+        first = 0
+        for i in (int(c) for c in cut):
+            if i > first:
+                runs.append(_Run(buf, buf_abs, starts[first:i], ends[first:i], ends[first:i]))
+            s = int(starts[i])
+            runs.append(_Run(buf[s: s + MAX_LINE] + b"\n", buf_abs + s, np.array([0]),
+                             np.array([int(ends[i]) - s]), np.array([MAX_LINE])))
+            first = i + 1
+        if first < len(starts):
+            runs.append(_Run(buf, buf_abs, starts[first:], ends[first:], ends[first:]))
+        return runs
+
+    # -- one chunk -----------------------------------------------------------------------------------
+
+    def _chunk(self, runs: Sequence[_Run], data: bytes, base_offset: int) -> Chunk:
+        """Scan every run in order and build the chunk's arrays (keys interned in the contract's order)."""
+        found = _Found()
+        for run in runs:
+            self._scan_run(run, found)
+        ent_key, kv_key = self._intern(found)
+        arrays = {name: getattr(found, name) for name, _ in ARRAY_FIELDS
+                  if name not in ("ent_key", "kv_key")}
+        arrays["ent_key"] = ent_key
+        arrays["kv_key"] = kv_key
+        return Chunk.from_arrays(self._lineno, base_offset, data, arrays)
+
+    def _scan_run(self, run: _Run, found: _Found) -> None:
+        """Find lines, keywords, dicts, tokens and bars in one run, appending to `found` in line order."""
+        first_line = len(found.line_start)
+        found.line_start.extend((run.starts + run.view_abs).tolist())
+        found.line_end.extend((run.ends + run.view_abs).tolist())
+        visible = _visible_starts(run)
+        found.visible_start.extend((visible + run.view_abs).tolist())
+        self._find_keywords(run, first_line, found)
+        dicts = _find_dicts(run, first_line, found)
+        _find_tokens(run, visible, dicts, first_line, found)
+        _find_bars(run, first_line, found)
+
+    def _find_keywords(self, run: _Run, first_line: int, found: _Found) -> None:
+        """One hit per (line, keyword): the alternation picks candidate lines, `in` confirms each keyword."""
+        if self._kw_any is None:
+            return
+        view, lo, hi = run.view, int(run.starts[0]), int(run.scan_ends[-1])
+        starts = [m.start() for m in self._kw_any.finditer(view, lo, hi)]
+        if not starts:
+            return
+        lines = np.unique(np.searchsorted(run.starts, starts, side="right") - 1)
+        for i in lines.tolist():
+            text = view[int(run.starts[i]): int(run.scan_ends[i])]
+            for kid, word in self._kw_ids:
+                if word in text:
+                    found.kw_line.append(first_line + i)
+                    found.kw_id.append(kid)
+
+    def _intern(self, found: _Found) -> tuple[list[int], list[int]]:
+        """Give ids to the keys seen first in this chunk, in order: by line, dict keys before token keys."""
+        table = self._key_ids
+        new = {k for k in found.ent_name if k not in table} | {k for k in found.kv_name if k not in table}
+        if new:
+            # Each list is in printed order, so a key's first place in it is its first occurrence there.
+            first: dict[bytes, tuple[int, int, int]] = {}
+            for j in range(len(found.kv_name) - 1, -1, -1):
+                first[found.kv_name[j]] = (found.kv_line[j], 1, j)
+            for j in range(len(found.ent_name) - 1, -1, -1):
+                name = found.ent_name[j]
+                place = (found.ent_line[j], 0, j)
+                if name not in first or place < first[name]:
+                    first[name] = place
+            for name in sorted(new, key=first.__getitem__):
+                table[name] = len(self._keys)
+                self._keys.append(name.decode("utf-8", errors="replace"))
+        return [table[k] for k in found.ent_name], [table[k] for k in found.kv_name]
+
+
+# -- what is found in a run (module functions: they need no scanner state) ----------------------------
+
+def _visible_starts(run: _Run) -> np.ndarray:
+    """Where each line's last non-empty `\\r`-segment starts (the line start when it has no `\\r`)."""
+    visible = run.starts.copy()
+    view = run.view
+    lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
+    if view.find(b"\r", lo, hi) < 0:
+        return visible
+    arr = np.frombuffer(view, dtype=np.uint8)
+    crs = np.flatnonzero(arr[lo:hi] == 0x0D) + lo
+    lines = np.searchsorted(run.starts, crs, side="right") - 1
+    lines = np.unique(lines[crs < run.scan_ends[lines]])
+    for i in lines.tolist():
+        visible[i] = _last_visible(view, int(run.starts[i]), int(run.scan_ends[i]))
+    return visible
+
+
+def _last_visible(view: bytes, start: int, end: int) -> int:
+    """Start of the last `\\r`-segment of view[start:end] holding more than spaces and tabs, else `start`."""
+    while end > start:
+        cr = view.rfind(b"\r", start, end)
+        if cr < 0:
+            return start
+        if view[cr + 1: end].strip(b" \t"):
+            return cr + 1
+        end = cr
+    return start
+
+
+def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, int]]:
+    """Every flat dict of the run, with its numeric entries; returns their (start, end) in the view."""
+    view = run.view
+    lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
+    spans = [m.span() for m in DICT.finditer(view, lo, hi)]
+    if not spans:
+        return spans
+    lines = (np.searchsorted(run.starts, [s for s, _ in spans], side="right") - 1).tolist()
+    for (start, end), i in zip(spans, lines):
+        index = len(found.dict_line)
+        found.dict_line.append(first_line + i)
+        found.dict_start.append(run.view_abs + start)
+        found.dict_end.append(run.view_abs + end)
+        for single, double, raw in ENTRY.findall(view, start + 1, end - 1):
+            value = value_of(raw)
+            if value is not None:
+                found.ent_dict.append(index)
+                found.ent_name.append(single or double)
+                found.ent_line.append(first_line + i)
+                found.ent_value.append(value)
+    return spans
+
+
+def _kv_matches(view: bytes, lo: int, hi: int) -> list[re.Match[bytes]]:
+    """All `key SEP number` tokens in view[lo:hi], left to right, none overlapping.
+
+    A key may start right where the previous token ended (KV_AT) or after a non-word byte (KV); a key
+    over MAX_KEY_BYTES is retried from a later word, which yields its longest suffix that fits.
+    """
+    out: list[re.Match[bytes]] = []
+    pos = lo
+    after_token = False
+    while pos < hi:
+        m = KV_AT.match(view, pos, hi) if after_token else None
+        if m is None or m.end(1) - m.start(1) > MAX_KEY_BYTES:
+            m = KV.search(view, pos, hi)
+            while m is not None and m.end(1) - m.start(1) > MAX_KEY_BYTES:
+                m = KV.search(view, m.start() + 1, hi)
+        if m is None:
+            break
+        out.append(m)
+        pos = m.end()
+        after_token = True
+    return out
+
+
+def _find_tokens(run: _Run, visible: np.ndarray, dicts: list[tuple[int, int]], first_line: int,
+                 found: _Found) -> None:
+    """`key: value` tokens in each line's visible segment, outside the dicts found there."""
+    view = run.view
+    lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
+    matches = _kv_matches(view, lo, hi)
+    if not matches:
+        return
+    starts = [m.start() for m in matches]
+    lines = np.searchsorted(run.starts, starts, side="right") - 1
+    keep = np.asarray(starts) >= visible[lines]
+    if dicts:
+        d_starts = np.array([s for s, _ in dicts])
+        d_ends = np.array([e for _, e in dicts])
+        k = np.searchsorted(d_starts, starts, side="right") - 1
+        inside = (k >= 0) & (np.asarray(starts) < d_ends[np.maximum(k, 0)])
+        keep &= ~inside
+    for m, i, ok in zip(matches, lines.tolist(), keep.tolist()):
+        if ok:
+            found.kv_line.append(first_line + i)
+            found.kv_name.append(m.group(1))
+            found.kv_value.append(to_float(m.group(2)))
+            found.kv_pos.append(run.view_abs + m.start(1))
+
+
+def _find_bars(run: _Run, first_line: int, found: _Found) -> None:
+    """The last `| N/M` counter of each line that has one."""
+    view = run.view
+    lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
+    if view.find(b"/", lo, hi) < 0:
+        return
+    arr = np.frombuffer(view, dtype=np.uint8)
+    pipes = np.flatnonzero(arr[lo:hi] == 0x7C) + lo
+    if not len(pipes):
+        return
+    lines = np.unique(np.searchsorted(run.starts, pipes, side="right") - 1)
+    for i in lines.tolist():
+        m = LAST_BAR.match(view, int(run.starts[i]), int(run.scan_ends[i]))
+        if m is not None:
+            found.prog_line.append(first_line + i)
+            found.prog_n.append(int(m.group(1)))
+            found.prog_total.append(int(m.group(2)))
