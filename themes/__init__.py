@@ -1,1 +1,1 @@
-"""Theme files for the TUI, shipped in the wheel as the package trainwatch.themes."""
+"""Theme files for the TUI, shipped as the package trainwatch.themes (the top-level themes/ folder links here)."""
