@@ -33,10 +33,11 @@ _ENTRY = _KEY + _WS + rb":" + _WS + _VALUE
 NUMBER = re.compile(_NUM)
 DICT = re.compile(rb"\{" + _WS + rb"(?:" + _ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*)?\}")
 ENTRY = re.compile(rb"(?:'([^'\\\n]{0,200})'|\"([^\"\\\n]{0,200})\")" + _WS + rb":" + _WS + rb"(" + _VALUE + rb")")
-_KV_BODY = (rb"([A-Za-z_][" + _WORD_BYTES + rb"]*(?: [A-Za-z_][" + _WORD_BYTES + rb"]*){0,3})"
-            + _WS + rb"[:=]" + _WS + rb"(" + _NUM + rb")")
-KV = re.compile(rb"(?<![" + _WORD_BYTES + rb"])" + _KV_BODY)  # a key run starts after a non-word byte
-KV_AT = re.compile(_KV_BODY)  # ...or right where the previous token ended
+# A key: up to 4 words joined by single spaces, each word a whole run of word bytes starting with a
+# letter or `_` (the lookbehind keeps `ms/step` of `20ms/step`, or `s` of a value `1.5s`, from being one).
+_WORD = rb"[A-Za-z_][" + _WORD_BYTES + rb"]*"
+KV = re.compile(rb"(?<![" + _WORD_BYTES + rb"])(" + _WORD + rb"(?: " + _WORD + rb"){0,3})"
+                + _WS + rb"[:=]" + _WS + rb"(" + _NUM + rb")")
 BAR = re.compile(rb"\| *(\d{1,18})/(\d{1,18})(?!\d)")
 LAST_BAR = re.compile(rb".*" + BAR.pattern, re.S)  # greedy: the line's last bar
 
@@ -335,24 +336,18 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
 def _kv_matches(view: bytes, lo: int, hi: int) -> list[re.Match[bytes]]:
     """All `key SEP number` tokens in view[lo:hi], left to right, none overlapping.
 
-    A key may start right where the previous token ended (KV_AT) or after a non-word byte (KV); a key
-    over MAX_KEY_BYTES is retried from a later word, which yields its longest suffix that fits.
+    A key over MAX_KEY_BYTES is retried from a later word, which yields its longest suffix that fits.
     """
     out: list[re.Match[bytes]] = []
     pos = lo
-    after_token = False
-    while pos < hi:
-        m = KV_AT.match(view, pos, hi) if after_token else None
-        if m is None or m.end(1) - m.start(1) > MAX_KEY_BYTES:
-            m = KV.search(view, pos, hi)
-            while m is not None and m.end(1) - m.start(1) > MAX_KEY_BYTES:
-                m = KV.search(view, m.start() + 1, hi)
+    while True:
+        m = KV.search(view, pos, hi)
+        while m is not None and m.end(1) - m.start(1) > MAX_KEY_BYTES:
+            m = KV.search(view, m.start() + 1, hi)
         if m is None:
-            break
+            return out
         out.append(m)
         pos = m.end()
-        after_token = True
-    return out
 
 
 def _find_tokens(run: _Run, visible: np.ndarray, dicts: list[tuple[int, int]], first_line: int,
