@@ -12,6 +12,12 @@ those of the scanner contract; in short:
 
 An empty chunk (no complete line yet) still says where the next line would begin: `first_lineno` is
 that line's number and `base_offset` its first byte, so chunks from consecutive feeds always join up.
+
+`data` is every line's bytes as fed, terminators included, except that a line longer than MAX_LINE keeps
+only its first MAX_LINE bytes (then its own `\n` or `\r\n`): the scanner holds no more of a partial
+line than that, and this way `data` is the same however the input was cut into feeds. Offsets stay
+exact, so `data[s - base_offset:e - base_offset]` slices a line only while no line before it in the
+chunk was cut; `line(i)` and `visible(i)` handle both cases.
 """
 
 from __future__ import annotations
@@ -20,7 +26,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from functools import cached_property
+
 import numpy as np
+
+# Bytes of a line that are kept and scanned; the native scanner exports the same value.
+MAX_LINE = 1 << 20
 
 _I64 = np.int64
 _I32 = np.int32
@@ -71,16 +82,32 @@ class Chunk:
         return int(self.line_start.shape[0])
 
     def line(self, i: int) -> bytes:
-        """The bytes of line `i` (0-based within the chunk), without its `\\n` or a `\\r` before it."""
-        start = int(self.line_start[i]) - self.base_offset
-        end = int(self.line_end[i]) - self.base_offset
-        return self.data[start:end]
+        """The bytes of line `i` (0-based within the chunk), without its `\\n` or a `\\r` before it;
+        the first MAX_LINE bytes of a longer line."""
+        start = self._data_start(i)
+        return self.data[start:start + self._kept(i)]
 
     def visible(self, i: int) -> bytes:
         """The last non-empty `\\r`-segment of line `i`: what a terminal shows after the redraws."""
-        start = int(self.visible_start[i]) - self.base_offset
-        end = int(self.line_end[i]) - self.base_offset
-        return self.data[start:end]
+        start = self._data_start(i)
+        return self.data[start + int(self.visible_start[i] - self.line_start[i]):start + self._kept(i)]
+
+    def _kept(self, i: int) -> int:
+        return min(int(self.line_end[i] - self.line_start[i]), MAX_LINE)
+
+    def _data_start(self, i: int) -> int:
+        starts = self._cut_line_starts
+        return int(self.line_start[i]) - self.base_offset if starts is None else int(starts[i])
+
+    @cached_property
+    def _cut_line_starts(self) -> np.ndarray | None:
+        """Where each line starts in `data` when some line was cut to MAX_LINE bytes (else None)."""
+        lengths = self.line_end - self.line_start
+        if not bool((lengths > MAX_LINE).any()):
+            return None
+        kept = np.minimum(lengths, MAX_LINE)
+        terminators = self.line_start[1:] - self.line_end[:-1]
+        return np.concatenate([[0], np.cumsum(kept[:-1] + terminators)]).astype(np.int64)
 
     @classmethod
     def from_arrays(cls, first_lineno: int, base_offset: int, data: bytes, arrays: Mapping[str, Any]) -> Chunk:
