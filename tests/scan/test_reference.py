@@ -225,8 +225,9 @@ def test_a_2_mib_line_is_one_line_and_only_its_first_mib_is_scanned() -> None:
     assert one.kw_id.tolist() == [0] and dicts(one, s1) == [{"a": 1.0}]
     assert tokens(one, s1) == [("loss", 2.0), ("next loss", 3.0)] and one.prog_n.tolist() == [3]
     assert one.line(1) == b"next loss: 3"
+    assert one.data == line[:MAX_LINE] + b"\nnext loss: 3\n"  # a cut line keeps its first MiB in data
     split, _ = scan(data, ["Traceback", "out of memory"], cuts=[5, MAX_LINE - 3, MAX_LINE + 10, len(line)])
-    assert not [f for f in split.differences(one) if f != "data"]
+    assert split.differences(one) == []
 
 
 def test_a_held_partial_line_is_capped_and_later_lines_still_slice() -> None:
@@ -235,9 +236,17 @@ def test_a_held_partial_line_is_capped_and_later_lines_still_slice() -> None:
     s.feed(b"b" * 100 + b"zz")
     assert s.pending == MAX_LINE
     c = s.feed(b"tail\r\nnext: 1\n")
-    assert c.line_start.tolist()[0] == 0 and c.line_end.tolist()[0] == MAX_LINE + 105
-    assert c.line(1) == b"next: 1" and c.kw_line.size == 0
-    assert c.visible_start.tolist()[0] == 0
+    assert c.line_start.tolist() == [0, MAX_LINE + 107] and c.line_end.tolist() == [MAX_LINE + 105, MAX_LINE + 114]
+    assert c.line(0) == b"a" * (MAX_LINE - 1) + b"b" and c.line(1) == b"next: 1" and c.kw_line.size == 0
+    assert c.data == c.line(0) + b"\r\nnext: 1\n" and c.base_offset == 0
+
+
+def test_a_line_of_exactly_one_mib_before_crlf_is_not_cut_even_when_held() -> None:
+    line = b"x" * (MAX_LINE - 8) + b"Traceback"[:8]
+    whole, _ = scan(line + b"\r\nok\n", ["Traceback"[:8]])
+    split, _ = scan(line + b"\r\nok\n", ["Traceback"[:8]], cuts=[MAX_LINE + 1])
+    assert whole.differences(split) == [] and whole.kw_line.tolist() == [0]
+    assert whole.data == line + b"\r\nok\n"
 
 
 # -- properties --------------------------------------------------------------------------------------------

@@ -8,15 +8,15 @@ so invalid UTF-8 cannot make it raise.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainwatch.scan.chunk import ARRAY_FIELDS, Chunk
+from trainwatch.scan.chunk import ARRAY_FIELDS, MAX_LINE, Chunk
 
-MAX_LINE = 1 << 20  # bytes of a line that are scanned, and the most of a partial line that is held
 MAX_KEY_BYTES = 64  # longest `key: value` key
 _WORD_BYTES = rb"A-Za-z0-9_./\-"
 
@@ -31,7 +31,10 @@ _VALUE = rb"(?:" + _NUM + rb"|" + _STR + rb"|" + b"|".join(_LITERALS) + rb")"
 _ENTRY = _KEY + _WS + rb":" + _WS + _VALUE
 
 NUMBER = re.compile(_NUM)
-DICT = re.compile(rb"\{" + _WS + rb"(?:" + _ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*)?\}")
+# A dict's opening brace and as many entries as parse; the dict is found when `}` follows. Matching the
+# head and checking the brace by hand keeps `re` from backtracking through every entry of an object
+# that fails (a nested value), which made JSON lines several times slower.
+DICT_HEAD = re.compile(rb"\{" + _WS + rb"(?:" + _ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*)?")
 ENTRY = re.compile(rb"(?:'([^'\\\n]{0,200})'|\"([^\"\\\n]{0,200})\")" + _WS + rb":" + _WS + rb"(" + _VALUE + rb")")
 # A key: up to 4 words joined by single spaces, each word a whole run of word bytes starting with a
 # letter or `_` (the lookbehind keeps `ms/step` of `20ms/step`, or `s` of a value `1.5s`, from being one).
@@ -44,7 +47,9 @@ LAST_BAR = re.compile(rb".*" + BAR.pattern, re.S)  # greedy: the line's last bar
 
 def to_float(token: bytes) -> float:
     """The value of a token matched by NUMBER: float() reads nan/inf words; commas and `%` go first."""
-    return float(token.rstrip(b"%").replace(b",", b""))
+    if b"," in token or token.endswith(b"%"):
+        return float(token.rstrip(b"%").replace(b",", b""))
+    return float(token)
 
 
 def value_of(raw: bytes) -> float | None:
@@ -87,9 +92,12 @@ class _Run:
     """Lines lying one after another in `view`, none longer than MAX_LINE (or already cut to it).
 
     Offsets are relative to `view`; `view_abs` is the absolute offset of view[0]. `ends` are the true line
-    ends (they may point past a cut line's view); `scan_ends` end the part that is scanned.
+    ends (they may point past a cut line's view); `scan_ends` end the part that is scanned. `data` is what
+    the run adds to the chunk's `data`: its lines as fed, terminators included, a cut line's first
+    MAX_LINE bytes only (see Chunk).
     """
 
+    data: bytes
     view: bytes
     view_abs: int
     starts: np.ndarray
@@ -136,12 +144,11 @@ class Scanner:
         if last_nl < 0:
             self._hold(data)
             return Chunk.empty(self._lineno, self._offset)
-        dropped = self._pending_len - len(self._pending)
-        if dropped:
-            chunk = self._finish_cut_line(data, last_nl, dropped)
+        if self._pending_len > len(self._pending):
+            runs = self._runs_after_cut_line(data, last_nl)
         else:
-            buf = bytes(self._pending) + data[: last_nl + 1]
-            chunk = self._chunk(self._runs_of(buf, self._offset), buf, self._offset)
+            runs = self._runs_of(bytes(self._pending) + data[: last_nl + 1], self._offset)
+        chunk = self._chunk(runs)
         self._advance(self._pending_len + last_nl + 1, len(chunk))
         self._hold(data[last_nl + 1:])
         return chunk
@@ -151,9 +158,9 @@ class Scanner:
         if not self._pending_len:
             return Chunk.empty(self._lineno, self._offset)
         kept = bytes(self._pending)
-        run = _Run(kept[:MAX_LINE] + b"\n", self._offset, np.array([0]), np.array([self._pending_len]),
-                   np.array([min(self._pending_len, MAX_LINE)]))
-        chunk = self._chunk([run], kept, self._offset)
+        run = _Run(kept, kept + b"\n", self._offset, np.array([0]), np.array([self._pending_len]),
+                   np.array([len(kept)]))
+        chunk = self._chunk([run])
         self._advance(self._pending_len, 1)
         return chunk
 
@@ -177,18 +184,17 @@ class Scanner:
         self._pending_len = 0
         self._last = -1
 
-    def _finish_cut_line(self, data: bytes, last_nl: int, dropped: int) -> Chunk:
-        """A chunk whose first line was cut while held: its kept start is scanned, later lines as usual."""
+    def _runs_after_cut_line(self, data: bytes, last_nl: int) -> list[_Run]:
+        """Runs of a feed that completes a held line whose bytes past MAX_LINE were dropped."""
         first_nl = data.find(b"\n")
-        start = self._offset
-        kept = bytes(self._pending)
         before_nl = data[first_nl - 1] if first_nl else self._last
-        length = self._pending_len + first_nl - (before_nl == 0x0D)
-        scanned = min(length, MAX_LINE)
-        runs = [_Run(kept[:scanned] + b"\n", start, np.array([0]), np.array([length]), np.array([scanned]))]
-        rest_abs = start + self._pending_len + first_nl + 1
-        runs += self._runs_of(data[first_nl + 1: last_nl + 1], rest_abs)
-        return self._chunk(runs, kept + data[: last_nl + 1], start + dropped)
+        terminator = b"\r\n" if before_nl == 0x0D else b"\n"
+        length = self._pending_len + first_nl + 1 - len(terminator)
+        kept = bytes(self._pending[:length])
+        runs = [_Run(kept + terminator, kept + b"\n", self._offset, np.array([0]), np.array([length]),
+                     np.array([len(kept)]))]
+        rest_abs = self._offset + self._pending_len + first_nl + 1
+        return runs + self._runs_of(data[first_nl + 1: last_nl + 1], rest_abs)
 
     @staticmethod
     def _runs_of(buf: bytes, buf_abs: int) -> list[_Run]:
@@ -204,23 +210,24 @@ class Scanner:
         ends = newlines - has_cr
         cut = np.flatnonzero(ends - starts > MAX_LINE)
         if not len(cut):
-            return [_Run(buf, buf_abs, starts, ends, ends)]
+            return [_Run(buf, buf, buf_abs, starts, ends, ends)]
         runs: list[_Run] = []
         first = 0
-        for i in (int(c) for c in cut):
-            if i > first:
-                runs.append(_Run(buf, buf_abs, starts[first:i], ends[first:i], ends[first:i]))
-            s = int(starts[i])
-            runs.append(_Run(buf[s: s + MAX_LINE] + b"\n", buf_abs + s, np.array([0]),
-                             np.array([int(ends[i]) - s]), np.array([MAX_LINE])))
+        for i in (*cut.tolist(), len(starts)):
+            if i > first:  # the uncut lines before this cut one
+                lo, hi = int(starts[first]), int(newlines[i - 1]) + 1
+                runs.append(_Run(buf[lo:hi], buf, buf_abs, starts[first:i], ends[first:i], ends[first:i]))
+            if i < len(starts):
+                s, e = int(starts[i]), int(ends[i])
+                kept = buf[s: s + MAX_LINE]
+                runs.append(_Run(kept + buf[e: int(newlines[i]) + 1], kept + b"\n", buf_abs + s,
+                                 np.array([0]), np.array([e - s]), np.array([MAX_LINE])))
             first = i + 1
-        if first < len(starts):
-            runs.append(_Run(buf, buf_abs, starts[first:], ends[first:], ends[first:]))
         return runs
 
     # -- one chunk -----------------------------------------------------------------------------------
 
-    def _chunk(self, runs: Sequence[_Run], data: bytes, base_offset: int) -> Chunk:
+    def _chunk(self, runs: Sequence[_Run]) -> Chunk:
         """Scan every run in order and build the chunk's arrays (keys interned in the contract's order)."""
         found = _Found()
         for run in runs:
@@ -230,7 +237,8 @@ class Scanner:
                   if name not in ("ent_key", "kv_key")}
         arrays["ent_key"] = ent_key
         arrays["kv_key"] = kv_key
-        return Chunk.from_arrays(self._lineno, base_offset, data, arrays)
+        data = runs[0].data if len(runs) == 1 else b"".join(run.data for run in runs)
+        return Chunk.from_arrays(self._lineno, self._offset, data, arrays)
 
     def _scan_run(self, run: _Run, found: _Found) -> None:
         """Find lines, keywords, dicts, tokens and bars in one run, appending to `found` in line order."""
@@ -310,11 +318,25 @@ def _last_visible(view: bytes, start: int, end: int) -> int:
     return start
 
 
+def _dict_spans(view: bytes, lo: int, hi: int) -> list[tuple[int, int]]:
+    """(start, end) of every flat dict in view[lo:hi]: after a failed `{` the search goes on at the next `{`."""
+    spans = []
+    pos = view.find(b"{", lo, hi)
+    while pos >= 0:
+        m = DICT_HEAD.match(view, pos, hi)
+        end = m.end() if m is not None else pos
+        if m is not None and end < hi and view[end] == 0x7D:
+            spans.append((pos, end + 1))
+            pos = view.find(b"{", end + 1, hi)
+        else:
+            pos = view.find(b"{", pos + 1, hi)
+    return spans
+
+
 def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, int]]:
     """Every flat dict of the run, with its numeric entries; returns their (start, end) in the view."""
     view = run.view
-    lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
-    spans = [m.span() for m in DICT.finditer(view, lo, hi)]
+    spans = _dict_spans(view, int(run.starts[0]), int(run.scan_ends[-1]))
     if not spans:
         return spans
     lines = (np.searchsorted(run.starts, [s for s, _ in spans], side="right") - 1).tolist()
@@ -350,25 +372,43 @@ def _kv_matches(view: bytes, lo: int, hi: int) -> list[re.Match[bytes]]:
         pos = m.end()
 
 
+def _byte_table(allowed: bytes) -> np.ndarray:
+    """A 256-entry boolean table: is this byte one of `allowed`?"""
+    table = np.zeros(256, dtype=bool)
+    table[np.frombuffer(allowed, dtype=np.uint8)] = True
+    return table
+
+
+_WORD_TABLE = bytes(range(ord("a"), ord("z") + 1)) + bytes(range(ord("A"), ord("Z") + 1)) + b"0123456789_./-"
+_BEFORE_SEP = _byte_table(_WORD_TABLE + b" \t")  # what a token's key (or the blanks after it) ends with
+_AFTER_SEP = _byte_table(b"0123456789.+-nNiI \t")  # what can follow SEP in a token
+
+
+def _token_lines(run: _Run, visible: np.ndarray) -> list[int]:
+    """Lines whose visible segment has a `:` or `=` that a token could hang on (a cheap, generous filter)."""
+    view = run.view
+    lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
+    arr = np.frombuffer(view, dtype=np.uint8)
+    part = arr[lo:hi]
+    seps = np.flatnonzero((part == 0x3A) | (part == 0x3D)) + lo
+    seps = seps[(seps > lo) & (seps + 1 < len(arr))]
+    if not len(seps):
+        return []
+    seps = seps[_BEFORE_SEP[arr[seps - 1]] & _AFTER_SEP[arr[seps + 1]]]
+    lines = np.searchsorted(run.starts, seps, side="right") - 1
+    return np.unique(lines[seps >= visible[lines]]).tolist()
+
+
 def _find_tokens(run: _Run, visible: np.ndarray, dicts: list[tuple[int, int]], first_line: int,
                  found: _Found) -> None:
     """`key: value` tokens in each line's visible segment, outside the dicts found there."""
     view = run.view
-    lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
-    matches = _kv_matches(view, lo, hi)
-    if not matches:
-        return
-    starts = [m.start() for m in matches]
-    lines = np.searchsorted(run.starts, starts, side="right") - 1
-    keep = np.asarray(starts) >= visible[lines]
-    if dicts:
-        d_starts = np.array([s for s, _ in dicts])
-        d_ends = np.array([e for _, e in dicts])
-        k = np.searchsorted(d_starts, starts, side="right") - 1
-        inside = (k >= 0) & (np.asarray(starts) < d_ends[np.maximum(k, 0)])
-        keep &= ~inside
-    for m, i, ok in zip(matches, lines.tolist(), keep.tolist()):
-        if ok:
+    d_starts = [s for s, _ in dicts]
+    for i in _token_lines(run, visible):
+        for m in _kv_matches(view, int(visible[i]), int(run.scan_ends[i])):
+            k = bisect.bisect_right(d_starts, m.start()) - 1
+            if k >= 0 and m.start() < dicts[k][1]:
+                continue  # inside a dict: its entries are reported as the dict's
             found.kv_line.append(first_line + i)
             found.kv_name.append(m.group(1))
             found.kv_value.append(to_float(m.group(2)))
