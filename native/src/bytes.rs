@@ -9,10 +9,10 @@ pub fn at(b: &[u8], i: usize) -> u8 {
     b.get(i).copied().unwrap_or(0)
 }
 
-/// Whitespace inside dicts and around quoted numbers: Python's `bytes.isspace` set (no `\n` in a line).
+/// Whitespace inside dicts and around quoted numbers: spaces and tabs (a `\r` is a redraw, not space).
 #[inline]
 pub fn is_space(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\r' | 0x0b | 0x0c)
+    c == b' ' || c == b'\t'
 }
 
 /// A byte that may continue a key word: letters, digits, `_ . / -`.

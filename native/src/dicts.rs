@@ -1,7 +1,7 @@
 //! Flat `{...}` objects on a line: Python dict reprs and JSON objects.
 //!
 //! An object is `{`, zero or more `'key': value` entries separated by `,`, then `}`, with whitespace
-//! around tokens. Keys are quoted and hold no escapes; values are numbers, number-like quoted strings,
+//! around tokens. Keys are quoted and hold no backslash; values are numbers, number-like quoted strings,
 //! other quoted strings, or the bare words `true false True False null None`. An object with a nested
 //! `{`/`[` value, or that does not parse, is skipped, and the search goes on from the next `{` after
 //! its opening brace.
@@ -75,8 +75,8 @@ fn key(b: &[u8], i: usize) -> Option<(usize, usize)> {
         return None;
     }
     let content = range(b, i + 1, (i + 2 + MAX_KEY).min(b.len()));
-    let len = memchr(quote, content)?;
-    Some((i + 1, i + 1 + len))
+    let len = memchr2(quote, b'\\', content)?;
+    (at(content, len) == quote).then_some((i + 1, i + 1 + len))
 }
 
 /// The value at `i`: its number (None when it carries none) and the position after it.

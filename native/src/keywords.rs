@@ -1,7 +1,7 @@
 //! The keyword pass: which of the given plain strings occur in which line (case-sensitive).
 //!
 //! One Aho-Corasick automaton runs over the whole chunk; a match counts for a line only when it lies
-//! inside that line's scanned bytes. An empty keyword is in every line, like `b"" in line`.
+//! inside that line's scanned bytes. An empty keyword finds nothing.
 
 use crate::lines::LineRec;
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -10,21 +10,16 @@ pub struct Keywords {
     automaton: Option<AhoCorasick>,
     /// Keyword id of each automaton pattern.
     ids: Vec<i32>,
-    /// Ids of the empty keywords.
-    empty: Vec<i32>,
 }
 
 impl Keywords {
-    /// Builds the automaton; keywords holding `\n` can never be inside a line and are left out.
+    /// Builds the automaton; empty keywords and those holding `\n` (never inside a line) are left out.
     pub fn new(keywords: &[Vec<u8>]) -> Result<Self, String> {
         let mut patterns = Vec::new();
         let mut ids = Vec::new();
-        let mut empty = Vec::new();
         for (id, k) in keywords.iter().enumerate() {
             let id = i32::try_from(id).map_err(|_| "too many keywords".to_string())?;
-            if k.is_empty() {
-                empty.push(id);
-            } else if !k.contains(&b'\n') {
+            if !k.is_empty() && !k.contains(&b'\n') {
                 patterns.push(k.as_slice());
                 ids.push(id);
             }
@@ -39,11 +34,7 @@ impl Keywords {
                     .map_err(|e| format!("keywords: {e}"))?,
             )
         };
-        Ok(Keywords {
-            automaton,
-            ids,
-            empty,
-        })
+        Ok(Keywords { automaton, ids })
     }
 
     /// (line index, keyword id) for every keyword in every line, sorted, one per pair.
@@ -63,9 +54,6 @@ impl Keywords {
                     }
                 }
             }
-        }
-        for line in 0..lines.len() {
-            hits.extend(self.empty.iter().map(|&id| (line as i64, id)));
         }
         hits.sort_unstable();
         hits.dedup();

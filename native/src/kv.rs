@@ -2,11 +2,12 @@
 //!
 //! A key is up to four words joined by single spaces (`train loss`), each starting with a letter or
 //! `_` and going on with letters, digits and `_ . / -`, at most 64 bytes in all. It is the longest such
-//! run that ends right before the separator (spaces or tabs allowed around it) and that starts no
-//! earlier than the end of the previous token. The value is a number, maybe followed by `%`, that is
-//! not followed by a letter, digit or `_` (so `mode: inference` carries no `inf`).
+//! run that ends right before the separator (spaces or tabs allowed around it). Each word starts after
+//! a byte that cannot be in a word (or at the line start), and no earlier than the end of the previous
+//! token, so a key never starts inside a value (`1.5s mem=12` gives `mem`). The value is a number,
+//! maybe followed by `%`; what follows it does not matter (`mem=12GB` is 12).
 
-use crate::bytes::{at, is_key_char, is_key_start, is_word_char, range};
+use crate::bytes::{at, is_key_char, is_key_start, range};
 use crate::numbers::parse_number;
 use memchr::memchr2;
 
@@ -68,7 +69,7 @@ fn key_before(b: &[u8], sep: usize, floor: usize) -> Option<(usize, usize)> {
         end -= 1;
     }
     let mut start = word_start(b, end, floor);
-    if start == end || !is_key_start(at(b, start)) || end - start > MAX_KEY {
+    if start == end || !starts_word(b, start) || end - start > MAX_KEY {
         return None;
     }
     let mut words = 1;
@@ -78,13 +79,18 @@ fn key_before(b: &[u8], sep: usize, floor: usize) -> Option<(usize, usize)> {
         && is_key_char(at(b, start - 2))
     {
         let previous = word_start(b, start - 1, floor);
-        if !is_key_start(at(b, previous)) || end - previous > MAX_KEY {
+        if !starts_word(b, previous) || end - previous > MAX_KEY {
             break;
         }
         start = previous;
         words += 1;
     }
     Some((start, end))
+}
+
+/// True when a key word may start at `i`: a letter or `_` that is not inside a run of word bytes.
+fn starts_word(b: &[u8], i: usize) -> bool {
+    is_key_start(at(b, i)) && (i == 0 || !is_key_char(at(b, i - 1)))
 }
 
 /// Start of the run of key bytes that ends at `end`, no earlier than `floor`.
@@ -105,7 +111,7 @@ fn value_after(b: &[u8], mut i: usize) -> Option<(f64, usize)> {
     if at(b, end) == b'%' {
         end += 1;
     }
-    (!is_word_char(at(b, end))).then_some((value, end))
+    Some((value, end))
 }
 
 #[cfg(test)]
@@ -139,7 +145,16 @@ mod tests {
             vec![("inference time".into(), 3.0)]
         );
         assert_eq!(tokens("9abc: 1"), vec![]);
-        assert_eq!(tokens("loss: 2abc: 1"), vec![]);
+        assert_eq!(tokens("loss: 2abc: 1"), vec![("loss".into(), 2.0)]);
+        assert_eq!(
+            tokens("time: 1.5s mem=12GB x=1e c=3"),
+            vec![
+                ("time".into(), 1.5),
+                ("mem".into(), 12.0),
+                ("x".into(), 1.0),
+                ("c".into(), 3.0)
+            ]
+        );
         assert_eq!(
             tokens("loss: 2 abc: 1"),
             vec![("loss".into(), 2.0), ("abc".into(), 1.0)]

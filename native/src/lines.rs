@@ -53,9 +53,9 @@ impl Splitter {
         }
     }
 
-    /// Bytes of the partial line, dropped ones included.
+    /// Bytes of the partial line held (at most `MAX_LINE`; the excess is dropped).
     pub fn pending(&self) -> u64 {
-        self.held_len
+        self.held.len() as u64
     }
 
     /// Splits `input`: the complete lines (the partial line first completed), the rest kept.
@@ -236,7 +236,7 @@ mod tests {
         let mut cut = Splitter::new();
         let mut parts = cut.feed(&input[..MAX_LINE + 5]);
         assert!(parts.lines.is_empty());
-        assert_eq!(cut.pending(), (MAX_LINE + 5) as u64);
+        assert_eq!(cut.pending(), MAX_LINE as u64);
         parts = cut.feed(&input[MAX_LINE + 5..]);
         assert_eq!(parts.lines, whole.lines);
         assert_eq!(parts.data, whole.data);

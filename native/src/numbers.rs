@@ -28,10 +28,14 @@ pub fn parse_number(b: &[u8], pos: usize) -> Option<(f64, usize)> {
     Some((value, end))
 }
 
-/// `nan`, `inf` or `infinity` in any case at `i` (no sign): the value and the end position.
+/// `nan`, `inf` or `infinity` in any case at `i` (no sign), as a whole word (so `information` is
+/// no `inf`): the value and the end position.
 fn literal(b: &[u8], i: usize) -> Option<(f64, usize)> {
     let lower = |k: usize| at(b, i + k).to_ascii_lowercase();
-    let matches_word = |word: &[u8]| word.iter().enumerate().all(|(k, &c)| lower(k) == c);
+    let matches_word = |word: &[u8]| {
+        word.iter().enumerate().all(|(k, &c)| lower(k) == c)
+            && !crate::bytes::is_word_char(at(b, i + word.len()))
+    };
     if matches_word(b"infinity") {
         Some((f64::INFINITY, i + 8))
     } else if matches_word(b"inf") {
@@ -113,7 +117,7 @@ fn without_separators(text: &[u8]) -> Option<f64> {
     }
 }
 
-/// True when all of `text` (ASCII whitespace stripped) is one number, optionally followed by `%`.
+/// True when all of `text` (spaces and tabs stripped) is one number, optionally followed by `%`.
 pub fn whole_number(text: &[u8]) -> Option<f64> {
     let start = text.iter().position(|&c| !crate::bytes::is_space(c))?;
     let end = text.iter().rposition(|&c| !crate::bytes::is_space(c))? + 1;
@@ -149,6 +153,9 @@ mod tests {
         assert_eq!(num("."), None);
         assert_eq!(num("-"), None);
         assert_eq!(num("1e999"), Some((f64::INFINITY, 5)));
+        assert_eq!(num("information"), None);
+        assert_eq!(num("nanogpt"), None);
+        assert_eq!(num("inf."), Some((f64::INFINITY, 3)));
     }
 
     #[test]

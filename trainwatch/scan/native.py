@@ -39,5 +39,5 @@ class Scanner:
 
     @property
     def pending(self) -> int:
-        """Bytes of the partial line held (dropped bytes of an over-long line included)."""
+        """Bytes of the partial line held (at most MAX_LINE; the rest of a longer line is dropped)."""
         return int(self._native.pending)
