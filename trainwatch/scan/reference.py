@@ -31,10 +31,11 @@ _VALUE = rb"(?:" + _NUM + rb"|" + _STR + rb"|" + b"|".join(_LITERALS) + rb")"
 _ENTRY = _KEY + _WS + rb":" + _WS + _VALUE
 
 NUMBER = re.compile(_NUM)
-# A dict's opening brace and as many entries as parse; the dict is found when `}` follows. Matching the
-# head and checking the brace by hand keeps `re` from backtracking through every entry of an object
-# that fails (a nested value), which made JSON lines several times slower.
-DICT_HEAD = re.compile(rb"\{" + _WS + rb"(?:" + _ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*)?")
+# A flat dict. The entries are matched inside a lookahead and consumed by a backreference, which makes
+# them atomic: when no `}` follows, `re` gives up on this `{` at once instead of backtracking through
+# every entry (a nested value made JSON lines several times slower), and finditer goes on at the next
+# `{`, as the contract asks.
+DICT = re.compile(rb"\{(?=(" + _WS + rb"(?:" + _ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*)?))\1\}")
 ENTRY = re.compile(rb"(?:'([^'\\\n]{0,200})'|\"([^\"\\\n]{0,200})\")" + _WS + rb":" + _WS + rb"(" + _VALUE + rb")")
 # A key: up to 4 words joined by single spaces, each word a whole run of word bytes starting with a
 # letter or `_` (the lookbehind keeps `ms/step` of `20ms/step`, or `s` of a value `1.5s`, from being one).
@@ -105,6 +106,76 @@ class _Run:
     scan_ends: np.ndarray
 
 
+class _Keywords:
+    """Finds which keywords each line holds in a few numpy passes, however many keywords there are.
+
+    Each keyword of two bytes or more is looked for only where its rarest byte pair (counted on the
+    start of the run at hand) occurs; those places are then compared with the whole keyword in numpy.
+    A `re` alternation, by contrast, tries every keyword at every byte: several times slower.
+    """
+
+    SAMPLE = 1 << 18  # bytes whose byte pairs are counted to pick each keyword's rarest pair
+
+    def __init__(self, words: list[bytes]) -> None:
+        """Keep the searchable keywords with their ids: an empty one, or one with `\\n`, never matches."""
+        usable = [(kid, w) for kid, w in enumerate(words) if w and b"\n" not in w]
+        self._count = len(words)
+        self._singles = [(kid, w[0]) for kid, w in usable if len(w) == 1]
+        self._longer = [(kid, np.frombuffer(w, dtype=np.uint8), _pairs(np.frombuffer(w, dtype=np.uint8)))
+                        for kid, w in usable if len(w) > 1]
+
+    def hits(self, run: _Run) -> tuple[np.ndarray, np.ndarray]:
+        """(line index in the run, keyword id) of every line holding a keyword in its scanned part."""
+        lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
+        text = np.frombuffer(run.view, dtype=np.uint8)[lo:hi]
+        found: list[tuple[np.ndarray, int, int]] = []  # (start positions in text, keyword id, length)
+        for kid, byte in self._singles:
+            found.append((np.flatnonzero(text == byte), kid, 1))
+        if self._longer and len(text) > 1:
+            found += self._longer_hits(text)
+        if not found:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        codes = []
+        for pos, kid, length in found:
+            pos = pos + lo
+            lines = np.searchsorted(run.starts, pos, side="right") - 1
+            inside = pos + length <= run.scan_ends[lines]
+            codes.append(lines[inside] * self._count + kid)
+        unique = np.unique(np.concatenate(codes))
+        return unique // self._count, unique % self._count
+
+    def _longer_hits(self, text: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
+        """Start positions of each keyword of two bytes or more, found through its rarest byte pair."""
+        pairs = _pairs(text)
+        counts = np.bincount(pairs[: self.SAMPLE], minlength=1 << 16)
+        chosen = [(kid, word, int(np.argmin(counts[wp]))) for kid, word, wp in self._longer]
+        wanted = np.zeros(1 << 16, dtype=bool)
+        for _, word, k in chosen:
+            wanted[int(word[k]) | int(word[k + 1]) << 8] = True
+        where = np.flatnonzero(wanted[pairs])
+        if not len(where):
+            return []
+        order = np.argsort(pairs[where], kind="stable")
+        where_pairs, where = pairs[where][order], where[order]
+        out = []
+        for kid, word, k in chosen:
+            pair = int(word[k]) | int(word[k + 1]) << 8
+            a, b = np.searchsorted(where_pairs, [pair, pair + 1])
+            pos = where[a:b] - k
+            pos = pos[(pos >= 0) & (pos + len(word) <= len(text))]
+            for j, byte in enumerate(word.tolist()):
+                if not len(pos):
+                    break
+                pos = pos[text[pos + j] == byte]
+            out.append((pos, kid, len(word)))
+        return out
+
+
+def _pairs(data: np.ndarray) -> np.ndarray:
+    """Each byte with the next one, as one uint16 (first byte low)."""
+    return data[:-1].astype(np.uint16) | (data[1:].astype(np.uint16) << 8)
+
+
 class Scanner:
     """Turns log bytes, fed in pieces of any size, into chunks of complete lines and what is in them."""
 
@@ -114,11 +185,7 @@ class Scanner:
         for word in words:
             if not isinstance(word, str):
                 raise TypeError(f"keywords must be str, not {type(word).__name__}")
-        self._keywords = [w.encode("utf-8") for w in words]
-        searchable = sorted({w for w in self._keywords if w and b"\n" not in w}, key=len, reverse=True)
-        # One alternation finds the lines worth checking; each keyword is then checked with `in` there.
-        self._kw_any = re.compile(b"|".join(re.escape(w) for w in searchable)) if searchable else None
-        self._kw_ids = [(i, w) for i, w in enumerate(self._keywords) if w and b"\n" not in w]
+        self._keywords = _Keywords([w.encode("utf-8") for w in words])
         self._key_ids: dict[bytes, int] = {}
         self._keys: list[str] = []
         self._pending = bytearray()  # the held start of the partial line (at most MAX_LINE bytes)
@@ -253,20 +320,10 @@ class Scanner:
         _find_bars(run, first_line, found)
 
     def _find_keywords(self, run: _Run, first_line: int, found: _Found) -> None:
-        """One hit per (line, keyword): the alternation picks candidate lines, `in` confirms each keyword."""
-        if self._kw_any is None:
-            return
-        view, lo, hi = run.view, int(run.starts[0]), int(run.scan_ends[-1])
-        starts = [m.start() for m in self._kw_any.finditer(view, lo, hi)]
-        if not starts:
-            return
-        lines = np.unique(np.searchsorted(run.starts, starts, side="right") - 1)
-        for i in lines.tolist():
-            text = view[int(run.starts[i]): int(run.scan_ends[i])]
-            for kid, word in self._kw_ids:
-                if word in text:
-                    found.kw_line.append(first_line + i)
-                    found.kw_id.append(kid)
+        """One hit per (line, keyword), sorted by line then keyword id."""
+        lines, ids = self._keywords.hits(run)
+        found.kw_line.extend((lines + first_line).tolist())
+        found.kw_id.extend(ids.tolist())
 
     def _intern(self, found: _Found) -> tuple[list[int], list[int]]:
         """Give ids to the keys seen first in this chunk, in order: by line, dict keys before token keys."""
@@ -318,40 +375,39 @@ def _last_visible(view: bytes, start: int, end: int) -> int:
     return start
 
 
-def _dict_spans(view: bytes, lo: int, hi: int) -> list[tuple[int, int]]:
-    """(start, end) of every flat dict in view[lo:hi]: after a failed `{` the search goes on at the next `{`."""
-    spans = []
-    pos = view.find(b"{", lo, hi)
-    while pos >= 0:
-        m = DICT_HEAD.match(view, pos, hi)
-        end = m.end() if m is not None else pos
-        if m is not None and end < hi and view[end] == 0x7D:
-            spans.append((pos, end + 1))
-            pos = view.find(b"{", end + 1, hi)
-        else:
-            pos = view.find(b"{", pos + 1, hi)
-    return spans
-
-
 def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, int]]:
     """Every flat dict of the run, with its numeric entries; returns their (start, end) in the view."""
     view = run.view
-    spans = _dict_spans(view, int(run.starts[0]), int(run.scan_ends[-1]))
+    spans = [m.span() for m in DICT.finditer(view, int(run.starts[0]), int(run.scan_ends[-1]))]
     if not spans:
         return spans
-    lines = (np.searchsorted(run.starts, [s for s, _ in spans], side="right") - 1).tolist()
-    for (start, end), i in zip(spans, lines):
-        index = len(found.dict_line)
-        found.dict_line.append(first_line + i)
-        found.dict_start.append(run.view_abs + start)
-        found.dict_end.append(run.view_abs + end)
-        for single, double, raw in ENTRY.findall(view, start + 1, end - 1):
-            value = value_of(raw)
-            if value is not None:
-                found.ent_dict.append(index)
-                found.ent_name.append(single or double)
-                found.ent_line.append(first_line + i)
-                found.ent_value.append(value)
+    lines = np.searchsorted(run.starts, [s for s, _ in spans], side="right") - 1 + first_line
+    first_dict = len(found.dict_line)
+    found.dict_line.extend(lines.tolist())
+    found.dict_start.extend([run.view_abs + s for s, _ in spans])
+    found.dict_end.extend([run.view_abs + e for _, e in spans])
+    per_dict = [ENTRY.findall(view, s + 1, e - 1) for s, e in spans]
+    entries = [entry for dict_entries in per_dict for entry in dict_entries]
+    if not entries:
+        return spans
+    counts = [len(dict_entries) for dict_entries in per_dict]
+    ent_dict = np.repeat(np.arange(first_dict, first_dict + len(spans)), counts)
+    ent_line = np.repeat(lines, counts)
+    names = [single or double for single, double, _ in entries]
+    try:  # the common case: every value a bare number that float() reads as it stands
+        values: list[float | None] = [float(raw) for _, _, raw in entries]
+    except ValueError:
+        values = [value_of(raw) for _, _, raw in entries]
+        keep = [v is not None for v in values]
+        if not all(keep):
+            mask = np.array(keep)
+            ent_dict, ent_line = ent_dict[mask], ent_line[mask]
+            names = [n for n, k in zip(names, keep) if k]
+            values = [v for v in values if v is not None]
+    found.ent_dict.extend(ent_dict.tolist())
+    found.ent_line.extend(ent_line.tolist())
+    found.ent_name.extend(names)
+    found.ent_value.extend(values)
     return spans
 
 
