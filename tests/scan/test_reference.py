@@ -106,9 +106,15 @@ def test_keywords_never_cross_a_line_end_and_empty_ones_never_match() -> None:
     assert list(zip(c.kw_line.tolist(), c.kw_id.tolist())) == [(1, 4), (2, 4)]
 
 
-def test_keywords_must_be_text() -> None:
+def test_keywords_must_be_a_list_of_text_and_data_bytes_like() -> None:
     with pytest.raises(TypeError):
         Scanner([b"bytes"])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        Scanner("Traceback")
+    s = Scanner(["b"])
+    assert s.feed(bytearray(b"ab\n")).kw_line.tolist() == [0] and s.feed(memoryview(b"b\n")).kw_line.tolist() == [0]
+    with pytest.raises(TypeError):
+        s.feed(5)  # type: ignore[arg-type]
 
 
 # -- dicts ---------------------------------------------------------------------------------------------
@@ -129,7 +135,8 @@ def test_entries_without_a_number_are_left_out_but_the_dict_counts() -> None:
     c, s = scan(data)
     assert dicts(c, s) == [{"loss": 2.0}, {}]
     assert s.keys == ["loss"]
-    assert c.dict_start.tolist() == [2, data.index(b"{}")] and c.dict_end.tolist() == [data.index(b"} y") + 1, len(data) - 1]
+    assert c.dict_start.tolist() == [2, data.index(b"{}")]
+    assert c.dict_end.tolist() == [data.index(b"} y") + 1, len(data) - 1]
 
 
 def test_nested_objects_are_skipped_and_scanning_resumes_after_their_brace() -> None:

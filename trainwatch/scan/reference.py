@@ -181,6 +181,8 @@ class Scanner:
 
     def __init__(self, keywords: Iterable[str] = ()) -> None:
         """Keep the keywords (searched as UTF-8 bytes) and start with an empty key table and no partial line."""
+        if isinstance(keywords, (str, bytes)):
+            raise TypeError("keywords must be a list of str, not one string")
         words = list(keywords)
         for word in words:
             if not isinstance(word, str):
@@ -206,7 +208,8 @@ class Scanner:
 
     def feed(self, data: bytes) -> Chunk:
         """Scan the complete lines that `data` finishes; keep its trailing partial line for later."""
-        data = bytes(data)
+        if type(data) is not bytes:
+            data = bytes(memoryview(data))  # bytearray or memoryview; an int is refused, not zero bytes
         last_nl = data.rfind(b"\n")
         if last_nl < 0:
             self._hold(data)
@@ -395,15 +398,15 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
     ent_line = np.repeat(lines, counts)
     names = [single or double for single, double, _ in entries]
     try:  # the common case: every value a bare number that float() reads as it stands
-        values: list[float | None] = [float(raw) for _, _, raw in entries]
+        values = [float(raw) for _, _, raw in entries]
     except ValueError:
-        values = [value_of(raw) for _, _, raw in entries]
-        keep = [v is not None for v in values]
-        if not all(keep):
+        maybe = [value_of(raw) for _, _, raw in entries]
+        keep = [v is not None for v in maybe]
+        values = [v for v in maybe if v is not None]
+        if len(values) < len(maybe):
             mask = np.array(keep)
             ent_dict, ent_line = ent_dict[mask], ent_line[mask]
-            names = [n for n, k in zip(names, keep) if k]
-            values = [v for v in values if v is not None]
+            names = [n for n, k in zip(names, keep, strict=True) if k]
     found.ent_dict.extend(ent_dict.tolist())
     found.ent_line.extend(ent_line.tolist())
     found.ent_name.extend(names)
