@@ -146,21 +146,25 @@ class _Keywords:
 
     def _longer_hits(self, text: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
         """Start positions of each keyword of two bytes or more, found through its rarest byte pair."""
-        pairs = _pairs(text)
-        counts = np.bincount(pairs[: self.SAMPLE], minlength=1 << 16)
+        counts = np.bincount(_pairs(text[: self.SAMPLE + 1]), minlength=1 << 16)
         chosen = [(kid, word, int(np.argmin(counts[wp]))) for kid, word, wp in self._longer]
         wanted = np.zeros(1 << 16, dtype=bool)
+        first_bytes = np.zeros(256, dtype=bool)
         for _, word, k in chosen:
             wanted[int(word[k]) | int(word[k + 1]) << 8] = True
-        where = np.flatnonzero(wanted[pairs])
+            first_bytes[word[k]] = True
+        where = np.flatnonzero(first_bytes[text[:-1]])  # a byte table first: cheaper than every pair
+        pairs = text[where].astype(np.uint16) | (text[where + 1].astype(np.uint16) << 8)
+        hit = wanted[pairs]
+        where, pairs = where[hit], pairs[hit]
         if not len(where):
             return []
-        order = np.argsort(pairs[where], kind="stable")
-        where_pairs, where = pairs[where][order], where[order]
+        order = np.argsort(pairs, kind="stable")
+        where, pairs = where[order], pairs[order]
         out = []
         for kid, word, k in chosen:
             pair = int(word[k]) | int(word[k + 1]) << 8
-            a, b = np.searchsorted(where_pairs, [pair, pair + 1])
+            a, b = np.searchsorted(pairs, [pair, pair + 1])
             pos = where[a:b] - k
             pos = pos[(pos >= 0) & (pos + len(word) <= len(text))]
             for j, byte in enumerate(word.tolist()):
