@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,18 @@ def test_keywords_must_be_a_list_of_text_and_data_bytes_like() -> None:
     assert s.feed(bytearray(b"ab\n")).kw_line.tolist() == [0] and s.feed(memoryview(b"b\n")).kw_line.tolist() == [0]
     with pytest.raises(TypeError):
         s.feed(5)  # type: ignore[arg-type]
+
+
+def test_keyword_hits_match_a_plain_search_past_the_sample_the_finder_counts() -> None:
+    rng = random.Random(7)
+    words = ["out of memory", "Traceback", "NCCL", "xy", "e", "mem"]
+    pieces = [rng.choice([b"loss: 1.0 ", b"\n", b"memory ", b"NCC", b"L", b"x", b"y", b"\r\n", b"Trace", b"back",
+                          b"out of ", b"e", b"\xff"]) for _ in range(120_000)]
+    data = b"".join(pieces)
+    c, _ = scan(data, words)
+    expected = [(i, k) for i in range(len(c)) for k, w in enumerate(words) if w.encode() in c.line(i)]
+    assert list(zip(c.kw_line.tolist(), c.kw_id.tolist(), strict=True)) == expected
+    assert len(data) > 2**18 and len(expected) > 1000  # the pair counts see only the first 256 KiB
 
 
 # -- dicts ---------------------------------------------------------------------------------------------

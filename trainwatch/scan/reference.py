@@ -146,8 +146,13 @@ class _Keywords:
 
     def _longer_hits(self, text: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
         """Start positions of each keyword of two bytes or more, found through its rarest byte pair."""
-        counts = np.bincount(_pairs(text[: self.SAMPLE + 1]), minlength=1 << 16)
-        chosen = [(kid, word, int(np.argmin(counts[wp]))) for kid, word, wp in self._longer]
+        sample = text[: self.SAMPLE + 1]
+        pair_counts = np.bincount(_pairs(sample), minlength=1 << 16).astype(np.int64)
+        byte_counts = np.bincount(sample, minlength=256).astype(np.int64)
+        # The rarest pair; among equally rare ones, the one whose first byte is rarest (the byte table
+        # below lets through every place holding a chosen pair's first byte).
+        chosen = [(kid, word, int(np.argmin(pair_counts[wp] * (len(sample) + 1) + byte_counts[word[:-1]])))
+                  for kid, word, wp in self._longer]
         wanted = np.zeros(1 << 16, dtype=bool)
         first_bytes = np.zeros(256, dtype=bool)
         for _, word, k in chosen:
