@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainwatch.scan.chunk import Chunk, concat
-from trainwatch.scan.reference import MAX_LINE, Scanner
+from trainwatch.scan.reference import MAX_LINE, Scanner, _Keywords
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -287,6 +287,19 @@ def test_any_chunking_gives_the_arrays_of_one_feed(data: bytes, cuts: list[int])
     assert whole.differences(split) == []
     assert s1.keys == s2.keys
     assert len(whole) == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(LOGS, st.lists(st.sampled_from(["Traceback", "out of memory", "oo", "o", "\r", ":", "1,2"]), max_size=6))
+def test_the_small_and_the_numpy_keyword_paths_agree(data: bytes, keywords: list[str]) -> None:
+    small, _ = scan(data, keywords)
+    saved = _Keywords.SMALL
+    _Keywords.SMALL = -1  # every run through the byte-pair path
+    try:
+        big, _ = scan(data, keywords)
+    finally:
+        _Keywords.SMALL = saved
+    assert small.kw_line.tolist() == big.kw_line.tolist() and small.kw_id.tolist() == big.kw_id.tolist()
 
 
 @settings(max_examples=300, deadline=None)

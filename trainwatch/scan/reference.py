@@ -115,10 +115,12 @@ class _Keywords:
     """
 
     SAMPLE = 1 << 18  # bytes whose byte pairs are counted to pick each keyword's rarest pair
+    SMALL = 1 << 14  # up to this many bytes (a live feed), plain `in` and `find` cost less than numpy
 
     def __init__(self, words: list[bytes]) -> None:
         """Keep the searchable keywords with their ids: an empty one, or one with `\\n`, never matches."""
         usable = [(kid, w) for kid, w in enumerate(words) if w and b"\n" not in w]
+        self._words = usable
         self._count = len(words)
         self._singles = [(kid, w[0]) for kid, w in usable if len(w) == 1]
         self._longer = [(kid, np.frombuffer(w, dtype=np.uint8), _pairs(np.frombuffer(w, dtype=np.uint8)))
@@ -127,12 +129,15 @@ class _Keywords:
     def hits(self, run: _Run) -> tuple[np.ndarray, np.ndarray]:
         """(line index in the run, keyword id) of every line holding a keyword in its scanned part."""
         lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
-        text = np.frombuffer(run.view, dtype=np.uint8)[lo:hi]
         found: list[tuple[np.ndarray, int, int]] = []  # (start positions in text, keyword id, length)
-        for kid, byte in self._singles:
-            found.append((np.flatnonzero(text == byte), kid, 1))
-        if self._longer and len(text) > 1:
-            found += self._longer_hits(text)
+        if hi - lo <= self.SMALL:
+            region = run.view[lo:hi]
+            found = [(_positions(region, w), kid, len(w)) for kid, w in self._words if w in region]
+        else:
+            text = np.frombuffer(run.view, dtype=np.uint8)[lo:hi]
+            found = [(np.flatnonzero(text == byte), kid, 1) for kid, byte in self._singles]
+            if self._longer:
+                found += self._longer_hits(text)
         if not found:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         codes = []
@@ -178,6 +183,16 @@ class _Keywords:
                 pos = pos[text[pos + j] == byte]
             out.append((pos, kid, len(word)))
         return out
+
+
+def _positions(text: bytes, word: bytes) -> np.ndarray:
+    """Every place `word` starts in `text`, overlapping ones included."""
+    out = []
+    pos = text.find(word)
+    while pos >= 0:
+        out.append(pos)
+        pos = text.find(word, pos + 1)
+    return np.array(out, dtype=np.int64)
 
 
 def _pairs(data: np.ndarray) -> np.ndarray:
