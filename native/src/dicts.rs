@@ -7,7 +7,7 @@
 //! its opening brace.
 
 use crate::bytes::{at, is_space, range};
-use crate::numbers::{parse_number, whole_number};
+use crate::numbers::{convert, scan_number, whole_number, Span};
 use memchr::{memchr, memchr2};
 
 /// Longest key, in bytes between its quotes.
@@ -22,6 +22,16 @@ pub struct Found {
     pub start: usize,
     pub end: usize,
     pub entries: Vec<(usize, usize, f64)>,
+    /// Entries of the object being parsed, values not yet converted.
+    pending: Vec<(usize, usize, Value)>,
+}
+
+/// A value as found while parsing; numbers are converted only when the whole object parsed.
+#[derive(Clone, Copy, Debug)]
+enum Value {
+    Number(Span),
+    Quoted(usize, usize),
+    Word,
 }
 
 /// Calls `on_dict` for every object in `line`, left to right; `scratch` is reused between calls.
@@ -29,11 +39,22 @@ pub fn scan(line: &[u8], scratch: &mut Found, mut on_dict: impl FnMut(&Found)) {
     let mut pos = 0usize;
     while let Some(i) = memchr(b'{', range(line, pos, line.len())) {
         let start = pos + i;
-        scratch.entries.clear();
-        match parse_object(line, start, &mut scratch.entries) {
+        scratch.pending.clear();
+        match parse_object(line, start, &mut scratch.pending) {
             Some(end) => {
                 scratch.start = start;
                 scratch.end = end;
+                scratch.entries.clear();
+                for &(key_start, key_end, value) in &scratch.pending {
+                    let number = match value {
+                        Value::Number(span) => convert(line, &span),
+                        Value::Quoted(s, e) => whole_number(range(line, s, e)),
+                        Value::Word => None,
+                    };
+                    if let Some(v) = number {
+                        scratch.entries.push((key_start, key_end, v));
+                    }
+                }
                 on_dict(scratch);
                 pos = end;
             }
@@ -43,7 +64,7 @@ pub fn scan(line: &[u8], scratch: &mut Found, mut on_dict: impl FnMut(&Found)) {
 }
 
 /// Parses the object opening at `start`; returns one past its `}`.
-fn parse_object(b: &[u8], start: usize, entries: &mut Vec<(usize, usize, f64)>) -> Option<usize> {
+fn parse_object(b: &[u8], start: usize, entries: &mut Vec<(usize, usize, Value)>) -> Option<usize> {
     let mut i = skip_space(b, start + 1);
     if at(b, i) == b'}' {
         return Some(i + 1);
@@ -56,9 +77,7 @@ fn parse_object(b: &[u8], start: usize, entries: &mut Vec<(usize, usize, f64)>) 
         }
         i = skip_space(b, i + 1);
         let (value, end) = value(b, i)?;
-        if let Some(v) = value {
-            entries.push((key_start, key_end, v));
-        }
+        entries.push((key_start, key_end, value));
         i = skip_space(b, end);
         match at(b, i) {
             b',' => i = skip_space(b, i + 1),
@@ -79,23 +98,21 @@ fn key(b: &[u8], i: usize) -> Option<(usize, usize)> {
     (at(content, len) == quote).then_some((i + 1, i + 1 + len))
 }
 
-/// The value at `i`: its number (None when it carries none) and the position after it.
-fn value(b: &[u8], i: usize) -> Option<(Option<f64>, usize)> {
+/// The value at `i` and the position after it.
+fn value(b: &[u8], i: usize) -> Option<(Value, usize)> {
     let c = at(b, i);
     if c == b'\'' || c == b'"' {
         let end = string_end(b, i + 1, c)?;
-        return Some((whole_number(range(b, i + 1, end)), end + 1));
+        return Some((Value::Quoted(i + 1, end), end + 1));
     }
-    if let Some((v, mut end)) = parse_number(b, i) {
-        if at(b, end) == b'%' {
-            end += 1;
-        }
-        return Some((Some(v), end));
+    if let Some(span) = scan_number(b, i) {
+        let end = span.end + usize::from(at(b, span.end) == b'%');
+        return Some((Value::Number(span), end));
     }
     BARE_WORDS
         .iter()
         .find(|w| range(b, i, i + w.len()) == **w)
-        .map(|w| (None, i + w.len()))
+        .map(|w| (Value::Word, i + w.len()))
 }
 
 /// Position of the closing `quote` of a string whose content starts at `i` (backslash escapes).

@@ -1,10 +1,9 @@
 //! The key table: each distinct key (raw bytes) gets the next id the first time it is seen.
 
 use std::collections::HashMap;
-
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Keys {
-    ids: HashMap<Vec<u8>, i32>,
+    ids: HashMap<Vec<u8>, i32, foldhash::fast::RandomState>,
     names: Vec<Vec<u8>>,
 }
 

@@ -47,8 +47,10 @@ pub fn scan(line: &[u8], from: usize, dicts: &[(usize, usize)], mut on_token: im
             floor = floor.max(end);
             continue;
         }
-        match (key_before(line, sep, floor), value_after(line, sep + 1)) {
-            (Some((key_start, key_end)), Some((value, end))) => {
+        let token = key_before(line, sep, floor)
+            .and_then(|key| value_after(line, sep + 1).map(|value| (key, value)));
+        match token {
+            Some(((key_start, key_end), (value, end))) => {
                 on_token(Token {
                     key_start,
                     key_end,
@@ -57,7 +59,7 @@ pub fn scan(line: &[u8], from: usize, dicts: &[(usize, usize)], mut on_token: im
                 floor = end;
                 pos = end;
             }
-            _ => pos = sep + 1,
+            None => pos = sep + 1,
         }
     }
 }

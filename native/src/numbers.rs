@@ -8,24 +8,58 @@ use crate::bytes::at;
 /// Longest number (in bytes) handed to the float parser without separators removed on the stack.
 const STACK_DIGITS: usize = 64;
 
+/// Where a number lies, found without converting it (dicts convert only once the whole object parsed).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+    /// The value of a `nan`/`inf` word (sign applied); None for digits, converted by [`convert`].
+    literal: Option<f64>,
+    has_separator: bool,
+}
+
 /// Parses the number starting at `pos`; returns its value and the position one past its last byte.
 pub fn parse_number(b: &[u8], pos: usize) -> Option<(f64, usize)> {
+    let span = scan_number(b, pos)?;
+    Some((convert(b, &span)?, span.end))
+}
+
+/// Finds the extent of the number starting at `pos` without converting it.
+pub fn scan_number(b: &[u8], pos: usize) -> Option<Span> {
     let mut i = pos;
     let negative = at(b, i) == b'-';
     if matches!(at(b, i), b'-' | b'+') {
         i += 1;
     }
     if let Some((value, end)) = literal(b, i) {
-        return Some((if negative { -value } else { value }, end));
+        let literal = Some(if negative { -value } else { value });
+        return Some(Span {
+            start: pos,
+            end,
+            literal,
+            has_separator: false,
+        });
     }
     let (end, has_separator) = mantissa_and_exponent(b, i)?;
-    let text = b.get(pos..end)?;
-    let value = if has_separator {
-        without_separators(text)?
+    Some(Span {
+        start: pos,
+        end,
+        literal: None,
+        has_separator,
+    })
+}
+
+/// The value of a number found by [`scan_number`] in the same bytes.
+pub fn convert(b: &[u8], span: &Span) -> Option<f64> {
+    if let Some(value) = span.literal {
+        return Some(value);
+    }
+    let text = b.get(span.start..span.end)?;
+    if span.has_separator {
+        without_separators(text)
     } else {
-        fast_float2::parse::<f64, _>(text).ok()?
-    };
-    Some((value, end))
+        fast_float2::parse::<f64, _>(text).ok()
+    }
 }
 
 /// `nan`, `inf` or `infinity` in any case at `i` (no sign), as a whole word (so `information` is
