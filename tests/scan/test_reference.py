@@ -209,6 +209,16 @@ def test_values_need_no_boundary_but_words_do() -> None:
                             ("y", -math.inf)]
 
 
+@pytest.mark.parametrize(("text", "value"), [
+    (b"a: +1", 1.0), (b"a: -nan", math.nan), (b"a: 3epochs", 3.0), (b"a: 1e", 1.0), (b"a: 1.e5", 1e5),
+    (b"a: 1,2345", 1.0), (b"a: 1,234,56", 1234.0), (b"a: 1.5,000", 1.5), (b"a: -.5e-3%", -0.0005),
+    (b"a: infinity", math.inf), (b"a: 1e999", math.inf), (b"a = \t 7", 7.0),
+])
+def test_the_number_grammar_of_token_values(text: bytes, value: float) -> None:
+    c, _ = scan(text + b"\n")
+    assert c.kv_value.size == 1 and (c.kv_value[0] == value or (math.isnan(value) and math.isnan(c.kv_value[0])))
+
+
 def test_tokens_only_in_the_visible_segment_and_outside_dicts() -> None:
     c, s = scan(b"loss: 9 hidden\rloss: 1 {'a': 2, 'b': 'c d: 5'} e: 3\n")
     assert tokens(c, s) == [("loss", 1.0), ("e", 3.0)]
