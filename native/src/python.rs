@@ -5,6 +5,7 @@ use crate::scanner::{ChunkOut, Core};
 use numpy::IntoPyArray;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict};
 
 #[pyclass(module = "trainwatch._scan")]
@@ -23,12 +24,9 @@ impl Scanner {
     }
 
     /// Scans the complete lines of `data` (after the held partial line); keeps the new partial line.
-    fn feed<'py>(
-        &mut self,
-        py: Python<'py>,
-        data: &Bound<'py, PyBytes>,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let bytes = data.as_bytes();
+    /// `bytes` is read in place; a `bytearray` is copied first, so nothing can change it mid-scan.
+    fn feed<'py>(&mut self, py: Python<'py>, data: PyBackedBytes) -> PyResult<Bound<'py, PyDict>> {
+        let bytes: &[u8] = &data;
         let core = &mut self.core;
         let out = py.detach(move || core.feed(bytes));
         to_dict(py, out)
