@@ -331,7 +331,7 @@ def _logs() -> list[Path]:
     return found
 
 
-@pytest.mark.parametrize("path", _logs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _logs(), ids=lambda p: str(p.relative_to(p.parents[1])))
 def test_real_logs_scan_sensibly_in_any_chunking(path: Path) -> None:
     data = path.read_bytes()
     keywords = ["Traceback (most recent call last)", "out of memory", "Error"]
@@ -345,6 +345,10 @@ def test_real_logs_scan_sensibly_in_any_chunking(path: Path) -> None:
         assert "loss" in s.keys
         loss = whole.ent_value[whole.ent_key == s.keys.index("loss")]
         assert loss.size > 0 and bool(np.isfinite(loss).any())
+    if b"| lm loss: " in data:  # Megatron: a multi-word key among `|`-separated tokens
+        assert "lm loss" in s.keys and int((whole.kv_key == s.keys.index("lm loss")).sum()) > 0
+    if b"ms/step - loss: " in data:  # Keras fit: `- loss: 0.5 - accuracy: 0.9` after the step time
+        assert "loss" in s.keys and int((whole.kv_key == s.keys.index("loss")).sum()) > 0
 
 
 def test_the_corpus_is_present_or_the_smoke_test_says_so() -> None:
