@@ -1,0 +1,25 @@
+//! trainwatch's native log scanner: finds lines, keyword hits, flat dicts, `key: value` tokens and
+//! progress counters in fed bytes, the same way as the pure-Python reference (trainwatch/scan/reference.py).
+//! It knows no log format's meaning. The pure-Rust core ([`scanner::Core`]) is what the tests and the
+//! fuzzer drive; the Python binding is behind the `python` feature.
+
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used))]
+
+pub mod bytes;
+pub mod dicts;
+pub mod keys;
+pub mod keywords;
+pub mod kv;
+pub mod lines;
+pub mod numbers;
+pub mod progress;
+pub mod scanner;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,151 @@
+//! The scanner core: splits fed bytes into lines and runs every pass over them into flat arrays.
+
+use crate::bytes::range;
+use crate::keys::Keys;
+use crate::keywords::Keywords;
+use crate::lines::{LineRec, Split, Splitter};
+use crate::{dicts, kv, progress};
+
+/// Everything one feed found; field meanings are those of the scanner contract.
+#[derive(Debug, Default)]
+pub struct ChunkOut {
+    pub first_lineno: i64,
+    pub base_offset: i64,
+    pub data: Vec<u8>,
+    pub line_start: Vec<i64>,
+    pub line_end: Vec<i64>,
+    pub visible_start: Vec<i64>,
+    pub kw_line: Vec<i64>,
+    pub kw_id: Vec<i32>,
+    pub dict_line: Vec<i64>,
+    pub dict_start: Vec<i64>,
+    pub dict_end: Vec<i64>,
+    pub ent_dict: Vec<i64>,
+    pub ent_key: Vec<i32>,
+    pub ent_value: Vec<f64>,
+    pub kv_line: Vec<i64>,
+    pub kv_key: Vec<i32>,
+    pub kv_value: Vec<f64>,
+    pub kv_pos: Vec<i64>,
+    pub prog_line: Vec<i64>,
+    pub prog_n: Vec<i64>,
+    pub prog_total: Vec<i64>,
+}
+
+pub struct Core {
+    splitter: Splitter,
+    keywords: Keywords,
+    keys: Keys,
+    dict_scratch: dicts::Found,
+    spans: Vec<(usize, usize)>,
+}
+
+impl Core {
+    pub fn new(keywords: &[Vec<u8>]) -> Result<Self, String> {
+        Ok(Core {
+            splitter: Splitter::new(),
+            keywords: Keywords::new(keywords)?,
+            keys: Keys::default(),
+            dict_scratch: dicts::Found::default(),
+            spans: Vec::new(),
+        })
+    }
+
+    /// Complete lines of `input` (after the held partial line) and what is in them.
+    pub fn feed(&mut self, input: &[u8]) -> ChunkOut {
+        let split = self.splitter.feed(input);
+        self.scan(split)
+    }
+
+    /// The held partial line as a last line.
+    pub fn finish(&mut self) -> ChunkOut {
+        let split = self.splitter.finish();
+        self.scan(split)
+    }
+
+    pub fn pending(&self) -> u64 {
+        self.splitter.pending()
+    }
+
+    pub fn keys(&self) -> &[Vec<u8>] {
+        self.keys.names()
+    }
+
+    fn scan(&mut self, split: Split) -> ChunkOut {
+        let n = split.lines.len();
+        let mut out = ChunkOut {
+            first_lineno: split.first_lineno,
+            base_offset: split.base_offset,
+            line_start: Vec::with_capacity(n),
+            line_end: Vec::with_capacity(n),
+            visible_start: Vec::with_capacity(n),
+            ..ChunkOut::default()
+        };
+        for (kw_line, kw_id) in self.keywords.hits(&split.data, &split.lines) {
+            out.kw_line.push(kw_line);
+            out.kw_id.push(kw_id);
+        }
+        for (index, rec) in split.lines.iter().enumerate() {
+            let line = range(&split.data, rec.dpos, rec.dpos + rec.dlen);
+            self.scan_line(&mut out, index as i64, rec, line);
+        }
+        out.data = split.data;
+        out
+    }
+
+    fn scan_line(&mut self, out: &mut ChunkOut, index: i64, rec: &LineRec, line: &[u8]) {
+        let visible = visible_start(line);
+        out.line_start.push(rec.abs_start);
+        out.line_end.push(rec.abs_end);
+        out.visible_start.push(rec.abs_start + visible as i64);
+
+        self.spans.clear();
+        let keys = &mut self.keys;
+        let spans = &mut self.spans;
+        dicts::scan(line, &mut self.dict_scratch, |found| {
+            let dict_index = out.dict_line.len() as i64;
+            out.dict_line.push(index);
+            out.dict_start.push(rec.abs_start + found.start as i64);
+            out.dict_end.push(rec.abs_start + found.end as i64);
+            for &(key_start, key_end, value) in &found.entries {
+                out.ent_dict.push(dict_index);
+                out.ent_key
+                    .push(keys.intern(range(line, key_start, key_end)));
+                out.ent_value.push(value);
+            }
+            spans.push((found.start, found.end));
+        });
+
+        kv::scan(line, visible, spans, |token| {
+            out.kv_line.push(index);
+            out.kv_key
+                .push(keys.intern(range(line, token.key_start, token.key_end)));
+            out.kv_value.push(token.value);
+            out.kv_pos.push(rec.abs_start + token.key_start as i64);
+        });
+
+        if let Some((n, total)) = progress::last_bar(line) {
+            out.prog_line.push(index);
+            out.prog_n.push(n);
+            out.prog_total.push(total);
+        }
+    }
+}
+
+/// Start of the line's last `\r`-segment that holds more than spaces and tabs (0 when none does).
+fn visible_start(line: &[u8]) -> usize {
+    let mut end = line.len();
+    loop {
+        let start = memchr::memrchr(b'\r', range(line, 0, end)).map_or(0, |cr| cr + 1);
+        if range(line, start, end)
+            .iter()
+            .any(|&c| c != b' ' && c != b'\t')
+        {
+            return start;
+        }
+        if start == 0 {
+            return 0;
+        }
+        end = start - 1;
+    }
+}

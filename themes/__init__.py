@@ -1,1 +1,0 @@
-"""Theme files for the TUI, shipped in the wheel as the package trainwatch.themes."""

@@ -1,0 +1,43 @@
+"""The Rust scanner (`trainwatch._scan`) behind the same interface as the reference: feed returns a Chunk.
+
+The extension returns a dict of numpy arrays; this wrapper only turns it into the shared `Chunk` type,
+without copying the arrays (their dtypes already match).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from trainwatch import _scan  # type: ignore[attr-defined]  # the compiled extension
+from trainwatch.scan.chunk import Chunk
+
+
+def _chunk(out: dict[str, Any]) -> Chunk:
+    return Chunk.from_arrays(out["first_lineno"], out["base_offset"], out["data"], out)
+
+
+class Scanner:
+    """Finds lines, keyword hits, dicts, key/value tokens and progress bars in fed bytes (native code)."""
+
+    def __init__(self, keywords: Iterable[str] = ()) -> None:
+        self._native = _scan.Scanner(list(keywords))
+
+    def feed(self, data: bytes) -> Chunk:
+        """The complete lines of `data` (after the held partial line); a trailing partial line is kept."""
+        return _chunk(self._native.feed(data))
+
+    def finish(self) -> Chunk:
+        """The held partial line as a last line, then an empty chunk from later calls."""
+        return _chunk(self._native.finish())
+
+    @property
+    def keys(self) -> list[str]:
+        """The key table; `ent_key` and `kv_key` index it. It only grows."""
+        keys: list[str] = self._native.keys
+        return keys
+
+    @property
+    def pending(self) -> int:
+        """Bytes of the partial line held (at most MAX_LINE; the rest of a longer line is dropped)."""
+        return int(self._native.pending)
