@@ -231,6 +231,11 @@ def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
         if isinstance(part.get("inhibit"), list) and isinstance(base.get("inhibit"), list):
             part = dict(part, inhibit=base["inhibit"] + part["inhibit"])  # each part adds its own
         base = _merge(base, part)
+    from trainwatch.rules.registry import plugin_defaults  # here: the rules import this module
+
+    plugins = plugin_defaults()
+    if plugins:
+        base = _merge(base, {"rules": {rid: d for rid, d in plugins.items() if rid not in base.get("rules", {})}})
     merged = _merge(base, _read_yaml(preset_text(preset), f"presets/{preset}.yaml"))
     defaults = {rid: spec for rid, spec in base.get("rules", {}).items()}
     files = [origin, f"presets/{preset}.yaml"]

@@ -57,7 +57,9 @@ CODED: dict[str, str] = {
 def coded_class(rule_id: str) -> type[Rule] | None:
     target = CODED.get(rule_id)
     if target is None:
-        return None
+        from trainwatch.rules.registry import registry
+
+        return registry().get(rule_id)
     module, _, cls = target.partition(":")
     return getattr(import_module(f"trainwatch.rules.{module}"), cls)  # type: ignore[no-any-return]
 
