@@ -49,7 +49,7 @@ def make_loss(segments: list[tuple[str, int, float, float]], seed: int) -> list[
     return rows
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(segments=st.lists(segment, min_size=1, max_size=8), seed=st.integers(0, 2**16))
 def test_array_rule_finds_what_the_row_rule_found(segments: list[tuple[str, int, float, float]], seed: int) -> None:
     records = samples("loss", make_loss(segments, seed))

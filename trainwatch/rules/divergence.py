@@ -166,77 +166,90 @@ class LossDiverging(ArrayRule):
     def _run(self, source: str, st: _Trend, steps: np.ndarray, values: np.ndarray, held: int, new_step: list[int],
              fin_new: list[bool], count: list[int], level: list[float], fast: list[float], noise: list[float],
              size: list[int], cond: np.ndarray, out: _Verdicts) -> None:
+        """The state machine over the new rows. The state lives in local variables while it runs (this is
+        the one loop per row the rule has) and goes back into `st` around an opening and at the end."""
         p = self.p
         trusted = int(p["min_history"])
         rise_ratio, rise_noise, persist = float(p["rise_ratio"]), float(p["rise_noise"]), float(p["persist"])
         fast_ratio = float(p["fast_ratio"])
+        fast_what = f"the median of its last {p['fast_window']} points"
+        inf = math.inf
         values_new = values[held:].tolist()
+        early, best = st.early, st.best
+        early_v = early.value if early is not None else inf
+        best_v = best.value if best is not None else inf
+        ema, nheld, episode, ended = st.noise, st.held, st.episode, st.ended
+        base_v = st.base.value if st.base is not None else math.nan
+        hold_ratio, head, fb, last = st.hold_ratio, st.head, st.finite_before, st.last_step
         for i, step in enumerate(new_step):
             finite = fin_new[i]
-            if st.last_step is None or step < st.last_step:  # the run (re)started: a new baseline
+            if last is None or step < last:  # the run (re)started: a new baseline, from its own points only
                 st = self._state[source] = _Trend(finite_before=count[i] - int(finite), rows=st.rows)
-            st.last_step = step
+                early = best = episode = ended = None
+                early_v = best_v = inf
+                ema, nheld, base_v, hold_ratio, head, fb = math.nan, 0, math.nan, 0.0, st.head, st.finite_before
+            last = step
             if not finite:
                 continue
-            if len(st.head) < HEAD:
-                st.head.append(values_new[i])
+            if len(head) < HEAD:
+                head.append(values_new[i])
             k = size[i]
             if k <= 0:
                 continue
             lv, fv = level[i], fast[i]
-            if st.episode is not None:
-                base = st.base
-                if base is not None and (max(lv, fv) if fv == fv else lv) >= st.hold_ratio * base.value:
+            if episode is not None:
+                if (max(lv, fv) if fv == fv else lv) >= hold_ratio * base_v:
                     cond[i] = True
-                    out.episode[i] = st.episode
+                    out.episode[i] = episode
                     out.last[i] = lv
                     continue
-                st.episode = None
-                st.held = 0
-                st.ended = step
-            n = count[i] - st.finite_before
+                episode = None
+                nheld = 0
+                ended = step
+            n = count[i] - fb
             if n < trusted:
-                if st.early is None or lv < st.early.value:
-                    st.early = _Low(lv, step, noise[i])
+                if lv < early_v:
+                    early, early_v = _Low(lv, step, noise[i]), lv
             else:
                 nv = noise[i]
-                s = st.noise
-                st.noise = nv if s != s else s + (nv - s) * 2.0 / (k + 1)
-                best = st.best
-                if best is None or lv < best.value:
-                    st.best = _Low(lv, step, max(nv, st.noise))
-                    st.held = 0
+                ema = nv if ema != ema else ema + (nv - ema) * 2.0 / (k + 1)
+                if lv < best_v:
+                    best, best_v = _Low(lv, step, max(nv, ema)), lv
+                    nheld = 0
                     continue
-                if (best.value > 0 and lv >= rise_ratio * best.value
-                        and lv - best.value >= max(rise_noise * best.noise, self._floor(st))):
-                    st.held += 1
+                if (best_v > 0 and lv >= rise_ratio * best_v
+                        and lv - best_v >= max(rise_noise * best.noise, self._floor(head))):  # type: ignore[union-attr]
+                    nheld += 1
                 else:
-                    st.held = 0
-                if st.held >= max(2, int(k * persist)):
-                    self._open(st, steps, values, held + i, n, best, rise_ratio, lv,
-                               f"its median over the last {k} points", best.value + rise_noise / 2.0 * best.noise,
-                               out, i)
-                    cond[i] = True
+                    nheld = 0
+                if nheld >= max(2, int(k * persist)):
+                    low, ratio_needed, lvl = best, rise_ratio, lv
+                    what, ref = f"its median over the last {k} points", best_v + rise_noise / 2.0 * best.noise  # type: ignore[union-attr]
+                else:
+                    low = None
+            if n < trusted or low is None:
+                if fv != fv or (early is None and best is None):
                     continue
-            if fv != fv:
-                continue
-            lows = [x for x in (st.early, st.best) if x is not None]
-            if not lows:
-                continue
-            low = min(lows, key=lambda x: x.value)
-            if low.value <= 0 or fv < fast_ratio * low.value:
-                continue
-            if fv - low.value < max(rise_noise * low.noise, self._floor(st)):
-                continue
-            hold = 1.0 + (fast_ratio - 1.0) / 2.0
-            self._open(st, steps, values, held + i, n, low, fast_ratio, fv,
-                       f"the median of its last {p['fast_window']} points", hold * low.value, out, i)
+                low = early if early_v <= best_v else best
+                if low.value <= 0 or fv < fast_ratio * low.value:  # type: ignore[union-attr]
+                    continue
+                if fv - low.value < max(rise_noise * low.noise, self._floor(head)):  # type: ignore[union-attr]
+                    continue
+                ratio_needed, lvl, what = fast_ratio, fv, fast_what
+                ref = (1.0 + (fast_ratio - 1.0) / 2.0) * low.value  # type: ignore[union-attr]
+            st.early, st.best, st.noise, st.held, st.ended = early, best, ema, nheld, ended
+            self._open(st, steps, values, held + i, n, low, ratio_needed, lvl, what, ref, out, i)  # type: ignore[arg-type]
             cond[i] = True
+            episode, base_v, hold_ratio = st.episode, low.value, st.hold_ratio  # type: ignore[union-attr]
+        st.early, st.best, st.noise, st.held, st.episode, st.ended = early, best, ema, nheld, episode, ended
+        st.last_step = last
+        if episode is None:
+            st.base = None
 
-    def _floor(self, st: _Trend) -> float:
+    def _floor(self, head: list[float]) -> float:
         """A rise smaller than this share of where the run began is not divergence, however tiny the
         noise: a loss memorised to 0.001 that wobbles to 0.01 has not diverged."""
-        return float(self.p["min_rise"]) * abs(median(st.head)) if st.head else 0.0
+        return float(self.p["min_rise"]) * abs(median(head)) if head else 0.0
 
     def _open(self, st: _Trend, steps: np.ndarray, values: np.ndarray, row: int, n: int, low: _Low,
               ratio_needed: float, level: float, what: str, ref: float, out: _Verdicts, i: int) -> None:
