@@ -18,7 +18,7 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
-from trainwatch.rules.rolling import RowTail, tail_sizes, trailing_diff_sigma, trailing_median
+from trainwatch.rules.rolling import RowTail, restarts, tail_sizes, trailing_diff_sigma, trailing_median
 from trainwatch.rules.stats import cusum_onset, fmt, scaled_window
 from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point
 
@@ -123,12 +123,7 @@ class LossDiverging(ArrayRule):
         fast_n = int(p["fast_window"])
         m = len(steps) - held
         # the finite count of the current run at each new row: restarts (a step going back) move its base
-        new_step = steps[held:]
-        prev = np.empty(m, dtype=np.int64)
-        if m:
-            prev[0] = new_step[0] if st.last_step is None else st.last_step
-            prev[1:] = new_step[:-1]
-        restart = new_step < prev
+        restart = np.diff(restarts(steps[held:], st.last_step), prepend=0) > 0
         if m and st.last_step is None:
             restart[0] = True
         fin_new = finite[held:]
@@ -288,11 +283,8 @@ class LossDiverging(ArrayRule):
             s, v = steps[lo:row + 1], values[lo:row + 1]
             ok = np.isfinite(v)
             pts = [Point(int(a), float(b), None, 0) for a, b in zip(s[ok][-k:], v[ok][-k:])]
-        i = 0
-        for i, pt in enumerate(pts):
-            if pt.step >= low.step:
-                break
-        pts = pts[max(0, i - w // 2):]
+        at = next((j for j, pt in enumerate(pts) if pt.step >= low.step), max(0, len(pts) - 1))
+        pts = pts[max(0, at - w // 2):]
         if st.ended is not None:
             pts = [pt for pt in pts if pt.step > st.ended] or pts
         noise = low.noise if low.noise > 0 else 0.05 * abs(low.value)

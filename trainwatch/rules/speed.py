@@ -47,7 +47,7 @@ class SpeedDrop(ArrayRule):
         if tail is None:
             tail = self._rows[key] = RowTail()
         series = ctx.series(w.name, w.source)
-        steps, values, held = tail.extend(series, w.step[w.start:], w.new)
+        _, values, held = tail.extend(series, w.step[w.start:], w.new)
         finite = np.isfinite(values)
         fin_new = finite[held:]
         total = series.finite_count if series is not None else int(finite.sum())

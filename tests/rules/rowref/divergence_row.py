@@ -153,7 +153,7 @@ class LossDiverging(Rule):
         w = scaled_window(n, float(self.p["window_fraction"]), 1, int(self.p["window"]))
         pts = series.tail(min(n, int(self.p["onset_scan"])))
         i = 0
-        for i, p in enumerate(pts):
+        for i, p in enumerate(pts):  # noqa: B007  (the oracle is kept as it was)
             if p.step >= low.step:
                 break
         pts = pts[max(0, i - w // 2):]
