@@ -56,3 +56,40 @@ def test_value_before_is_causal() -> None:
     got = value_before(steps, vals, np.array([0, 3, 4, 9]))
     assert np.isnan(got[0]) and got[1:].tolist() == [10.0, 30.0, 50.0]
     assert value_before(steps, vals, np.array([3]), inclusive=True).tolist() == [30.0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(pattern=st.lists(st.booleans(), min_size=1, max_size=400), data=st.data())
+def test_tail_sizes_are_how_many_points_tail_returns(pattern: list[bool], data: st.DataObject) -> None:
+    """A NaN stretch longer than tail()'s scan shortens its answer; the array count says so row by row."""
+    from trainwatch.rules.rolling import tail_sizes
+    from trainwatch.store import Point, Series
+
+    runs = data.draw(st.lists(st.integers(0, 300), min_size=len(pattern), max_size=len(pattern)))
+    finite: list[bool] = []
+    for ok, run in zip(pattern, runs):
+        finite.extend([ok] * (1 + run % 40 if ok else run))
+    n = data.draw(st.integers(1, 60))
+    s = Series("loss", "run.log")
+    want = []
+    for i, ok in enumerate(finite):
+        s.add(Point(i, 1.0 if ok else math.nan, None, i))
+        want.append(len(s.tail(n)))
+    f = np.array(finite, dtype=bool)
+    got = tail_sizes(f, np.arange(len(f)), np.full(len(f), n))
+    assert got.tolist() == want
+
+
+def test_row_tail_carries_the_rows_the_store_holds_and_starts_afresh_for_a_new_series() -> None:
+    from trainwatch.rules.rolling import RowTail
+    from trainwatch.store import RECENT_POINTS
+
+    tail, a, b = RowTail(), object(), object()
+    steps, values, held = tail.extend(a, np.arange(3), np.ones(3))
+    assert held == 0 and steps.tolist() == [0, 1, 2]
+    steps, values, held = tail.extend(a, np.arange(3, 3 + RECENT_POINTS), np.ones(RECENT_POINTS))
+    assert held == 3 and len(steps) == 3 + RECENT_POINTS
+    steps, values, held = tail.extend(a, np.array([9]), np.array([2.0]))
+    assert held == RECENT_POINTS and values[-1] == 2.0
+    steps, values, held = tail.extend(b, np.array([0]), np.array([5.0]))
+    assert held == 0 and values.tolist() == [5.0]

@@ -1,15 +1,28 @@
-"""loss.diverging: the robust level of the loss climbing far above its low, dated where the rise began."""
+"""loss.diverging: the robust level of the loss climbing far above its low, dated where the rise began.
+
+Written over arrays: the per-row statistics (the rolling median over a window that grows with the run,
+the fast median of the last few points, the point noise) are computed for a whole batch at once, then a
+small loop over plain floats carries the lows, the smoothed noise, the persistence counter and the open
+episode from row to row. That state is sequential by nature (each low depends on the episodes before
+it), but it is a handful of numbers per row; no window is built or sorted inside the loop. Where the
+rise began (the CUSUM onset) is found once per episode, when it opens.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from trainwatch.model import Finding
-from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import (Episodes, Segment, Segments, cusum_onset, diff_sigma, fmt, last_finite, nz,
-                                    scaled_window)
-from trainwatch.store import Point, Series
+from trainwatch.rules.array import ArrayRule, Window
+from trainwatch.rules.base import RuleContext, median
+from trainwatch.rules.rolling import RowTail, restarts, tail_sizes, trailing_diff_sigma, trailing_median
+from trainwatch.rules.stats import cusum_onset, fmt, scaled_window
+from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point
+
+HEAD = 8  # first finite points of a run whose median sets the smallest rise that counts
 
 
 @dataclass
@@ -23,19 +36,33 @@ class _Low:
 
 @dataclass
 class _Trend:
-    """One run's divergence state (a restart begins a new one)."""
+    """One source's divergence state, carried from batch to batch (a restart begins a new run)."""
 
-    seg: Segment
+    last_step: int | None = None  # the step of the latest row, finite or not: a lower one is a restart
+    finite_before: int = 0  # the series' finite points before the current run began
+    head: list[float] = field(default_factory=list)  # the run's first finite values (HEAD of them)
     early: _Low | None = None  # lowest level while too few points were logged to trust the noise
     best: _Low | None = None  # lowest level since the noise could be measured
     noise: float = math.nan  # point noise, smoothed over the windows seen
-    held: int = 0  # consecutive samples the rise held
+    held: int = 0  # consecutive rows the rise held
+    episode: Finding | None = None  # the finding of the open episode
     base: _Low | None = None  # the low the open episode is measured against
     hold_ratio: float = 0.0  # the open episode lasts while the level stays this many times the base
     ended: int | None = None  # step where the last episode ended: a new one is dated after it
+    rows: RowTail = field(default_factory=RowTail)
 
 
-class LossDiverging(Rule):
+@dataclass
+class _Verdicts:
+    """What the last batch of one source decided, for `finding` and `last_value` to read back."""
+
+    start: int  # the window index of the first new row
+    episode: list[Finding | None]  # per new row, the open episode's finding where the condition held
+    opened: set[int]  # new rows where that episode opened
+    last: np.ndarray  # per new row, the value an alert shows as its latest
+
+
+class LossDiverging(ArrayRule):
     """The robust level of the loss (a rolling median) climbs far above its lowest value so far.
 
     The window grows with the run, the rise must clear both a ratio and the noise measured around
@@ -45,118 +72,232 @@ class LossDiverging(Rule):
 
     id = "loss.diverging"
     watches = ("loss",)
+    history = 0  # the rule carries the rows it needs itself (RowTail): the onset looks further back
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._segments = Segments(keep_head=8)
         self._state: dict[str, _Trend] = {}
-        self._episodes = Episodes()
+        self._verdicts: dict[str, _Verdicts] = {}
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        src = series.source
-        seg = self._segments.update(series, point)
-        st = self._state.get(src)
-        if st is None or st.seg is not seg:
-            st = self._state[src] = _Trend(seg)  # the run (re)started: a new baseline, from its own points only
-            self._episodes.close(src)
-        if not math.isfinite(point.value):
-            return None
-        n = seg.finite(series)
-        trusted = int(self.p["min_history"])
-        w = n if n < trusted else scaled_window(n, float(self.p["window_fraction"]), trusted, int(self.p["window"]))
-        vals = last_finite(series, w)
-        if not vals:
-            return None
-        level = median(vals)
-        fast_n = int(self.p["fast_window"])
-        fast = median(vals[-fast_n:]) if len(vals) >= fast_n else math.nan
-        if self._episodes.is_open(src):
-            if self._holds(st, max(level, fast) if fast == fast else level):
-                return self._episodes.repeat(src, level, point.step)
-            self._episodes.close(src)
-            st.held = 0
-            st.ended = point.step
-        if n < trusted:
-            if st.early is None or level < st.early.value:
-                st.early = _Low(level, point.step, nz(diff_sigma(vals)))
-            return self._fast(series, st, fast, level, point)
-        noise = nz(diff_sigma(vals))
-        st.noise = noise if st.noise != st.noise else st.noise + (noise - st.noise) * 2.0 / (len(vals) + 1)
-        if st.best is None or level < st.best.value:
-            st.best = _Low(level, point.step, max(noise, st.noise))
-            st.held = 0
-            return None
-        best = st.best
-        floor = self._floor(st)
-        if (best.value > 0 and level >= float(self.p["rise_ratio"]) * best.value
-                and level - best.value >= max(float(self.p["rise_noise"]) * best.noise, floor)):
-            st.held += 1
-        else:
-            st.held = 0
-        if st.held >= max(2, int(len(vals) * float(self.p["persist"]))):
-            return self._open(series, st, best, float(self.p["rise_ratio"]), level, point,
-                              f"its median over the last {len(vals)} points",
-                              best.value + float(self.p["rise_noise"]) / 2.0 * best.noise)
-        return self._fast(series, st, fast, level, point)
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        st = self._state.get(w.source)
+        if st is None:
+            st = self._state[w.source] = _Trend()
+        series = ctx.series(w.name, w.source)
+        new_step, new_value = w.step[w.start:], w.new
+        m = len(new_value)
+        steps, values, held = st.rows.extend(series, new_step, new_value)
+        finite = np.isfinite(values)
+        # the series' finite count after each new row (the store has every new row already)
+        total = series.finite_count if series is not None else int(finite.sum())
+        fin_new = finite[held:]
+        count = total - (int(fin_new.sum()) - np.cumsum(fin_new))
+        level, fast, noise, size = self._features(steps, values, finite, held, count, st)
+        cond = np.zeros(m, dtype=bool)
+        verdicts = _Verdicts(w.start, [None] * m, set(), np.full(m, np.nan))
+        self._run(w.source, st, steps, values, held, new_step.tolist(), fin_new.tolist(), count.tolist(), level, fast,
+                  noise, size, cond, verdicts)
+        self._verdicts[w.source] = verdicts
+        return cond
 
-    def _floor(self, st: _Trend) -> float:
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        v = self._verdicts[w.source]
+        i = row - v.start
+        f = v.episode[i]
+        assert f is not None  # the condition holds only while an episode is open
+        return _told(f, float(v.last[i]), int(w.step[row]), f.step if i in v.opened else None)
+
+    def last_value(self, w: Window, row: int) -> float | None:
+        v = self._verdicts[w.source]
+        return float(v.last[row - v.start])
+
+    # -- the per-row statistics, for a batch at once ------------------------------------------------
+
+    def _features(self, steps: np.ndarray, values: np.ndarray, finite: np.ndarray, held: int, count: np.ndarray,
+                  st: _Trend) -> tuple[list[float], list[float], list[float], list[int]]:
+        """Per new row: the rolling median, the fast median (NaN with too few points), the point noise
+        (0 with too few) and how many points the window held. The runs (and so the window sizes) are
+        found by replaying the restarts over the steps; the window is what `Series.tail` gave."""
+        p = self.p
+        trusted, frac, cap = int(p["min_history"]), float(p["window_fraction"]), int(p["window"])
+        fast_n = int(p["fast_window"])
+        m = len(steps) - held
+        # the finite count of the current run at each new row: restarts (a step going back) move its base
+        restart = np.diff(restarts(steps[held:], st.last_step), prepend=0) > 0
+        if m and st.last_step is None:
+            restart[0] = True
+        fin_new = finite[held:]
+        before_row = count - fin_new  # the series' finite count before each row
+        base = np.maximum.accumulate(np.where(restart, np.arange(m), -1))
+        first = base < 0
+        run_base = np.where(first, st.finite_before, before_row[np.maximum(base, 0)])
+        n = count - run_base
+        wsz = np.where(n < trusted, n, np.minimum(n, np.maximum(trusted, np.minimum(cap, (n * frac).astype(np.int64)))))
+        wsz = np.maximum(wsz, 0)
+        # the window held at most what tail() found among the rows the store still held
+        need = min(RECENT_POINTS, max(SCAN_MIN, 8 * max(cap, trusted)))
+        lo = max(0, held - need)
+        fin = finite[lo:]
+        at = np.arange(held - lo, len(fin))
+        size = tail_sizes(fin, at, wsz, lo)
+        size[~fin_new] = 0
+        fv = values[lo:][fin]
+        fpos = np.cumsum(fin) - 1  # index into fv of each row (the last finite one at or before it)
+        idx = fpos[at]
+        ns = np.zeros(len(fv), dtype=np.int64)
+        ok = fin_new & (size > 0)
+        ns[idx[ok]] = size[ok]
+        level = trailing_median(fv, ns)[idx] if len(fv) else np.full(m, np.nan)
+        fns = np.where(ns >= fast_n, fast_n, 0)
+        fast = trailing_median(fv, fns)[idx] if len(fv) else np.full(m, np.nan)
+        noise = trailing_diff_sigma(fv, ns)[idx] if len(fv) else np.full(m, np.nan)
+        noise = np.where(np.isnan(noise), 0.0, noise)
+        level[~ok] = np.nan
+        fast[~ok] = np.nan
+        return level.tolist(), fast.tolist(), noise.tolist(), size.tolist()
+
+    # -- the sequential state, row by row over plain numbers -----------------------------------------
+
+    def _run(self, source: str, st: _Trend, steps: np.ndarray, values: np.ndarray, held: int, new_step: list[int],
+             fin_new: list[bool], count: list[int], level: list[float], fast: list[float], noise: list[float],
+             size: list[int], cond: np.ndarray, out: _Verdicts) -> None:
+        """The state machine over the new rows. The state lives in local variables while it runs (this is
+        the one loop per row the rule has) and goes back into `st` around an opening and at the end."""
+        p = self.p
+        trusted = int(p["min_history"])
+        rise_ratio, rise_noise, persist = float(p["rise_ratio"]), float(p["rise_noise"]), float(p["persist"])
+        fast_ratio = float(p["fast_ratio"])
+        fast_what = f"the median of its last {p['fast_window']} points"
+        inf = math.inf
+        values_new = values[held:].tolist()
+        early, best = st.early, st.best
+        early_v = early.value if early is not None else inf
+        best_v = best.value if best is not None else inf
+        ema, nheld, episode, ended = st.noise, st.held, st.episode, st.ended
+        base_v = st.base.value if st.base is not None else math.nan
+        hold_ratio, head, fb, last = st.hold_ratio, st.head, st.finite_before, st.last_step
+        for i, step in enumerate(new_step):
+            finite = fin_new[i]
+            if last is None or step < last:  # the run (re)started: a new baseline, from its own points only
+                st = self._state[source] = _Trend(finite_before=count[i] - int(finite), rows=st.rows)
+                early = best = episode = ended = None
+                early_v = best_v = inf
+                ema, nheld, base_v, hold_ratio, head, fb = math.nan, 0, math.nan, 0.0, st.head, st.finite_before
+            last = step
+            if not finite:
+                continue
+            if len(head) < HEAD:
+                head.append(values_new[i])
+            k = size[i]
+            if k <= 0:
+                continue
+            lv, fv = level[i], fast[i]
+            if episode is not None:
+                if (max(lv, fv) if fv == fv else lv) >= hold_ratio * base_v:
+                    cond[i] = True
+                    out.episode[i] = episode
+                    out.last[i] = lv
+                    continue
+                episode = None
+                nheld = 0
+                ended = step
+            n = count[i] - fb
+            if n < trusted:
+                if lv < early_v:
+                    early, early_v = _Low(lv, step, noise[i]), lv
+            else:
+                nv = noise[i]
+                ema = nv if ema != ema else ema + (nv - ema) * 2.0 / (k + 1)
+                if lv < best_v:
+                    best, best_v = _Low(lv, step, max(nv, ema)), lv
+                    nheld = 0
+                    continue
+                if (best_v > 0 and lv >= rise_ratio * best_v
+                        and lv - best_v >= max(rise_noise * best.noise, self._floor(head))):  # type: ignore[union-attr]
+                    nheld += 1
+                else:
+                    nheld = 0
+                if nheld >= max(2, int(k * persist)):
+                    low, ratio_needed, lvl = best, rise_ratio, lv
+                    what, ref = f"its median over the last {k} points", best_v + rise_noise / 2.0 * best.noise  # type: ignore[union-attr]
+                else:
+                    low = None
+            if n < trusted or low is None:
+                if fv != fv or (early is None and best is None):
+                    continue
+                low = early if early_v <= best_v else best
+                if low.value <= 0 or fv < fast_ratio * low.value:  # type: ignore[union-attr]
+                    continue
+                if fv - low.value < max(rise_noise * low.noise, self._floor(head)):  # type: ignore[union-attr]
+                    continue
+                ratio_needed, lvl, what = fast_ratio, fv, fast_what
+                ref = (1.0 + (fast_ratio - 1.0) / 2.0) * low.value  # type: ignore[union-attr]
+            st.early, st.best, st.noise, st.held, st.ended = early, best, ema, nheld, ended
+            self._open(st, steps, values, held + i, n, low, ratio_needed, lvl, what, ref, out, i)  # type: ignore[arg-type]
+            cond[i] = True
+            episode, base_v, hold_ratio = st.episode, low.value, st.hold_ratio  # type: ignore[union-attr]
+        st.early, st.best, st.noise, st.held, st.episode, st.ended = early, best, ema, nheld, episode, ended
+        st.last_step = last
+        if episode is None:
+            st.base = None
+
+    def _floor(self, head: list[float]) -> float:
         """A rise smaller than this share of where the run began is not divergence, however tiny the
         noise: a loss memorised to 0.001 that wobbles to 0.01 has not diverged."""
-        head = [p.value for p in st.seg.head]
         return float(self.p["min_rise"]) * abs(median(head)) if head else 0.0
 
-    def _fast(self, series: Series, st: _Trend, fast: float, level: float, point: Point) -> Finding | None:
-        """A blow-up shows long before the rolling median moves: most of the last few points far above
-        the low already say the run diverged."""
-        lows = [x for x in (st.early, st.best) if x is not None]
-        if fast != fast or not lows:
-            return None
-        low = min(lows, key=lambda x: x.value)
-        if low.value <= 0 or fast < float(self.p["fast_ratio"]) * low.value:
-            return None
-        if fast - low.value < max(float(self.p["rise_noise"]) * low.noise, self._floor(st)):
-            return None
-        hold = 1.0 + (float(self.p["fast_ratio"]) - 1.0) / 2.0
-        return self._open(series, st, low, float(self.p["fast_ratio"]), fast, point,
-                          f"the median of its last {self.p['fast_window']} points", hold * low.value)
-
-    def _holds(self, st: _Trend, level: float) -> bool:
-        """An open episode ends only when the level falls back well below the rise that opened it."""
-        base = st.base
-        return base is not None and level >= st.hold_ratio * base.value
-
-    def _open(self, series: Series, st: _Trend, low: _Low, ratio_needed: float, level: float, point: Point,
-              what: str, ref: float) -> Finding:
-        """Opens an episode; `ref` is the top of the band the rise is dated out of: half the smallest
-        rise the rule calls (the classic CUSUM reference) for a steady rise, half-way to the blow-up
-        ratio for a blow-up (whose first few points carry too little noise estimate to date it by)."""
+    def _open(self, st: _Trend, steps: np.ndarray, values: np.ndarray, row: int, n: int, low: _Low,
+              ratio_needed: float, level: float, what: str, ref: float, out: _Verdicts, i: int) -> None:
+        """Opens an episode at `row` (an index into the carried rows); `ref` is the top of the band the
+        rise is dated out of: half the smallest rise the rule calls (the classic CUSUM reference) for a
+        steady rise, half-way to the blow-up ratio for a blow-up (whose first few points carry too
+        little noise estimate to date it by)."""
         st.base = low
         st.hold_ratio = 1.0 + (ratio_needed - 1.0) / 2.0
-        began = self._onset(series, st, low, ref)
+        began = self._onset(st, steps, values, row, n, low, ref)
+        step = int(steps[row])
         ratio = level / low.value
         msg = (f"loss began rising at step {began.step} ({fmt(began.value)}), leaving the noise band of its low "
-               f"{fmt(low.value)} (step {low.step}, noise +-{fmt(low.noise)}); by step {point.step} {what} "
+               f"{fmt(low.value)} (step {low.step}, noise +-{fmt(low.noise)}); by step {step} {what} "
                f"was {fmt(level)}, {ratio:.1f}x the low")
-        f = Finding(message=msg, step=point.step, began_step=began.step,
-                    evidence={"value": began.value, "step": began.step, "baseline": low.value,
-                              "baseline_step": low.step, "noise": low.noise, "ratio": ratio,
-                              "detected_value": level, "detected_step": point.step})
-        return self._episodes.open(series.source, f, level, point.step)
+        st.episode = Finding(message=msg, step=step, began_step=began.step,
+                             evidence={"value": began.value, "step": began.step, "baseline": low.value,
+                                       "baseline_step": low.step, "noise": low.noise, "ratio": ratio,
+                                       "detected_value": level, "detected_step": step})
+        out.episode[i] = st.episode
+        out.opened.add(i)
+        out.last[i] = level
 
-    def _onset(self, series: Series, st: _Trend, low: _Low, ref: float) -> Point:
+    def _onset(self, st: _Trend, steps: np.ndarray, values: np.ndarray, row: int, n: int, low: _Low,
+               ref: float) -> Point:
         """The first point of the excursion above `ref`: the change point of a clipped CUSUM over the
         points since half a window before the low (a rolling median lags the curve by about that much),
-        or since the previous episode ended. Runs once per episode."""
-        n = st.seg.finite(series)
+        or since the previous episode ended. Runs once per episode, over the finite points the store
+        held at `row`."""
         w = scaled_window(n, float(self.p["window_fraction"]), 1, int(self.p["window"]))
-        pts = series.tail(min(n, int(self.p["onset_scan"])))
-        i = 0
-        for i, p in enumerate(pts):
-            if p.step >= low.step:
-                break
-        pts = pts[max(0, i - w // 2):]
+        k = min(n, int(self.p["onset_scan"]))
+        pts: list[Point] = []
+        if k > 0:
+            held = min(row + 1, RECENT_POINTS)
+            lo = row + 1 - min(max(SCAN_MIN, 8 * k), held)
+            s, v = steps[lo:row + 1], values[lo:row + 1]
+            ok = np.isfinite(v)
+            pts = [Point(int(a), float(b), None, 0) for a, b in zip(s[ok][-k:], v[ok][-k:])]
+        at = next((j for j, pt in enumerate(pts) if pt.step >= low.step), max(0, len(pts) - 1))
+        pts = pts[max(0, at - w // 2):]
         if st.ended is not None:
-            pts = [p for p in pts if p.step > st.ended] or pts
+            pts = [pt for pt in pts if pt.step > st.ended] or pts
         noise = low.noise if low.noise > 0 else 0.05 * abs(low.value)
         began = cusum_onset(pts, ref, max(3.0 * noise, ref - low.value)) if pts else None
-        return began if began is not None else pts[-1] if pts else series.last  # type: ignore[return-value]
+        if began is not None:
+            return began
+        return pts[-1] if pts else Point(int(steps[row]), float(values[row]), None, 0)
+
+
+def _told(f: Finding, last_value: float, last_step: int, step: int | None) -> Finding:
+    """The episode's finding as one row tells it: the moment it is about, and the row's latest values."""
+    ev = dict(f.evidence)
+    ev["last_value"] = last_value
+    ev["last_step"] = last_step
+    return Finding(message=f.message, evidence=ev, subject=f.subject, severity=f.severity,
+                   extra_fixes=f.extra_fixes, began_step=f.began_step, step=step)

@@ -15,6 +15,7 @@ import bottleneck as bn
 import numpy as np
 
 from trainwatch.rules.stats import MAD_SIGMA
+from trainwatch.store import RECENT_POINTS, SCAN_MIN
 
 
 def finite_rows(values: np.ndarray) -> np.ndarray:
@@ -100,3 +101,41 @@ def value_before(steps: np.ndarray, values: np.ndarray, at: np.ndarray, *, inclu
     ok = pos >= 0
     out[ok] = values[pos[ok]]
     return out
+
+
+def tail_sizes(finite: np.ndarray, at: np.ndarray, n: np.ndarray, rows_before: int = 0) -> np.ndarray:
+    """Per row in `at` (indices into `finite`, the finiteness of a series' rows), how many values
+    `Series.tail(n)` returns there: at most `n`, from the finite rows among the last
+    max(SCAN_MIN, 8n) rows the store still holds, so a NaN stretch shortens the window exactly as it
+    does row by row. `rows_before` counts the series' rows logged before `finite[0]`."""
+    at = np.asarray(at, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    cum = np.concatenate(([0], np.cumsum(finite, dtype=np.int64)))
+    held = np.minimum(at + 1 + rows_before, RECENT_POINTS)  # rows in the store's recent window then
+    scan = np.minimum(np.maximum(SCAN_MIN, 8 * n), held)
+    lo = np.maximum(at + 1 - scan, 0)
+    return np.maximum(0, np.minimum(n, cum[at + 1] - cum[lo]))
+
+
+class RowTail:
+    """The last rows the store holds of one series (steps and values), carried from one batch to the
+    next, so a rule sees what `Series.tail` saw at each row however the rows were batched. A new
+    series object (the source started another run) starts it afresh."""
+
+    __slots__ = ("series", "step", "value")
+
+    def __init__(self) -> None:
+        self.series: object = None
+        self.step = np.zeros(0, dtype=np.int64)
+        self.value = np.zeros(0, dtype=np.float64)
+
+    def extend(self, series: object, step: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """The rows held before the new ones followed by the new ones, and how many were held."""
+        if series is not self.series:
+            self.series = series
+            self.step, self.value = self.step[:0], self.value[:0]
+        held = len(self.step)
+        steps = np.concatenate((self.step, step))
+        values = np.concatenate((self.value, value))
+        self.step, self.value = steps[-RECENT_POINTS:], values[-RECENT_POINTS:]
+        return steps, values, held

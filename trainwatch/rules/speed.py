@@ -1,40 +1,93 @@
-"""Throughput falling well below the run's own level (tokens/s, samples/s, step time)."""
+"""Throughput falling well below the run's own level (tokens/s, samples/s, step time).
+
+Written over arrays: the run's level (the median of a long window) and the recent median are rolling
+medians over the finite points, computed for a whole batch of rows at once; wording is paid only where
+an alert begins.
+"""
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
+
+import numpy as np
 
 from trainwatch.model import Finding
-from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.array import ArrayRule, Window
+from trainwatch.rules.base import RuleContext
+from trainwatch.rules.rolling import RowTail, tail_sizes, trailing_median
 from trainwatch.rules.stats import fmt
-from trainwatch.store import Point, Series
+from trainwatch.store import RECENT_POINTS, SCAN_MIN
 
 SLOWER_IS_HIGHER = {"step_time_ms"}
 
 
-class SpeedDrop(Rule):
+@dataclass
+class _Levels:
+    """The last batch's medians of one series, for `finding` and `last_value` to read back."""
+
+    start: int  # the window index of the first new row
+    base: np.ndarray  # per new row, the run's own level (NaN where not judged)
+    now: np.ndarray  # per new row, the median of the recent points
+
+
+class SpeedDrop(ArrayRule):
     id = "speed.drop"
     watches = ("tokens_per_sec", "samples_per_sec", "steps_per_sec", "step_time_ms")
+    history = 0  # the rule carries the rows it needs itself (RowTail), however far a NaN stretch reaches
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        if not math.isfinite(point.value):
-            return None
-        recent_n, window = int(self.p["recent"]), int(self.p["window"])
-        usable = series.finite_count - int(self.p["skip"])  # the first points are warm-up
-        if usable < max(int(self.p["min_history"]), recent_n + 3):
-            return None
-        vals = series.tail_values(min(usable, window + recent_n))  # the values of tail(), copied at C speed
-        if len(vals) <= recent_n:
-            return None
-        base = median(vals[-(window + recent_n):-recent_n])
-        now = median(vals[-recent_n:])
-        if base <= 0 or now <= 0:
-            return None
-        drop = float(self.p["drop"])
-        slower = now > base / drop if series.name in SLOWER_IS_HIGHER else now < base * drop
-        if not slower:
-            return None
-        speed = now / base if series.name not in SLOWER_IS_HIGHER else base / now
-        return Finding(message=f"{series.name} {fmt(now)} is {speed:.0%} of the run's own level {fmt(base)}",
-                       evidence={"metric": series.name, "value": now, "baseline": base, "ratio": now / base,
-                                 "step": point.step})
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._rows: dict[tuple[str, str], RowTail] = {}
+        self._levels: dict[tuple[str, str], _Levels] = {}
+
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        recent, window = int(self.p["recent"]), int(self.p["window"])
+        key = (w.source, w.name)
+        tail = self._rows.get(key)
+        if tail is None:
+            tail = self._rows[key] = RowTail()
+        series = ctx.series(w.name, w.source)
+        _, values, held = tail.extend(series, w.step[w.start:], w.new)
+        finite = np.isfinite(values)
+        fin_new = finite[held:]
+        total = series.finite_count if series is not None else int(finite.sum())
+        count = total - (int(fin_new.sum()) - np.cumsum(fin_new))  # the series' finite count at each row
+        usable = count - int(self.p["skip"])  # the first points are warm-up
+        wanted = np.clip(usable, 0, window + recent)
+        need = min(RECENT_POINTS, max(SCAN_MIN, 8 * (window + recent)))
+        lo = max(0, held - need)
+        fin = finite[lo:]
+        at = np.arange(held - lo, len(fin))
+        size = tail_sizes(fin, at, wanted, lo)  # the points tail() gave: a NaN stretch can shorten them
+        ok = fin_new & (usable >= max(int(self.p["min_history"]), recent + 3)) & (size > recent)
+        fv = values[lo:][fin]
+        idx = (np.cumsum(fin) - 1)[at]
+        m = len(fin_new)
+        base = np.full(m, np.nan)
+        now = np.full(m, np.nan)
+        if ok.any():
+            # the level: the older points of the window, all but the `recent` newest
+            ns = np.zeros(len(fv), dtype=np.int64)
+            ns[idx[ok] - recent] = size[ok] - recent
+            base[ok] = trailing_median(fv, ns)[idx[ok] - recent]
+            ns = np.zeros(len(fv), dtype=np.int64)
+            ns[idx[ok]] = recent
+            now[ok] = trailing_median(fv, ns)[idx[ok]]
+        self._levels[key] = _Levels(w.start, base, now)
+        with np.errstate(invalid="ignore"):
+            cond = ok & (base > 0) & (now > 0)
+            drop = float(self.p["drop"])
+            slower = now > base / drop if w.name in SLOWER_IS_HIGHER else now < base * drop
+        return cond & slower
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        lv = self._levels[(w.source, w.name)]
+        base, now = float(lv.base[row - lv.start]), float(lv.now[row - lv.start])
+        speed = now / base if w.name not in SLOWER_IS_HIGHER else base / now
+        return Finding(message=f"{w.name} {fmt(now)} is {speed:.0%} of the run's own level {fmt(base)}",
+                       evidence={"metric": w.name, "value": now, "baseline": base, "ratio": now / base,
+                                 "step": int(w.step[row])})
+
+    def last_value(self, w: Window, row: int) -> float | None:
+        lv = self._levels[(w.source, w.name)]
+        return float(lv.now[row - lv.start])

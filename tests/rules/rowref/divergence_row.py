@@ -1,0 +1,164 @@
+"""The row-at-a-time loss.diverging, kept as the oracle its array port is proven against.
+
+loss.diverging: the robust level of the loss climbing far above its low, dated where the rise began."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from trainwatch.model import Finding
+from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.stats import (Episodes, Segment, Segments, cusum_onset, diff_sigma, fmt, last_finite, nz,
+                                    scaled_window)
+from trainwatch.store import Point, Series
+
+
+@dataclass
+class _Low:
+    """The lowest robust level so far: its value, the step it was seen at and the noise then."""
+
+    value: float
+    step: int
+    noise: float
+
+
+@dataclass
+class _Trend:
+    """One run's divergence state (a restart begins a new one)."""
+
+    seg: Segment
+    early: _Low | None = None  # lowest level while too few points were logged to trust the noise
+    best: _Low | None = None  # lowest level since the noise could be measured
+    noise: float = math.nan  # point noise, smoothed over the windows seen
+    held: int = 0  # consecutive samples the rise held
+    base: _Low | None = None  # the low the open episode is measured against
+    hold_ratio: float = 0.0  # the open episode lasts while the level stays this many times the base
+    ended: int | None = None  # step where the last episode ended: a new one is dated after it
+
+
+class LossDiverging(Rule):
+    """The robust level of the loss (a rolling median) climbs far above its lowest value so far.
+
+    The window grows with the run, the rise must clear both a ratio and the noise measured around
+    the low, and it must persist; a blow-up (the last few points many times the low) counts at once.
+    The finding is dated where the rise began: the first point of the excursion above the noise band
+    of the low, found once the divergence is certain."""
+
+    id = "loss.diverging"
+    watches = ("loss",)
+
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._segments = Segments(keep_head=8)
+        self._state: dict[str, _Trend] = {}
+        self._episodes = Episodes()
+
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+        src = series.source
+        seg = self._segments.update(series, point)
+        st = self._state.get(src)
+        if st is None or st.seg is not seg:
+            st = self._state[src] = _Trend(seg)  # the run (re)started: a new baseline, from its own points only
+            self._episodes.close(src)
+        if not math.isfinite(point.value):
+            return None
+        n = seg.finite(series)
+        trusted = int(self.p["min_history"])
+        w = n if n < trusted else scaled_window(n, float(self.p["window_fraction"]), trusted, int(self.p["window"]))
+        vals = last_finite(series, w)
+        if not vals:
+            return None
+        level = median(vals)
+        fast_n = int(self.p["fast_window"])
+        fast = median(vals[-fast_n:]) if len(vals) >= fast_n else math.nan
+        if self._episodes.is_open(src):
+            if self._holds(st, max(level, fast) if fast == fast else level):
+                return self._episodes.repeat(src, level, point.step)
+            self._episodes.close(src)
+            st.held = 0
+            st.ended = point.step
+        if n < trusted:
+            if st.early is None or level < st.early.value:
+                st.early = _Low(level, point.step, nz(diff_sigma(vals)))
+            return self._fast(series, st, fast, level, point)
+        noise = nz(diff_sigma(vals))
+        st.noise = noise if st.noise != st.noise else st.noise + (noise - st.noise) * 2.0 / (len(vals) + 1)
+        if st.best is None or level < st.best.value:
+            st.best = _Low(level, point.step, max(noise, st.noise))
+            st.held = 0
+            return None
+        best = st.best
+        floor = self._floor(st)
+        if (best.value > 0 and level >= float(self.p["rise_ratio"]) * best.value
+                and level - best.value >= max(float(self.p["rise_noise"]) * best.noise, floor)):
+            st.held += 1
+        else:
+            st.held = 0
+        if st.held >= max(2, int(len(vals) * float(self.p["persist"]))):
+            return self._open(series, st, best, float(self.p["rise_ratio"]), level, point,
+                              f"its median over the last {len(vals)} points",
+                              best.value + float(self.p["rise_noise"]) / 2.0 * best.noise)
+        return self._fast(series, st, fast, level, point)
+
+    def _floor(self, st: _Trend) -> float:
+        """A rise smaller than this share of where the run began is not divergence, however tiny the
+        noise: a loss memorised to 0.001 that wobbles to 0.01 has not diverged."""
+        head = [p.value for p in st.seg.head]
+        return float(self.p["min_rise"]) * abs(median(head)) if head else 0.0
+
+    def _fast(self, series: Series, st: _Trend, fast: float, level: float, point: Point) -> Finding | None:
+        """A blow-up shows long before the rolling median moves: most of the last few points far above
+        the low already say the run diverged."""
+        lows = [x for x in (st.early, st.best) if x is not None]
+        if fast != fast or not lows:
+            return None
+        low = min(lows, key=lambda x: x.value)
+        if low.value <= 0 or fast < float(self.p["fast_ratio"]) * low.value:
+            return None
+        if fast - low.value < max(float(self.p["rise_noise"]) * low.noise, self._floor(st)):
+            return None
+        hold = 1.0 + (float(self.p["fast_ratio"]) - 1.0) / 2.0
+        return self._open(series, st, low, float(self.p["fast_ratio"]), fast, point,
+                          f"the median of its last {self.p['fast_window']} points", hold * low.value)
+
+    def _holds(self, st: _Trend, level: float) -> bool:
+        """An open episode ends only when the level falls back well below the rise that opened it."""
+        base = st.base
+        return base is not None and level >= st.hold_ratio * base.value
+
+    def _open(self, series: Series, st: _Trend, low: _Low, ratio_needed: float, level: float, point: Point,
+              what: str, ref: float) -> Finding:
+        """Opens an episode; `ref` is the top of the band the rise is dated out of: half the smallest
+        rise the rule calls (the classic CUSUM reference) for a steady rise, half-way to the blow-up
+        ratio for a blow-up (whose first few points carry too little noise estimate to date it by)."""
+        st.base = low
+        st.hold_ratio = 1.0 + (ratio_needed - 1.0) / 2.0
+        began = self._onset(series, st, low, ref)
+        ratio = level / low.value
+        msg = (f"loss began rising at step {began.step} ({fmt(began.value)}), leaving the noise band of its low "
+               f"{fmt(low.value)} (step {low.step}, noise +-{fmt(low.noise)}); by step {point.step} {what} "
+               f"was {fmt(level)}, {ratio:.1f}x the low")
+        f = Finding(message=msg, step=point.step, began_step=began.step,
+                    evidence={"value": began.value, "step": began.step, "baseline": low.value,
+                              "baseline_step": low.step, "noise": low.noise, "ratio": ratio,
+                              "detected_value": level, "detected_step": point.step})
+        return self._episodes.open(series.source, f, level, point.step)
+
+    def _onset(self, series: Series, st: _Trend, low: _Low, ref: float) -> Point:
+        """The first point of the excursion above `ref`: the change point of a clipped CUSUM over the
+        points since half a window before the low (a rolling median lags the curve by about that much),
+        or since the previous episode ended. Runs once per episode."""
+        n = st.seg.finite(series)
+        w = scaled_window(n, float(self.p["window_fraction"]), 1, int(self.p["window"]))
+        pts = series.tail(min(n, int(self.p["onset_scan"])))
+        i = 0
+        for i, p in enumerate(pts):  # noqa: B007  (the oracle is kept as it was)
+            if p.step >= low.step:
+                break
+        pts = pts[max(0, i - w // 2):]
+        if st.ended is not None:
+            pts = [p for p in pts if p.step > st.ended] or pts
+        noise = low.noise if low.noise > 0 else 0.05 * abs(low.value)
+        began = cusum_onset(pts, ref, max(3.0 * noise, ref - low.value)) if pts else None
+        return began if began is not None else pts[-1] if pts else series.last  # type: ignore[return-value]

@@ -1,0 +1,42 @@
+"""The row-at-a-time speed.drop, kept as the oracle its array port is proven against.
+
+Throughput falling well below the run's own level (tokens/s, samples/s, step time)."""
+
+from __future__ import annotations
+
+import math
+
+from trainwatch.model import Finding
+from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.stats import fmt
+from trainwatch.store import Point, Series
+
+SLOWER_IS_HIGHER = {"step_time_ms"}
+
+
+class SpeedDrop(Rule):
+    id = "speed.drop"
+    watches = ("tokens_per_sec", "samples_per_sec", "steps_per_sec", "step_time_ms")
+
+    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+        if not math.isfinite(point.value):
+            return None
+        recent_n, window = int(self.p["recent"]), int(self.p["window"])
+        usable = series.finite_count - int(self.p["skip"])  # the first points are warm-up
+        if usable < max(int(self.p["min_history"]), recent_n + 3):
+            return None
+        vals = series.tail_values(min(usable, window + recent_n))  # the values of tail(), copied at C speed
+        if len(vals) <= recent_n:
+            return None
+        base = median(vals[-(window + recent_n):-recent_n])
+        now = median(vals[-recent_n:])
+        if base <= 0 or now <= 0:
+            return None
+        drop = float(self.p["drop"])
+        slower = now > base / drop if series.name in SLOWER_IS_HIGHER else now < base * drop
+        if not slower:
+            return None
+        speed = now / base if series.name not in SLOWER_IS_HIGHER else base / now
+        return Finding(message=f"{series.name} {fmt(now)} is {speed:.0%} of the run's own level {fmt(base)}",
+                       evidence={"metric": series.name, "value": now, "baseline": base, "ratio": now / base,
+                                 "step": point.step})

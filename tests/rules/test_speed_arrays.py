@@ -1,0 +1,69 @@
+"""speed.drop over arrays reports what the row-at-a-time rule reported, however the rows are cut.
+
+The oracle is the rule as it was (tests/rules/rowref/speed_row.py). Generated throughput mixes steady
+stretches, slow-downs, recoveries, zeros, NaN stretches and restarts, for a metric where higher is
+faster and one where higher is slower."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.rules.rowref.compare import alerts, random_cuts, samples
+from tests.rules.rowref.speed_row import SpeedDrop as RowSpeedDrop
+
+KINDS = ("steady", "slow", "fast", "zero", "nan", "restart", "jitter")
+
+segment = st.tuples(st.sampled_from(KINDS), st.integers(1, 250), st.floats(0.05, 0.9), st.floats(0.0, 0.3))
+
+
+def make_speed(segments: list[tuple[str, int, float, float]], seed: int) -> list[tuple[int, float]]:
+    rng = random.Random(seed)
+    rows: list[tuple[int, float]] = []
+    step, level = 0, 1000.0
+    for kind, n, scale, noise in segments:
+        if kind == "restart":
+            step = max(0, step - rng.randrange(1, max(2, step + 1)))
+        elif kind == "slow":
+            level *= scale
+        elif kind == "fast":
+            level /= scale
+        for _ in range(n):
+            step += 1
+            v = 0.0 if kind == "zero" else level * (1.0 + rng.gauss(0.0, noise))
+            if kind == "jitter" and rng.random() < 0.2:
+                v *= rng.choice((0.1, 10.0))
+            if kind == "nan" and rng.random() < 0.9:
+                v = math.nan
+            rows.append((step, v))
+    return rows
+
+
+@settings(max_examples=50, deadline=None)
+@given(segments=st.lists(segment, min_size=1, max_size=8), seed=st.integers(0, 2**16),
+       metric=st.sampled_from(("tokens_per_sec", "step_time_ms")))
+def test_array_rule_finds_what_the_row_rule_found(segments: list[tuple[str, int, float, float]], seed: int,
+                                                  metric: str) -> None:
+    records = samples(metric, make_speed(segments, seed))
+    want = alerts("speed.drop", RowSpeedDrop, records, None)
+    assert alerts("speed.drop", None, records, []) == want
+    assert alerts("speed.drop", None, records, None) == want
+    assert alerts("speed.drop", None, records, random_cuts(len(records), seed)) == want
+
+
+def test_a_slow_down_is_found() -> None:
+    records = samples("tokens_per_sec", make_speed([("steady", 100, 0.5, 0.02), ("slow", 30, 0.3, 0.02)], 1))
+    got = alerts("speed.drop", None, records, [])
+    assert '"id": "speed.drop"' in got
+    assert got == alerts("speed.drop", RowSpeedDrop, records, None)
+
+
+def test_a_long_nan_stretch_shortens_the_window_as_the_row_rule_did() -> None:
+    """Step time (higher is slower) tripling after a NaN stretch longer than the rows tail() scans."""
+    rows = make_speed([("steady", 2500, 0.5, 0.05), ("nan", 1800, 0.5, 0.0), ("fast", 300, 0.3, 0.05)], 5)
+    want = alerts("speed.drop", RowSpeedDrop, samples("step_time_ms", rows), None)
+    assert '"id": "speed.drop"' in want
+    assert alerts("speed.drop", None, samples("step_time_ms", rows), random_cuts(len(rows), 9)) == want
