@@ -288,8 +288,9 @@ class LossFlatFromStart(ArrayRule):
                 if f is FELL and st.told is seg:
                     st.told = None
                     lv = st.level if st.level is not None else float(new[r])
-                    withdrawn.append((w.start + r, f"the loss fell after all: {fmt(lv)} by step {step}, more "
-                                                   f"than {float(p['min_drop']):.0%} below its start"))
+                    why = (f"the loss fell after all: {fmt(lv)} by step {step}, more than "
+                           f"{float(p['min_drop']):.0%} below its start")
+                    withdrawn.append((w.start + r, why))
                 continue
             if st.opened is None:
                 if st.flat_since is None or st.flat_since[0] is not seg:

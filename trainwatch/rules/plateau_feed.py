@@ -11,6 +11,7 @@ rule can loop over its judgement rows only and still answer exactly as if asked 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -127,6 +128,7 @@ class Feed:
         self.seg_id = np.zeros(0, dtype=np.int64)
         self.segs: list[Seg] = []
         self.head_row: list[list[int]] = []  # per segment, the new-row index each head entry arrived at
+        self.bucket_base = 0  # rows the bucket replica held before this batch
 
     def load(self, ctx: RuleContext, w: Window) -> None:
         series = ctx.series(w.name, w.source)
@@ -183,7 +185,7 @@ class Feed:
         k = int(self.seg_id[row])
         sg = self.segs[k]
         arrived = self.head_row[k]
-        cut = len(sg.head) - len(arrived) + sum(1 for r in arrived if r <= row)
+        cut = len(sg.head) - len(arrived) + bisect_right(arrived, row)
         return sg.head[:cut], sg.head_steps[:cut]
 
     def tail(self, row: int, n: int) -> tuple[np.ndarray, np.ndarray]:
