@@ -106,9 +106,7 @@ class LossPlateau(ArrayRule):
         total = state.total_steps if state else None
         if total:
             off |= steps > float(p["early_fraction"]) * total
-        last, peak, _ = feed.lr.at(ctx, src, w.line[w.start:])
-        with np.errstate(invalid="ignore"):
-            off |= np.isfinite(last) & (peak > 0) & (last < float(p["anneal_below"]) * peak)
+        off |= feed.lr.annealing(ctx, src, w.line[w.start:], float(p["anneal_below"]))
         rows = np.flatnonzero(np.isfinite(new))
         rs = off[rows]
         nk = feed.n[rows]
@@ -236,6 +234,7 @@ class LossFlatFromStart(ArrayRule):
         self._states: dict[str, _FlatState] = {}
         self._verdicts: dict[str, _Verdicts] = {}
         self._withdrawn: dict[str, list[tuple[int, str]]] = {}
+        self._first: tuple | None = None  # (segment, h, its start's median, its noise): the last start read
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         p = self.p
@@ -250,7 +249,7 @@ class LossFlatFromStart(ArrayRule):
         steps = w.step[w.start:]
         out = self._verdicts[src] = _Verdicts(len(new))
         withdrawn = self._withdrawn[src] = []
-        _, _, rising = feed.lr.at(ctx, src, w.line[w.start:])
+        rising = feed.lr.rising(ctx, src, w.line[w.start:])
         state = ctx.sources.get(src)
         total = state.total_steps if state is not None else None
         early = float(p["min_fraction"]) * total if total else None
@@ -279,7 +278,7 @@ class LossFlatFromStart(ArrayRule):
             if early is not None and step < early and st.opened is None:
                 continue  # too early in a run of known length: a slow fall has not shown yet
             head_v, head_s = feed.head(r)
-            f, level = self._judge(head_v, head_s, nn, lambda n, r=r: feed.tail(r, n)[0].tolist(),
+            f, level = self._judge(seg, head_v, head_s, nn, lambda n, r=r: feed.tail(r, n)[0].tolist(),
                                    int(p["min_history"]), step, st.opened is not None)
             if level is not None:
                 st.level = level
@@ -311,8 +310,8 @@ class LossFlatFromStart(ArrayRule):
     def retractions(self, ctx: RuleContext, w: Window) -> list[tuple[int, str]]:
         return self._withdrawn.get(w.source, [])
 
-    def _judge(self, head: list[float], head_steps: list[int], n: int, tail, need: int, step: int,  # type: ignore[no-untyped-def]
-               holding: bool = False) -> tuple[Finding | None | bool | str, float | None]:
+    def _judge(self, seg: object, head: list[float], head_steps: list[int], n: int, tail, need: int,  # type: ignore[no-untyped-def]
+               step: int, holding: bool = False) -> tuple[Finding | None | bool | str, float | None]:
         """(verdict, level read): a finding when flat, FELL when it fell beyond the noise, False when not
         flat otherwise, None when it cannot tell yet. A flat curve already told stays flat while its
         fall stays below min_drop (the noise band is for calling it, not for keeping it, or a noisy
@@ -321,8 +320,13 @@ class LossFlatFromStart(ArrayRule):
         if n < need or not head or head_steps[0] > int(self.p["start_within"]):
             return None, None
         h = max(2, min(n // 4, int(self.p["quarter_max"]), len(head)))
-        start = head[:h]
-        first, head_noise = median(start), nz(diff_sigma(start))
+        known = self._first
+        if known is not None and known[0] is seg and known[1] == h:
+            first, head_noise = known[2], known[3]  # h stops growing at quarter_max: the start is then fixed
+        else:
+            start = head[:h]
+            first, head_noise = median(start), nz(diff_sigma(start))
+            self._first = (seg, h, first, head_noise)
         if first <= 0:
             return None, None
         min_drop = float(self.p["min_drop"])
@@ -360,7 +364,7 @@ class LossFlatFromStart(ArrayRule):
         if s is None or s.last is None or feed is None or feed.seg is None or _lr_rising(ctx, source):
             return []  # no loss, or the run ended while its LR was still warming up
         seg = feed.seg
-        f, level = self._judge(seg.head, seg.head_steps, s.finite_count - seg.finite_before, s.tail_values,
+        f, level = self._judge(seg, seg.head, seg.head_steps, s.finite_count - seg.finite_before, s.tail_values,
                                int(self.p["end_min_history"]), s.last.step)
         st = self._states.setdefault(source, _FlatState())
         if level is not None:

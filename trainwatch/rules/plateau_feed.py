@@ -223,55 +223,73 @@ class Feed:
 
 class LrView:
     """The LR as a loss row saw it: only LR points logged on an earlier line count (a same-line LR may
-    come before or after the loss, and only an earlier line is certain to be there in any batching)."""
+    come before or after the loss, and only an earlier line is certain to be there in any batching).
+
+    Each rule asks one question of it, once per batch: each LR point's answer is computed over the LR
+    values, and the loss rows are matched to LR points by line only when some answer is true."""
 
     def __init__(self) -> None:
         self.series: Series | None = None
         self.seen = 0  # LR points of the series already taken in
         self.peak = -math.inf
-        self.last_v = math.nan
-        self.last_line = -1
-        self.fin_v: list[float] = []  # the last four finite values and their lines
-        self.fin_l: list[int] = []
+        self.last = False  # the answer at the last LR point taken in
+        self.fin_v: list[float] = []  # the last four finite values
         self.finite_seen = 0
 
-    def at(self, ctx: RuleContext, source: str, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per row (its line): the last LR value (NaN when none), the LR peak so far (-inf when none), and
-        whether the LR was still rising (each of its last few finite values above the one before)."""
-        m = len(lines)
+    def _new(self, ctx: RuleContext, source: str) -> list | None:
         lr = ctx.series("lr", source)
         if lr is not self.series:
             self.__init__()  # type: ignore[misc]
             self.series = lr
         if lr is None:
-            return np.full(m, np.nan), np.full(m, -math.inf), np.zeros(m, dtype=bool)
+            return None
         k = lr.count - self.seen
-        pts = lr.last_points(k) if k > 0 else []
         self.seen = lr.count
-        pv = np.fromiter((p.value for p in pts), dtype=np.float64, count=len(pts))
+        return lr.last_points(k) if k > 0 else []
+
+    def _rows(self, pts: list, answer: np.ndarray, lines: np.ndarray) -> np.ndarray:
+        """Per loss row (its line), the answer at the last LR point on an earlier line."""
+        before = self.last
+        if len(answer):
+            self.last = bool(answer[-1])
+        if not before and not answer.any():
+            return np.zeros(len(lines), dtype=bool)
         pl = np.fromiter((p.line for p in pts), dtype=np.int64, count=len(pts))
-        # last raw value per row
-        all_v = np.concatenate(([self.last_v], pv))
-        all_l = np.concatenate(([self.last_line], pl))
-        pos = np.searchsorted(all_l, lines, side="left") - 1
-        last = np.where(pos >= 0, all_v[np.maximum(pos, 0)], np.nan)
+        pos = np.searchsorted(pl, lines, side="left")  # 0: the last point before this batch
+        return np.concatenate(([before], answer))[pos]
+
+    def annealing(self, ctx: RuleContext, source: str, lines: np.ndarray, below: float) -> np.ndarray:
+        """Per row: the last LR logged is finite and under `below` times the LR's peak so far."""
+        pts = self._new(ctx, source)
+        if pts is None:
+            return np.zeros(len(lines), dtype=bool)
+        pv = np.fromiter((p.value for p in pts), dtype=np.float64, count=len(pts))
         fin = np.isfinite(pv)
-        peaks = np.maximum.accumulate(np.concatenate(([self.peak], np.where(fin, pv, -math.inf))))
-        peak = np.where(pos >= 0, peaks[np.maximum(pos, 0)], -math.inf)
-        # rising: over the finite values, the last up to four each above the one before
-        fv = np.concatenate((self.fin_v, pv[fin]))
-        fl = np.concatenate((self.fin_l, pl[fin])).astype(np.int64)
+        peaks = np.maximum.accumulate(np.concatenate(([self.peak], np.where(fin, pv, -math.inf))))[1:]
+        if len(pts):
+            self.peak = float(peaks[-1])
+        with np.errstate(invalid="ignore"):
+            answer = fin & (peaks > 0) & (pv < below * peaks)
+        return self._rows(pts, answer, lines)
+
+    def rising(self, ctx: RuleContext, source: str, lines: np.ndarray) -> np.ndarray:
+        """Per row: the LR still climbs, each of its last few finite values above the one before (the
+        answer of a non-finite LR point is that of the finite one before it)."""
+        pts = self._new(ctx, source)
+        if pts is None:
+            return np.zeros(len(lines), dtype=bool)
+        pv = np.fromiter((p.value for p in pts), dtype=np.float64, count=len(pts))
+        fin = np.isfinite(pv)
         c = len(self.fin_v)
-        up = np.concatenate(([False], fv[1:] > fv[:-1]))
+        fv = np.concatenate((self.fin_v, pv[fin]))
+        up = np.zeros(len(fv), dtype=bool)
+        up[1:] = fv[1:] > fv[:-1]
         run = run_lengths(up)  # rises in a row ending at each finite value
         seen = self.finite_seen - c + np.arange(len(fv))  # finite values before each one
-        rising_f = (seen >= 1) & (run >= np.minimum(seen, 3))
-        fpos = np.searchsorted(fl, lines, side="left") - 1
-        rising = np.where(fpos >= 0, rising_f[np.maximum(fpos, 0)], False)
-        # carry on
-        if len(pts):
-            self.last_v, self.last_line = float(pv[-1]), int(pl[-1])
-        self.peak = float(peaks[-1])
-        self.fin_v, self.fin_l = fv[-4:].tolist(), fl[-4:].tolist()
+        rising_f = ((seen >= 1) & (run >= np.minimum(seen, 3)))[c:]
+        # each point's answer: that of the last finite point up to it
+        k = np.cumsum(fin) - 1
+        answer = np.where(k >= 0, rising_f[np.maximum(k, 0)] if len(rising_f) else False, self.last)
+        self.fin_v = fv[-4:].tolist()
         self.finite_seen += int(fin.sum())
-        return last, peak, rising
+        return self._rows(pts, np.asarray(answer, dtype=bool), lines)
