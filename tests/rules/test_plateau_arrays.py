@@ -2,8 +2,9 @@
 
 The oracle is the old row implementation (tests/rules/rowref/plateau_rows.py), fed one record at a
 time; the array rules are fed the same records whole and in random cuts. Generated runs mix flat
-stretches, falls, rises, spikes, NaN stretches, restarts where the step goes back, and LR warmups
-and anneals, and are long enough for the plateau's window to read the bucketed history."""
+stretches, falls, rises, spikes, NaN stretches, restarts where the step goes back, new runs in the
+same log, and LR warmups and anneals, and are long enough for the plateau's window to read the
+bucketed history."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def _engine(rows: bool, cfg: config.Config) -> Engine:
     return eng
 
 
-PIECES = ("flat", "fall", "rise", "nan", "restart", "spike")
+PIECES = ("flat", "fall", "rise", "nan", "restart", "spike", "new_run")
 
 
 @st.composite
@@ -78,6 +79,10 @@ def runs(draw: st.DrawFn) -> list[Record]:
         if kind == "restart":
             step = max(1, step - n)
             n = min(n, 40)
+        elif kind == "new_run":  # another training in the same log: the store forgets the source's series
+            line += 1
+            out.append(Event(EventKind.INFO, source="run", line=line, time=float(line), fields={"new_run": True}))
+            step = draw(st.sampled_from([1, step]))
         for i in range(n):
             if kind == "fall":
                 level *= rate
