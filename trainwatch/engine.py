@@ -282,7 +282,8 @@ class Engine:
         out.extend(self._cycle(rule, w, cond, now, lo, len(cond)))
         return out
 
-    def _cycle(self, rule: ArrayRule, w: Window, cond: np.ndarray, now: np.ndarray, lo: int, hi: int) -> list[AlertChange]:
+    def _cycle(self, rule: ArrayRule, w: Window, cond: np.ndarray, now: np.ndarray, lo: int,
+               hi: int) -> list[AlertChange]:
         """The alert life cycle over new rows [lo, hi): transitions to the book, with findings made where
         an episode begins."""
         ctx = self._ctx

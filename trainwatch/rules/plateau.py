@@ -12,6 +12,7 @@ those run Python, so a long healthy log costs a few array passes per batch.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -310,8 +311,9 @@ class LossFlatFromStart(ArrayRule):
     def retractions(self, ctx: RuleContext, w: Window) -> list[tuple[int, str]]:
         return self._withdrawn.get(w.source, [])
 
-    def _judge(self, seg: object, head: list[float], head_steps: list[int], n: int, tail, need: int,  # type: ignore[no-untyped-def]
-               step: int, holding: bool = False) -> tuple[Finding | None | bool | str, float | None]:
+    def _judge(self, seg: object, head: list[float], head_steps: list[int], n: int,
+               tail: Callable[[int], list[float]], need: int, step: int,
+               holding: bool = False) -> tuple[Finding | None | bool | str, float | None]:
         """(verdict, level read): a finding when flat, FELL when it fell beyond the noise, False when not
         flat otherwise, None when it cannot tell yet. A flat curve already told stays flat while its
         fall stays below min_drop (the noise band is for calling it, not for keeping it, or a noisy
