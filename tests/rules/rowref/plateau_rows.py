@@ -1,4 +1,7 @@
-"""Loss curves that stop or never start falling: loss.plateau and loss.flat_from_start.
+"""The row-at-a-time loss.plateau and loss.flat_from_start as they were before the array port, kept only
+as the oracle of tests/rules/test_plateau_arrays.py.
+
+Loss curves that stop or never start falling: loss.plateau and loss.flat_from_start.
 
 Both judge against the measured noise of the series and know the schedule: a loss resting while
 the LR warms up or anneals toward 0 is neither.
