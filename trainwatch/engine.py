@@ -276,17 +276,34 @@ class Engine:
         ctx = self._ctx
         ctx.now = float(now[-1])
         cond = np.asarray(rule.condition(ctx, w), dtype=bool)
-        spec, source, subject = rule.spec, series.source, series.name
+        key = (rule.spec.id, series.source, series.name)
+        out: list[AlertChange] = []
+        lo = 0
+        for at, reason in rule.retractions(ctx, w):  # the life cycle runs up to each withdrawal, then afresh
+            row = at - w.start
+            out.extend(self._cycle(rule, w, cond, now, lo, row + 1))
+            out.extend(self.book.retract(rule.spec, series.source, series.name, reason, float(now[row])))
+            self._cycles[key] = Cycle()
+            lo = row + 1
+        out.extend(self._cycle(rule, w, cond, now, lo, len(cond)))
+        return out
+
+    def _cycle(self, rule: ArrayRule, w: Window, cond: np.ndarray, now: np.ndarray, lo: int,
+               hi: int) -> list[AlertChange]:
+        """The alert life cycle over new rows [lo, hi): transitions to the book, with findings made where
+        an episode begins."""
+        ctx = self._ctx
+        spec, source, subject = rule.spec, w.source, w.name
         key = (spec.id, source, subject)
         cycle = self._cycles.get(key)
         if cycle is None:
             cycle = self._cycles[key] = Cycle()
         book = self.book
         out: list[AlertChange] = []
-        at = 0  # rows before `at` are accounted for in the book
+        at = lo  # rows before `at` are accounted for in the book
         base = w.start
-        for t in advance(cycle, cond, now, spec.for_, spec.keep_firing_for):
-            row = t.row
+        for t in advance(cycle, cond[lo:hi], now[lo:hi], spec.for_, spec.keep_firing_for):
+            row = lo + t.row
             if t.step is Step.PENDING:
                 f = rule.finding(ctx, w, base + row)
                 f.source = f.source or source
@@ -308,7 +325,7 @@ class Engine:
                 out.extend(book.resolve(spec, source, subject, float(now[row])))
                 at = row + 1
         if cycle.phase is not Phase.IDLE:
-            self._hold(rule, w, cond, at, len(cond), now)
+            self._hold(rule, w, cond, at, hi, now)
         return out
 
     def _hold(self, rule: ArrayRule, w: Window, cond: np.ndarray, lo: int, hi: int, now: np.ndarray) -> None:

@@ -84,3 +84,8 @@ class ArrayRule(Rule):
     def last_value(self, w: Window, row: int) -> float | None:
         """The value an alert shows as its latest while the condition holds at `row`."""
         return float(w.value[row])
+
+    def retractions(self, ctx: RuleContext, w: Window) -> list[tuple[int, str]]:
+        """(row, reason) where later data disproves what the rule reported, rows ascending (indices into
+        the window, called after `condition`): the alert is withdrawn at that row, as a `Retraction`."""
+        return []

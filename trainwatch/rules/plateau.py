@@ -2,19 +2,78 @@
 
 Both judge against the measured noise of the series and know the schedule: a loss resting while
 the LR warms up or anneals toward 0 is neither.
+
+Both are array rules with a cadence: a verdict is reached every few points (a share of the window,
+which grows with the run) and stands until the next. The rows where a verdict can change (judgement
+rows, and rows where the schedule or a restart switches the rule off) are found with numpy; only
+those run Python, so a long healthy log costs a few array passes per batch.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from trainwatch.model import Finding, Retraction
-from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import Episodes, Segment, Segments, diff_sigma, fmt, median_se, nz, scaled_window
-from trainwatch.store import Point, Series
+import numpy as np
+
+from trainwatch.model import Finding
+from trainwatch.rules.array import ArrayRule, Window
+from trainwatch.rules.base import RuleContext, median
+from trainwatch.rules.plateau_feed import Feed
+from trainwatch.rules.stats import diff_sigma, fmt, median_se, nz, scaled_window
+from trainwatch.store import SCAN_MIN
 
 
-class LossPlateau(Rule):
+@dataclass
+class _State:
+    """What a plateau rule carries per source between rows: the open episode and the cadence."""
+
+    opened: Finding | None = None  # the finding that opened the current episode
+    next: int | None = None  # points seen at the next judgement
+    flat_since: tuple | None = None
+    level: float | None = None
+
+
+class _Verdicts:
+    """Per new row of one batch: whether the condition holds, the level shown, the episode's finding."""
+
+    def __init__(self, m: int) -> None:
+        self.cond = np.zeros(m, dtype=bool)
+        self.level = np.full(m, np.nan)
+        self.episode = np.full(m, -1, dtype=np.int64)
+        self.opened: list[Finding] = []
+
+    def hold(self, lo: int, hi: int, rows: np.ndarray, st: _State) -> None:
+        """Rows [lo, hi) of `rows` (finite new rows) repeat the open episode, if any."""
+        if st.opened is None or hi <= lo:
+            return
+        r = rows[lo:hi]
+        if not self.opened or self.opened[-1] is not st.opened:
+            self.opened.append(st.opened)
+        self.cond[r] = True
+        self.level[r] = st.level
+        self.episode[r] = len(self.opened) - 1
+
+    def finding(self, w: Window, row: int) -> Finding:
+        """The open episode's finding as repeated at `row` (index into the window)."""
+        i = row - w.start
+        f = self.opened[int(self.episode[i])]
+        ev = dict(f.evidence)
+        ev["last_value"] = float(self.level[i])
+        ev["last_step"] = int(w.step[row])
+        return Finding(message=f.message, evidence=ev, subject=f.subject, severity=f.severity,
+                       extra_fixes=f.extra_fixes, began_step=f.began_step, step=int(w.step[row]))
+
+
+def _next_true(mask: np.ndarray) -> np.ndarray:
+    """Per index, the first index at or after it where `mask` holds (len(mask) when none)."""
+    m = len(mask)
+    idx = np.where(mask, np.arange(m), m)
+    return np.minimum.accumulate(idx[::-1])[::-1] if m else idx
+
+
+class LossPlateau(ArrayRule):
     """The loss fell, then stopped falling early, still high and well above the expected level.
 
     Judged on a window that grows with the run, split in two halves whose medians are compared: a
@@ -27,89 +86,93 @@ class LossPlateau(Rule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._segments = Segments(keep_head=5)
-        self._episodes = Episodes()
-        self._next: dict[str, int] = {}  # source -> points seen at its next judgement
-        self._flat_since: dict[str, tuple[int, int]] = {}  # source -> (points seen, window start step)
-        self._level: dict[str, float] = {}  # source -> the level at the last judgement
+        self._feeds: dict[str, Feed] = {}
+        self._states: dict[str, _State] = {}
+        self._verdicts: dict[str, _Verdicts] = {}
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        src = series.source
-        seg = self._segments.update(series, point)
-        if not math.isfinite(point.value):
-            return None
-        n = seg.finite(series)
-        if n < int(self.p["min_history"]) or self._late(ctx, src, point.step) or self._annealing(ctx, src):
-            self._reset(src)
-            return None
-        if n < self._next.get(src, 0):  # between judgements the last verdict stands
-            return self._episodes.repeat(src, self._level.get(src, point.value), point.step)
-        w = scaled_window(n, float(self.p["window_fraction"]), int(self.p["window"]), n)
-        self._next[src] = n + max(1, w // 10)
-        if not self._episodes.is_open(src) and self._clearly_low(seg, series):
-            self._reset(src, keep_next=True)
-            return None
-        vals, first_step = self._window(series, w)
-        found = self._judge(seg, vals, w, self._episodes.is_open(src))
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        p = self.p
+        src = w.source
+        feed = self._feeds.get(src)
+        if feed is None:
+            feed = self._feeds[src] = Feed(5, max(SCAN_MIN, 8 * int(p["window_max"])), buckets=True)
+        feed.load(ctx, w)
+        st = self._states.setdefault(src, _State())
+        new = w.new
+        steps = w.step[w.start:]
+        out = self._verdicts[src] = _Verdicts(len(new))
+        # rows where the rule is off: too few points, late in a run of known length, the LR annealing
+        off = feed.n < int(p["min_history"])
+        state = ctx.sources.get(src)
+        total = state.total_steps if state else None
+        if total:
+            off |= steps > float(p["early_fraction"]) * total
+        off |= feed.lr.annealing(ctx, src, w.line[w.start:], float(p["anneal_below"]))
+        rows = np.flatnonzero(np.isfinite(new))
+        rs = off[rows]
+        nk = feed.n[rows]
+        next_off, next_on, next_seg = _next_true(rs), _next_true(~rs), _seg_changes(feed.seg_id[rows])
+        count = len(rows)
+        k = 0
+        while k < count:
+            if rs[k]:
+                st.opened, st.flat_since, st.next = None, None, None
+                k = int(next_on[k])
+                continue
+            nn = int(nk[k])
+            if st.next is not None and nn < st.next:  # between judgements the last verdict stands
+                j = min(k + st.next - nn, int(next_off[k]), int(next_seg[k + 1]))
+                out.hold(k, j, rows, st)
+                k = j
+                continue
+            self._judge_row(feed, st, out, rows, k, nn, int(steps[rows[k]]))
+            k += 1
+        feed.finish()
+        return out.cond
+
+    def _judge_row(self, feed: Feed, st: _State, out: _Verdicts, rows: np.ndarray, k: int, n: int,
+                   step: int) -> None:
+        p = self.p
+        r = int(rows[k])
+        w = scaled_window(n, float(p["window_fraction"]), int(p["window"]), n)
+        st.next = n + max(1, w // 10)
+        head = feed.head(r)[0]
+        if st.opened is None and self._clearly_low(feed, r, head):
+            st.flat_since = None
+            return
+        if w <= int(p["window_max"]):
+            v, s = feed.tail(r, w)
+            vals, first_step = v.tolist(), (int(s[0]) if len(s) else 0)
+        else:  # beyond window_max points the run's downsampled history stands in, one mean per bucket
+            vals, first_step = feed.bucket_window(r, w)
+        found = self._judge(head, vals, w, st.opened is not None)
         if found is None:
-            self._reset(src, keep_next=True)
-            return None
+            st.opened, st.flat_since = None, None
+            return
         level, make = found
-        self._level[src] = level
-        if self._episodes.is_open(src):
-            return self._episodes.repeat(src, level, point.step)
-        since = self._flat_since.setdefault(src, (n, first_step))
-        if n - since[0] < float(self.p["persist"]) * w:
-            return None
-        return self._episodes.open(src, make(since[1], point.step), level, point.step)
+        st.level = level
+        if st.opened is None:
+            if st.flat_since is None:
+                st.flat_since = (n, first_step)
+            if n - st.flat_since[0] < float(p["persist"]) * w:
+                return
+            st.opened = make(st.flat_since[1], step)
+        out.hold(k, k + 1, rows, st)
 
-    def _window(self, series: Series, w: int) -> tuple[list[float], int]:
-        """The last w points' values and the step of the first. Beyond `window_max` points the run's
-        downsampled history stands in, one mean per bucket: the window keeps growing with the run (a
-        slow fall shows only over a long stretch) while the points read stay bounded."""
-        if w <= int(self.p["window_max"]):
-            pts = series.tail(w)
-            return [p.value for p in pts], (pts[0].step if pts else 0)
-        out: list[float] = []
-        count, first = 0, 0
-        for b in reversed(series.whole_run()):
-            if b.finite:
-                out.append(b.mean)
-                count += b.finite
-                first = b.first_step
-                if count >= w:
-                    break
-        out.reverse()
-        return out, first
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        return self._verdicts[w.source].finding(w, row)
 
-    def _reset(self, src: str, keep_next: bool = False) -> None:
-        self._episodes.close(src)
-        self._flat_since.pop(src, None)
-        if not keep_next:
-            self._next.pop(src, None)
+    def last_value(self, w: Window, row: int) -> float | None:
+        return float(self._verdicts[w.source].level[row - w.start])
 
-    def _clearly_low(self, seg: Segment, series: Series) -> bool:
+    def _clearly_low(self, feed: Feed, row: int, head: list[float]) -> bool:
         """A cheap look at the last few points before reading a whole window: a loss well below the
         expected level, or well below the share of its start a plateau needs, is no plateau."""
-        recent = median(series.tail_values(9))
-        head = [p.value for p in seg.head]
+        recent = median(feed.tail(row, 9)[0].tolist())
         start = median(head) if head else math.nan
         return recent < 0.8 * float(self.p["expected_max"]) or recent < 0.8 * float(self.p["still_high"]) * start
 
-    def _late(self, ctx: RuleContext, src: str, step: int) -> bool:
-        state = ctx.sources.get(src)
-        total = state.total_steps if state else None
-        return bool(total) and step > float(self.p["early_fraction"]) * total  # type: ignore[operator]
-
-    def _annealing(self, ctx: RuleContext, src: str) -> bool:
-        """The LR has fallen to a small share of its peak: the schedule is ending and the loss may rest."""
-        lr = ctx.series("lr", src)
-        last = lr.last if lr is not None else None
-        if lr is None or last is None or not math.isfinite(last.value) or not lr.maximum > 0:
-            return False
-        return last.value < float(self.p["anneal_below"]) * lr.maximum
-
-    def _judge(self, seg: Segment, vals: list[float], points: int, holding: bool):  # type: ignore[no-untyped-def]
+    def _judge(self, head: list[float], vals: list[float], points: int, holding: bool):  # type: ignore[no-untyped-def]
         """(level, finding maker) when the window (`points` points, as `vals`: the points or the means
         of their buckets) is flat at a high level, else None. A plateau already told lasts while the
         fall stays below min_drop (the noise band is for calling it)."""
@@ -120,7 +183,7 @@ class LossPlateau(Rule):
         then, level = median(older), median(newer)
         if level <= float(self.p["expected_max"]) or then <= 0:
             return None
-        first = median([p.value for p in seg.head])
+        first = median(head)
         if not first > 0 or (first - level) / first < float(self.p["fallen"]):
             return None  # never fell: loss.flat_from_start's case
         if level < float(self.p["still_high"]) * first:
@@ -146,126 +209,182 @@ class LossPlateau(Rule):
 FELL = "fell"  # flat_from_start's verdict on a loss that fell beyond its noise
 
 
-class LossFlatFromStart(Rule):
+@dataclass
+class _FlatState:
+    opened: Finding | None = None
+    next: tuple | None = None  # (segment, points seen at the next judgement)
+    flat_since: tuple | None = None  # (segment, points seen when first flat)
+    level: float | None = None
+    told: object = None  # the run segment whose flat curve was reported
+
+
+class LossFlatFromStart(ArrayRule):
     """The loss never decreased at all since the run began.
 
     The first and the last quarter of the run's points are compared by their medians; the curve is
     flat only when even the top of the noise band of that difference is below `min_drop`, so a noisy
-    per-step loss that falls slowly is never called flat. Dated at the run's first step."""
+    per-step loss that falls slowly is never called flat. Dated at the run's first step. A curve
+    called flat that falls beyond its noise later is withdrawn (`retractions`)."""
 
     id = "loss.flat_from_start"
     watches = ("loss",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._segments = Segments(keep_head=int(self.p["quarter_max"]))
-        self._first: dict[str, tuple[Segment, int, float, float]] = {}  # source -> (segment, h, median, noise)
-        self._episodes = Episodes()
-        self._next: dict[str, tuple[Segment, int]] = {}  # source -> (segment, points seen at the next judgement)
-        self._level: dict[str, float] = {}
-        self._flat_since: dict[str, tuple[Segment, int]] = {}  # source -> (segment, points seen when first flat)
-        self._told: dict[str, Segment] = {}  # source -> the run segment whose flat curve was reported
+        self._feeds: dict[str, Feed] = {}
+        self._states: dict[str, _FlatState] = {}
+        self._verdicts: dict[str, _Verdicts] = {}
+        self._withdrawn: dict[str, list[tuple[int, str]]] = {}
+        self._first: tuple | None = None  # (segment, h, its start's median, its noise): the last start read
 
-    def _judge(self, series: Series, need: int, step: int, holding: bool = False) -> Finding | None | bool | str:
-        """A finding when flat, FELL when it fell beyond the noise, False when not flat otherwise, None
-        when it cannot tell yet. A flat curve already told
-        stays flat while its fall stays below min_drop (the noise band is for calling it, not for
-        keeping it, or a noisy flat curve would flap). Each quarter holds at most
-        `quarter_max` points, so the cost per sample does not grow with the run. A step that goes back
-        starts a new run: its own start is the one compared."""
-        seg = self._segments.get(series.source)
-        if seg is None:
-            return None
-        n = seg.finite(series)
-        head = seg.head
-        if n < need or not head or head[0].step > int(self.p["start_within"]):
-            return None
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        p = self.p
+        src = w.source
+        qmax = int(p["quarter_max"])
+        feed = self._feeds.get(src)
+        if feed is None:
+            feed = self._feeds[src] = Feed(qmax, max(SCAN_MIN, 8 * qmax), buckets=False)
+        feed.load(ctx, w)
+        st = self._states.setdefault(src, _FlatState())
+        new = w.new
+        steps = w.step[w.start:]
+        out = self._verdicts[src] = _Verdicts(len(new))
+        withdrawn = self._withdrawn[src] = []
+        rising = feed.lr.rising(ctx, src, w.line[w.start:])
+        state = ctx.sources.get(src)
+        total = state.total_steps if state is not None else None
+        early = float(p["min_fraction"]) * total if total else None
+        rows = np.flatnonzero(np.isfinite(new))
+        nk = feed.n[rows]
+        next_seg = _seg_changes(feed.seg_id[rows])
+        count = len(rows)
+        k = 0
+        while k < count:
+            r = int(rows[k])
+            nn = int(nk[k])
+            seg = feed.segs[int(feed.seg_id[r])]
+            nxt = st.next
+            if nxt is not None and nxt[0] is seg and nn < nxt[1]:  # between judgements the last verdict stands
+                j = min(k + nxt[1] - nn, int(next_seg[k + 1]))
+                out.hold(k, j, rows, st)  # type: ignore[arg-type]
+                k = j
+                continue
+            k += 1
+            h = max(2, min(nn // 4, qmax))
+            st.next = (seg, nn + max(1, h // 8))
+            if st.opened is None and rising[r]:
+                st.flat_since = None
+                continue  # a long LR warmup: the loss may rest until the LR is up
+            step = int(steps[r])
+            if early is not None and step < early and st.opened is None:
+                continue  # too early in a run of known length: a slow fall has not shown yet
+            head_v, head_s = feed.head(r)
+            f, level = self._judge(seg, head_v, head_s, nn, lambda n, r=r: feed.tail(r, n)[0].tolist(),
+                                   int(p["min_history"]), step, st.opened is not None)
+            if level is not None:
+                st.level = level
+            if not isinstance(f, Finding):
+                st.opened, st.flat_since = None, None
+                if f is FELL and st.told is seg:
+                    st.told = None
+                    lv = st.level if st.level is not None else float(new[r])
+                    why = (f"the loss fell after all: {fmt(lv)} by step {step}, more than "
+                           f"{float(p['min_drop']):.0%} below its start")
+                    withdrawn.append((w.start + r, why))
+                continue
+            if st.opened is None:
+                if st.flat_since is None or st.flat_since[0] is not seg:
+                    st.flat_since = (seg, nn)
+                if nn - st.flat_since[1] < float(p["persist"]) * h:
+                    continue  # flat once may be a low draw of the noise: flat for a whole quarter more is not
+                st.told = seg
+                st.opened = f
+            out.hold(k - 1, k, rows, st)  # type: ignore[arg-type]
+        return out.cond
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        return self._verdicts[w.source].finding(w, row)
+
+    def last_value(self, w: Window, row: int) -> float | None:
+        return float(self._verdicts[w.source].level[row - w.start])
+
+    def retractions(self, ctx: RuleContext, w: Window) -> list[tuple[int, str]]:
+        return self._withdrawn.get(w.source, [])
+
+    def _judge(self, seg: object, head: list[float], head_steps: list[int], n: int,
+               tail: Callable[[int], list[float]], need: int, step: int,
+               holding: bool = False) -> tuple[Finding | None | bool | str, float | None]:
+        """(verdict, level read): a finding when flat, FELL when it fell beyond the noise, False when not
+        flat otherwise, None when it cannot tell yet. A flat curve already told stays flat while its
+        fall stays below min_drop (the noise band is for calling it, not for keeping it, or a noisy
+        flat curve would flap). Each quarter holds at most `quarter_max` points. `tail(k)` gives the
+        last k finite values."""
+        if n < need or not head or head_steps[0] > int(self.p["start_within"]):
+            return None, None
         h = max(2, min(n // 4, int(self.p["quarter_max"]), len(head)))
-        known = self._first.get(series.source)
+        known = self._first
         if known is not None and known[0] is seg and known[1] == h:
             first, head_noise = known[2], known[3]  # h stops growing at quarter_max: the start is then fixed
         else:
-            start = [p.value for p in head[:h]]
+            start = head[:h]
             first, head_noise = median(start), nz(diff_sigma(start))
-            self._first[series.source] = (seg, h, first, head_noise)
+            self._first = (seg, h, first, head_noise)
         if first <= 0:
-            return None
+            return None, None
+        min_drop = float(self.p["min_drop"])
         if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
-            few = series.tail_values(9)
-            if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * float(self.p["min_drop"])):
-                return FELL
-        vals = series.tail_values(h)
+            few = tail(9)
+            if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * min_drop):
+                return FELL, None
+        vals = tail(h)
         if not vals:
-            return None
+            return None, None
         last = median(vals)
-        self._level[series.source] = last
         drop = (first - last) / first
         # it rose above where it began: divergence, not a flat curve (even when the blow-up came so
         # early that the first quarter already holds it)
-        if last > 1.5 * min(first, head[0].value):
-            return False
+        if last > 1.5 * min(first, head[0]):
+            return False, last
         noise = max(head_noise, nz(diff_sigma(vals)))
         se = math.hypot(median_se(noise, h), median_se(noise, len(vals)))
         z_se = float(self.p["noise_z"]) * se / first
-        if drop - z_se >= float(self.p["min_drop"]):
-            return FELL  # it fell by more than min_drop, beyond the noise
-        if drop + (0.0 if holding else z_se) >= float(self.p["min_drop"]):
-            return False  # it may have fallen: the noise could hide a fall of min_drop
-        s0 = head[0].step
+        if drop - z_se >= min_drop:
+            return FELL, last  # it fell by more than min_drop, beyond the noise
+        if drop + (0.0 if holding else z_se) >= min_drop:
+            return False, last  # it may have fallen: the noise could hide a fall of min_drop
+        s0 = head_steps[0]
         msg = (f"loss has not fallen since its first logged step {s0}: {fmt(first)} over the first {h} points, "
                f"{fmt(last)} over the {len(vals)} to step {step} ({n} points, change {-drop:+.1%}, "
                f"noise +-{fmt(noise)})")
         return Finding(message=msg, step=step, began_step=s0,
                        evidence={"value": first, "step": s0, "first": first, "now": last, "drop": drop,
-                                 "noise": noise, "points": n, "detected_step": step})
-
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | Retraction | None:
-        src = series.source
-        seg = self._segments.update(series, point)
-        if not math.isfinite(point.value):
-            return None
-        nxt = self._next.get(src)
-        n = seg.finite(series)
-        if nxt is not None and nxt[0] is seg and n < nxt[1]:  # between judgements the last verdict stands
-            return self._episodes.repeat(src, self._level.get(src, point.value), point.step)
-        h = max(2, min(n // 4, int(self.p["quarter_max"])))
-        self._next[src] = (seg, n + max(1, h // 8))
-        if not self._episodes.is_open(src) and _lr_rising(ctx, src):
-            self._flat_since.pop(src, None)
-            return None  # a long LR warmup: the loss may rest until the LR is up
-        state = ctx.sources.get(src)
-        total = state.total_steps if state is not None else None
-        if total and point.step < float(self.p["min_fraction"]) * total and not self._episodes.is_open(src):
-            return None  # too early in a run of known length: a slow fall has not shown yet
-        f = self._judge(series, int(self.p["min_history"]), point.step, self._episodes.is_open(src))
-        if not isinstance(f, Finding):
-            self._episodes.close(src)
-            self._flat_since.pop(src, None)
-            if f is FELL and self._told.pop(src, None) is seg:
-                return Retraction(f"the loss fell after all: {fmt(self._level.get(src, point.value))} by step "
-                                  f"{point.step}, more than {float(self.p['min_drop']):.0%} below its start")
-            return None
-        if self._episodes.is_open(src):
-            return self._episodes.repeat(src, self._level[src], point.step)
-        since = self._flat_since.get(src)
-        if since is None or since[0] is not seg:
-            since = self._flat_since[src] = (seg, n)
-        if n - since[1] < float(self.p["persist"]) * h:
-            return None  # flat once may be a low draw of the noise: flat for a whole quarter more is not
-        self._told[src] = seg
-        return self._episodes.open(src, f, self._level[src], point.step)
+                                 "noise": noise, "points": n, "detected_step": step}), last
 
     def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
         s = ctx.series("loss", source)
-        if s is None or s.last is None or _lr_rising(ctx, source):
+        feed = self._feeds.get(source)
+        if s is None or s.last is None or feed is None or feed.seg is None or _lr_rising(ctx, source):
             return []  # no loss, or the run ended while its LR was still warming up
-        f = self._judge(s, int(self.p["end_min_history"]), s.last.step)
+        seg = feed.seg
+        f, level = self._judge(seg, seg.head, seg.head_steps, s.finite_count - seg.finite_before, s.tail_values,
+                               int(self.p["end_min_history"]), s.last.step)
+        st = self._states.setdefault(source, _FlatState())
+        if level is not None:
+            st.level = level
         if not isinstance(f, Finding):
             return []
         f.subject = "loss"
-        f.evidence["last_value"] = self._level.get(source, f.evidence["now"])
+        f.evidence["last_value"] = st.level if st.level is not None else f.evidence["now"]
         f.evidence["last_step"] = s.last.step
         return [f]
+
+
+def _seg_changes(seg: np.ndarray) -> np.ndarray:
+    """Per index k (and one past the end), the first index at or after k where the segment differs from
+    the one before: a cadence run never crosses a restart."""
+    chg = np.zeros(len(seg), dtype=bool)
+    chg[1:] = seg[1:] != seg[:-1]
+    return np.append(_next_true(chg), len(seg))
 
 
 def _lr_rising(ctx: RuleContext, source: str) -> bool:

@@ -1,0 +1,169 @@
+"""loss.plateau and loss.flat_from_start over arrays say exactly what the row-at-a-time rules said.
+
+The oracle is the old row implementation (tests/rules/rowref/plateau_rows.py), fed one record at a
+time; the array rules are fed the same records whole and in random cuts. Generated runs mix flat
+stretches, falls, rises, spikes, NaN stretches, restarts where the step goes back, new runs in the
+same log, and LR warmups and anneals, and are long enough for the plateau's window to read the
+bucketed history."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rowref.plateau_rows import LossFlatFromStart as RowFlat
+from rowref.plateau_rows import LossPlateau as RowPlateau
+from trainwatch import config
+from trainwatch.cli.check import LogClock
+from trainwatch.engine import Engine
+from trainwatch.model import Event, EventKind, Record, Sample
+from trainwatch.rules.plateau import LossFlatFromStart, LossPlateau
+
+IDS = ("loss.plateau", "loss.flat_from_start")
+
+
+def _config(**params: float) -> config.Config:
+    cfg = config.load("sft")
+    rules = {}
+    for k, spec in cfg.rules.items():
+        if k in IDS:
+            rules[k] = dataclasses.replace(spec, params={**spec.params, **params.get(k, {})})  # type: ignore[arg-type]
+        else:
+            rules[k] = dataclasses.replace(spec, enabled=False)
+    return dataclasses.replace(cfg, rules=rules)
+
+
+def _engine(rows: bool, cfg: config.Config) -> Engine:
+    eng = Engine(cfg, clock=LogClock(1_000_000.0))
+    if rows:
+        eng.rules = [RowPlateau(r.spec) if isinstance(r, LossPlateau) else
+                     RowFlat(r.spec) if isinstance(r, LossFlatFromStart) else r for r in eng.rules]
+    return eng
+
+
+PIECES = ("flat", "fall", "rise", "nan", "restart", "spike", "new_run")
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[Record]:
+    """A loss curve (and sometimes an LR) made of drawn pieces, as records in log order."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    level = draw(st.sampled_from([0.5, 3.0, 5.5]))
+    noise = draw(st.sampled_from([0.0, 0.002, 0.02, 0.1]))
+    with_lr = draw(st.booleans())
+    warmup = draw(st.sampled_from([0, 30, 150]))
+    pieces = draw(st.lists(st.tuples(st.sampled_from(PIECES), st.integers(5, 700)), min_size=1, max_size=6))
+    if draw(st.booleans()):  # a fall, then a long rest: what a plateau looks like
+        pieces = [("fall", draw(st.integers(30, 250))), ("flat", draw(st.integers(200, 1500))), *pieces[:2]]
+    rate = draw(st.sampled_from([0.99, 0.998, 0.9995]))
+    total = sum(n for _, n in pieces)
+    anneal_at = draw(st.sampled_from([None, 0.5, 0.8])) if with_lr else None
+    out: list[Record] = []
+    line = 0
+    step = 1
+    if draw(st.booleans()):
+        line += 1
+        out.append(Event(EventKind.INFO, source="run", line=line, time=float(line), fields={"total_steps": total * 2}))
+
+    def emit(name: str, v: float, s: int) -> None:
+        nonlocal line
+        line += 1
+        out.append(Sample(name, v, s, time=float(line), source="run", line=line))
+
+    for kind, n in pieces:
+        if kind == "restart":
+            step = max(1, step - n)
+            n = min(n, 40)
+        elif kind == "new_run":  # another training in the same log: the store forgets the source's series
+            line += 1
+            out.append(Event(EventKind.INFO, source="run", line=line, time=float(line), fields={"new_run": True}))
+            step = draw(st.sampled_from([1, step]))
+        for i in range(n):
+            if kind == "fall":
+                level *= rate
+            elif kind == "rise":
+                level *= 1.001
+            v = level * (1 + noise * rng.standard_normal())
+            if kind == "nan":
+                v = math.nan if rng.random() < 0.8 else v
+            elif kind == "spike" and rng.random() < 0.1:
+                v = level * 5
+            emit("loss", v, step)
+            if with_lr and rng.random() < 0.7:
+                peak = 1e-4
+                lr = peak * min(1.0, (step + 1) / warmup) if warmup else peak
+                if anneal_at is not None and step > anneal_at * total:
+                    lr = peak * 0.1
+                emit("lr", lr, step)
+            step += 1
+    return out
+
+
+def _report(eng: Engine) -> str:
+    return json.dumps([a.to_dict() for a in eng.alerts() if a.rule in IDS], indent=1, sort_keys=True, default=str)
+
+
+def _fresh(records: list[Record]) -> list[Record]:
+    """Copies: the engine settles steps and names on the records it is given."""
+    return [dataclasses.replace(r) for r in records]
+
+
+def _judge(records: list[Record], cfg: config.Config, cuts: list[int] | None) -> str:
+    eng = _engine(cuts is None, cfg)
+    recs = _fresh(records)
+    if cuts is None:
+        for r in recs:
+            eng.feed(r)
+    else:
+        bounds = [0, *sorted(set(cuts)), len(recs)]
+        for lo, hi in zip(bounds, bounds[1:]):
+            eng.feed_all(recs[lo:hi])
+    eng.finish("run")
+    return _report(eng)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(records=runs(), cut_seed=st.integers(0, 10**6), small=st.booleans())
+def test_array_plateau_rules_equal_the_row_rules(records: list[Record], cut_seed: int, small: bool) -> None:
+    # small windows make the plateau read the bucketed history early and often
+    cfg = _config(**({"loss.plateau": {"window_max": 20, "expected_max": 0.2}} if small else {}))
+    want = _judge(records, cfg, None)
+    assert _judge(records, cfg, []) == want
+    rng = np.random.default_rng(cut_seed)
+    cuts = rng.integers(0, len(records) + 1, size=rng.integers(1, 30)).tolist()
+    assert _judge(records, cfg, cuts) == want
+
+
+def test_a_plateau_reading_the_bucketed_history_is_found_as_before() -> None:
+    """A long fall then a long flat stretch: the window outgrows window_max and the store's buckets
+    halve (over 1024 points), and the finding is the row rule's, to the last digit."""
+    rng = np.random.default_rng(7)
+    recs: list[Record] = []
+    level = 6.0
+    for s in range(1, 3001):
+        level = level * 0.999 if s < 500 else level
+        recs.append(Sample("loss", level * (1 + 0.01 * rng.standard_normal()), s, time=float(s), source="run", line=s))
+    cfg = _config()
+    want = _judge(recs, cfg, None)
+    assert "loss.plateau" in want
+    assert _judge(recs, cfg, []) == want
+    assert _judge(recs, cfg, list(range(0, 3000, 777))) == want
+
+
+def test_a_flat_start_that_falls_later_is_withdrawn_in_any_batching() -> None:
+    rng = np.random.default_rng(1)
+    recs: list[Record] = []
+    for s in range(1, 1601):
+        level = 2.0 if s < 500 else 2.0 - 0.5 * (s - 500) / 1100
+        recs.append(Sample("loss", level * (1 + 0.002 * rng.standard_normal()), s, time=float(s), source="run",
+                           line=s))
+    cfg = _config()
+    want = _judge(recs, cfg, None)
+    assert '"retracted": "the loss fell after all' in want
+    assert _judge(recs, cfg, []) == want
+    assert _judge(recs, cfg, [3, 400, 401, 999]) == want
