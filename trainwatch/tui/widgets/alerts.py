@@ -165,6 +165,9 @@ class AlertDetail(Static):
         self._lines = lines
 
     def on_resize(self) -> None:
-        self._width = None  # laid out anew: the next show redraws for the new width
-        if self._shown is not None or self._unread is not None:
-            self.call_after_refresh(self.show, self._shown, self._unread)
+        self.call_after_refresh(self._reshow)
+
+    def _reshow(self) -> None:
+        """Redraws what is shown when it runs (not when the resize came: a newer show may be between)."""
+        self._width = None
+        self.show(self._shown, self._unread)
