@@ -113,11 +113,16 @@ class MetricChart(Widget, can_focus=True):
             ys = [p[1] for p in pts]
             start = xs[0] if xs else 0.0
             evals = [e for e in s.eval_points if e[0] >= start]
-        overlays = []
-        for label, pts in (() if self.whole_run else s.ranks):  # other ranks, smoothed alike
-            pts = pts[-RECENT_WINDOW:]
-            oys = [p[1] for p in pts]
-            overlays.append((label, [float(p[0]) for p in pts], charts.ema_debiased(oys, w) if w > 0 else oys))
+        overlays = []  # other ranks, in the same window and smoothed alike
+        if self.whole_run and s.buckets:
+            for label, bs in s.rank_buckets:
+                oys = [b[4] if not b[5] else float("nan") for b in bs]
+                overlays.append((label, [float(b[1]) for b in bs], charts.ema_debiased(oys, w) if w > 0 else oys))
+        else:
+            for label, pts in s.ranks:
+                pts = pts[-RECENT_WINDOW:]
+                oys = [p[1] for p in pts]
+                overlays.append((label, [float(p[0]) for p in pts], charts.ema_debiased(oys, w) if w > 0 else oys))
         return charts.ChartData(
             overlays=overlays,
             xs=xs, ys=ys, smooth_ema=charts.ema_debiased(ys, w) if w > 0 else None,
