@@ -167,3 +167,26 @@ async def test_no_color_tells_ranks_apart_by_glyph(monkeypatch) -> None:  # type
         glyph = charts.overlay_glyph(0)
         assert f"{glyph} rank1" in lines[0]
         assert sum(line.count(glyph) for line in lines[1:]) > 10  # rank1's curve drawn with that glyph
+
+
+async def test_whole_run_view_draws_the_other_ranks_over_the_whole_run() -> None:
+    """'w': the other ranks follow the selected one into the whole-run view, from their first steps."""
+    steps = 700  # longer than the recent window, so the two views start at different steps
+    app = app_for(two_ranks(steps=steps))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        chart = app.query_one("#chart", MetricChart)
+        recent = chart.data()
+        assert recent is not None and [o[0] for o in recent.overlays] == ["rank1"]
+        assert recent.overlays[0][1][0] > steps - 300 - 1  # the recent window only
+        await pilot.press("w")
+        await pilot.pause()
+        assert chart.whole_run
+        whole = chart.data()
+        assert whole is not None and [o[0] for o in whole.overlays] == ["rank1"]
+        xs, ys = whole.overlays[0][1], whole.overlays[0][2]
+        assert xs[0] < 50 and xs[-1] == steps  # the whole run, bucketed like the selected rank's
+        assert len(xs) == len(whole.xs)
+        assert ys[-1] > whole.smooth_ema[-1]  # type: ignore[index]  # rank1 drifts above rank0
+        legend = chart.render().plain.splitlines()[0]
+        assert "rank0" in legend and "rank1" in legend

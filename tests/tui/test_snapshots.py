@@ -79,6 +79,14 @@ def test_two_ranks_overlaid_120x40(snap_compare) -> None:  # type: ignore[no-unt
     assert snap_compare(TrainwatchApp(two_ranks(), clock=fixtures.clock), terminal_size=(120, 40))
 
 
+def test_two_ranks_whole_run_120x40(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """'w' on a run of two ranks: both ranks over the whole run, bucketed alike."""
+    from tests.tui.test_grid import two_ranks
+
+    assert snap_compare(TrainwatchApp(two_ranks(steps=700), clock=fixtures.clock), terminal_size=(120, 40),
+                        press=["w"])
+
+
 def test_critical_light_theme_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def]
     app = TrainwatchApp(fixtures.critical(), clock=fixtures.clock, theme="light")
     assert snap_compare(app, terminal_size=(200, 60))

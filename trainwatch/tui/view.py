@@ -110,6 +110,8 @@ class ChartSeries:
     alert_steps: tuple[int, ...]
     rank: str = ""  # "rank0" when the run is followed as one file per rank, else ""
     ranks: tuple[tuple[str, tuple[tuple[int, float], ...]], ...] = ()  # the other ranks' recent points
+    # The other ranks' whole runs in buckets (as `buckets`), in the order of `ranks`: the 'w' view.
+    rank_buckets: tuple[tuple[str, tuple[tuple[int, int, float, float, float, int], ...]], ...] = ()
 
 
 @dataclass
@@ -219,7 +221,8 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                     chart = _chart(s, ev, steps)
                     if peers:
                         chart = replace(chart, rank=_rank_label(s.source), ranks=tuple(
-                            (_rank_label(p.source), tuple((q.step, q.value) for q in p.recent)) for p in peers))
+                            (_rank_label(p.source), tuple((q.step, q.value) for q in p.recent)) for p in peers),
+                            rank_buckets=tuple((_rank_label(p.source), _buckets(p)) for p in peers))
                     cache.chart = (ckey, chart)
             if grid:
                 src_of = key[0] if key[0] != "gpu" else metrics[0].source  # GPU series have no key metrics
@@ -316,11 +319,16 @@ def _chart(s: Series, ev: Series | None, steps: tuple[int, ...], recent: int | N
         pts = [(p.step, p.value) for p in islice(reversed(s.recent), recent)]
         pts.reverse()
         return ChartSeries(name=s.name, recent=tuple(pts), buckets=(), eval_points=(), alert_steps=steps)
-    buckets = tuple((b.first_step, b.last_step, b.minimum, b.maximum, b.mean if b.finite else b.last, b.nonfinite)
-                    for b in s.whole_run())
     return ChartSeries(name=s.name, recent=tuple((p.step, p.value) for p in s.recent),
-                       buckets=buckets, eval_points=tuple((p.step, p.value) for p in ev.recent) if ev else (),
+                       buckets=_buckets(s), eval_points=tuple((p.step, p.value) for p in ev.recent) if ev else (),
                        alert_steps=steps)
+
+
+def _buckets(s: Series) -> tuple[tuple[int, int, float, float, float, int], ...]:
+    """The whole run as the chart reads it: first and last step, min, max, mean (the last value when
+    none was finite) and the count of non-finite values, per bucket."""
+    return tuple((b.first_step, b.last_step, b.minimum, b.maximum, b.mean if b.finite else b.last, b.nonfinite)
+                 for b in s.whole_run())
 
 
 def _rank_label(source: str) -> str:

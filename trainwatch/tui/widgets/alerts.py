@@ -148,16 +148,26 @@ class AlertDetail(Static):
         super().__init__(markup=False, **kwargs)  # type: ignore[arg-type]
         self.border_title = "evidence & fixes"
         self._shown: AlertView | None = None
+        self._unread: tuple[str, ...] | None = None
         self._width: int | None = None
+        self._lines = -1  # the text's height at that width: the scroll range depends on it
 
     def show(self, a: AlertView | None, unread: tuple[str, ...] | None = None) -> None:
+        """Redraws only when the text changed; relayouts only when its height did (a repeat of the same
+        alert only bumps "seen N×"), so a refresh that changes nothing here costs nothing here."""
         width = self.content_size.width or None
-        if a is not None and self._shown is not None and a == self._shown and width == self._width:
+        if (a, unread, width) == (self._shown, self._unread, self._width):
             return
-        same = a is not None and self._shown is not None and a.fingerprint == self._shown.fingerprint
-        self._shown, self._width = a, width
-        self.update(detail(a, width, unread), layout=not same)  # a repeat only bumps "seen N×": no relayout
+        self._shown, self._unread, self._width = a, unread, width
+        content = detail(a, width, unread)
+        lines = len(content.wrap(width)) if width else -1
+        self.update(content, layout=lines != self._lines or lines < 0)
+        self._lines = lines
 
     def on_resize(self) -> None:
-        if self._shown is not None:
-            self.call_after_refresh(self.show, self._shown)
+        self.call_after_refresh(self._reshow)
+
+    def _reshow(self) -> None:
+        """Redraws what is shown when it runs (not when the resize came: a newer show may be between)."""
+        self._width = None
+        self.show(self._shown, self._unread)

@@ -1,19 +1,27 @@
 """The main chart: the selected metric, raw curve faint behind EMA and moving-average smoothers.
 
 plotext draws it (charts.plot_chart); its ANSI output, made only of numbers and box/braille
-characters, becomes Rich Text with `Text.from_ansi`, backgrounds dropped so the theme's shows. The
-result is cached: the chart is rebuilt only when its series, size, smoothing, scale, window or
-theme changed.
+characters, is read into rows of same-colour runs (backgrounds dropped so the theme's shows) and
+drawn line by line as Strips: no markup, no wrapping, one segment per run. On a busy run the chart
+changes on every refresh, and going through Rich Text and Content cost as much as plotext itself.
+The picture is cached: rebuilt only when its series, size, smoothing, scale, window or theme
+changed; the strips only when the picture or the widget's style did.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from rich.style import Style
-from rich.text import Span, Text
+from rich.color import Color as RichColor
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.color import Color
-from textual.content import Content
+from textual.content import Content, Span
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import Visual
 from textual.widget import Widget
 
 from trainwatch.tui import charts
@@ -27,6 +35,25 @@ LAYER_VAR = {charts.EVAL: "accent", charts.ALERT: "warning", charts.NAN: "error"
 RECENT_WINDOW = 300  # points in the recent view; `w` switches to the whole run
 
 
+Run = tuple[str, "charts.RGB | None", bool]  # text, foreground (None: the widget's own), bold
+
+
+@dataclass(eq=False)
+class Picture:
+    """One build of the chart: `head` (the legend, or a message) drawn as Content, then plotext's rows."""
+
+    head: Content
+    rows: list[list[Run]] = field(default_factory=list)
+    _content: Content | None = None
+
+    def content(self) -> Content:
+        """The whole picture as one Content (what `render()` returns; the screen draws the rows directly)."""
+        if self._content is None:
+            self._content = Content("\n").join([self.head, *(rows_content(r) for r in self.rows)]) if self.rows \
+                else self.head
+        return self._content
+
+
 class MetricChart(Widget, can_focus=True):
     DEFAULT_CSS = """
     MetricChart { height: 1fr; min-height: 6; }
@@ -38,7 +65,8 @@ class MetricChart(Widget, can_focus=True):
         self.level = charts.DEFAULT_SMOOTHING
         self.log_y = False
         self.whole_run = False
-        self._cache: tuple[tuple[Any, ...], Content] | None = None
+        self._cache: tuple[tuple[Any, ...], Picture] | None = None
+        self._strips: tuple[Picture, int, Style, list[Strip]] | None = None
 
     def set_series(self, series: ChartSeries | None) -> None:
         if series is not self.series:  # the snapshot reuses the object while the series is unchanged
@@ -85,11 +113,16 @@ class MetricChart(Widget, can_focus=True):
             ys = [p[1] for p in pts]
             start = xs[0] if xs else 0.0
             evals = [e for e in s.eval_points if e[0] >= start]
-        overlays = []
-        for label, pts in (() if self.whole_run else s.ranks):  # other ranks, smoothed alike
-            pts = pts[-RECENT_WINDOW:]
-            oys = [p[1] for p in pts]
-            overlays.append((label, [float(p[0]) for p in pts], charts.ema_debiased(oys, w) if w > 0 else oys))
+        overlays = []  # other ranks, in the same window and smoothed alike
+        if self.whole_run and s.buckets:
+            for label, bs in s.rank_buckets:
+                oys = [b[4] if not b[5] else float("nan") for b in bs]
+                overlays.append((label, [float(b[1]) for b in bs], charts.ema_debiased(oys, w) if w > 0 else oys))
+        else:
+            for label, pts in s.ranks:
+                pts = pts[-RECENT_WINDOW:]
+                oys = [p[1] for p in pts]
+                overlays.append((label, [float(p[0]) for p in pts], charts.ema_debiased(oys, w) if w > 0 else oys))
         return charts.ChartData(
             overlays=overlays,
             xs=xs, ys=ys, smooth_ema=charts.ema_debiased(ys, w) if w > 0 else None,
@@ -118,20 +151,47 @@ class MetricChart(Widget, can_focus=True):
             pass
         return out
 
-    def render(self) -> Content:
+    def picture(self) -> Picture:
         width, height = self.content_size.width, self.content_size.height
         key = (self.series, self.level, self.log_y, self.whole_run, width, height, self.app.theme)
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
-        content = self._render()
-        self._cache = (key, content)
-        return content
+        picture = self._picture()
+        self._cache = (key, picture)
+        return picture
 
-    def _render(self) -> Content:
+    def render(self) -> Content:
+        """The picture as Content (for tests and anything that asks); the screen uses render_line."""
+        return self.picture().content()
+
+    def render_line(self, y: int) -> Strip:
+        strips = self._lines()
+        return strips[y] if y < len(strips) else Strip.blank(self.size.width, self.visual_style.rich_style)
+
+    def _lines(self) -> list[Strip]:
+        """The picture's strips: the head through Textual's Content path, plotext's rows as segments."""
+        picture, width, style = self.picture(), self.size.width, self.visual_style
+        done = self._strips
+        if done is not None and done[0] is picture and done[1] == width and done[2] == style:
+            return done[3]
+        strips = Visual.to_strips(self, picture.head, width, None, style)
+        styles: dict[tuple[charts.RGB | None, bool], RichStyle] = {}
+        for runs in picture.rows:
+            segments = []
+            for text, fg, bold in runs:
+                rich = styles.get((fg, bold))
+                if rich is None:
+                    rich = styles[(fg, bold)] = (style + run_style(fg, bold)).rich_style
+                segments.append(Segment(text, rich))
+            strips.append(Strip(segments))
+        self._strips = (picture, width, style, strips)
+        return strips
+
+    def _picture(self) -> Picture:
         data = self.data()
         width, height = self.content_size.width, self.content_size.height
         if data is None or not data.xs:
-            return Content.styled("waiting for the first metric…", "$text-muted")
+            return Picture(Content.styled("waiting for the first metric…", "$text-muted"))
         colors = self.colors()
         plain = bool(getattr(self.app, "no_color", False))  # NO_COLOR: the curves differ by glyph
         image = charts.plot_chart(data, width, max(1, height - 1), colors, glyphs=plain)
@@ -141,8 +201,8 @@ class MetricChart(Widget, can_focus=True):
         if name and y_label.cell_length + legend.cell_length <= width:
             legend = y_label + legend
         if not image.ansi:
-            return Content("\n").join([legend, Content.styled("(no finite points to draw)", "$text-muted")])
-        return Content("\n").join([legend, ansi_content(image.ansi)])
+            return Picture(Content("\n").join([legend, Content.styled("(no finite points to draw)", "$text-muted")]))
+        return Picture(legend, ansi_rows(image.ansi))
 
     @staticmethod
     def legend(data: charts.ChartData, image: charts.ChartImage, colors: dict[str, charts.RGB],
@@ -173,10 +233,74 @@ class MetricChart(Widget, can_focus=True):
         return out
 
 
-def ansi_content(ansi: str) -> Content:
-    """plotext's ANSI text as Content: colours kept, backgrounds dropped (the widget's own shows)."""
-    text = Text.from_ansi(ansi.rstrip("\n"))
-    text.spans = [Span(sp.start, sp.end, Style(color=sp.style.color, bold=sp.style.bold))
-                  if isinstance(sp.style, Style) else sp for sp in text.spans]
-    text.style = ""
-    return Content.from_rich_text(text)
+_SGR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def ansi_rows(ansi: str) -> list[list[Run]]:
+    """plotext's ANSI text as rows of runs of one foreground and weight; backgrounds dropped (the
+    widget's own shows). plotext writes only SGR codes: reset, bold, and 24-bit, 256 or basic colours."""
+    rows: list[list[Run]] = []
+    fg: charts.RGB | None = None
+    bold = False
+    for line in ansi.rstrip("\n").split("\n"):
+        runs: list[Run] = []
+        for i, part in enumerate(_SGR.split(line)):
+            if i % 2:
+                fg, bold = sgr(part, fg, bold)
+            elif part:
+                if runs and runs[-1][1] == fg and runs[-1][2] == bold:
+                    runs[-1] = (runs[-1][0] + part, fg, bold)
+                else:
+                    runs.append((part, fg, bold))
+        rows.append(runs)
+    return rows
+
+
+def sgr(params: str, fg: charts.RGB | None, bold: bool) -> tuple[charts.RGB | None, bool]:
+    """The foreground and weight after one SGR sequence (`params` as in ESC [ params m)."""
+    codes = [int(c) if c.isdigit() else 0 for c in params.split(";")]
+    i = 0
+    while i < len(codes):
+        c = codes[i]
+        if c == 0:
+            fg, bold = None, False
+        elif c == 1:
+            bold = True
+        elif c == 22:
+            bold = False
+        elif c == 39:
+            fg = None
+        elif c in (38, 48):  # extended colour: 2;r;g;b or 5;n (a background is read and dropped)
+            if i + 4 < len(codes) and codes[i + 1] == 2:
+                if c == 38:
+                    fg = (codes[i + 2], codes[i + 3], codes[i + 4])
+                i += 4
+            elif i + 2 < len(codes) and codes[i + 1] == 5:
+                if c == 38:
+                    fg = basic(codes[i + 2])
+                i += 2
+        elif 30 <= c <= 37 or 90 <= c <= 97:
+            fg = basic(c - 30 if c < 90 else c - 82)
+        i += 1
+    return fg, bold
+
+
+def basic(n: int) -> charts.RGB:
+    """An 8-bit palette colour as RGB (the standard xterm values)."""
+    t = RichColor.from_ansi(max(0, min(255, n))).get_truecolor()
+    return (t.red, t.green, t.blue)
+
+
+def run_style(fg: charts.RGB | None, bold: bool) -> Style:
+    return Style(foreground=Color(*fg) if fg is not None else None, bold=True if bold else None)
+
+
+def rows_content(runs: list[Run]) -> Content:
+    """One row of runs as Content (spans only where a run has a colour or weight of its own)."""
+    text = "".join(r[0] for r in runs)
+    spans, at = [], 0
+    for part, fg, bold in runs:
+        if fg is not None or bold:
+            spans.append(Span(at, at + len(part), run_style(fg, bold)))
+        at += len(part)
+    return Content(text, spans)

@@ -82,7 +82,7 @@ class LogLines(ScrollView, can_focus=True):
         self.rows = rows
         self._num_w = len(str(rows[-1][0])) if rows else 1
         width = max((len(t) for _, t, _ in rows), default=0) + self._num_w + 1
-        self.virtual_size = Size(width, len(rows))
+        self._resize_virtual(Size(width, len(rows)))
         self._find()
         self.current = self.index_of(cur) if cur is not None else None
         self.target = self.index_of(tgt) if tgt is not None else None
@@ -93,6 +93,23 @@ class LogLines(ScrollView, can_focus=True):
         elif top is not None and (i := self.index_of(top, nearest=True)) is not None:
             self._scroll(i, top_line=True)
         self.refresh()
+
+    def _resize_virtual(self, size: Size) -> None:
+        """The scroll range follows the lines without a relayout of the screen.
+
+        Assigning `virtual_size` asks Textual to lay out the whole screen, and a followed log grows
+        on every refresh (that relayout was most of the dashboard's CPU). The pane's own size never
+        depends on its lines (it is 1fr by 1fr), so only the scroll range and the scrollbars need
+        updating; when a scrollbar appears or goes, Textual still relayouts (that changes the
+        room for the lines).
+        """
+        if size == self.virtual_size:
+            return
+        self.set_reactive(LogLines.virtual_size, size)
+        if self.is_mounted and self.container_size:
+            self._scroll_update(size)
+        else:
+            self.refresh(layout=True)  # not laid out yet: the first layout takes the size as it is
 
     def index_of(self, line: int, *, nearest: bool = False) -> int | None:
         """The row showing log line `line` (or, with nearest, the first one after it)."""

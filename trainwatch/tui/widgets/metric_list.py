@@ -21,6 +21,19 @@ def id_key(option_id: str) -> tuple[str, str]:
     return (source, name)
 
 
+def runs(cells: list[tuple[str, bool]], style: str, bad_style: str) -> list[tuple[str, str]]:
+    """Sparkline cells as runs of one style: a span per run, not per cell, so a card that changes on
+    every refresh costs a few segments to draw rather than one per column."""
+    out: list[tuple[str, str]] = []
+    for ch, bad in cells:
+        st = bad_style if bad else style
+        if out and out[-1][1] == st:
+            out[-1] = (out[-1][0] + ch, st)
+        else:
+            out.append((ch, st))
+    return out
+
+
 class MetricList(OptionList):
     """One option per series; highlighting one selects it for the main chart."""
 
@@ -101,7 +114,7 @@ class MetricList(OptionList):
                                  " ", (word, sev))
         cells = sparkline(m.spark, max(4, width - 2))
         hue = f"${metric_var(m.name)}"  # the metric's own colour, as in its charts
-        spark = Content.assemble("  ", *[(ch, "$error bold" if bad else hue) for ch, bad in cells])
+        spark = Content.assemble("  ", *runs(cells, hue, "$error bold"))
         bad = [f"NaN{NAN_MARK}{m.nan}"] * bool(m.nan) + [f"Inf{NAN_MARK}{m.inf}"] * bool(m.inf)
         extra = sum(len(b) + 1 for b in bad)
         span = f"  min {fmt(m.minimum)} max {fmt(m.maximum)}"
