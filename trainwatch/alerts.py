@@ -71,7 +71,8 @@ class AlertBook:
             track.inactive_evals = 0
             self._repeat(track.alert, finding, now)
         a = track.alert
-        if a.state is AlertState.PENDING and (one_shot or _reached(spec.for_, track.active_evals, now - track.active_since)):
+        due = one_shot or _reached(spec.for_, track.active_evals, now - track.active_since)
+        if a.state is AlertState.PENDING and due:
             a.state = AlertState.FIRING
             a.started_at = now
             a.found_step = a.last_step

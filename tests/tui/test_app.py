@@ -377,7 +377,7 @@ async def test_no_toasts_on_a_small_terminal_the_alert_panel_says_it() -> None:
         async with app.run_test(size=size, notifications=True) as pilot:
             await pilot.pause()
             fixtures.feed_step(model, 11, loss=50.0, grad=42.0)
-            await _settle(pilot, app, lambda: app.snapshot is not None and app.snapshot.badge == "CRITICAL")
+            await _settle(pilot, app, lambda app=app: app.snapshot is not None and app.snapshot.badge == "CRITICAL")
             await pilot.pause(0.05)
             assert app.snapshot.badge == "CRITICAL"  # type: ignore[union-attr]
             assert not app._notifications and not _toasts(app), size

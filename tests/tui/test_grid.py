@@ -93,7 +93,7 @@ async def test_card_sparkline_small_chart_and_main_curve_share_the_metric_colour
         await pilot.pause()
         variables = app.theme_variables
         cards = app.query_one(MetricList)
-        for i, m in enumerate(app.snapshot.metrics[:4]):  # type: ignore[union-attr]
+        for m in app.snapshot.metrics[:4]:  # type: ignore[union-attr]
             want = Color.parse(variables[metric_var(m.name)]).rgb
             card = cards.card(m, 30)
             spark_styles = {str(s.style) for s in card.spans if "▁" not in str(s.style)}

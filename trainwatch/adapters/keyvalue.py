@@ -132,7 +132,8 @@ def _stamp(date: str, clock: str, frac: str | None) -> float | None:
 
 class KeyValueAdapter(Adapter):
     name = "keyvalue"
-    description = "Plain key=value / key: value metric lines (custom loops, nanoGPT, verl, OLMo blocks, Keras fit, no-step logs)"
+    description = ("Plain key=value / key: value metric lines "
+                   "(custom loops, nanoGPT, verl, OLMo blocks, Keras fit, no-step logs)")
     example = "Step 10: loss=2.45, lr=6.67e-05, grad_norm=1.02"
 
     def __init__(self, source: str = "") -> None:

@@ -83,9 +83,9 @@ class TrainerStateAdapter(Adapter):
                 continue
             prev_step = step
             key = json.dumps(sorted(entry), separators=(",", ":"))
-            if self.last_step is not None:
-                if step < self.last_step or (step == self.last_step and key in self.seen_at_last):
-                    continue
+            if self.last_step is not None and (
+                    step < self.last_step or (step == self.last_step and key in self.seen_at_last)):
+                continue
             if new_last is None or step > new_last:
                 new_last, new_seen = step, set()
             if step == new_last:

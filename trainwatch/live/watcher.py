@@ -262,7 +262,7 @@ class Watcher:
             if spec.wants(path) and (spec.is_glob or spec.is_dir) and os.path.isfile(path):
                 new = self._add(Path(path))
                 if new is not None:
-                    self._guard(new, lambda: new.poll(self.engine))
+                    self._guard(new, lambda s=new: s.poll(self.engine))
                 return
         # a directory event (a file moved in or out): look at every source of that directory
         for src in self._sources.values():

@@ -150,10 +150,7 @@ class LossDiverging(Rule):
         n = st.seg.finite(series)
         w = scaled_window(n, float(self.p["window_fraction"]), 1, int(self.p["window"]))
         pts = series.tail(min(n, int(self.p["onset_scan"])))
-        i = 0
-        for i, p in enumerate(pts):
-            if p.step >= low.step:
-                break
+        i = next((k for k, p in enumerate(pts) if p.step >= low.step), max(len(pts) - 1, 0))
         pts = pts[max(0, i - w // 2):]
         if st.ended is not None:
             pts = [p for p in pts if p.step > st.ended] or pts
