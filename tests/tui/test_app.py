@@ -476,7 +476,7 @@ async def test_chart_legend_in_the_curves_own_colours_and_glyphs_under_no_color(
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         chart = app.query_one(MetricChart)
-        colours = chart.colors()
+        colours = chart.layer_colors()
         legend = {text.split()[-1]: fg for text, fg, _ in _cells(chart, 1) if text.strip()}
         for layer in (charts.RAW, charts.EMA, charts.MA):
             assert legend[layer] == colours[layer], layer  # the same colour the curve is drawn in

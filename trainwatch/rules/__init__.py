@@ -59,7 +59,7 @@ def coded_class(rule_id: str) -> type[Rule] | None:
     if target is None:
         return None
     module, _, cls = target.partition(":")
-    return getattr(import_module(f"trainwatch.rules.{module}"), cls)  # type: ignore[no-any-return]
+    return getattr(import_module(f"trainwatch.rules.{module}"), cls)
 
 
 def build_rule(spec: RuleSpec) -> Rule | None:

@@ -149,9 +149,9 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         if ev:
             w(f"  evidence: {ev}\n")
         episodes = f.get("episodes") or []
-        total = max(f.get("episode_count") or 0, len(episodes))
-        if total > 1:
-            w(f"  fired {total} times: steps {_spans(episodes, total)}\n")
+        fired = max(f.get("episode_count") or 0, len(episodes))
+        if fired > 1:
+            w(f"  fired {fired} times: steps {_spans(episodes, fired)}\n")
         latest = _latest(f)
         if latest:
             w(f"  {latest}\n")

@@ -8,6 +8,7 @@ into a critical alert. pynvml is imported lazily so a machine without it still r
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from trainwatch.sources.gpu import MIB, GpuUnavailable
@@ -123,7 +124,7 @@ class NvmlBackend:
             r["throttle"] = int(mask)
         for kind, key in ((nv.NVML_MEMORY_ERROR_TYPE_CORRECTED, "ecc_corrected"),
                           (nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "ecc_uncorrected")):
-            n = self._call(i, "ECC counts", lambda k=kind: nv.nvmlDeviceGetTotalEccErrors(h, k, nv.NVML_VOLATILE_ECC))
+            n = self._call(i, "ECC counts", partial(nv.nvmlDeviceGetTotalEccErrors, h, kind, nv.NVML_VOLATILE_ECC))
             if n is not None:
                 r[key] = float(n)
         pages = self._call(i, "retired pages", lambda: nv.nvmlDeviceGetRetiredPages(
@@ -150,7 +151,7 @@ class NvmlBackend:
             except nv.NVMLError:
                 continue  # an empty slot
             r: dict[str, Any] = {"index": i, "mig": m, "name": f"{self.names[i]} MIG {m}"}
-            mem = self._call(i, f"MIG {m} memory", lambda mh=mh: nv.nvmlDeviceGetMemoryInfo(mh))
+            mem = self._call(i, f"MIG {m} memory", partial(nv.nvmlDeviceGetMemoryInfo, mh))
             if mem is not None:
                 r["mem_used"] = mem.used / MIB
                 r["mem_total"] = mem.total / MIB

@@ -303,7 +303,7 @@ class TrainwatchApp(App[int]):
         else:
             self._show_header()
 
-    def action_toggle(self, panel: str) -> None:
+    def action_toggle(self, panel: str) -> None:  # type: ignore[override]  # toggle(panel), not DOMNode's toggle(attr)
         self._q(f"#{panel}").toggle_class("-shown")
         self._dirty = True
         if not self.paused:
