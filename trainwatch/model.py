@@ -71,6 +71,8 @@ class Event:
 
 Record = Sample | Event
 
+GPU_SOURCE = "gpu"  # the source name of GPU telemetry (sources/gpu.py); log files are named by their path
+
 
 @dataclass(slots=True)
 class Finding:

@@ -4,9 +4,10 @@ signatures and tracebacks (the scanner reads the line as it was, prefixes includ
 from __future__ import annotations
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.prefix import ANSI, Prefix, PrefixStripper
+from trainwatch.adapters.prefix import Prefix, PrefixStripper
 from trainwatch.adapters.signatures import SignatureScanner
 from trainwatch.model import Record, Sample
+from trainwatch.textsafe import strip_escapes
 
 
 class SourceParser:
@@ -23,8 +24,7 @@ class SourceParser:
         self.last_prefix: Prefix | None = None  # what the last line's tags said (rank, host, time)
 
     def feed(self, line: str, lineno: int) -> list[Record]:
-        if "\x1b" in line:
-            line = ANSI.sub("", line)
+        line = strip_escapes(line)
         text, prefix = (line, None) if self.prefixes is None else self.prefixes.strip(line)
         self.last_prefix = prefix
         try:

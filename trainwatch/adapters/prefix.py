@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+from trainwatch.textsafe import strip_escapes
+
 LEVEL_WORDS = frozenset({"INFO", "WARNING", "WARN", "ERROR", "DEBUG", "CRITICAL", "FATAL", "TRACE", "NOTICE"})
 LEVELS = "(?:" + "|".join(sorted(LEVEL_WORDS, key=len, reverse=True)) + ")"
 
@@ -189,8 +190,7 @@ class PrefixStripper:
 
 def strip_text(text: str) -> str:
     """A whole head of text with ANSI codes and each line's prefixes taken off (for format detection)."""
-    if "\x1b" in text:
-        text = ANSI.sub("", text)
+    text = strip_escapes(text)
     stripper = PrefixStripper()
     out = []
     for line in text.split("\n"):

@@ -21,7 +21,7 @@ from typing import Any
 from trainwatch.cli import EXIT_UNKNOWN
 from trainwatch.cli.check import add_engine_options
 from trainwatch.errors import UsageError
-from trainwatch.model import AlertState, Severity
+from trainwatch.model import GPU_SOURCE, AlertState, Severity
 from trainwatch.sinks.fanout import Sinks
 from trainwatch.sinks.printer import Printer, stamp
 
@@ -196,8 +196,8 @@ def exit_code(watcher: Any) -> int:
     with watcher.lock:
         eng = watcher.engine
         worst = eng.worst()
-        read = any(s.count for s in eng.store if s.source != "gpu") or \
-            any(st.events for name, st in eng.sources.items() if name != "gpu")
+        read = any(s.count for s in eng.store if s.source != GPU_SOURCE) or \
+            any(st.events for name, st in eng.sources.items() if name != GPU_SOURCE)
     if worst is not None:
         return int(worst)
     return 0 if read else EXIT_UNKNOWN

@@ -28,7 +28,8 @@ from trainwatch.model import Record
 from trainwatch.errors import SourceError, TrainwatchError
 from trainwatch.runner import config_files, guess_task, open_source
 from trainwatch.sources.files import is_log_name, looks_binary, read_sample
-from trainwatch.sources.gpu import Backend, GpuSampler, default_backend
+from trainwatch.sources.gpu import Backend, GpuSampler
+from trainwatch.sources.nvml import default_backend
 
 QUEUE_MAX = 10_000
 RING_LINES = 2_000

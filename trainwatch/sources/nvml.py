@@ -11,8 +11,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from trainwatch.sources.gpu import MIB, GpuUnavailable
+from trainwatch.sources.gpu import Backend, GpuUnavailable
 
+MIB = 1 << 20
 _LOST_NAMES = ("NVMLError_GpuIsLost", "NVMLError_Unknown")
 
 
@@ -168,3 +169,8 @@ def _text(exc: Exception) -> str:
         return str(exc) or type(exc).__name__
     except Exception:
         return type(exc).__name__
+
+
+def default_backend() -> Backend:
+    """The backend for live telemetry; a machine without NVML gets GpuUnavailable from its open()."""
+    return NvmlBackend()
