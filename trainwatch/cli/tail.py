@@ -130,7 +130,6 @@ class Headless:
         self.printer = Printer(sys.stdout, as_json=args.json, fixes=not args.no_fixes)
         self.sinks = sinks
         self.done = threading.Event()
-        self.signalled: int | None = None
         self.hopeless = False
 
     def run(self) -> int:
@@ -171,7 +170,6 @@ class Headless:
         self.printer.info(text, sys.stderr)
 
     def _signal(self, signum: int, frame: Any) -> None:
-        self.signalled = signum
         self.done.set()
 
     def _status(self) -> dict[str, Any]:

@@ -92,10 +92,6 @@ class ReplayBackend:
         self._i += 1
         return [dict(g) for g in frame]
 
-    @property
-    def exhausted(self) -> bool:
-        return self._i >= len(self.frames)
-
     def close(self) -> None:
         pass
 
