@@ -145,7 +145,8 @@ def judge(case: Case) -> Outcome:
     if "max_critical" in e:
         crit = [f"{f['id']}@{f['step']}" for f in findings if f.get("severity") == "critical"]
         if len(crit) > int(e["max_critical"]):
-            out.problems.append(f"{len(crit)} critical findings ({', '.join(crit)}), expected at most {e['max_critical']}")
+            out.problems.append(f"{len(crit)} critical findings ({', '.join(crit)}), "
+                                f"expected at most {e['max_critical']}")
     sources = doc.get("sources", [])
     read = set().union(*(s.get("metrics", {}).keys() for s in sources)) if sources else set()
     missing = [m for m in e.get("metrics", []) if m not in read]

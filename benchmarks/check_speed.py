@@ -51,7 +51,8 @@ def make_console(path: Path, size: int) -> None:
                 step += 1
                 pct = step * 100 // total
                 fill = BAR * (pct // 10)
-                segs.append(f"\r{pct:3d}%|{fill:<10}| {step}/{total} [01:{step % 60:02d}<9:59:59, {rng.uniform(3, 5):.2f}it/s]")
+                segs.append(f"\r{pct:3d}%|{fill:<10}| {step}/{total} "
+                            f"[01:{step % 60:02d}<9:59:59, {rng.uniform(3, 5):.2f}it/s]")
             loss = 1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02)  # falls fast, then settles
             shown = "nan" if nan_from <= written < nan_to else f"{loss:.4f}"
             if (step // 10) % 2:  # transformers 4: bare numbers
@@ -82,8 +83,10 @@ def make_jsonl(path: Path, size: int) -> None:
         t0 = 1.7e9
         while written < size:
             step += 1
-            rec = {"step": step, "time": t0 + step * 0.5, "loss": round(1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02), 5),
-                   "lr": 1e-4, "grad_norm": round(rng.uniform(0.5, 2), 4), "tokens_per_sec": round(rng.uniform(9e4, 1e5), 1),
+            rec = {"step": step, "time": t0 + step * 0.5,
+                   "loss": round(1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02), 5),
+                   "lr": 1e-4, "grad_norm": round(rng.uniform(0.5, 2), 4),
+                   "tokens_per_sec": round(rng.uniform(9e4, 1e5), 1),
                    "train": {"epoch": round(step / 1e5, 4)}}
             line = json.dumps(rec) + "\n"
             buf.append(line)

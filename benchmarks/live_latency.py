@@ -72,23 +72,23 @@ def main() -> None:
 
     threading.Thread(target=reader, daemon=True).start()
     time.sleep(2.0)  # let it start and read the backlog
-    out = open(log, "a")
-    latencies = []
-    step = 100
-    for _ in range(args.probes):
-        step += 1
-        t0 = time.perf_counter()
-        out.write(f"Step {step}: loss=1000.0, lr=1e-4\n")
-        out.flush()
-        with got:
-            if not got.wait_for(lambda s=step: s in fired, timeout=5):
-                print(f"probe {step}: no alert within 5 s", file=sys.stderr)
-                continue
-        latencies.append((fired[step] - t0) * 1000)
-        step += 1
-        out.write(f"Step {step}: loss=2.0, lr=1e-4\n")  # resolves it, so the next probe fires again
-        out.flush()
-        time.sleep(0.02)
+    with open(log, "a") as out:
+        latencies = []
+        step = 100
+        for _ in range(args.probes):
+            step += 1
+            t0 = time.perf_counter()
+            out.write(f"Step {step}: loss=1000.0, lr=1e-4\n")
+            out.flush()
+            with got:
+                if not got.wait_for(lambda s=step: s in fired, timeout=5):
+                    print(f"probe {step}: no alert within 5 s", file=sys.stderr)
+                    continue
+            latencies.append((fired[step] - t0) * 1000)
+            step += 1
+            out.write(f"Step {step}: loss=2.0, lr=1e-4\n")  # resolves it, so the next probe fires again
+            out.flush()
+            time.sleep(0.02)
     time.sleep(1.0)
     c0, w0 = cpu_seconds(proc.pid), time.perf_counter()
     time.sleep(args.idle)

@@ -10,7 +10,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_tiny as tt  # noqa: E402  (reuses the synthetic data + tiny model)
+import train_tiny as tt
 
 
 def main():

@@ -23,7 +23,6 @@ import json
 import math
 import os
 import random
-import shutil
 import sys
 import time
 
@@ -290,7 +289,7 @@ def run_torch(args, rank=0, world=1):
         import torch.distributed as dist
         for p in model.parameters():
             dist.broadcast(p.data, 0)
-    jf = open(args.jsonl, "w") if args.jsonl else None
+    jf = open(args.jsonl, "w") if args.jsonl else None  # noqa: SIM115 - closed after the loop
     model.train()
     t_start = time.time()
     t0 = time.time()

@@ -19,7 +19,8 @@ def test_core_does_not_import_textual() -> None:
         "from trainwatch import adapters, config, rules\n"
         "for cls in adapters.registry().values(): pass\n"
         "rules.build_rules(config.load('sft'))\n"
-        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.') or m.startswith('trainwatch.tui'))\n"
+        "bad = sorted(m for m in sys.modules\n"
+        "             if m == 'textual' or m.startswith('textual.') or m.startswith('trainwatch.tui'))\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -249,10 +249,10 @@ def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
         for key in data:
             if key not in ("rules", "inhibit", "aliases"):
                 raise ConfigError(f"{path}: {key}: unknown key", hint="allowed: rules, inhibit, aliases")
-        rules = data.get("rules", {})
-        if not isinstance(rules, dict):
+        overrides = data.get("rules", {})
+        if not isinstance(overrides, dict):
             raise ConfigError(f"{path}: rules: expected a mapping of rule id to settings")
-        for rid in rules:
+        for rid in overrides:
             user_rule_origin[rid] = str(path)
         if "aliases" in data and not isinstance(data["aliases"], dict):
             raise ConfigError(f"{path}: aliases: expected a mapping of metric name to canonical name")

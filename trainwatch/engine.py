@@ -44,7 +44,8 @@ class Engine:
         self.listeners: list[Listener] = []
         self.changes: int = 0
         self._ctx = RuleContext(self.store, self.sources, clock())
-        self._hooks: dict[str, list[tuple[Callable[..., Finding | None], RuleSpec, str]]] = {}  # per metric
+        # per metric: each rule's sample hook, its spec and id
+        self._hooks: dict[str, list[tuple[Callable[..., Finding | Retraction | None], RuleSpec, str]]] = {}
         self._by_event: dict[EventKind, list[Rule]] = {}
         self._by_signature: dict[str, list[Rule]] = {}
         self._tickers = [r for r in self.rules if r.ticks]
@@ -152,7 +153,7 @@ class Engine:
                 if tracked and (rule_id, source, name) in tracked:  # a pending or firing alert to resolve
                     out.extend(self.book.judge(spec, source, name, None, now))
                 continue
-            if type(finding) is Retraction:
+            if isinstance(finding, Retraction):
                 out.extend(self.book.retract(spec, source, finding.subject or name, finding.reason, now))
                 continue
             finding.source = finding.source or source

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 
 class Severity(enum.IntEnum):
@@ -69,7 +69,9 @@ class Event:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-Record = Union[Sample, Event]
+Record = Sample | Event
+
+GPU_SOURCE = "gpu"  # the source name of GPU telemetry (sources/gpu.py); log files are named by their path
 
 
 @dataclass(slots=True)

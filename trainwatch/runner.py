@@ -64,11 +64,6 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
     return OpenSource(path, name, fmt, text, SourceParser(adapter), fallback, unscored)
 
 
-def choose_preset(sources: list[OpenSource]) -> str:
-    """The preset of the task the logs come from (see trainwatch.task): grpo, ebft, vision, pretrain or sft."""
-    return guess_task(sources).preset
-
-
 def guess_task(sources: list[OpenSource]) -> task.TaskGuess:
     """The task and the clues behind it, from each source's detection sample."""
     return task.guess(task.SourceSample(s.name, s.format, s.head) for s in sources)

@@ -175,7 +175,7 @@ class Series:
             out = list(islice(it, n))
             out.reverse()
             return out
-        out: list[Point] = []
+        out = []
         isfinite = math.isfinite
         for p in islice(it, max(SCAN_MIN, 8 * n)):
             if isfinite(p.value):

@@ -196,8 +196,9 @@ def first_loss(src: SourceSample) -> float | None:
     return None
 
 
-_FP16 = re.compile(r"\bfp16['\"]?\s*[:=.]+\s*['\"]?True\b|--fp16\b(?!\S)|dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?float16\b|"
-                   r"\bmixed_precision['\"]?\s*[:=]\s*['\"]?fp16\b|\bprecision['\"]?\s*[:=]\s*['\"]?16(?:-mixed)?(?![\w.])", re.I)
+_FP16 = re.compile(r"\bfp16['\"]?\s*[:=.]+\s*['\"]?True\b|--fp16\b(?!\S)|"
+                   r"dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?float16\b|\bmixed_precision['\"]?\s*[:=]\s*['\"]?fp16\b|"
+                   r"\bprecision['\"]?\s*[:=]\s*['\"]?16(?:-mixed)?(?![\w.])", re.I)
 _BF16 = re.compile(r"\bbf16['\"]?\s*[:=.]+\s*['\"]?True\b|--bf16\b|dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?bfloat16\b|"
                    r"\bmixed_precision['\"]?\s*[:=]\s*['\"]?bf16\b", re.I)
 

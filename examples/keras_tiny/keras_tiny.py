@@ -15,8 +15,8 @@ import sys
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
 
 def data(seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -149,10 +149,13 @@ def test_mmengine_json_log_step_not_inner_iter_and_val_rows_stay_put() -> None:
 
 def test_mmcv_epoch_runner_inner_iter_is_made_global_and_val_loss_renamed() -> None:
     recs = run(JsonLinesAdapter(""), [
-        '{"mode": "train", "epoch": 1, "iter": 50, "lr": 0.02, "memory": 3000, "data_time": 0.01, "loss": 1.5, "time": 0.3}',
-        '{"mode": "train", "epoch": 1, "iter": 100, "lr": 0.02, "memory": 3000, "data_time": 0.01, "loss": 1.2, "time": 0.3}',
+        '{"mode": "train", "epoch": 1, "iter": 50, "lr": 0.02, "memory": 3000, "data_time": 0.01, '
+        '"loss": 1.5, "time": 0.3}',
+        '{"mode": "train", "epoch": 1, "iter": 100, "lr": 0.02, "memory": 3000, "data_time": 0.01, '
+        '"loss": 1.2, "time": 0.3}',
         '{"mode": "val", "epoch": 1, "iter": 25, "lr": 0.02, "loss": 1.4, "bbox_mAP": 0.2}',
-        '{"mode": "train", "epoch": 2, "iter": 50, "lr": 0.02, "memory": 3000, "data_time": 0.01, "loss": 1.0, "time": 0.3}',
+        '{"mode": "train", "epoch": 2, "iter": 50, "lr": 0.02, "memory": 3000, "data_time": 0.01, '
+        '"loss": 1.0, "time": 0.3}',
     ])
     assert series(recs, "loss") == [(50, 1.5), (100, 1.2), (150, 1.0)]
     assert series(recs, "eval_loss") == [(100, 1.4)] and series(recs, "bbox_mAP") == [(100, 0.2)]
@@ -238,7 +241,8 @@ def test_generic_reader_leaves_prose_bars_and_configs(lines: list[str]) -> None:
 
 
 def test_generic_reader_does_not_steal_structured_files(tmp_log) -> None:  # type: ignore[no-untyped-def]
-    head = "epoch,accuracy,learning_rate,loss,val_accuracy,val_loss\n0,0.75,0.005,1.93,0.79,1.42\n1,0.8,0.005,1.34,0.81,1.27\n"
+    head = ("epoch,accuracy,learning_rate,loss,val_accuracy,val_loss\n"
+            "0,0.75,0.005,1.93,0.79,1.42\n1,0.8,0.005,1.34,0.81,1.27\n")
     assert adapters.detect(head, "training_log.csv") == "csv"
     jsonl = "".join(f'{{"iteration": {i}, "total_loss": {2 - i / 100}, "lr": 0.01}}\n' for i in range(10))
     assert adapters.detect(jsonl, "metrics.json") == "jsonl"
@@ -293,7 +297,8 @@ def test_batch_counter_that_restarts_each_epoch_becomes_a_global_step() -> None:
 
 
 def test_a_json_config_with_lists_is_no_history() -> None:
-    head = '{\n  "architectures": [\n    "Gemma"\n  ],\n  "loss_type": null\n}\n' + "{'layers': [1, 2], 'loss_type': ['ce']}\n"
+    head = ('{\n  "architectures": [\n    "Gemma"\n  ],\n  "loss_type": null\n}\n'
+            "{'layers': [1, 2], 'loss_type': ['ce']}\n")
     assert HFConsoleAdapter.score(head, "run.log") == 0.0
 
 
@@ -315,7 +320,8 @@ def test_mmengine_console_epoch_steps_are_exact_and_val_results_stay_at_the_trai
         "time: 0.1204  data_time: 0.0024  memory: 2581  loss: 0.5537  loss_rpn_cls: 0.0577  loss_cls: 0.3012",
         "2022/12/13 19:00:20 - mmengine - INFO - Exp name: faster-rcnn_r50_fpn_1x_voc",
         "07/14 08:26:50 - mmengine - INFO - Epoch(val) [1][ 10/28]    eta: 0:00:01  time: 0.0796  data_time: 0.0178",
-        "07/14 08:26:51 - mmengine - INFO - Epoch(val) [1][28/28]  accuracy/top1: 70.7207  data_time: 0.0004  time: 0.0601",
+        "07/14 08:26:51 - mmengine - INFO - Epoch(val) [1][28/28]  accuracy/top1: 70.7207  "
+        "data_time: 0.0004  time: 0.0601",
         "2022/12/13 19:06:12 - mmengine - INFO - Epoch(train) [2][  50/3104]  lr: 1.0000e-02  eta: 0:20:00  "
         "time: 0.1200  data_time: 0.0020  memory: 2581  loss: 0.4100  loss_rpn_cls: 0.0400  loss_cls: 0.2500",
     ]

@@ -10,7 +10,8 @@ from trainwatch.adapters import registry
 from trainwatch.adapters.signatures import SignatureScanner
 
 FRAGMENTS = ["{'loss': ", "'nan'", "nan", "inf", "-inf", "}", "{'", "\r", " 10/100 [", "%|", "|", ": ", "=", ", ",
-             " - ", "step", "iter ", "iteration ", "Epoch 1/3", "[step=5/10,epoch=0]", "    k=1,000", "Traceback (most recent call last):",
+             " - ", "step", "iter ", "iteration ", "Epoch 1/3", "[step=5/10,epoch=0]", "    k=1,000",
+             "Traceback (most recent call last):",
              "  File \"x.py\", line 1", "ChildFailedError: ", "exitcode  : -9", "====", "CUDA out of memory",
              "Tried to allocate 1.0 GiB", "\t", "\x00", "\ufffd", "1e309", "-0", "9" * 40, ",", "\"", "'", "[", "]",
              "Total steps = 1,0,0", "logging_steps=", "num_train_epochs=x"]

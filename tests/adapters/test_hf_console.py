@@ -28,7 +28,8 @@ def test_repr_dict_with_nan_inf_quoted_values_and_odd_keys() -> None:
 
 def test_v4_dicts_after_bars_get_the_bar_step_and_are_marked_inferred() -> None:
     lines = [
-        "\r" + bar(0, 40) + "\r" + bar(5, 40) + "{'loss': 2.3051, 'grad_norm': 1.25, 'learning_rate': 5e-05, 'epoch': 0.12}",
+        "\r" + bar(0, 40) + "\r" + bar(5, 40)
+        + "{'loss': 2.3051, 'grad_norm': 1.25, 'learning_rate': 5e-05, 'epoch': 0.12}",
         "\r" + bar(10, 40) + "{'loss': 1.9, 'grad_norm': nan, 'learning_rate': 4e-05, 'epoch': 0.25}",
     ]
     recs = run(HFConsoleAdapter(""), lines)
@@ -209,6 +210,7 @@ def test_max_steps_inside_the_first_epoch_steps_by_the_data_not_by_the_total() -
              "   \\\\   /|    Num examples = 7,473 | Num Epochs = 1 | Total steps = 300",
              "O^O/ \\_/ \\    Batch size per device = 1 | Gradient accumulation steps = 4",
              "\\        /    Data Parallel GPUs = 1 | Total batch size (1 x 4 x 1) = 4"]
-    lines += [f"{{'loss': 0.01, 'grad_norm': 0.05, 'learning_rate': 1e-05, 'epoch': {e:.2f}}}" for e in (0.05, 0.1, 0.16)]
+    lines += [f"{{'loss': 0.01, 'grad_norm': 0.05, 'learning_rate': 1e-05, 'epoch': {e:.2f}}}"
+              for e in (0.05, 0.1, 0.16)]
     steps = [x.step for x in samples(run(HFConsoleAdapter(""), lines)) if x.name == "loss"]
     assert steps[-1] is not None and 290 <= steps[-1] <= 305 and steps == sorted(steps)

@@ -90,7 +90,8 @@ def test_keras_fit_verbose_2_and_1_and_keras_3() -> None:
         "Epoch 1/30",
         "256/256 - 6s - loss: 3.2051 - accuracy: 0.1502 - val_loss: 3.01 - 6s/epoch - 23ms/step",
         "Epoch 2/30",
-        "\r1/4 [======>.......................] - ETA: 0s - loss: 5.9\r4/4 [==============================] - 0s 11ms/step - loss: 2.9876 - accuracy: 0.2011",
+        "\r1/4 [======>.......................] - ETA: 0s - loss: 5.9"
+        "\r4/4 [==============================] - 0s 11ms/step - loss: 2.9876 - accuracy: 0.2011",
         "Epoch 3/30",
         "256/256 ━━━━━━━━━━━━━━━━━━━━ 5s 20ms/step - accuracy: 0.3001 - loss: 2.5012",
     ])

@@ -146,7 +146,7 @@ def test_fp16_overflow_loss_scale() -> None:
                    "scaler 0 reducing loss scale to 32768.0"])[0].fields["loss_scale"] == 32768.0
 
 
-CHILD = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+CHILD = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\x20
 ============================================================
 train.py FAILED
 ------------------------------------------------------------
@@ -194,8 +194,8 @@ def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> 
     "/env/torchvision/io/image.py:13: UserWarning: Failed to load image Python extension: '/env/torchvision/image.so:"
     " undefined symbol: _ZN3c1017RegisterOperatorsD1Ev'If you don't plan on using image functionality from "
     "torchvision.io, you can ignore this warning.",
-    "W1024 01:17:10.936000 140404233111360 torch/_dynamo/convert_frame.py:1009] torch._dynamo.exc.BackendCompilerFailed:"
-    " backend='inductor' raised:",
+    "W1024 01:17:10.936000 140404233111360 torch/_dynamo/convert_frame.py:1009] "
+    "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
     "2024-05-01 12:00:00,123 - WARNING - torch._dynamo.exc.Unsupported: graph break on data-dependent branch",
 ])
 def test_prose_does_not_fire(line: str) -> None:

@@ -142,7 +142,8 @@ def test_a_bare_log_history_list_is_read_as_trainer_state() -> None:
     from trainwatch import adapters
     from trainwatch.adapters.trainer_state import TrainerStateAdapter
 
-    history = [{"loss": 0.37 - s / 10000, "learning_rate": 2e-5, "epoch": s / 1250, "step": s} for s in range(500, 3001, 500)]
+    history = [{"loss": 0.37 - s / 10000, "learning_rate": 2e-5, "epoch": s / 1250, "step": s}
+               for s in range(500, 3001, 500)]
     text = _json.dumps(history, indent=2)
     assert adapters.detect(text, "log_history.json") == "trainer_state"
     got = [r for r in TrainerStateAdapter("").parse_document(text) if getattr(r, "name", "") == "loss"]

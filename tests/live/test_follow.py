@@ -31,8 +31,8 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 def make(paths: list[Path | str], mode: str = "inotify", **kw) -> Watcher:  # type: ignore[no-untyped-def]
     kw.setdefault("fmt", "keyvalue")
-    w = Watcher([str(p) for p in paths], gpu=False, poll=(mode == "poll"), poll_interval=0.1 if mode == "poll" else None,
-                **kw)
+    w = Watcher([str(p) for p in paths], gpu=False, poll=(mode == "poll"),
+                poll_interval=0.1 if mode == "poll" else None, **kw)
     w.start()
     return w
 

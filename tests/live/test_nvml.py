@@ -48,17 +48,17 @@ class FakeNvml:
 
     def _alive(self, i: int) -> Any:
         if i in self.lost:
-            raise pynvml.NVMLError_GpuIsLost(pynvml.NVML_ERROR_GPU_IS_LOST)
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
         return None
 
     def _power(self, i: int) -> int:
         if i == 1:
-            raise pynvml.NVMLError_NotSupported(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return 612_000
 
     def _ecc(self, i: int) -> int:
         if i == 1:
-            raise pynvml.NVMLError_NotSupported(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return 0
 
     def _pages(self, i: int) -> list[int]:
@@ -66,7 +66,7 @@ class FakeNvml:
         return []
 
     def _nomig(self) -> Any:
-        raise pynvml.NVMLError_NotSupported(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_unsupported_call_is_one_notice(nvml: FakeNvml) -> None:
 
 def test_missing_nvml_is_one_info_line(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail() -> None:
-        raise pynvml.NVMLError_LibraryNotFound(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
 
     monkeypatch.setattr(pynvml, "nvmlInit", fail)
     notices: list[str] = []

@@ -122,7 +122,8 @@ def test_dead_rank_named_with_file_and_line(engine: Engine, clock: FakeClock) ->
             engine.feed(Sample("loss", 2.0, step=s, source=r, line=s))
         engine.tick()
     engine.feed(Event(EventKind.TRACEBACK, source=ranks[1], line=57,
-                      text="Traceback (most recent call last):\n  ...\nRuntimeError: CUDA error: an illegal memory access",
+                      text="Traceback (most recent call last):\n  ...\n"
+                           "RuntimeError: CUDA error: an illegal memory access",
                       fields={"exception": "RuntimeError", "message": "CUDA error: an illegal memory access"}))
     silence(engine, clock, 20)
     assert not [o for o in out if o[0] == "hang.dead_rank"]  # the others may still be working

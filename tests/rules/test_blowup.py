@@ -142,5 +142,6 @@ def test_flat_from_start_still_fires_on_a_long_flat_run():
     for s in range(1, 3000):
         r.step(s, loss=2.3 * (1 + rnd.gauss(0, 0.03)))
     a = r.alert("loss.flat_from_start")
-    assert a.first_step == 1 and 50 <= a.finding.evidence["detected_step"] <= 250  # 3% noise: sure within a few quarters
+    # 3% noise: sure within a few quarters
+    assert a.first_step == 1 and 50 <= a.finding.evidence["detected_step"] <= 250
     assert r.fired().count("loss.flat_from_start") == 1  # a noisy flat curve does not flap

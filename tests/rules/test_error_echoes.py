@@ -190,7 +190,8 @@ def test_launcher_report_of_a_sigterm_first_is_a_kill_from_outside(tmp_path: Pat
         "============================================================"]) + "\n"
     alerts = check_text(tmp_path, STEPS + report)
     sig = alerts["run.signal"]
-    assert sig.severity is Severity.WARNING and sig.finding.message == "rank 4 was ended by signal 15 before any other failure"
+    assert sig.severity is Severity.WARNING
+    assert sig.finding.message == "rank 4 was ended by signal 15 before any other failure"
 
 
 def test_shared_memory_full_is_told_apart_from_a_full_disk(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def test_lora_divergence_is_dated_where_the_loss_began_to_rise():
     not at the last episode (step ~2560); the later episodes (from ~1181, ~1446) are their own."""
     eps = [e for e in _episodes(_corpus("lyric-lora-diverging-trainer_state.json")) if e[0] == "loss.diverging"]
     assert eps and eps[0][1] is Severity.CRITICAL
-    rule, _, began, ev, msg = eps[0]
+    _rule, _, began, ev, msg = eps[0]
     assert 85 <= began <= 92, msg
     assert ev["step"] == began and f"step {began}" in msg  # message and evidence tell the same moment
     assert began < ev["detected_step"] <= 125

@@ -191,7 +191,8 @@ def test_a_loss_around_zero_has_no_ratio_spikes():
 
 @pytest.mark.parametrize("seed", (1, 2, 3, 4, 5, 6))
 def test_a_loss_memorised_near_zero_scatters_by_factors_without_spiking(seed):
-    """Per-batch loss of a model that has memorised its data: most batches near 0.01, scattered by a factor of e^1.3 (a real fine-tune's per-batch log scattered more, with lighter tails).
+    """Per-batch loss of a model that has memorised its data: most batches near 0.01, scattered by a factor of
+    e^1.3 (a real fine-tune's per-batch log scattered more, with lighter tails).
     A batch at 0.5 (50x the median) is within its spread on a log scale, not a spike; a blow-up to 30 still
     is found."""
     rnd = random.Random(seed)

@@ -377,7 +377,7 @@ async def test_no_toasts_on_a_small_terminal_the_alert_panel_says_it() -> None:
         async with app.run_test(size=size, notifications=True) as pilot:
             await pilot.pause()
             fixtures.feed_step(model, 11, loss=50.0, grad=42.0)
-            await _settle(pilot, app, lambda: app.snapshot is not None and app.snapshot.badge == "CRITICAL")
+            await _settle(pilot, app, lambda app=app: app.snapshot is not None and app.snapshot.badge == "CRITICAL")
             await pilot.pause(0.05)
             assert app.snapshot.badge == "CRITICAL"  # type: ignore[union-attr]
             assert not app._notifications and not _toasts(app), size
@@ -476,7 +476,7 @@ async def test_chart_legend_in_the_curves_own_colours_and_glyphs_under_no_color(
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         chart = app.query_one(MetricChart)
-        colours = chart.colors()
+        colours = chart.layer_colors()
         legend = {text.split()[-1]: fg for text, fg, _ in _cells(chart, 1) if text.strip()}
         for layer in (charts.RAW, charts.EMA, charts.MA):
             assert legend[layer] == colours[layer], layer  # the same colour the curve is drawn in

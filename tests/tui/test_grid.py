@@ -93,17 +93,17 @@ async def test_card_sparkline_small_chart_and_main_curve_share_the_metric_colour
         await pilot.pause()
         variables = app.theme_variables
         cards = app.query_one(MetricList)
-        for i, m in enumerate(app.snapshot.metrics[:4]):  # type: ignore[union-attr]
+        for m in app.snapshot.metrics[:4]:  # type: ignore[union-attr]
             want = Color.parse(variables[metric_var(m.name)]).rgb
             card = cards.card(m, 30)
             spark_styles = {str(s.style) for s in card.spans if "▁" not in str(s.style)}
             assert f"${metric_var(m.name)}" in spark_styles, (m.name, spark_styles)
             cell = next(c for c in app.query(SmallChart) if c.series and c.series.name == m.name)
-            assert cell.colors()[charts.EMA] == want
+            assert cell.layer_colors()[charts.EMA] == want
         main = app.query_one("#chart", MetricChart)
-        assert main.colors()[charts.EMA] == Color.parse(variables[metric_var("loss")]).rgb
+        assert main.layer_colors()[charts.EMA] == Color.parse(variables[metric_var("loss")]).rgb
         grad = next(c for c in app.query(SmallChart) if c.series and c.series.name == "grad_norm")
-        assert grad.colors()[charts.EMA] != main.colors()[charts.EMA]  # metrics told apart by hue
+        assert grad.layer_colors()[charts.EMA] != main.layer_colors()[charts.EMA]  # metrics told apart by hue
 
 
 # -- per-rank overlays ----------------------------------------------------------------------------
@@ -148,7 +148,7 @@ async def test_main_chart_draws_each_rank_with_its_own_colour_and_a_legend() -> 
         chart = app.query_one("#chart", MetricChart)
         data = chart.data()
         assert data is not None and [o[0] for o in data.overlays] == ["rank1"]
-        colors = chart.colors()
+        colors = chart.layer_colors()
         assert colors[charts.overlay_layer(0)] != colors[charts.EMA]
         legend = chart.render().plain.splitlines()[0]
         assert "rank0" in legend and "rank1" in legend

@@ -16,7 +16,6 @@ from tests.live.conftest import append
 from tests.tui.conftest import screen_text
 from trainwatch.live.watcher import Watcher
 from trainwatch.tui.app import TrainwatchApp
-from trainwatch.tui.widgets.header import HeaderBar
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "examples" / "logs" / "hf_high_lr.log"

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from trainwatch.model import Record
-
-NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf|infinity)", re.I)
 
 
 def to_float(text: str) -> float | None:
@@ -29,6 +26,20 @@ def to_float(text: str) -> float | None:
     low = t.lower()
     if low in ("nan", "-nan", "+nan"):
         return float("nan")
+    return None
+
+
+def json_number(v: Any) -> float | None:
+    """A decoded JSON value as a metric: numbers, and numbers some writers quote ("2.5", "NaN"); not
+    booleans, nulls, lists or text. Exact type checks: this runs once per value of every JSON line."""
+    t = type(v)
+    if t is float or t is int:
+        return float(v)
+    if t is str and v and len(v) < 40:
+        try:
+            return float(v)
+        except ValueError:
+            return None
     return None
 
 

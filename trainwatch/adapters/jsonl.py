@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.base import Adapter, json_number
 from trainwatch.model import Event, EventKind, Record, Sample
 
 try:  # optional speed-up; it rejects NaN literals, so json stays the fallback
@@ -54,18 +54,6 @@ def _flatten(obj: dict[str, Any], prefix: str, out: dict[str, Any], depth: int =
             out[key] = v
 
 
-def _number(v: Any) -> float | None:
-    t = type(v)
-    if t is float or t is int:
-        return float(v)
-    if t is str and v and len(v) < 40:
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    return None
-
-
 class JsonLinesAdapter(Adapter):
     name = "jsonl"
     description = "JSON lines: one metrics object per line (custom, Detectron2, MMEngine, LLaMA-Factory)"
@@ -95,7 +83,7 @@ class JsonLinesAdapter(Adapter):
                 obj = _loads(s)
             except (ValueError, RecursionError):
                 continue
-            if isinstance(obj, dict) and any(_number(v) is not None for v in obj.values() if type(v) is not bool):
+            if isinstance(obj, dict) and any(json_number(v) is not None for v in obj.values() if type(v) is not bool):
                 good += 1
         if not good:
             return 0.0
@@ -126,7 +114,7 @@ class JsonLinesAdapter(Adapter):
                 flat: dict[str, Any] = {}
                 _flatten(v, k + "/", flat)
                 for fk, fv in flat.items():
-                    n = _number(fv)
+                    n = json_number(fv)
                     if n is not None:
                         if fk in STEP_SET and fk not in steps and math.isfinite(n):
                             steps[fk] = int(n)
@@ -134,7 +122,7 @@ class JsonLinesAdapter(Adapter):
                             pairs.append((fk, n))
                 continue
             elif t is str:
-                v = _number(v)
+                v = json_number(v)
                 if v is None:
                     continue
             else:

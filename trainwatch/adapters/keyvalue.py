@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
@@ -130,14 +131,25 @@ def _stamp(date: str, clock: str, frac: str | None) -> float | None:
     return dt.timestamp() + (float("0." + frac) if frac else 0.0)
 
 
+class _Block(TypedDict):
+    """An OLMo-style metrics block being gathered: its `[step/total]` head, then one pair per line."""
+    step: int
+    total: str | None
+    epoch: str | None
+    line: int
+    time: float | None
+    pairs: list[tuple[str, float]]
+
+
 class KeyValueAdapter(Adapter):
     name = "keyvalue"
-    description = "Plain key=value / key: value metric lines (custom loops, nanoGPT, verl, OLMo blocks, Keras fit, no-step logs)"
+    description = ("Plain key=value / key: value metric lines "
+                   "(custom loops, nanoGPT, verl, OLMo blocks, Keras fit, no-step logs)")
     example = "Step 10: loss=2.45, lr=6.67e-05, grad_norm=1.02"
 
     def __init__(self, source: str = "") -> None:
         super().__init__(source)
-        self.block: dict[str, object] | None = None
+        self.block: _Block | None = None
         self.keras_epoch: int | None = None
         self.keras_logged = False  # a fit line followed the last `Epoch N/M`
         self.keras_runs = 1
@@ -196,7 +208,7 @@ class KeyValueAdapter(Adapter):
                     key = m.group("k").strip()
                     if key.startswith("Train "):  # Composer prefixes each training metric with its phase
                         key = key[6:]
-                    self.block["pairs"].append((key, value))  # type: ignore[union-attr]
+                    self.block["pairs"].append((key, value))
                 self.absorbed += 1
                 return out
             out.extend(self._flush())
@@ -469,15 +481,15 @@ class KeyValueAdapter(Adapter):
         self.block = None
         if b is None:
             return []
-        step = int(b["step"])  # type: ignore[call-overload]
-        line = int(b["line"])  # type: ignore[call-overload]
+        step = b["step"]
+        line = b["line"]
         when = b["time"]
         out: list[Record] = []
         if b["total"]:
-            out.append(Event(EventKind.PROGRESS, self.source, line, step=step, time=when,  # type: ignore[arg-type]
-                             fields={"step": step, "total": int(b["total"])}))  # type: ignore[call-overload]
+            out.append(Event(EventKind.PROGRESS, self.source, line, step=step, time=when,
+                             fields={"step": step, "total": int(b["total"])}))
         if b["epoch"] is not None:
-            out.append(Sample("epoch", float(b["epoch"]), step, when, self.source, line, False))  # type: ignore[arg-type]
-        for k, v in b["pairs"]:  # type: ignore[attr-defined]
-            out.append(Sample(k, v, step, when, self.source, line, False))  # type: ignore[arg-type]
+            out.append(Sample("epoch", float(b["epoch"]), step, when, self.source, line, False))
+        for k, v in b["pairs"]:
+            out.append(Sample(k, v, step, when, self.source, line, False))
         return out

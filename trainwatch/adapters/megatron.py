@@ -50,7 +50,8 @@ def _fields(text: str) -> list[tuple[str, float]]:
 class MegatronAdapter(Adapter):
     name = "megatron"
     description = "Megatron-LM iteration lines (lm loss, loss scale, grad norm, nan/skipped iteration counts)"
-    example = (" iteration      100/   10000 | consumed samples:        12800 | elapsed time per iteration (ms): 512.3 |"
+    example = (" iteration      100/   10000 | consumed samples:        12800 |"
+               " elapsed time per iteration (ms): 512.3 |"
                " learning rate: 3.000E-04 | global batch size:   128 | lm loss: 2.513870E+00 | loss scale: 1.0 |"
                " grad norm: 0.912 | number of skipped iterations:   0 | number of nan iterations:   0 |")
 

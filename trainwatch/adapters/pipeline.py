@@ -4,9 +4,10 @@ signatures and tracebacks (the scanner reads the line as it was, prefixes includ
 from __future__ import annotations
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.prefix import ANSI, Prefix, PrefixStripper
+from trainwatch.adapters.prefix import PrefixStripper
 from trainwatch.adapters.signatures import SignatureScanner
 from trainwatch.model import Record, Sample
+from trainwatch.textsafe import strip_escapes
 
 
 class SourceParser:
@@ -20,13 +21,10 @@ class SourceParser:
         self.scanner = None if adapter.whole_file else SignatureScanner(adapter.source)
         self.errors = 0  # lines an adapter choked on (only third-party adapters should ever do this)
         self.prefixes = PrefixStripper() if adapter.strip_prefixes else None
-        self.last_prefix: Prefix | None = None  # what the last line's tags said (rank, host, time)
 
     def feed(self, line: str, lineno: int) -> list[Record]:
-        if "\x1b" in line:
-            line = ANSI.sub("", line)
+        line = strip_escapes(line)
         text, prefix = (line, None) if self.prefixes is None else self.prefixes.strip(line)
-        self.last_prefix = prefix
         try:
             out = list(self.adapter.parse(text, lineno))
         except Exception:  # an adapter bug must cost one line, not the watcher

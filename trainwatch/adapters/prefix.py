@@ -19,14 +19,17 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+from trainwatch.textsafe import strip_escapes
+
 LEVEL_WORDS = frozenset({"INFO", "WARNING", "WARN", "ERROR", "DEBUG", "CRITICAL", "FATAL", "TRACE", "NOTICE"})
 LEVELS = "(?:" + "|".join(sorted(LEVEL_WORDS, key=len, reverse=True)) + ")"
 
 RANK = re.compile(r"\[(?:rank|default)(\d{1,5})\]:[ \t]?|\[(\d{1,5}),\d{1,5}\]<std(?:out|err)>:[ \t]?")
-RAY = re.compile(r"\((?:raylet|gcs_server|autoscaler[^)]{0,40}|(?:[A-Za-z_][\w.]*\s+)?pid=\d+)(?:,\s*ip=[\w.:\-]+)?\)[ \t]?")
+RAY = re.compile(
+    r"\((?:raylet|gcs_server|autoscaler[^)]{0,40}|(?:[A-Za-z_][\w.]*\s+)?pid=\d+)(?:,\s*ip=[\w.:\-]+)?\)[ \t]?")
 STAMP = re.compile(
-    r"\[?(\d{4}[-/]\d\d[-/]\d\d|\d\d/\d\d)[ T_](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(?:Z|[+-]\d\d:?\d\d)?\]?(?:[ \t]*-(?=[ \t]))?[ \t]*")
+    r"\[?(\d{4}[-/]\d\d[-/]\d\d|\d\d/\d\d)[ T_](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(?:Z|[+-]\d\d:?\d\d)?\]?"
+    r"(?:[ \t]*-(?=[ \t]))?[ \t]*")
 LEVEL = re.compile(
     r"\[" + LEVELS + r"(?::[\w.\-]{1,40})?\][ \t]*"  # [INFO], ms-swift's [INFO:swift]
     r"|-?[ \t]*(?:[\w.<>\[\]]{1,80}[ \t]+-[ \t]+)?" + LEVELS + r"[ \t]+-[ \t]+"  # - INFO - / name - INFO -
@@ -162,7 +165,7 @@ class PrefixStripper:
         if m is None:
             return None
         tag = m.group(1)
-        if tag == "localhost" or tag.count(".") == 3 and tag.replace(".", "").isdigit():
+        if tag == "localhost" or (tag.count(".") == 3 and tag.replace(".", "").isdigit()):
             return m
         seen = self._hosts.get(tag, 0)
         if seen or len(self._hosts) < 1024:
@@ -187,8 +190,7 @@ class PrefixStripper:
 
 def strip_text(text: str) -> str:
     """A whole head of text with ANSI codes and each line's prefixes taken off (for format detection)."""
-    if "\x1b" in text:
-        text = ANSI.sub("", text)
+    text = strip_escapes(text)
     stripper = PrefixStripper()
     out = []
     for line in text.split("\n"):

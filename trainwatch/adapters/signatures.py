@@ -20,8 +20,7 @@ from trainwatch.model import Event, EventKind
 
 TB_START = "Traceback (most recent call last):"
 TB_CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
-TB_MAX_LINES = 400  # kept: the first TB_HEAD lines and the last TB_TAIL
-TB_HEAD = 60
+TB_HEAD = 60  # a long traceback keeps its first TB_HEAD lines and its last TB_TAIL
 TB_TAIL = 200
 TB_MAX_LINE_CHARS = 2000
 TB_MAX_SECTIONS = 64  # chained exception lines kept to find the root (a loop can chain thousands)

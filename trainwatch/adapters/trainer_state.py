@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.base import Adapter, json_number
 from trainwatch.model import Event, EventKind, Record, Sample
 
 SKIP_KEYS = frozenset({"step"})
@@ -21,19 +21,6 @@ SUMMARY_KEY = "train_runtime"
 
 BARE_HISTORY = re.compile(r'\s*\[\s*\{[^{}]*"(?:loss|eval_loss|learning_rate|epoch)"\s*:[^{}]*"step"\s*:|'
                           r'\s*\[\s*\{[^{}]*"step"\s*:[^{}]*"(?:loss|eval_loss|learning_rate|epoch)"\s*:')
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):  # some writers quote numbers
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
 
 
 class TrainerStateAdapter(Adapter):
@@ -83,9 +70,9 @@ class TrainerStateAdapter(Adapter):
                 continue
             prev_step = step
             key = json.dumps(sorted(entry), separators=(",", ":"))
-            if self.last_step is not None:
-                if step < self.last_step or (step == self.last_step and key in self.seen_at_last):
-                    continue
+            if self.last_step is not None and (
+                    step < self.last_step or (step == self.last_step and key in self.seen_at_last)):
+                continue
             if new_last is None or step > new_last:
                 new_last, new_seen = step, set()
             if step == new_last:
@@ -95,7 +82,7 @@ class TrainerStateAdapter(Adapter):
         return out
 
     def _records(self, entry: dict[str, Any], step: int) -> list[Record]:
-        values = {k: v for k, v in ((k, _number(v)) for k, v in entry.items() if k not in SKIP_KEYS)
+        values = {k: v for k, v in ((k, json_number(v)) for k, v in entry.items() if k not in SKIP_KEYS)
                   if v is not None}
         if SUMMARY_KEY in entry:
             return [Event(EventKind.TRAIN_END, self.source, 0, step=step, fields=values)]

@@ -29,7 +29,8 @@ class YoloTxtAdapter(Adapter):
     name = "yolo_txt"
     description = "YOLOv3/v5 legacy results.txt (headerless rows: epoch/total, GPU memory, losses, P, R, mAP)"
     task_hint = "vision"
-    example = "      3/29     1.93G   0.09035   0.09901         0    0.1894        32       416   0.02915    0.4043   0.03057  0.006599    0.0959   0.07846         0"
+    example = ("      3/29     1.93G   0.09035   0.09901         0    0.1894        32       416   0.02915    0.4043"
+               "   0.03057  0.006599    0.0959   0.07846         0")
 
     def __init__(self, source: str = "") -> None:
         super().__init__(source)

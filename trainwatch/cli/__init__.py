@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from importlib import import_module
 from typing import Any
 
@@ -25,7 +26,7 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.commands: dict[str, argparse.ArgumentParser] = {}  # the top level's subcommand parsers
+        self.commands: Mapping[str, argparse.ArgumentParser] = {}  # the top level's subcommand parsers
 
     def error(self, message: str) -> None:  # type: ignore[override]
         command = self.prog.removeprefix("trainwatch").strip()

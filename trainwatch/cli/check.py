@@ -29,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", dest="fmt", type=format_name, metavar="NAME",
                    help="force a format (see 'trainwatch formats'; default: detected per file)")
-    p.add_argument("--preset", metavar="NAME", help="sft, grpo, ebft, pretrain or vision (default: chosen from the task the logs show)")
+    p.add_argument("--preset", metavar="NAME",
+                   help="sft, grpo, ebft, pretrain or vision (default: chosen from the task the logs show)")
     p.add_argument("--config", action="append", metavar="FILE", help="YAML overrides (repeatable)")
 
 

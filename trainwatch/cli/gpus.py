@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from trainwatch.cli import EXIT_UNKNOWN
-from trainwatch.sources.gpu import GpuSampler, ReplayBackend, default_backend, device_key, throttle_names
+from trainwatch.sources.gpu import GpuSampler, ReplayBackend, device_key, throttle_names
+from trainwatch.sources.nvml import default_backend
 from trainwatch.textsafe import plain
 
 

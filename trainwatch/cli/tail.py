@@ -21,7 +21,7 @@ from typing import Any
 from trainwatch.cli import EXIT_UNKNOWN
 from trainwatch.cli.check import add_engine_options
 from trainwatch.errors import UsageError
-from trainwatch.model import AlertState, Severity
+from trainwatch.model import GPU_SOURCE, AlertState, Severity
 from trainwatch.sinks.fanout import Sinks
 from trainwatch.sinks.printer import Printer, stamp
 
@@ -130,7 +130,6 @@ class Headless:
         self.printer = Printer(sys.stdout, as_json=args.json, fixes=not args.no_fixes)
         self.sinks = sinks
         self.done = threading.Event()
-        self.signalled: int | None = None
         self.hopeless = False
 
     def run(self) -> int:
@@ -171,7 +170,6 @@ class Headless:
         self.printer.info(text, sys.stderr)
 
     def _signal(self, signum: int, frame: Any) -> None:
-        self.signalled = signum
         self.done.set()
 
     def _status(self) -> dict[str, Any]:
@@ -196,8 +194,8 @@ def exit_code(watcher: Any) -> int:
     with watcher.lock:
         eng = watcher.engine
         worst = eng.worst()
-        read = any(s.count for s in eng.store if s.source != "gpu") or \
-            any(st.events for name, st in eng.sources.items() if name != "gpu")
+        read = any(s.count for s in eng.store if s.source != GPU_SOURCE) or \
+            any(st.events for name, st in eng.sources.items() if name != GPU_SOURCE)
     if worst is not None:
         return int(worst)
     return 0 if read else EXIT_UNKNOWN

@@ -16,6 +16,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ from trainwatch.errors import SourceError, TrainwatchError
 from trainwatch.runner import open_source
 from trainwatch.session import Session
 from trainwatch.sources.files import is_log_name, looks_binary, read_sample
-from trainwatch.sources.gpu import Backend, GpuSampler, default_backend
+from trainwatch.sources.gpu import Backend, GpuSampler
+from trainwatch.sources.nvml import default_backend
 
 QUEUE_MAX = 10_000
 RING_LINES = 2_000
@@ -202,7 +204,7 @@ class Watcher:
             while any(s.follower is not None and s.follower.more for s in self._sources.values()):
                 self._read_all()
             for src in self._sources.values():
-                self._guard(src, lambda s=src: s.close(self.engine))
+                self._guard(src, partial(src.close, self.engine))
                 state = self.engine.sources.get(src.name)
                 if state is not None and state.ended:
                     self.engine.finish(src.name)
@@ -258,22 +260,22 @@ class Watcher:
             self._pending.discard(path)
         src = self._by_file.get(os.path.abspath(path))
         if src is not None:
-            self._guard(src, lambda: src.poll(self.engine))
+            self._guard(src, partial(src.poll, self.engine))
             return
         for spec in self._specs:
             if spec.wants(path) and (spec.is_glob or spec.is_dir) and os.path.isfile(path):
                 new = self._add(Path(path))
                 if new is not None:
-                    self._guard(new, lambda: new.poll(self.engine))
+                    self._guard(new, partial(new.poll, self.engine))
                 return
         # a directory event (a file moved in or out): look at every source of that directory
         for src in self._sources.values():
             if os.path.dirname(os.path.abspath(src.path)) == os.path.abspath(path):
-                self._guard(src, lambda s=src: s.poll(self.engine))
+                self._guard(src, partial(src.poll, self.engine))
 
     def _read_all(self) -> None:
         for src in list(self._sources.values()):
-            self._guard(src, lambda s=src: s.poll(self.engine))
+            self._guard(src, partial(src.poll, self.engine))
 
     def _rescan(self) -> None:
         for spec in self._specs:
@@ -281,7 +283,7 @@ class Watcher:
                 for p in spec.existing():
                     new = self._add(p)
                     if new is not None:
-                        self._guard(new, lambda n=new: n.poll(self.engine))
+                        self._guard(new, partial(new.poll, self.engine))
         if self._observer is not None:
             self._schedule_all()
 

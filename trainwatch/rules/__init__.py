@@ -61,7 +61,7 @@ def coded_class(rule_id: str) -> type[Rule] | None:
 
         return registry().get(rule_id)
     module, _, cls = target.partition(":")
-    return getattr(import_module(f"trainwatch.rules.{module}"), cls)  # type: ignore[no-any-return]
+    return getattr(import_module(f"trainwatch.rules.{module}"), cls)
 
 
 def build_rule(spec: RuleSpec) -> Rule | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from typing import Any
 
 from trainwatch.model import Event, Finding
 from trainwatch.rules.base import Rule, RuleContext
@@ -53,7 +54,8 @@ class Fp16Overflow(Rule):
         recent = len(q)
         total = self._total[event.source] = self._total.get(event.source, 0) + 1
         scale = event.fields.get("loss_scale")
-        ev = {"overflows": total, "recent": recent, "window_steps": window, "step": step, "line": event.line}
+        ev: dict[str, Any] = {"overflows": total, "recent": recent, "window_steps": window, "step": step,
+                              "line": event.line}
         if isinstance(scale, (int, float)):
             ev["loss_scale"] = scale
             if scale <= float(self.p["min_scale"]):
@@ -74,13 +76,13 @@ class Fp16Overflow(Rule):
         the message gives no scale: each within `calibration_gap` logged steps of the last), is that
         search, not trouble. The first overflow that breaks the streak ends the calibration for good;
         counting starts there."""
-        known = self._calibration.get(source, ())
-        if known == ():
+        if source not in self._calibration:
             if step > window:
                 self._calibration[source] = None  # the first overflow came late: no calibration
                 return False
             self._calibration[source] = (step, scale)
             return True
+        known = self._calibration[source]
         if known is None:
             return False
         last_step, last_scale = known

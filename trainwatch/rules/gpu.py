@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from trainwatch.model import Event, EventKind, Finding
+from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
-from trainwatch.rules.stall import GPU_SOURCE, StepClock, duration
+from trainwatch.rules.stall import StepClock
+from trainwatch.timefmt import span
 from trainwatch.sources.gpu import throttle_names
 from trainwatch.store import MetricStore, Point, Series
 
@@ -99,7 +100,7 @@ class GpuStopped(_StallCorrelation):
         if not all(m <= float(self.p["util_idle"]) for m in means.values()):
             return None
         shown = ", ".join(f"{k} {m:.0f}%" for k, m in means.items())
-        return Finding(message=f"no new step for {duration(silence)} after step {st.step} and the GPUs are idle "
+        return Finding(message=f"no new step for {span(silence)} after step {st.step} and the GPUs are idle "
                                f"({shown}): the process may have died or its data loader is stuck",
                        step=st.step, line=st.lines,
                        evidence={"silence_s": round(silence, 1), "util": means, "last_line": st.last_line[:300]})
@@ -123,7 +124,7 @@ class GpuCollective(_StallCorrelation):
                 return None
             shown.append(f"{k} {u:.0f}% at {pw:.0f}/{limit:.0f} W")
             evidence[k] = {"util": u, "power": pw, "power_limit": limit}
-        return Finding(message=f"no new step for {duration(silence)} after step {st.step} while the GPUs look busy "
+        return Finding(message=f"no new step for {span(silence)} after step {st.step} while the GPUs look busy "
                                f"at low power ({'; '.join(shown)}): ranks are likely waiting in a collective",
                        step=st.step, line=st.lines,
                        evidence={"silence_s": round(silence, 1), "gpus": evidence, "last_line": st.last_line[:300]})
@@ -181,7 +182,7 @@ class MemoryCreep(Rule):
         rise = lows[-1] - lows[0]
         if cap <= 0 or rise < float(self.p["min_rise_frac"]) * cap:
             return None
-        return Finding(message=f"{key} memory rose {rise / 1024:.1f} GiB over {duration(t1 - t0)} without falling back "
+        return Finding(message=f"{key} memory rose {rise / 1024:.1f} GiB over {span(t1 - t0)} without falling back "
                                f"({lows[0] / 1024:.1f} -> {lows[-1] / 1024:.1f} of {cap / 1024:.1f} GiB)",
                        subject=key, evidence={"gpu": key, "from_mib": lows[0], "to_mib": lows[-1],
                                               "total_mib": cap, "span_s": t1 - t0})

@@ -26,7 +26,8 @@ BLOWUP_FIXES = (
     "With fp16, switch to bf16 or fix the dynamic loss scaler",
 )
 SAMPLE_FIXES = (
-    "Bad sample or layer numerics: inspect the batch of the failing step (empty sequence, inf/NaN input, label out of range)",
+    "Bad sample or layer numerics: inspect the batch of the failing step "
+    "(empty sequence, inf/NaN input, label out of range)",
     "Guard custom ops: epsilon in log/divide/sqrt, a stable softmax or log-softmax",
 )
 

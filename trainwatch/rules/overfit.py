@@ -125,7 +125,8 @@ class LossOverfit(Rule):
         if not (now < st.train_then * (1 - float(self.p["train_fall"]))):
             return None  # the train loss rose or stood still: the run got worse or is noise, not overfit
         shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[:6]) + (", ..." if len(above) > 6 else "")
-        why = f"its noise (+-{fmt(band)})" if noise == noise else f"{float(self.p['min_rise']):.0%}, each above the last"
+        why = (f"its noise (+-{fmt(band)})" if noise == noise
+               else f"{float(self.p['min_rise']):.0%}, each above the last")
         msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
                f"evaluations since sat above it by more than {why} (step: value {shown}), "
                f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)}")

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from trainwatch.model import Event, EventKind, Finding
+from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, SourceState
-from trainwatch.rules.stall import GPU_SOURCE, StepClock, duration
+from trainwatch.rules.stall import StepClock
+from trainwatch.timefmt import span
 
 
 @dataclass
@@ -79,7 +80,7 @@ class DeadRank(Rule):
             return None
         label = _label(name, st)
         return Finding(message=f"{label} failed at {name}:{crash.line}: {crash.text} -- the other "
-                               f"{len(others)} rank(s) have made no progress for {duration(quiet)}",
+                               f"{len(others)} rank(s) have made no progress for {span(quiet)}",
                        step=crash.step, line=crash.line, subject=name,
                        evidence={"rank_source": name, "file": name, "line": crash.line, "error": crash.text,
                                  "others_silent_s": round(quiet, 1)})
@@ -102,7 +103,7 @@ class DeadRank(Rule):
         label = _label(name, st)
         last = st.last_line.strip()[:160]
         line = st.lines or max((s.recent[-1].line for s in ctx.store if s.source == name and s.recent), default=0)
-        msg = (f"{label} stopped at step {st.step} ({name}:{line}) {duration(silent)} ago while "
+        msg = (f"{label} stopped at step {st.step} ({name}:{line}) {span(silent)} ago while "
                f"{len(moving)} other rank(s) went on to step {lead}")
         return Finding(message=msg + (f"; last line: {last}" if last else ""),
                        step=st.step, line=line, subject=name,

@@ -71,6 +71,7 @@ class _AfterResume(Rule):
 
     def resume_for(self, series: Series, point: Point) -> _Resume | None:
         """The resume this point follows, with the point recorded among its first points after it."""
+        r: _Resume | None
         if _went_back(series, point) is not None:
             pts = list(series.recent)[:-1]
             r = self._resumes[series.source] = _Resume(point.step, pts)

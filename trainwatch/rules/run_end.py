@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from trainwatch.model import Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.store import Series
+from trainwatch.timefmt import span
 
 SUBJECT = "run.ended_early"
 
@@ -77,7 +78,7 @@ class EndedEarly(Rule):
         if interval is not None:
             ev["step_interval_s"] = round(interval, 3)
         return Finding(message=f"the run ended early at step {step} of {total} (killed, preempted or hung): "
-                               f"no end-of-training summary, no error, and no new line for {_dur(quiet)}",
+                               f"no end-of-training summary, no error, and no new line for {span(quiet)}",
                        subject=SUBJECT, evidence=ev, step=step)
 
 
@@ -122,13 +123,3 @@ def _time_interval(series: Series | None) -> float | None:
     gaps = [b.time - a.time for a, b in zip(pts, pts[1:])  # type: ignore[operator]
             if b.step > a.step and b.time >= a.time]  # type: ignore[operator]
     return median(gaps) if len(gaps) >= 2 else None
-
-
-def _dur(seconds: float) -> str:
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:.0f} days"
-    if seconds >= 7200:
-        return f"{seconds / 3600:.0f} h"
-    if seconds >= 120:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds:.0f} s"

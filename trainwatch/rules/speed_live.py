@@ -12,9 +12,8 @@ from importlib import resources
 
 import yaml
 
-from trainwatch.model import Finding
+from trainwatch.model import GPU_SOURCE, Finding
 from trainwatch.rules.base import Rule, RuleContext
-from trainwatch.rules.stall import GPU_SOURCE
 from trainwatch.store import Point, Series
 
 

@@ -12,10 +12,9 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from trainwatch.model import Event, EventKind, Finding, Severity
+from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
-
-GPU_SOURCE = "gpu"
+from trainwatch.timefmt import span
 
 
 @dataclass
@@ -124,15 +123,6 @@ def judge_silence(clock: StepClock, ctx: RuleContext, source: str, st: SourceSta
     return Silence(source, ctx.now - st.last_progress_at, typical, base_warn, base_crit, phase)
 
 
-def duration(seconds: float) -> str:
-    s = int(round(seconds))
-    if s < 90:
-        return f"{s}s"
-    if s < 5400:
-        return f"{s // 60}m {s % 60:02d}s"
-    return f"{s // 3600}h {s % 3600 // 60:02d}m"
-
-
 class StallRule(Rule):
     id = "hang.stall"
     events = (EventKind.EVAL_START, EventKind.CHECKPOINT, EventKind.TRACEBACK)
@@ -163,10 +153,10 @@ class StallRule(Rule):
         return out
 
     def _finding(self, s: Silence, st: SourceState, severity: Severity) -> Finding:
-        usual = f"usual interval {duration(s.typical)}" if s.typical is not None else "interval not learned yet"
+        usual = f"usual interval {span(s.typical)}" if s.typical is not None else "interval not learned yet"
         where = f" during {s.phase}" if s.phase != "train" else ""
         last = st.last_line.strip()
-        msg = f"no new step for {duration(s.seconds)}{where} after step {st.step} ({usual})"
+        msg = f"no new step for {span(s.seconds)}{where} after step {st.step} ({usual})"
         if last:
             msg += f"; last line: {last[:160]}"
         return Finding(message=msg, step=st.step, line=st.lines, subject=severity.label, severity=severity,

@@ -67,7 +67,7 @@ class TracebackRule(Rule):
             finding.message = f"stopped by hand ({short})"
             finding.severity = Severity.INFO
             return finding
-        if short in FROM_OUTSIDE or "SIGTERM" in message or "signal" in message.lower() and short != "RuntimeError":
+        if short in FROM_OUTSIDE or "SIGTERM" in message or ("signal" in message.lower() and short != "RuntimeError"):
             finding.message = f"killed from outside: {text}"[:300]
             finding.severity = Severity.WARNING
             return finding

@@ -20,7 +20,7 @@ class AlertLog:
         self._lock = threading.Lock()
         self._failed = False
         try:
-            self._f = open(self.path, "a", encoding="utf-8")
+            self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the sink's life, closed by close()
         except OSError as exc:
             raise SourceError(f"{path}: cannot open the alert log: {exc.strerror or exc}") from None
 

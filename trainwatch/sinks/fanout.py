@@ -36,8 +36,9 @@ class Sinks:
                  exit_on: Severity | None = None) -> None:
         # Opened here, before any screen is drawn, so an unwritable log or an unsplittable command is
         # one error line on a plain terminal, never a traceback inside the dashboard.
-        self._notice: Callable[[str], None] = lambda text: None
-        self._on_exit: Callable[[Severity], None] = lambda severity: None
+        # callers may hand in callables that return something (post_message returns a bool): it is ignored
+        self._notice: Callable[[str], object] = lambda text: None
+        self._on_exit: Callable[[Severity], object] = lambda severity: None
         self.exit_on = exit_on
         self.tripped: Severity | None = None  # the severity of the alert that met --exit-on
         self._trip_lock = threading.Lock()
@@ -57,8 +58,8 @@ class Sinks:
                    hook_timeout=float(getattr(args, "hook_timeout", None) or 10.0),
                    exit_on=getattr(args, "exit_on", None))
 
-    def attach(self, watcher: Listened, *, on_exit: Callable[[Severity], None] | None = None,
-               notice: Callable[[str], None] | None = None) -> None:
+    def attach(self, watcher: Listened, *, on_exit: Callable[[Severity], object] | None = None,
+               notice: Callable[[str], object] | None = None) -> None:
         """Listens to the watcher's alert changes. `on_exit(severity)` is called once when --exit-on
         trips; `notice(text)` gets the sinks' own one-line troubles (an unwritable log, a failing hook)."""
         if on_exit is not None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from trainwatch.engine import Engine
-from trainwatch.model import Alert, Severity, _jsonable
+from trainwatch.model import _jsonable
 from trainwatch.task import TASK_NAMES, TASK_PRESET
 from trainwatch.textsafe import plain
 
@@ -149,9 +149,9 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         if ev:
             w(f"  evidence: {ev}\n")
         episodes = f.get("episodes") or []
-        total = max(f.get("episode_count") or 0, len(episodes))
-        if total > 1:
-            w(f"  fired {total} times: steps {_spans(episodes, total)}\n")
+        fired = max(f.get("episode_count") or 0, len(episodes))
+        if fired > 1:
+            w(f"  fired {fired} times: steps {_spans(episodes, fired)}\n")
         latest = _latest(f)
         if latest:
             w(f"  {latest}\n")
@@ -246,7 +246,3 @@ def _evidence_line(ev: dict[str, Any]) -> str:
             v = _fmt_json(v)
         parts.append(f"{k}={v}")
     return ", ".join(parts)
-
-
-def severity_rank(a: Alert) -> int:
-    return -int(a.severity) if a.severity > Severity.INFO else 1

@@ -6,6 +6,7 @@ import glob
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from trainwatch.errors import SourceError
 
@@ -56,7 +57,7 @@ def discover(paths: list[str]) -> list[Path]:
     return out
 
 
-def open_checked(path: Path):  # type: ignore[no-untyped-def]
+def open_checked(path: Path) -> BinaryIO:
     try:
         return open(path, "rb")
     except PermissionError:
@@ -75,7 +76,7 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
             raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def sample_file(f) -> bytes:  # type: ignore[no-untyped-def]
+def sample_file(f: BinaryIO) -> bytes:
     """What detection reads: the whole file when small, else its head, its tail and spread pieces between.
 
     Real logs often open with hundreds of KB of banners, argument dumps or echoed source before the
@@ -133,7 +134,7 @@ def looks_binary(head: bytes) -> bool:
     return bad > len(sample) * 0.1
 
 
-def iter_lines(f, start_line: int = 0) -> Iterator[tuple[int, str]]:  # type: ignore[no-untyped-def]
+def iter_lines(f: BinaryIO, start_line: int = 0) -> Iterator[tuple[int, str]]:
     """(line number, text) from a binary file object: invalid UTF-8 replaced, a last line without a newline kept.
 
     Whole chunks are decoded at once (a line never straddles the cut), which keeps the per-line cost to
@@ -152,9 +153,9 @@ def iter_lines(f, start_line: int = 0) -> Iterator[tuple[int, str]]:  # type: ig
             rest = data
         else:
             rest = data[cut + 1:]
-            lines = data[:cut].decode("utf-8", "replace").split("\n")
+            lines: list[str | None] = list(data[:cut].decode("utf-8", "replace").split("\n"))
             if skipping:
-                lines[0] = None  # type: ignore[call-overload]
+                lines[0] = None  # the tail of a line cut at MAX_LINE
                 skipping = False
             for text in lines:
                 lineno += 1

@@ -16,12 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainwatch.model import Event, EventKind, Record, Sample
+from trainwatch.model import GPU_SOURCE, Event, EventKind, Record, Sample
 
-SOURCE = "gpu"
 NUMERIC = ("util", "mem_util", "mem_used", "mem_total", "temp", "power", "power_limit", "sm_clock",
            "throttle", "ecc_corrected", "ecc_uncorrected", "retired_pages")
-MIB = 1 << 20
 # NVML clocks-event (throttle) reason bits, by the names the rules and the table use
 THROTTLE_BITS = {
     0x1: "gpu_idle", 0x2: "app_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x10: "sync_boost",
@@ -94,10 +92,6 @@ class ReplayBackend:
         self._i += 1
         return [dict(g) for g in frame]
 
-    @property
-    def exhausted(self) -> bool:
-        return self._i >= len(self.frames)
-
     def close(self) -> None:
         pass
 
@@ -150,7 +144,7 @@ class GpuSampler:
         now = self.clock()
         out: list[Record] = []
         if self._count == 0:
-            out.append(Event(EventKind.INFO, source=SOURCE, time=now,
+            out.append(Event(EventKind.INFO, source=GPU_SOURCE, time=now,
                              fields={"gpu_names": list(self.names), "gpu_count": len(self.names)}))
         self._count += 1
         for r in readings:
@@ -159,7 +153,7 @@ class GpuSampler:
                 if key not in self.lost:
                     self.lost.add(key)
                     text = f"{key} ({r.get('name', 'GPU')}) is lost: {r.get('error', 'no longer answers')}"
-                    out.append(Event(EventKind.ERROR, source=SOURCE, time=now, signature="gpu.lost", text=text,
+                    out.append(Event(EventKind.ERROR, source=GPU_SOURCE, time=now, signature="gpu.lost", text=text,
                                      step=self._count, fields={"gpu": key, "error": str(r.get("error", ""))}))
                 with self._lock:
                     self.latest[key] = dict(r)
@@ -168,7 +162,7 @@ class GpuSampler:
             for field_name in NUMERIC:
                 v = r.get(field_name)
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    out.append(Sample(f"{key}/{field_name}", float(v), step=self._count, time=now, source=SOURCE))
+                    out.append(Sample(f"{key}/{field_name}", float(v), step=self._count, time=now, source=GPU_SOURCE))
             with self._lock:
                 self.latest[key] = dict(r)
         return out
@@ -198,9 +192,3 @@ class GpuSampler:
             if records:
                 self.emit(records)
             self._stop.wait(self.interval)
-
-
-def default_backend() -> Backend:
-    from trainwatch.sources.nvml import NvmlBackend
-
-    return NvmlBackend()

@@ -8,10 +8,12 @@ into a critical alert. pynvml is imported lazily so a machine without it still r
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from trainwatch.sources.gpu import MIB, GpuUnavailable
+from trainwatch.sources.gpu import Backend, GpuUnavailable
 
+MIB = 1 << 20
 _LOST_NAMES = ("NVMLError_GpuIsLost", "NVMLError_Unknown")
 
 
@@ -123,7 +125,7 @@ class NvmlBackend:
             r["throttle"] = int(mask)
         for kind, key in ((nv.NVML_MEMORY_ERROR_TYPE_CORRECTED, "ecc_corrected"),
                           (nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "ecc_uncorrected")):
-            n = self._call(i, "ECC counts", lambda k=kind: nv.nvmlDeviceGetTotalEccErrors(h, k, nv.NVML_VOLATILE_ECC))
+            n = self._call(i, "ECC counts", partial(nv.nvmlDeviceGetTotalEccErrors, h, kind, nv.NVML_VOLATILE_ECC))
             if n is not None:
                 r[key] = float(n)
         pages = self._call(i, "retired pages", lambda: nv.nvmlDeviceGetRetiredPages(
@@ -150,7 +152,7 @@ class NvmlBackend:
             except nv.NVMLError:
                 continue  # an empty slot
             r: dict[str, Any] = {"index": i, "mig": m, "name": f"{self.names[i]} MIG {m}"}
-            mem = self._call(i, f"MIG {m} memory", lambda mh=mh: nv.nvmlDeviceGetMemoryInfo(mh))
+            mem = self._call(i, f"MIG {m} memory", partial(nv.nvmlDeviceGetMemoryInfo, mh))
             if mem is not None:
                 r["mem_used"] = mem.used / MIB
                 r["mem_total"] = mem.total / MIB
@@ -167,3 +169,8 @@ def _text(exc: Exception) -> str:
         return str(exc) or type(exc).__name__
     except Exception:
         return type(exc).__name__
+
+
+def default_backend() -> Backend:
+    """The backend for live telemetry; a machine without NVML gets GpuUnavailable from its open()."""
+    return NvmlBackend()

@@ -312,7 +312,7 @@ class TrainwatchApp(App[int]):
         else:
             self._show_header()
 
-    def action_toggle(self, panel: str) -> None:
+    def action_toggle(self, panel: str) -> None:  # type: ignore[override]  # toggle(panel), not DOMNode's toggle(attr)
         self._q(f"#{panel}").toggle_class("-shown")
         self._dirty = True
         if not self.paused:
@@ -381,8 +381,8 @@ class TrainwatchApp(App[int]):
 
 def run_tui(watcher: WatchModel, args: argparse.Namespace, sinks: Sinks | None = None) -> int:
     """Runs the app over a Watcher until the user quits (or, with --until-done, every run has ended);
-    starts and stops the watcher; `sinks` (the caller's, closed by it) get every alert change. Returns the app's own code (0 unless it failed); the caller turns
-    a clean quit into the worst severity seen."""
+    starts and stops the watcher; `sinks` (the caller's, closed by it) get every alert change. Returns the app's own
+    code (0 unless it failed); the caller turns a clean quit into the worst severity seen."""
     app = TrainwatchApp(watcher, theme=getattr(args, "theme", None),
                         refresh_s=float(getattr(args, "refresh", None) or DEFAULT_REFRESH_S),
                         until_done=bool(getattr(args, "until_done", False)), sinks=sinks, freeze_heap=True)

@@ -8,6 +8,8 @@ Textual's own layout sizes what is left.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.content import Content
 from textual.screen import Screen
 from textual.widget import Widget
@@ -42,7 +44,7 @@ class TooSmall(Static):
                                      f"\ntrainwatch needs {MIN_WIDTH}x{MIN_HEIGHT}"))
 
 
-def apply(screen: Screen, width: int, height: int) -> None:
+def apply(screen: Screen[Any], width: int, height: int) -> None:
     """Sets the classes for this size, and moves focus off a panel the new layout hides."""
     for name, on in classes_for(width, height).items():
         screen.set_class(on, name)
@@ -57,14 +59,14 @@ def apply(screen: Screen, width: int, height: int) -> None:
     screen.app.call_after_refresh(_refocus, screen)
 
 
-def calm(screen: Screen, no_alerts: bool) -> None:
+def calm(screen: Screen[Any], no_alerts: bool) -> None:
     """No alert at all: the alerts area is one line and the chart takes its rows (see app.tcss)."""
     if screen.has_class("-calm") != no_alerts:
         screen.set_class(no_alerts, "-calm")
         screen.app.call_after_refresh(_refocus, screen)
 
 
-def _refocus(screen: Screen) -> None:
+def _refocus(screen: Screen[Any]) -> None:
     """A hidden panel keeps the focus in Textual: hand it to the first panel still on screen."""
     focused = screen.focused
     chain = screen.focus_chain

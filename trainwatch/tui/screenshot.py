@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from textual.app import App
 
@@ -25,7 +26,7 @@ def free_name(folder: Path, stamp: str, *, suffix: str = ".svg") -> Path:
     raise FileExistsError(f"no free screenshot name for {stamp} in {folder}")
 
 
-def save(app: App, folder: Path | None = None, stamp: str | None = None) -> Path:
+def save(app: App[Any], folder: Path | None = None, stamp: str | None = None) -> Path:
     """Saves the current screen and returns where."""
     folder = Path.cwd() if folder is None else folder
     path = free_name(folder, stamp or time.strftime("%Y%m%d-%H%M%S"))

@@ -7,14 +7,13 @@ never see half-updated state. No Textual import here.
 from __future__ import annotations
 
 import fnmatch
-import math
 from collections import deque
 from itertools import islice
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 
-from trainwatch.model import Alert, AlertState, Severity
+from trainwatch.model import GPU_SOURCE, Alert, AlertState, Severity
 from trainwatch.runner import rank_of
 from trainwatch.store import Series
 from trainwatch.tui.model import WatchModel
@@ -197,7 +196,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
         sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase,
                               bool(s.facts.get(WAITING_FACT)), s.name in read)
                    for s in eng.sources.values()]
-        multi = len({s.source for s in series if s.source != "gpu"}) > 1
+        multi = len({s.source for s in series if s.source != GPU_SOURCE}) > 1
         metrics = [_metric_view_cached(s, alerts, multi, cache) for s in series]
         chosen = selected
         if chosen is None or eng.store.get(chosen[1], chosen[0]) is None:
@@ -225,13 +224,13 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                             rank_buckets=tuple((_rank_label(p.source), _buckets(p)) for p in peers))
                     cache.chart = (ckey, chart)
             if grid:
-                src_of = key[0] if key[0] != "gpu" else metrics[0].source  # GPU series have no key metrics
+                src_of = key[0] if key[0] != GPU_SOURCE else metrics[0].source  # GPU series have no key metrics
                 small = _grid(eng, src_of, alerts, {m.name for m in metrics}, cache)
-        names = [s.name for s in sources if s.name != "gpu"]
+        names = [s.name for s in sources if s.name != GPU_SOURCE]
         src = log_source if log_source in names else (names[0] if names else "")
         lines = model.recent_lines(src, LOG_LINES) if src else []
         times = _times(series)
-        return Snapshot(preset=eng.config.preset, sources=[s for s in sources if s.name != "gpu"],
+        return Snapshot(preset=eng.config.preset, sources=[s for s in sources if s.name != GPU_SOURCE],
                         metrics=metrics, alerts=_alert_order(alerts), gpus=model.gpu_devices(),
                         info_lines=list(model.info_lines), log_source=src, log_lines=lines, chart=chart,
                         finished=model.finished.is_set(), times=times, grid=small)
@@ -279,7 +278,8 @@ def _metric_view(s: Series, worst: Severity | None, multi: bool) -> MetricView:
     last = s.last
     finite = s.count > s.nan_count + s.inf_count
     return MetricView(
-        name=s.name, source=s.source, label=f"{s.name} [{_short(s.source)}]" if multi and s.source != "gpu" else s.name,
+        name=s.name, source=s.source,
+        label=f"{s.name} [{_short(s.source)}]" if multi and s.source != GPU_SOURCE else s.name,
         last=last.value if last else None, minimum=s.minimum if finite else None,
         maximum=s.maximum if finite else None, count=s.count, nan=s.nan_count, inf=s.inf_count,
         spark=_last_values(s, SPARK_POINTS), severity=worst)
@@ -297,7 +297,7 @@ def _short(source: str) -> str:
 
 
 def _order(m: MetricView) -> tuple[int, int, str, str]:
-    if m.source == "gpu" or m.name.startswith("gpu"):
+    if m.source == GPU_SOURCE or m.name.startswith("gpu"):
         return (2, 0, m.name, m.source)
     for i, pat in enumerate(IMPORTANCE):
         if m.name == pat or (("*" in pat) and fnmatch.fnmatchcase(m.name, pat)):
@@ -381,7 +381,7 @@ def _grid(eng: Any, source: str, alerts: list[AlertView], known: set[str], cache
 def _times(series: list[Series]) -> tuple[float | None, float | None]:
     first = last = None
     for s in series:
-        if s.source == "gpu" or not s.recent:
+        if s.source == GPU_SOURCE or not s.recent:
             continue
         t0, t1 = s.recent[0].time, s.recent[-1].time
         if t0 is not None and (first is None or t0 < first):
@@ -420,13 +420,3 @@ def eta_seconds(step: int | None, total: int | None, rate: float | None) -> floa
     if step is None or not total or not rate or rate <= 0 or step >= total:
         return None
     return (total - step) / rate
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "—"
-    s = int(seconds)
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    return f"{d}d{h:02d}:{m:02d}:{s:02d}" if d else f"{h}:{m:02d}:{s:02d}"

@@ -33,7 +33,8 @@ class HelpScreen(ModalScreen[None]):
         self._keys = bindings
 
     def compose(self) -> ComposeResult:
-        text = Content("\n").join([keys_table(self._keys), Content(""), pane_keys("in the log pane", LogLines.BINDINGS)])
+        log_keys = pane_keys("in the log pane", [b for b in LogLines.BINDINGS if isinstance(b, Binding)])
+        text = Content("\n").join([keys_table(self._keys), Content(""), log_keys])
         body = VerticalScroll(Static(text, markup=False), id="help-body")
         body.border_title = "trainwatch keys"
         body.border_subtitle = "↑↓ scroll · esc closes"

@@ -130,7 +130,7 @@ class MetricChart(Widget, can_focus=True):
             eval_xs=[float(e[0]) for e in evals], eval_ys=[e[1] for e in evals],
             alert_xs=[float(a) for a in s.alert_steps], log_y=self.log_y, band_lo=band_lo, band_hi=band_hi)
 
-    def colors(self) -> dict[str, charts.RGB]:
+    def layer_colors(self) -> dict[str, charts.RGB]:
         """Layer colours from the current theme, so plotext's output matches the rest of the screen."""
         v = self.app.theme_variables
         out: dict[str, charts.RGB] = {}
@@ -192,7 +192,7 @@ class MetricChart(Widget, can_focus=True):
         width, height = self.content_size.width, self.content_size.height
         if data is None or not data.xs:
             return Picture(Content.styled("waiting for the first metric…", "$text-muted"))
-        colors = self.colors()
+        colors = self.layer_colors()
         plain = bool(getattr(self.app, "no_color", False))  # NO_COLOR: the curves differ by glyph
         image = charts.plot_chart(data, width, max(1, height - 1), colors, glyphs=plain)
         legend = Content.assemble(*self.legend(data, image, colors, plain, self.series.rank if self.series else ""))

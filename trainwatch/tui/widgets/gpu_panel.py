@@ -7,6 +7,7 @@ from typing import Any
 from textual.content import Content
 from textual.widgets import Static
 
+from trainwatch.model import GPU_SOURCE
 from trainwatch.tui.charts import fmt, sparkline
 from trainwatch.tui.view import MetricView
 
@@ -22,7 +23,7 @@ class GpuPanel(Static):
         self._shown: object = None
 
     def show(self, devices: list[dict[str, Any]], metrics: list[MetricView], info: list[str]) -> None:
-        gpu = {m.name: m for m in metrics if m.source == "gpu" or m.name.startswith("gpu")}
+        gpu = {m.name: m for m in metrics if m.source == GPU_SOURCE or m.name.startswith("gpu")}
         key = (tuple(sorted(gpu.items())), tuple(tuple(sorted(d.items())) for d in devices), tuple(info),
                self.content_size.width)
         if key == self._shown:

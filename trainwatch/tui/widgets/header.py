@@ -8,7 +8,8 @@ from textual.content import Content
 from textual.widgets import Static
 
 from trainwatch.tui.charts import fmt
-from trainwatch.tui.view import Snapshot, duration
+from trainwatch.timefmt import clock
+from trainwatch.tui.view import Snapshot
 from trainwatch.tui.widgets.styles import BADGE_CLASS
 
 
@@ -46,8 +47,8 @@ class HeaderBar(Horizontal):
             pct = f" {100 * step / total:.0f}%" if total else ""
             parts += ["step ", (f"{step}" + (f"/{total}" if total else "") + pct, "bold")]
         if eta is not None:
-            parts += [" · ETA ", (duration(eta), "bold")]
-        parts += [" · elapsed ", duration(elapsed)]
+            parts += [" · ETA ", (clock(eta), "bold")]
+        parts += [" · elapsed ", clock(elapsed)]
         tok = next((m.last for m in snap.metrics if m.name == "tokens_per_sec" and m.last is not None), None)
         if tok is not None:
             parts += [" · ", (fmt(tok), "bold"), " tok/s"]

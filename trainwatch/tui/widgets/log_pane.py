@@ -76,7 +76,8 @@ class LogLines(ScrollView, can_focus=True):
 
     def set_rows(self, rows: list[Row]) -> None:
         """New lines: keeps the view on the same line when not following, and the current match."""
-        top = self.rows[int(self.scroll_y)][0] if self.rows and not self.follow and self.scroll_y < len(self.rows) else None
+        shown = self.rows and not self.follow and self.scroll_y < len(self.rows)
+        top = self.rows[int(self.scroll_y)][0] if shown else None
         cur = self.rows[self.current][0] if self.current is not None and self.current < len(self.rows) else None
         tgt = self.rows[self.target][0] if self.target is not None and self.target < len(self.rows) else None
         self.rows = rows
