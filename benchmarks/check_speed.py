@@ -29,7 +29,8 @@ TRACEBACK = """Traceback (most recent call last):
     trainer.train()
   File "transformers/trainer.py", line 2123, in train
     loss = self.training_step(model, inputs)
-torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.02 GiB is free.
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of \
+79.10 GiB of which 1.02 GiB is free.
 """
 
 
@@ -160,7 +161,8 @@ def main() -> None:
               f"ratio {t_wall / g_wall:5.1f}x grep | peak RSS {peak} MB")
         if kind == "console":
             l_wall = tail_backlog([*tw, "tail", "--headless", "--no-gpu", "--json", "--status-every", "0.2"], path)
-            print(f"{'':8} {'':7}    | tail --headless through the backlog {l_wall:6.2f}s ({l_wall / t_wall:4.2f}x check)")
+            print(f"{'':8} {'':7}    | tail --headless through the backlog {l_wall:6.2f}s "
+                  f"({l_wall / t_wall:4.2f}x check)")
     if not args.keep:
         shutil.rmtree(d, ignore_errors=True)
     os.sync()

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_speed import make_console, make_jsonl, run_measured  # noqa: E402
+from check_speed import make_console, make_jsonl, run_measured
 
 BLOCK = 8 << 20
 

@@ -14,7 +14,6 @@ import pytest
 from trainwatch import runner
 from trainwatch.batch import from_records
 from trainwatch.cli.check import LogClock
-from trainwatch.engine import Engine
 from trainwatch.model import Record
 
 ROOT = Path(__file__).resolve().parents[1]

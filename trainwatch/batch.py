@@ -71,8 +71,18 @@ class BatchBuilder:
     Python adapters (and third-party format plugins) append here; the native scanner's adapters fill
     the columns directly. Appends are plain list appends: the arrays are built once, in `build`."""
 
-    __slots__ = ("source", "_ids", "_names", "_name", "_step", "_value", "_line", "_time", "_inferred",
-                 "_events")
+    __slots__ = (
+        "_events",
+        "_ids",
+        "_inferred",
+        "_line",
+        "_name",
+        "_names",
+        "_step",
+        "_time",
+        "_value",
+        "source",
+    )
 
     def __init__(self, source: str) -> None:
         self.source = source

@@ -266,7 +266,7 @@ class Engine:
             return []
         held, self._held = self._held, {}
         out: list[AlertChange] = []
-        for (source, name), (series, rows, times) in held.items():
+        for (_, name), (series, rows, times) in held.items():
             now = np.asarray(times, dtype=np.float64)
             for rule in self._arrays[name]:
                 out.extend(self._judge_array(rule, series, rows, now))

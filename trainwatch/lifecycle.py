@@ -67,8 +67,9 @@ def _reach_row(run_start: int, run_end: int, carried: int, since: float, now: np
     `since`) has lasted `d` (rows counted inclusively, or seconds since `since`); run_end when none."""
     if d.seconds:
         target = since + d.seconds
-        side = "right" if strict else "left"  # strict: elapsed > d; otherwise elapsed >= d
-        row = run_start + int(np.searchsorted(now[run_start:run_end], target, side=side))
+        span = now[run_start:run_end]  # strict: elapsed > d; otherwise elapsed >= d
+        pos = np.searchsorted(span, target, side="right") if strict else np.searchsorted(span, target, side="left")
+        row = run_start + int(pos)
         return min(row, run_end)
     needed = max(d.steps + (1 if strict else 0), 1)
     row = run_start + max(needed - carried, 1) - 1

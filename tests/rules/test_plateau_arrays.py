@@ -83,7 +83,7 @@ def runs(draw: st.DrawFn) -> list[Record]:
             line += 1
             out.append(Event(EventKind.INFO, source="run", line=line, time=float(line), fields={"new_run": True}))
             step = draw(st.sampled_from([1, step]))
-        for i in range(n):
+        for _ in range(n):
             if kind == "fall":
                 level *= rate
             elif kind == "rise":

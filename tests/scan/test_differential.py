@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 pytest.importorskip("trainwatch._scan", reason="the native scanner is not built (pip install . needs Rust)")
 
-from trainwatch.adapters.signatures import signature_keywords  # noqa: E402
-from trainwatch.scan.chunk import MAX_LINE, Chunk, concat  # noqa: E402
-from trainwatch.scan.native import Scanner as NativeScanner  # noqa: E402
-from trainwatch.scan.reference import Scanner as ReferenceScanner  # noqa: E402
+from trainwatch.adapters.signatures import signature_keywords
+from trainwatch.scan.chunk import MAX_LINE, Chunk, concat
+from trainwatch.scan.native import Scanner as NativeScanner
+from trainwatch.scan.reference import Scanner as ReferenceScanner
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("trainwatch._scan", reason="the native scanner is not built (pip install . needs Rust)")
 
-from trainwatch.scan.chunk import MAX_LINE, Chunk, concat  # noqa: E402
-from trainwatch.scan.native import Scanner  # noqa: E402
+from trainwatch.scan.chunk import MAX_LINE, Chunk, concat
+from trainwatch.scan.native import Scanner
 
 
 def scan(data: bytes, keywords: list[str] | None = None, cuts: list[int] | None = None) -> tuple[Chunk, Scanner]:
@@ -59,7 +59,8 @@ def test_partial_lines_wait_for_their_newline_across_feeds() -> None:
     b = s.feed(b"back (most")
     assert len(b) == 0 and (b.first_lineno, b.base_offset) == (2, 14) and s.pending == 15
     c = s.feed(b" recent call last):\r\nnext")
-    assert (c.first_lineno, c.line(0), c.kw_line.tolist(), c.kw_id.tolist()) == (2, b"Traceback (most recent call last):", [0], [0])
+    assert (c.first_lineno, c.line(0), c.kw_line.tolist(), c.kw_id.tolist()) == (
+        2, b"Traceback (most recent call last):", [0], [0])
     assert c.data == b"Traceback (most recent call last):\r\n"
     d = s.finish()
     assert (d.first_lineno, d.line(0), s.pending) == (3, b"next", 0)

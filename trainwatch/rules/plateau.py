@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +33,7 @@ class _State:
 
     opened: Finding | None = None  # the finding that opened the current episode
     next: int | None = None  # points seen at the next judgement
-    flat_since: tuple | None = None
+    flat_since: tuple[Any, ...] | None = None
     level: float | None = None
 
 
@@ -212,8 +214,8 @@ FELL = "fell"  # flat_from_start's verdict on a loss that fell beyond its noise
 @dataclass
 class _FlatState:
     opened: Finding | None = None
-    next: tuple | None = None  # (segment, points seen at the next judgement)
-    flat_since: tuple | None = None  # (segment, points seen when first flat)
+    next: tuple[Any, ...] | None = None  # (segment, points seen at the next judgement)
+    flat_since: tuple[Any, ...] | None = None  # (segment, points seen when first flat)
     level: float | None = None
     told: object = None  # the run segment whose flat curve was reported
 
@@ -235,7 +237,7 @@ class LossFlatFromStart(ArrayRule):
         self._states: dict[str, _FlatState] = {}
         self._verdicts: dict[str, _Verdicts] = {}
         self._withdrawn: dict[str, list[tuple[int, str]]] = {}
-        self._first: tuple | None = None  # (segment, h, its start's median, its noise): the last start read
+        self._first: tuple[Any, ...] | None = None  # (segment, h, its start's median, its noise): the last start read
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         p = self.p
@@ -279,7 +281,7 @@ class LossFlatFromStart(ArrayRule):
             if early is not None and step < early and st.opened is None:
                 continue  # too early in a run of known length: a slow fall has not shown yet
             head_v, head_s = feed.head(r)
-            f, level = self._judge(seg, head_v, head_s, nn, lambda n, r=r: feed.tail(r, n)[0].tolist(),
+            f, level = self._judge(seg, head_v, head_s, nn, partial(_tail_list, feed, r),
                                    int(p["min_history"]), step, st.opened is not None)
             if level is not None:
                 st.level = level
@@ -313,7 +315,7 @@ class LossFlatFromStart(ArrayRule):
 
     def _judge(self, seg: object, head: list[float], head_steps: list[int], n: int,
                tail: Callable[[int], list[float]], need: int, step: int,
-               holding: bool = False) -> tuple[Finding | None | bool | str, float | None]:
+               holding: bool = False) -> tuple[Finding | bool | str | None, float | None]:
         """(verdict, level read): a finding when flat, FELL when it fell beyond the noise, False when not
         flat otherwise, None when it cannot tell yet. A flat curve already told stays flat while its
         fall stays below min_drop (the noise band is for calling it, not for keeping it, or a noisy
@@ -392,3 +394,9 @@ def _lr_rising(ctx: RuleContext, source: str) -> bool:
     lr = ctx.series("lr", source)
     vals = lr.tail_values(4) if lr is not None else []
     return len(vals) >= 2 and all(b > a for a, b in zip(vals, vals[1:]))
+
+
+def _tail_list(feed: Feed, row: int, n: int) -> list[float]:
+    """The last n finite values up to `row`, as the row rule read them from the store."""
+    out: list[float] = feed.tail(row, n)[0].tolist()
+    return out

@@ -13,13 +13,14 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from trainwatch.rules.array import Window
 from trainwatch.rules.base import RuleContext
 from trainwatch.rules.rolling import run_lengths
-from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, SCAN_MIN, Series
+from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, SCAN_MIN, Point, Series
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Buckets:
         self.finite: list[int] = []
         self.size = 1
         self.count = 0
-        self.pending: list | None = None  # [first step, total, finite, points]
+        self.pending: list[Any] | None = None  # [first step, total, finite, points]
 
     def add(self, steps: np.ndarray, vals: np.ndarray) -> None:
         fin = np.isfinite(vals)
@@ -126,7 +127,7 @@ class Feed:
         self.off = 0  # index of the first new row in v
         self.n = np.zeros(0, dtype=np.int64)  # per new row, finite points in its segment
         self.seg_id = np.zeros(0, dtype=np.int64)
-        self.segs: list[Seg] = []
+        self.segs: list[Seg | None] = []
         self.head_row: list[list[int]] = []  # per segment, the new-row index each head entry arrived at
         self.bucket_base = 0  # rows the bucket replica held before this batch
 
@@ -156,7 +157,7 @@ class Feed:
         if seg is None and m:
             restart[0] = True
         self.seg_id = np.cumsum(restart)
-        segs = [seg] if seg is not None else [None]  # type: ignore[list-item]
+        segs: list[Seg | None] = [seg]
         heads: list[list[int]] = [[]]
         for r in np.flatnonzero(restart).tolist():
             segs.append(Seg(int(new_s[r]), int(fc[r]) - int(fin[r])))
@@ -174,6 +175,7 @@ class Feed:
         self.segs, self.head_row = segs, heads
         if m:
             last = segs[-1]
+            assert last is not None  # the first row of a source always starts a segment
             last.last_step = int(new_s[-1])
             self.seg = last
         keep = self.look_back
@@ -184,6 +186,8 @@ class Feed:
         """The segment's first finite values (and steps) as known at new row `row`."""
         k = int(self.seg_id[row])
         sg = self.segs[k]
+        if sg is None:
+            return [], []
         arrived = self.head_row[k]
         cut = len(sg.head) - len(arrived) + bisect_right(arrived, row)
         return sg.head[:cut], sg.head_steps[:cut]
@@ -236,7 +240,7 @@ class LrView:
         self.fin_v: list[float] = []  # the last four finite values
         self.finite_seen = 0
 
-    def _new(self, ctx: RuleContext, source: str) -> list | None:
+    def _new(self, ctx: RuleContext, source: str) -> list[Point] | None:
         lr = ctx.series("lr", source)
         if lr is not self.series:
             self.__init__()  # type: ignore[misc]
@@ -247,7 +251,7 @@ class LrView:
         self.seen = lr.count
         return lr.last_points(k) if k > 0 else []
 
-    def _rows(self, pts: list, answer: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    def _rows(self, pts: list[Point], answer: np.ndarray, lines: np.ndarray) -> np.ndarray:
         """Per loss row (its line), the answer at the last LR point on an earlier line."""
         before = self.last
         if len(answer):

@@ -31,8 +31,8 @@ class RangeRule(ArrayRule):
         spec = self.spec
         if spec.above is not None and v > spec.above:
             bound, word = spec.above, "above"
-        else:
-            bound, word = spec.below, "below"
+        else:  # the condition held, so the value is below the lower bound
+            bound, word = float(spec.below if spec.below is not None else v), "below"
         return Finding(
             message=f"{w.name} = {v:.4g}, {word} {bound:g}",
             subject=w.name,

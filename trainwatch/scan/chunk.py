@@ -112,7 +112,8 @@ class Chunk:
     @classmethod
     def from_arrays(cls, first_lineno: int, base_offset: int, data: bytes, arrays: Mapping[str, Any]) -> Chunk:
         """A chunk from a mapping of field name to array-like; each is converted to its contract dtype."""
-        converted = {name: np.ascontiguousarray(np.asarray(arrays[name], dtype=dtype)) for name, dtype in ARRAY_FIELDS}
+        converted: dict[str, np.ndarray] = {
+            name: np.ascontiguousarray(np.asarray(arrays[name], dtype=dtype)) for name, dtype in ARRAY_FIELDS}
         return cls(first_lineno=int(first_lineno), base_offset=int(base_offset), data=bytes(data), **converted)
 
     @classmethod
@@ -158,5 +159,6 @@ def concat(chunks: Iterable[Chunk]) -> Chunk:
             arrays[name].append(value)
         lines_before += len(part)
         dicts_before += int(part.dict_line.shape[0])
-    joined = {name: np.concatenate(arrays[name]).astype(dtype, copy=False) for name, dtype in ARRAY_FIELDS}
+    joined: dict[str, np.ndarray] = {
+        name: np.concatenate(arrays[name]).astype(dtype, copy=False) for name, dtype in ARRAY_FIELDS}
     return Chunk.from_arrays(first.first_lineno, first.base_offset, b"".join(p.data for p in parts), joined)

@@ -169,7 +169,7 @@ class LossFlatFromStart(Rule):
         self._flat_since: dict[str, tuple[Segment, int]] = {}  # source -> (segment, points seen when first flat)
         self._told: dict[str, Segment] = {}  # source -> the run segment whose flat curve was reported
 
-    def _judge(self, series: Series, need: int, step: int, holding: bool = False) -> Finding | None | bool | str:
+    def _judge(self, series: Series, need: int, step: int, holding: bool = False) -> Finding | bool | str | None:
         """A finding when flat, FELL when it fell beyond the noise, False when not flat otherwise, None
         when it cannot tell yet. A flat curve already told
         stays flat while its fall stays below min_drop (the noise band is for calling it, not for
