@@ -16,10 +16,6 @@ CODED: dict[str, str] = {
     # rule id -> "module:Class" under trainwatch.rules
     "loss.nonfinite": "loss:LossNonFinite",
     "loss.spike": "loss:LossSpike",
-    "loss.diverging": "divergence:LossDiverging",
-    "loss.plateau": "plateau:LossPlateau",
-    "loss.flat_from_start": "plateau:LossFlatFromStart",
-    "loss.overfit": "overfit:LossOverfit",
     "loss.leak": "loss:LossLeak",
     "loss.level": "loss:LossLevel",
     "grad.nonfinite": "grad:GradNonFinite",
@@ -31,26 +27,12 @@ CODED: dict[str, str] = {
     "resume.detected": "resume:ResumeDetected",
     "resume.sched_reset": "resume:ResumeSchedReset",
     "resume.loss_jump": "resume:ResumeLossJump",
-    "speed.drop": "speed:SpeedDrop",
     "oom.rl_logits": "rl:RlLogits",
     "rl.reward_zero": "rl:StaysZero",
     "rl.reward_std_zero": "rl:StaysZero",
     "rl.length_hacking": "rl:LengthHacking",
     "ebft.alignment_down": "rl:AlignmentDown",
-    "error.traceback": "traceback:TracebackRule",
-    "run.ended_early": "run_end:EndedEarly",
     # live rules (clock and GPU telemetry); defaults in presets/base-live.yaml
-    "hang.stall": "stall:StallRule",
-    "hang.stopped": "gpu:GpuStopped",
-    "hang.collective": "gpu:GpuCollective",
-    "hang.dead_rank": "ranks:DeadRank",
-    "oom.near": "gpu:NearOom",
-    "oom.creep": "gpu:MemoryCreep",
-    "speed.starved": "gpu:Starved",
-    "speed.mfu": "speed_live:Mfu",
-    "gpu.lost": "gpu:GpuLost",
-    "gpu.throttle": "gpu:Throttle",
-    "gpu.ecc": "gpu:Ecc",
 }
 
 

@@ -21,6 +21,7 @@ from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.rolling import RowTail, restarts, tail_sizes, trailing_diff_sigma, trailing_median
 from trainwatch.rules.stats import cusum_onset, fmt, scaled_window
 from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point
+from trainwatch.rules.registry import register
 
 HEAD = 8  # first finite points of a run whose median sets the smallest rise that counts
 
@@ -62,6 +63,7 @@ class _Verdicts:
     last: np.ndarray  # per new row, the value an alert shows as its latest
 
 
+@register("loss.diverging")
 class LossDiverging(ArrayRule):
     """The robust level of the loss (a rolling median) climbs far above its lowest value so far.
 

@@ -15,6 +15,7 @@ from trainwatch.rules.stall import StepClock
 from trainwatch.timefmt import span
 from trainwatch.sources.gpu import throttle_names
 from trainwatch.store import MetricStore, Point, Series
+from trainwatch.rules.registry import register
 
 
 def gpu_keys(store: MetricStore, field: str = "util") -> list[str]:
@@ -87,6 +88,7 @@ class _StallCorrelation(Rule):
         raise NotImplementedError
 
 
+@register("hang.stopped")
 class GpuStopped(_StallCorrelation):
     id = "hang.stopped"
 
@@ -106,6 +108,7 @@ class GpuStopped(_StallCorrelation):
                        evidence={"silence_s": round(silence, 1), "util": means, "last_line": st.last_line[:300]})
 
 
+@register("hang.collective")
 class GpuCollective(_StallCorrelation):
     id = "hang.collective"
 
@@ -130,6 +133,7 @@ class GpuCollective(_StallCorrelation):
                        evidence={"silence_s": round(silence, 1), "gpus": evidence, "last_line": st.last_line[:300]})
 
 
+@register("oom.near")
 class NearOom(Rule):
     id = "oom.near"
     watches = ("gpu*/mem_used",)
@@ -147,6 +151,7 @@ class NearOom(Rule):
                        subject=key, evidence={"gpu": key, "used_mib": point.value, "total_mib": t, "fraction": frac})
 
 
+@register("oom.creep")
 class MemoryCreep(Rule):
     id = "oom.creep"
     watches = ("gpu*/mem_used",)
@@ -188,6 +193,7 @@ class MemoryCreep(Rule):
                                               "total_mib": cap, "span_s": t1 - t0})
 
 
+@register("speed.starved")
 class Starved(Rule):
     """Low or saw-tooth utilisation, judged only over readings taken while training steps advance.
 
@@ -258,6 +264,7 @@ class Starved(Rule):
         return known
 
 
+@register("gpu.throttle")
 class Throttle(Rule):
     id = "gpu.throttle"
     watches = ("gpu*/throttle",)
@@ -280,6 +287,7 @@ class Throttle(Rule):
                        evidence={"gpu": key, "reasons": active})
 
 
+@register("gpu.ecc")
 class Ecc(Rule):
     id = "gpu.ecc"
     watches = ("gpu*/ecc_uncorrected", "gpu*/retired_pages")
@@ -302,6 +310,7 @@ class Ecc(Rule):
         return Finding(message=msg, subject=f"{key}/{what}", evidence={"gpu": key, what: point.value})
 
 
+@register("gpu.lost")
 class GpuLost(Rule):
     id = "gpu.lost"
     signature = "gpu.lost"

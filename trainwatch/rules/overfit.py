@@ -10,6 +10,7 @@ from trainwatch.model import Finding, Retraction
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
 from trainwatch.store import Point, Series
+from trainwatch.rules.registry import register
 
 
 @dataclass
@@ -26,6 +27,7 @@ class _Evals:
     told: bool = False  # an overfit was reported from the current best
 
 
+@register("loss.overfit")
 class LossOverfit(Rule):
     """An eval minimum followed by later evals above it by more than their noise while the train loss
     keeps falling.

@@ -25,6 +25,7 @@ from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.plateau_feed import Feed
 from trainwatch.rules.stats import diff_sigma, fmt, median_se, nz, scaled_window
 from trainwatch.store import SCAN_MIN
+from trainwatch.rules.registry import register
 
 
 @dataclass
@@ -75,6 +76,7 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
     return np.minimum.accumulate(idx[::-1])[::-1] if m else idx
 
 
+@register("loss.plateau")
 class LossPlateau(ArrayRule):
     """The loss fell, then stopped falling early, still high and well above the expected level.
 
@@ -220,6 +222,7 @@ class _FlatState:
     told: object = None  # the run segment whose flat curve was reported
 
 
+@register("loss.flat_from_start")
 class LossFlatFromStart(ArrayRule):
     """The loss never decreased at all since the run began.
 

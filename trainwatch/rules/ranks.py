@@ -13,6 +13,7 @@ from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, SourceState
 from trainwatch.rules.stall import StepClock
 from trainwatch.timefmt import span
+from trainwatch.rules.registry import register
 
 
 @dataclass
@@ -23,6 +24,7 @@ class _Crash:
     progress_at: float | None  # the rank's last progress when it crashed
 
 
+@register("hang.dead_rank")
 class DeadRank(Rule):
     id = "hang.dead_rank"
     events = (EventKind.TRACEBACK, EventKind.ERROR, EventKind.EVAL_START, EventKind.CHECKPOINT)

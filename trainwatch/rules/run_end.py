@@ -22,10 +22,12 @@ from trainwatch.model import Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.store import Series
 from trainwatch.timefmt import span
+from trainwatch.rules.registry import register
 
 SUBJECT = "run.ended_early"
 
 
+@register("run.ended_early")
 class EndedEarly(Rule):
     id = "run.ended_early"
     events = (EventKind.ERROR, EventKind.TRACEBACK)

@@ -17,6 +17,7 @@ from trainwatch.rules.base import RuleContext
 from trainwatch.rules.rolling import RowTail, tail_sizes, trailing_median
 from trainwatch.rules.stats import fmt
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
+from trainwatch.rules.registry import register
 
 SLOWER_IS_HIGHER = {"step_time_ms"}
 
@@ -30,6 +31,7 @@ class _Levels:
     now: np.ndarray  # per new row, the median of the recent points
 
 
+@register("speed.drop")
 class SpeedDrop(ArrayRule):
     id = "speed.drop"
     watches = ("tokens_per_sec", "samples_per_sec", "steps_per_sec", "step_time_ms")

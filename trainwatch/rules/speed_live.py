@@ -15,6 +15,7 @@ import yaml
 from trainwatch.model import GPU_SOURCE, Finding
 from trainwatch.rules.base import Rule, RuleContext
 from trainwatch.store import Point, Series
+from trainwatch.rules.registry import register
 
 
 @lru_cache(maxsize=1)
@@ -33,6 +34,7 @@ def peak_flops(gpu_name: str) -> float | None:
     return None
 
 
+@register("speed.mfu")
 class Mfu(Rule):
     id = "speed.mfu"
     watches = ("tokens_per_sec",)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.timefmt import span
+from trainwatch.rules.registry import register
 
 
 @dataclass
@@ -123,6 +124,7 @@ def judge_silence(clock: StepClock, ctx: RuleContext, source: str, st: SourceSta
     return Silence(source, ctx.now - st.last_progress_at, typical, base_warn, base_crit, phase)
 
 
+@register("hang.stall")
 class StallRule(Rule):
     id = "hang.stall"
     events = (EventKind.EVAL_START, EventKind.CHECKPOINT, EventKind.TRACEBACK)

@@ -13,6 +13,7 @@ import re
 from trainwatch.model import Event, EventKind, Finding, Severity
 from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext
+from trainwatch.rules.registry import register
 
 BY_HAND = {"KeyboardInterrupt"}
 FROM_OUTSIDE = {"SignalException", "SIGTERM", "SystemExit"}
@@ -25,6 +26,7 @@ IMPORT_FIXES = (
 )
 
 
+@register("error.traceback")
 class TracebackRule(Rule):
     id = "error.traceback"
     events = (EventKind.TRACEBACK,)
