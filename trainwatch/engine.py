@@ -11,6 +11,7 @@ import fnmatch
 import math
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,7 +51,9 @@ class Engine:
         self._by_signature: dict[str, list[Rule]] = {}
         self._tickers = [r for r in self.rules if r.ticks]
         self._arrays: dict[str, list[ArrayRule]] = {}  # metric -> the array rules watching it
-        self._held: dict[tuple[str, str], tuple[Series, list[Sample], list[float]]] = {}  # rows not yet judged
+        # rows not yet judged, per (source, metric): the series, its new points, their times and feed order
+        self._held: dict[tuple[str, str], tuple[Series, list[Sample], list[float], list[int]]] = {}
+        self._seq = 0  # samples fed so far: the order array rules' transitions reach the book in
         self._cycles: dict[tuple[str, str, str], Cycle] = {}
         self.judged: set[str] = set()  # ids of the rules some sample was shown to (their metric was logged)
         self._seen = getattr(clock, "seen", None)
@@ -137,9 +140,11 @@ class Engine:
         if self._arrays[name]:
             held = self._held.get((source, name))
             if held is None:
-                held = self._held[(source, name)] = (series, [], [])
+                held = self._held[(source, name)] = (series, [], [], [])
             held[1].append(s)
             held[2].append(now)
+            held[3].append(self._seq)
+            self._seq += 1
             if len(held[1]) >= ARRAY_FLUSH:
                 flushed = self._tell(self._judge_held())
                 ctx.now = now
@@ -151,8 +156,10 @@ class Engine:
             finding = on_sample(ctx, series, s)
             if finding is None:
                 if tracked and (rule_id, source, name) in tracked:  # a pending or firing alert to resolve
+                    out.extend(self._before_book())
                     out.extend(self.book.judge(spec, source, name, None, now))
                 continue
+            out.extend(self._before_book())
             if isinstance(finding, Retraction):
                 out.extend(self.book.retract(spec, source, finding.subject or name, finding.reason, now))
                 continue
@@ -166,6 +173,16 @@ class Engine:
         if out:
             self._tell(out)
         return flushed + out if flushed else out
+
+    def _before_book(self) -> list[AlertChange]:
+        """A row rule is about to change the book: the array rules' transitions for the rows held so far
+        go first, so alerts reach the book in the log's order whichever kind of rule raised them."""
+        if not self._held:
+            return []
+        now = self._ctx.now
+        out = self._judge_held()
+        self._ctx.now = now
+        return out
 
     def _rules_for(self, name: str) -> list[Rule]:
         out = []
@@ -260,74 +277,95 @@ class Engine:
     # -- array rules ---------------------------------------------------------------------------
 
     def _judge_held(self) -> list[AlertChange]:
-        """The array rules judge the rows held since they last did, series by series. The caller tells
-        the listeners (with its own changes, in order)."""
+        """The array rules judge the rows held since they last did. Each rule plans its transitions over
+        its series' rows; the plans reach the book in the order the rows were fed (then series, then
+        rule), as they did row by row, so inhibition between rules sees alerts fire in the log's order.
+        The caller tells the listeners (with its own changes, in order)."""
         if not self._held:
             return []
         held, self._held = self._held, {}
-        out: list[AlertChange] = []
-        for (_, name), (series, rows, times) in held.items():
+        plans: list[tuple[int, int, int, int, _Planned]] = []
+        for k, (series, rows, times, seqs) in enumerate(held.values()):
             now = np.asarray(times, dtype=np.float64)
-            for rule in self._arrays[name]:
-                out.extend(self._judge_array(rule, series, rows, now))
+            for r, rule in enumerate(self._arrays[series.name]):
+                for n, planned in enumerate(self._plan(rule, series, rows, now)):
+                    plans.append((seqs[planned.row], k, r, n, planned))
+        plans.sort(key=lambda p: p[:4])
+        out: list[AlertChange] = []
+        for *_, planned in plans:
+            out.extend(self._apply(planned))
         return out
 
-    def _judge_array(self, rule: ArrayRule, series: Series, rows: list[Sample], now: np.ndarray) -> list[AlertChange]:
+    def _plan(self, rule: ArrayRule, series: Series, rows: list[Sample], now: np.ndarray) -> list[_Planned]:
+        """The rule's conditions over the new rows, run through the life cycle (up to each withdrawal,
+        then afresh): what the book is to be told, row by row. Findings are made here, where an episode
+        begins."""
         w = Window.of(series, rows, rule.history)  # type: ignore[arg-type]  # a Sample is a Point
         ctx = self._ctx
         ctx.now = float(now[-1])
         cond = np.asarray(rule.condition(ctx, w), dtype=bool)
         key = (rule.spec.id, series.source, series.name)
-        out: list[AlertChange] = []
+        out: list[_Planned] = []
         lo = 0
-        for at, reason in rule.retractions(ctx, w):  # the life cycle runs up to each withdrawal, then afresh
+        for at, reason in rule.retractions(ctx, w):
             row = at - w.start
             out.extend(self._cycle(rule, w, cond, now, lo, row + 1))
-            out.extend(self.book.retract(rule.spec, series.source, series.name, reason, float(now[row])))
+            out.append(_Planned(rule, w, cond, now, row, "retract", reason=reason))
             self._cycles[key] = Cycle()
             lo = row + 1
         out.extend(self._cycle(rule, w, cond, now, lo, len(cond)))
         return out
 
     def _cycle(self, rule: ArrayRule, w: Window, cond: np.ndarray, now: np.ndarray, lo: int,
-               hi: int) -> list[AlertChange]:
-        """The alert life cycle over new rows [lo, hi): transitions to the book, with findings made where
-        an episode begins."""
-        ctx = self._ctx
-        spec, source, subject = rule.spec, w.source, w.name
-        key = (spec.id, source, subject)
+               hi: int) -> list[_Planned]:
+        """The alert life cycle over new rows [lo, hi), as planned transitions."""
+        spec = rule.spec
+        key = (spec.id, w.source, w.name)
         cycle = self._cycles.get(key)
         if cycle is None:
             cycle = self._cycles[key] = Cycle()
-        book = self.book
-        out: list[AlertChange] = []
-        at = lo  # rows before `at` are accounted for in the book
-        base = w.start
+        out: list[_Planned] = []
+        at = lo  # rows before `at` are accounted for
         for t in advance(cycle, cond[lo:hi], now[lo:hi], spec.for_, spec.keep_firing_for):
             row = lo + t.row
             if t.step is Step.PENDING:
-                f = rule.finding(ctx, w, base + row)
-                f.source = f.source or source
-                f.step = f.step if f.step is not None else int(w.step[base + row])
-                f.line = f.line or int(w.line[base + row])
-                f.step_inferred = f.step_inferred or bool(w.inferred[base + row])
-                f.subject = f.subject or subject
-                book.begin(spec, source, subject, f, float(now[row]))
-                at = row + 1
+                f = rule.finding(self._ctx, w, w.start + row)
+                f.source = f.source or w.source
+                f.step = f.step if f.step is not None else int(w.step[w.start + row])
+                f.line = f.line or int(w.line[w.start + row])
+                f.step_inferred = f.step_inferred or bool(w.inferred[w.start + row])
+                f.subject = f.subject or w.name
+                out.append(_Planned(rule, w, cond, now, row, "begin", finding=f))
             elif t.step is Step.FIRING:
-                self._hold(rule, w, cond, at, row + 1, now)
-                out.extend(book.fire(spec, source, subject, float(now[row])))
-                at = row + 1
+                out.append(_Planned(rule, w, cond, now, row, "fire", held_from=at))
             elif t.step is Step.DROPPED:
-                book.drop(spec, source, subject)
-                at = row + 1
+                out.append(_Planned(rule, w, cond, now, row, "drop"))
             else:
-                self._hold(rule, w, cond, at, row, now)
-                out.extend(book.resolve(spec, source, subject, float(now[row])))
-                at = row + 1
-        if cycle.phase is not Phase.IDLE:
-            self._hold(rule, w, cond, at, hi, now)
+                out.append(_Planned(rule, w, cond, now, row, "resolve", held_from=at))
+            at = row + 1
+        if cycle.phase is not Phase.IDLE and at < hi:
+            out.append(_Planned(rule, w, cond, now, hi - 1, "hold", held_from=at))
         return out
+
+    def _apply(self, p: _Planned) -> list[AlertChange]:
+        spec, source, subject, book = p.rule.spec, p.w.source, p.w.name, self.book
+        t = float(p.now[p.row])
+        if p.kind == "begin":
+            assert p.finding is not None
+            book.begin(spec, source, subject, p.finding, t)
+        elif p.kind == "fire":
+            self._hold(p.rule, p.w, p.cond, p.held_from, p.row + 1, p.now)
+            return book.fire(spec, source, subject, t)
+        elif p.kind == "drop":
+            book.drop(spec, source, subject)
+        elif p.kind == "resolve":
+            self._hold(p.rule, p.w, p.cond, p.held_from, p.row, p.now)
+            return book.resolve(spec, source, subject, t)
+        elif p.kind == "retract":
+            return book.retract(spec, source, subject, p.reason, t)
+        else:  # still pending or firing at the end of the rows: the rows it held on
+            self._hold(p.rule, p.w, p.cond, p.held_from, p.row + 1, p.now)
+        return []
 
     def _hold(self, rule: ArrayRule, w: Window, cond: np.ndarray, lo: int, hi: int, now: np.ndarray) -> None:
         """Tells the book about the rows in [lo, hi) where the condition held."""
@@ -365,3 +403,18 @@ class Engine:
             if a.severity > Severity.INFO and not a.retracted and (worst is None or a.severity > worst):
                 worst = a.severity
         return worst
+
+
+@dataclass(slots=True)
+class _Planned:
+    """One thing an array rule's life cycle tells the book, at new row `row` of window `w`."""
+
+    rule: ArrayRule
+    w: Window
+    cond: np.ndarray
+    now: np.ndarray
+    row: int
+    kind: str  # begin, fire, drop, resolve, retract, hold
+    finding: Finding | None = None
+    reason: str = ""
+    held_from: int = 0  # `fire`, `resolve` and `hold` count the rows held from here
