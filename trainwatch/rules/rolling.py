@@ -15,6 +15,7 @@ import bottleneck as bn
 import numpy as np
 
 from trainwatch.rules.stats import MAD_SIGMA
+from trainwatch.store import RECENT_POINTS, SCAN_MIN
 
 
 def finite_rows(values: np.ndarray) -> np.ndarray:
@@ -100,3 +101,30 @@ def value_before(steps: np.ndarray, values: np.ndarray, at: np.ndarray, *, inclu
     ok = pos >= 0
     out[ok] = values[pos[ok]]
     return out
+
+
+def scan_reach(n: int) -> int:
+    """How many rows back `Series.tail(n)` looks for n finite values: max(SCAN_MIN, 8n), and never past
+    the store's recent window. A rule that reads `stats.before` declares this as its `history`."""
+    return min(max(SCAN_MIN, 8 * max(n, 0)), RECENT_POINTS - 1)
+
+
+def before_counts(finite: np.ndarray, n: int | np.ndarray) -> np.ndarray:
+    """Per row i, how many values `stats.before(series, point_i, n)` returns: the last n finite values
+    before row i, looked for among the `scan_reach(n)` rows before it, so a long NaN/Inf stretch shortens
+    the answer exactly as it does row by row. `n` may vary per row; n <= 0 asks for none."""
+    m = len(finite)
+    ns = np.maximum(np.broadcast_to(np.asarray(n, dtype=np.int64), (m,)), 0)
+    reach = np.minimum(np.maximum(SCAN_MIN, 8 * ns), RECENT_POINTS - 1)
+    seen = np.concatenate(([0], np.cumsum(finite, dtype=np.int64)))  # seen[j]: finite rows in [0, j)
+    idx = np.arange(m)
+    return np.minimum(ns, seen[idx] - seen[np.maximum(idx - reach, 0)])
+
+
+def before_values(values: np.ndarray, row: int, n: int) -> list[float]:
+    """What `stats.before` returns for the point at `row`: its last n finite predecessors within
+    `scan_reach(n)` rows, oldest first, as Python floats. For the few rows a rule looks at closely."""
+    if n <= 0:
+        return []
+    back = values[max(0, row - scan_reach(n)):row]
+    return back[np.isfinite(back)][-n:].tolist()  # type: ignore[no-any-return]
