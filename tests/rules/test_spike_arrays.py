@@ -9,6 +9,7 @@ alerts must be the same text."""
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import numpy as np
@@ -39,6 +40,11 @@ def report(rule_id: str, oracle: type[Rule] | None, records: list[Record], cuts:
     """The engine's alerts as text after feeding `records` one at a time (`cuts` None) or in batches
     cut at `cuts` ([] is one batch)."""
     engine = make_engine(rule_id, oracle)
+    told: list[dict] = []  # what the sinks were told: each alert's own finding (a later episode's too)
+    engine.listeners.append(lambda c: told.append({
+        "state": c.state.value, "message": c.alert.finding.message, "evidence": c.alert.finding.evidence,
+        "step": c.alert.finding.step, "line": c.alert.finding.line, "first_step": c.alert.first_step,
+        "found_step": c.alert.found_step}))
     fresh = list(from_records(SOURCE, records).records())  # the engine settles steps on its own copies
     if cuts is None:
         for r in fresh:
@@ -48,7 +54,8 @@ def report(rule_id: str, oracle: type[Rule] | None, records: list[Record], cuts:
         for lo, hi in zip(bounds, bounds[1:], strict=False):
             engine.feed_batch(from_records(SOURCE, fresh[lo:hi]))
     engine.finish(SOURCE)
-    return json.dumps([a.to_dict() for a in engine.alerts()], indent=1, default=str)  # NaN == NaN as text
+    alerts = [a.to_dict() for a in engine.alerts()]
+    return json.dumps({"alerts": alerts, "told": told}, indent=1, default=str)  # NaN == NaN as text
 
 
 @st.composite
@@ -69,6 +76,7 @@ def logs(draw: st.DrawFn, metric: str) -> list[Record]:
         elif kind == "burst":  # a blow-up that keeps jumping, with calm rows between the jumps
             base = abs(level) + 0.01
             vals = base * np.where(rng.random(n) < 0.3, rng.choice([5.0, 50.0, 500.0], size=n), 1.0)
+            vals[rng.random(n) < 0.15] = np.nan  # NaN rows count for the alert's calm, not the episode's
         else:
             if kind == "restart":
                 step = max(0, step - draw(st.integers(1, 500)))
@@ -120,3 +128,17 @@ def test_a_blowup_that_keeps_jumping_is_one_spike_told_at_its_first_jump() -> No
     assert alert.finding.message.startswith("loss 40 at step 31")
     assert [(e.start_step, e.end_step) for e in alert.episodes] == [(31, 37), (56, 56)]
     assert report("loss.spike", None, records, []) == report("loss.spike", LossSpikeRows, records, [])
+
+
+def test_a_jump_after_the_alert_resolved_but_within_the_episode_tells_the_first_jump() -> None:
+    """NaN rows count towards the alert's keep_firing_for but not towards the rule's episode: a jump after
+    a NaN and five calm rows starts a new alert that still tells the episode's first jump, as before."""
+    vals = [2.0 + 0.01 * (i % 3) for i in range(30)] + [40.0, math.nan] + [2.0] * 5 + [45.0] + [2.0] * 8
+    records: list[Record] = [Sample("loss", v, i + 1, source=SOURCE, line=i + 1) for i, v in enumerate(vals)]
+    want = report("loss.spike", LossSpikeRows, records, [])
+    for cuts in ([], None, [31], [37, 38]):
+        assert report("loss.spike", None, records, cuts) == want
+    (alert,) = json.loads(want)["alerts"]
+    assert alert["episode_count"] == 2
+    second = [t for t in json.loads(want)["told"] if t["state"] == "firing"][1]
+    assert second["message"].startswith("loss 40 at step 31") and second["evidence"]["last_value"] == 45.0
