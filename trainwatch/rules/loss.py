@@ -201,7 +201,8 @@ class LossSpike(ArrayRule):
         self._runs: dict[str, _Run] = {}
         self._episodes = Episodes()
         self._since: dict[str, int] = {}  # source -> finite samples since its last spike
-        self._told: dict[int, Finding] = {}  # window row -> the finding of a spike in the rows being judged
+        # source -> window row -> the finding of each spike in the rows last judged (what `finding` returns)
+        self._told: dict[str, dict[int, Finding]] = {}
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         v, s, src = w.value, w.start, w.source
@@ -225,7 +226,7 @@ class LossSpike(ArrayRule):
             ratio = (cn >= int(self.p["min_history"])) & (mn > 0) & (vn >= float(self.p["ratio"]) * mn * (1 - 1e-9))
         early = (cn >= max(int(self.p["early_history"]), 1)) & (cn < int(self.p["min_history"]))
         out = np.zeros(len(vn), dtype=bool)
-        self._told = {}
+        told = self._told[src] = {}
         # finite samples since the last spike: `calm` at row `mark`, the rest counted from fin_before
         calm, mark = self._since.get(src, 0), s
         for j in np.flatnonzero(fn & (ratio | early)):
@@ -235,7 +236,7 @@ class LossSpike(ArrayRule):
                 continue
             out[j] = True
             since = calm + int(fin_before[row] - fin_before[mark])
-            self._told[row] = self._episode(src, found, float(v[row]), int(w.step[row]), since)
+            told[row] = self._episode(src, found, float(v[row]), int(w.step[row]), since)
             calm, mark = -1, row  # the spike itself is not a calm sample
         if len(vn):
             self._since[src] = calm + total - int(fin_before[mark])
@@ -243,7 +244,7 @@ class LossSpike(ArrayRule):
         return out
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
-        return self._told[row]
+        return self._told[w.source][row]
 
     def _run_starts(self, w: Window) -> tuple[np.ndarray, _Run | None]:
         """Per new row, the window row its run began at, or -1 when it began before the window (the
