@@ -9,7 +9,7 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
-from trainwatch.rules.rolling import before_counts, before_values, scan_reach, trailing_median
+from trainwatch.rules.rolling import RecentRows, before_counts, before_values, scan_reach, trailing_median
 from trainwatch.rules.stats import fmt, mad_sigma
 
 
@@ -54,10 +54,15 @@ class GradSpike(ArrayRule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.history = scan_reach(int(self.p["window"]))  # type: ignore[misc]
+        self._recent: dict[str, RecentRows] = {}  # source -> the rows its look-back reaches
+        self._judged: dict[str, tuple[np.ndarray, int]] = {}  # source -> (rows, where the new ones begin)
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
-        v, s = w.value, w.start
+        tail = self._recent.get(w.source)
+        if tail is None:
+            tail = self._recent[w.source] = RecentRows(scan_reach(int(self.p["window"])))
+        v, s = tail.extend(ctx.series(w.name, w.source), w.new)
+        self._judged[w.source] = (v, s - w.start)
         fin = np.isfinite(v)
         want = np.zeros(len(v), dtype=np.int64)
         want[s:] = int(self.p["window"])
@@ -70,19 +75,21 @@ class GradSpike(ArrayRule):
             # a little slack: the rows it lets through are judged exactly below, one by one
             ratio = (cn >= int(self.p["min_history"])) & (mn > 0) & (vn >= float(self.p["ratio"]) * mn * (1 - 1e-9))
         early = (cn >= max(int(self.p["early_history"]), 1)) & (cn < int(self.p["min_history"]))
+        step = w.step[w.start:]
         for j in np.flatnonzero(fn & (ratio | early)):
-            out[j] = self._judge(w, s + int(j)) is not None
+            out[j] = self._judge(v, s + int(j), int(step[j])) is not None
         return out
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
-        found = self._judge(w, row)
+        v, shift = self._judged[w.source]
+        found = self._judge(v, row + shift, int(w.step[row]))
         assert found is not None, "finding asked for a row whose condition does not hold"
         return found
 
-    def _judge(self, w: Window, row: int) -> Finding | None:
-        """The row's verdict, from the same numbers the row-at-a-time rule used."""
-        v, step = float(w.value[row]), int(w.step[row])
-        prev = before_values(w.value, row, int(self.p["window"]))
+    def _judge(self, values: np.ndarray, row: int, step: int) -> Finding | None:
+        """The verdict at `row` of `values`, from the same numbers the row-at-a-time rule used."""
+        v = float(values[row])
+        prev = before_values(values, row, int(self.p["window"]))
         unstable = float(self.p["unstable_above"])
         med = median(prev) if prev else math.nan
         ev = {"value": v, "baseline": med, "step": step}

@@ -17,7 +17,8 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.rolling import before_counts, before_values, restarts, scan_reach, trailing_median
+from trainwatch.rules.rolling import (RecentRows, before_counts, before_values, restarts, scan_reach,
+                                      trailing_median)
 from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
 from trainwatch.store import SCAN_MIN, Point, Series
 
@@ -197,7 +198,8 @@ class LossSpike(ArrayRule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.history = scan_reach(max(int(self.p["window"]), int(self.p["noise_window"])))  # type: ignore[misc]
+        self._reach = scan_reach(max(int(self.p["window"]), int(self.p["noise_window"])))
+        self._recent: dict[str, RecentRows] = {}  # source -> the rows its look-back reaches
         self._runs: dict[str, _Run] = {}
         self._episodes = Episodes()
         self._since: dict[str, int] = {}  # source -> finite samples since its last spike
@@ -205,13 +207,18 @@ class LossSpike(ArrayRule):
         self._told: dict[str, dict[int, Finding]] = {}
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
-        v, s, src = w.value, w.start, w.source
-        fin = np.isfinite(v)
+        src = w.source
         series = ctx.series(w.name, src)
+        tail = self._recent.get(src)
+        if tail is None:
+            tail = self._recent[src] = RecentRows(self._reach)
+        v, s = tail.extend(series, w.new)  # the look-back, then the new rows from s
+        step = w.step[w.start:]
+        fin = np.isfinite(v)
         # the series' finite points before each row, counted as the store counts them
         total = series.finite_count if series is not None else int(fin.sum())
         fin_before = total - np.cumsum(fin[::-1])[::-1]
-        starts, run = self._run_starts(w)
+        starts, run = self._run_starts(src, step, s)
         # the finite points of the run before each new row, as the row-at-a-time rule counted them
         began = np.where(starts >= 0, fin_before[np.maximum(starts, 0)], -1 if run is None else run.finite_before)
         earlier = fin_before[s:] - began
@@ -231,55 +238,51 @@ class LossSpike(ArrayRule):
         calm, mark = self._since.get(src, 0), s
         for j in np.flatnonzero(fn & (ratio | early)):
             row = s + int(j)
-            found = self._judge(w, row, int(earlier[j]))
-            if found is None or not self._material(self._head(w, row, int(starts[j]), run), found):
+            found = self._judge(v, row, int(step[j]), int(earlier[j]))
+            if found is None or not self._material(self._head(v, s, row, int(starts[j]), run), found):
                 continue
             out[j] = True
             since = calm + int(fin_before[row] - fin_before[mark])
-            told[row] = self._episode(src, found, float(v[row]), int(w.step[row]), since)
+            told[w.start + int(j)] = self._episode(src, found, float(v[row]), int(step[j]), since)
             calm, mark = -1, row  # the spike itself is not a calm sample
         if len(vn):
             self._since[src] = calm + total - int(fin_before[mark])
-        self._carry(w, starts, run, fin_before)
+            self._carry(src, v, s, int(step[-1]), starts, run, fin_before)
         return out
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
         return self._told[w.source][row]
 
-    def _run_starts(self, w: Window) -> tuple[np.ndarray, _Run | None]:
-        """Per new row, the window row its run began at, or -1 when it began before the window (the
-        carried run, returned too)."""
-        run = self._runs.get(w.source)
-        step = w.step[w.start:]
+    def _run_starts(self, src: str, step: np.ndarray, s: int) -> tuple[np.ndarray, _Run | None]:
+        """Per new row, the row its run began at (the new rows begin at `s`), or -1 when it began
+        before them (the carried run, returned too)."""
+        run = self._runs.get(src)
         rows = np.flatnonzero(np.diff(restarts(step, None if run is None else run.last_step), prepend=0) > 0)
         if run is None and len(step):
             rows = np.concatenate(([0], rows))  # the source's first row starts its first run
         if not len(rows):
             return np.full(len(step), -1, dtype=np.int64), run
         at = np.searchsorted(rows, np.arange(len(step)), side="right") - 1
-        return np.where(at >= 0, w.start + rows[np.maximum(at, 0)], -1), run
+        return np.where(at >= 0, s + rows[np.maximum(at, 0)], -1), run
 
-    def _head(self, w: Window, row: int, start: int, run: _Run | None) -> list[float]:
+    def _head(self, v: np.ndarray, s: int, row: int, start: int, run: _Run | None) -> list[float]:
         """The first finite values of the run `row` is in, up to and including `row`."""
         head = [] if start >= 0 or run is None else run.head
         if len(head) >= self.HEAD:
             return head
-        lo = start if start >= 0 else w.start
-        seen = w.value[lo:row + 1]
+        seen = v[start if start >= 0 else s:row + 1]
         return head + seen[np.isfinite(seen)][:self.HEAD - len(head)].tolist()
 
-    def _carry(self, w: Window, starts: np.ndarray, run: _Run | None, fin_before: np.ndarray) -> None:
+    def _carry(self, src: str, v: np.ndarray, s: int, last_step: int, starts: np.ndarray, run: _Run | None,
+               fin_before: np.ndarray) -> None:
         """What the next batch needs: the run the last row is in."""
-        if not len(starts):
-            return
-        last = len(w.value) - 1
         start = int(starts[-1])
-        head = self._head(w, last, start, run)
+        head = self._head(v, s, len(v) - 1, start, run)
         if start >= 0:
             run = _Run(0, int(fin_before[start]))
         assert run is not None
-        run.last_step, run.head = int(w.step[last]), head
-        self._runs[w.source] = run
+        run.last_step, run.head = last_step, head
+        self._runs[src] = run
 
     def _episode(self, src: str, found: Finding, v: float, step: int, since: int) -> Finding:
         """A blow-up that keeps jumping is one spike, the first one told: the episode stays open until
@@ -296,16 +299,17 @@ class LossSpike(ArrayRule):
         start = abs(median(head)) if head else 0.0
         return found.evidence["value"] - found.evidence["baseline"] >= float(self.p["min_jump"]) * start
 
-    def _judge(self, w: Window, row: int, earlier: int) -> Finding | None:
-        v, step = float(w.value[row]), int(w.step[row])
-        prev = before_values(w.value, row, min(int(self.p["window"]), earlier))
+    def _judge(self, values: np.ndarray, row: int, step: int, earlier: int) -> Finding | None:
+        """The verdict at `row` of `values`, from the same numbers the row-at-a-time rule used."""
+        v = float(values[row])
+        prev = before_values(values, row, min(int(self.p["window"]), earlier))
         if len(prev) < int(self.p["min_history"]):
             return self._early(prev, v, step)
         med = median(prev)
         if med <= 0 or v < float(self.p["ratio"]) * med:
             return None
         noise = mad_sigma(prev, med)
-        longer = before_values(w.value, row, min(int(self.p["noise_window"]), earlier))
+        longer = before_values(values, row, min(int(self.p["noise_window"]), earlier))
         if len(longer) > len(prev):
             noise = max(noise, diff_sigma(longer))
         if v - med < float(self.p["mad_k"]) * noise:

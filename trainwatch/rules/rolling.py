@@ -128,3 +128,28 @@ def before_values(values: np.ndarray, row: int, n: int) -> list[float]:
         return []
     back = values[max(0, row - scan_reach(n)):row]
     return back[np.isfinite(back)][-n:].tolist()  # type: ignore[no-any-return]
+
+
+class RecentRows:
+    """The last values of one series an array rule has judged, carried from one batch to the next.
+
+    A rule that looks further back than the new rows reads its look-back here instead of declaring a
+    `history`, which would turn that many stored points into arrays again for every batch (for every
+    row, when `tail` feeds one at a time). A new series object (another training in the same log)
+    starts afresh, as the store does."""
+
+    __slots__ = ("keep", "series", "value")
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.series: object = None
+        self.value = np.zeros(0, dtype=np.float64)
+
+    def extend(self, series: object, new: np.ndarray) -> tuple[np.ndarray, int]:
+        """The carried rows followed by `new`, and how many were carried."""
+        if series is not self.series:
+            self.series, self.value = series, self.value[:0]
+        carried = len(self.value)
+        rows = np.concatenate((self.value, new))
+        self.value = rows[max(0, len(rows) - self.keep):]
+        return rows, carried
