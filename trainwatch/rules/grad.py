@@ -8,9 +8,9 @@ import numpy as np
 
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
-from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import before, fmt, mad_sigma
-from trainwatch.store import Point, Series
+from trainwatch.rules.base import RuleContext, median
+from trainwatch.rules.rolling import RecentRows, before_counts, before_values, scan_reach, trailing_median
+from trainwatch.rules.stats import fmt, mad_sigma
 
 
 class GradNonFinite(ArrayRule):
@@ -42,33 +42,70 @@ def _nonfinite(v: float, step: int, nan_count: int, inf_count: int) -> Finding:
                    evidence={"value": v, "step": step, "nan_count": nan_count, "inf_count": inf_count})
 
 
-class GradSpike(Rule):
-    """grad_norm far above its recent median (robustly), or above the preset's instability line."""
+class GradSpike(ArrayRule):
+    """grad_norm far above its recent median (robustly), or above the preset's instability line.
+
+    Over arrays: the ratio to the trailing median of the finite points before each row is one
+    vectorised test; the noise test and the wording run only on the few rows where the ratio holds
+    (or too few points exist for a noise estimate)."""
 
     id = "grad.spike"
     watches = ("grad_norm",)
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        v = point.value
-        if not math.isfinite(v):
-            return None
-        prev = before(series, point, int(self.p["window"]))
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._recent: dict[str, RecentRows] = {}  # source -> the rows its look-back reaches
+        self._judged: dict[str, tuple[np.ndarray, int]] = {}  # source -> (rows, where the new ones begin)
+
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        tail = self._recent.get(w.source)
+        if tail is None:
+            tail = self._recent[w.source] = RecentRows(scan_reach(int(self.p["window"])))
+        v, s = tail.extend(ctx.series(w.name, w.source), w.new)
+        self._judged[w.source] = (v, s - w.start)
+        fin = np.isfinite(v)
+        want = np.zeros(len(v), dtype=np.int64)
+        want[s:] = int(self.p["window"])
+        count = before_counts(fin, want)
+        med = np.full(len(v), np.nan)
+        med[fin] = trailing_median(v[fin], count[fin], include_self=False)
+        vn, cn, mn, fn = v[s:], count[s:], med[s:], fin[s:]
+        with np.errstate(invalid="ignore"):
+            out = fn & (vn > float(self.p["unstable_above"]))
+            # a little slack: the rows it lets through are judged exactly below, one by one
+            ratio = (cn >= int(self.p["min_history"])) & (mn > 0) & (vn >= float(self.p["ratio"]) * mn * (1 - 1e-9))
+        early = (cn >= max(int(self.p["early_history"]), 1)) & (cn < int(self.p["min_history"]))
+        step = w.step[w.start:]
+        for j in np.flatnonzero(fn & (ratio | early)):
+            out[j] = self._judge(v, s + int(j), int(step[j])) is not None
+        return out
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        v, shift = self._judged[w.source]
+        found = self._judge(v, row + shift, int(w.step[row]))
+        assert found is not None, "finding asked for a row whose condition does not hold"
+        return found
+
+    def _judge(self, values: np.ndarray, row: int, step: int) -> Finding | None:
+        """The verdict at `row` of `values`, from the same numbers the row-at-a-time rule used."""
+        v = float(values[row])
+        prev = before_values(values, row, int(self.p["window"]))
         unstable = float(self.p["unstable_above"])
         med = median(prev) if prev else math.nan
-        ev = {"value": v, "baseline": med, "step": point.step}
+        ev = {"value": v, "baseline": med, "step": step}
         if len(prev) >= int(self.p["min_history"]) and med > 0:
             if v >= float(self.p["ratio"]) * med and v - med >= float(self.p["mad_k"]) * mad_sigma(prev, med):
                 ev["ratio"] = v / med
-                return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is {v / med:.0f}x its recent "
+                return Finding(message=f"grad_norm {fmt(v)} at step {step} is {v / med:.0f}x its recent "
                                        f"median {fmt(med)}", evidence=ev)
         elif prev and int(self.p["early_history"]) <= len(prev) < int(self.p["min_history"]) and min(prev) > 0:
             top = max(prev)  # too few points for a noise estimate: far above every earlier one only
             if v >= float(self.p["early_ratio"]) * top:
                 ev["ratio"] = v / med
                 ev["max_before"] = top
-                return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is {v / top:.0f}x the highest of "
+                return Finding(message=f"grad_norm {fmt(v)} at step {step} is {v / top:.0f}x the highest of "
                                        f"the {len(prev)} points before it ({fmt(top)})", evidence=ev)
         if v > unstable:
             ev["threshold"] = unstable
-            return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is above {unstable:g}", evidence=ev)
+            return Finding(message=f"grad_norm {fmt(v)} at step {step} is above {unstable:g}", evidence=ev)
         return None

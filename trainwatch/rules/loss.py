@@ -8,6 +8,7 @@ NaN/Inf (which loss.nonfinite and grad.nonfinite judge instead).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
@@ -16,8 +17,9 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import (Episodes, Segment, Segments, before, diff_sigma, fmt, head_values, last_finite,
-                                    mad_sigma)
+from trainwatch.rules.rolling import (RecentRows, before_counts, before_values, restarts, scan_reach,
+                                      trailing_median)
+from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
 from trainwatch.store import SCAN_MIN, Point, Series
 
 BLOWUP_FIXES = (
@@ -171,73 +173,154 @@ def _beyond_log_noise(v: float, med: float, prev: list[float], k: float) -> bool
     return math.log(v / med) >= k * sigma
 
 
-class LossSpike(Rule):
+@dataclass
+class _Run:
+    """Where one source's loss run last (re)started, carried from one batch of rows to the next."""
+
+    last_step: int  # the step of the last row seen: a lower one starts a new run
+    finite_before: int  # the series' finite points before the run's first row
+    head: list[float] = field(default_factory=list)  # the run's first finite values (a few)
+
+
+class LossSpike(ArrayRule):
     """Loss jumps well over its recent median, beyond the noise.
 
     The noise is the larger of the recent window's MAD and the point-to-point noise over a longer
     stretch: twenty points of a noisy per-step loss can happen to sit close together, and a normal
-    high point after them is not a spike. Only the points since the run last (re)started count."""
+    high point after them is not a spike. Only the points since the run last (re)started count.
+
+    Over arrays: the ratio to the trailing median of the finite points before each row is one
+    vectorised test; the noise tests, the material check and the wording run only on the few rows
+    where it holds (or too few points exist for a noise estimate)."""
 
     id = "loss.spike"
     watches = ("loss",)
+    HEAD = 5  # first points of a run whose median says where it began
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._segments = Segments(keep_head=5)
+        self._reach = scan_reach(max(int(self.p["window"]), int(self.p["noise_window"])))
+        self._recent: dict[str, RecentRows] = {}  # source -> the rows its look-back reaches
+        self._runs: dict[str, _Run] = {}
         self._episodes = Episodes()
-        self._since: dict[str, int] = {}  # source -> samples since its last spike
+        self._since: dict[str, int] = {}  # source -> finite samples since its last spike
+        # source -> window row -> the finding of each spike in the rows last judged (what `finding` returns)
+        self._told: dict[str, dict[int, Finding]] = {}
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        src = series.source
-        seg = self._segments.update(series, point)
-        v = point.value
-        if not math.isfinite(v):
-            return None
-        found = self._judge(series, point, seg.finite(series) - 1)
-        if found is not None and not self._material(seg, found):
-            found = None
-        if found is None:
-            self._since[src] = self._since.get(src, 0) + 1
-            if self._since[src] > self._keep():
-                self._episodes.close(src)
-            return None
-        self._since[src] = 0
-        if self._episodes.is_open(src):  # a blow-up that keeps jumping: one spike, the first one told
-            return self._episodes.repeat(src, v, point.step)
-        return self._episodes.open(src, found, v, point.step)
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        src = w.source
+        series = ctx.series(w.name, src)
+        tail = self._recent.get(src)
+        if tail is None:
+            tail = self._recent[src] = RecentRows(self._reach)
+        v, s = tail.extend(series, w.new)  # the look-back, then the new rows from s
+        step = w.step[w.start:]
+        fin = np.isfinite(v)
+        # the series' finite points before each row, counted as the store counts them
+        total = series.finite_count if series is not None else int(fin.sum())
+        fin_before = total - np.cumsum(fin[::-1])[::-1]
+        starts, run = self._run_starts(src, step, s)
+        # the finite points of the run before each new row, as the row-at-a-time rule counted them
+        began = np.where(starts >= 0, fin_before[np.maximum(starts, 0)], -1 if run is None else run.finite_before)
+        earlier = fin_before[s:] - began
+        want = np.zeros(len(v), dtype=np.int64)
+        want[s:] = np.minimum(int(self.p["window"]), earlier)
+        count = before_counts(fin, want)
+        med = np.full(len(v), np.nan)
+        med[fin] = trailing_median(v[fin], count[fin], include_self=False)
+        vn, cn, mn, fn = v[s:], count[s:], med[s:], fin[s:]
+        with np.errstate(invalid="ignore"):
+            # a little slack: the rows it lets through are judged exactly below, one by one
+            ratio = (cn >= int(self.p["min_history"])) & (mn > 0) & (vn >= float(self.p["ratio"]) * mn * (1 - 1e-9))
+        early = (cn >= max(int(self.p["early_history"]), 1)) & (cn < int(self.p["min_history"]))
+        out = np.zeros(len(vn), dtype=bool)
+        told = self._told[src] = {}
+        # finite samples since the last spike: `calm` at row `mark`, the rest counted from fin_before
+        calm, mark = self._since.get(src, 0), s
+        for j in np.flatnonzero(fn & (ratio | early)):
+            row = s + int(j)
+            found = self._judge(v, row, int(step[j]), int(earlier[j]))
+            if found is None or not self._material(self._head(v, s, row, int(starts[j]), run), found):
+                continue
+            out[j] = True
+            since = calm + int(fin_before[row] - fin_before[mark])
+            told[w.start + int(j)] = self._episode(src, found, float(v[row]), int(step[j]), since)
+            calm, mark = -1, row  # the spike itself is not a calm sample
+        if len(vn):
+            self._since[src] = calm + total - int(fin_before[mark])
+            self._carry(src, v, s, int(step[-1]), starts, run, fin_before)
+        return out
 
-    def _material(self, seg: Segment, found: Finding) -> bool:
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        return self._told[w.source][row]
+
+    def _run_starts(self, src: str, step: np.ndarray, s: int) -> tuple[np.ndarray, _Run | None]:
+        """Per new row, the row its run began at (the new rows begin at `s`), or -1 when it began
+        before them (the carried run, returned too)."""
+        run = self._runs.get(src)
+        rows = np.flatnonzero(np.diff(restarts(step, None if run is None else run.last_step), prepend=0) > 0)
+        if run is None and len(step):
+            rows = np.concatenate(([0], rows))  # the source's first row starts its first run
+        if not len(rows):
+            return np.full(len(step), -1, dtype=np.int64), run
+        at = np.searchsorted(rows, np.arange(len(step)), side="right") - 1
+        return np.where(at >= 0, s + rows[np.maximum(at, 0)], -1), run
+
+    def _head(self, v: np.ndarray, s: int, row: int, start: int, run: _Run | None) -> list[float]:
+        """The first finite values of the run `row` is in, up to and including `row`."""
+        head = [] if start >= 0 or run is None else run.head
+        if len(head) >= self.HEAD:
+            return head
+        seen = v[start if start >= 0 else s:row + 1]
+        return head + seen[np.isfinite(seen)][:self.HEAD - len(head)].tolist()
+
+    def _carry(self, src: str, v: np.ndarray, s: int, last_step: int, starts: np.ndarray, run: _Run | None,
+               fin_before: np.ndarray) -> None:
+        """What the next batch needs: the run the last row is in."""
+        start = int(starts[-1])
+        head = self._head(v, s, len(v) - 1, start, run)
+        if start >= 0:
+            run = _Run(0, int(fin_before[start]))
+        assert run is not None
+        run.last_step, run.head = last_step, head
+        self._runs[src] = run
+
+    def _episode(self, src: str, found: Finding, v: float, step: int, since: int) -> Finding:
+        """A blow-up that keeps jumping is one spike, the first one told: the episode stays open until
+        more than keep_firing_for finite samples (`since` the last spike) pass without a new one."""
+        if since > self.spec.keep_firing_for.steps:
+            self._episodes.close(src)
+        if self._episodes.is_open(src):
+            return self._episodes.repeat(src, v, step)  # type: ignore[return-value]
+        return self._episodes.open(src, found, v, step)
+
+    def _material(self, head: list[float], found: Finding) -> bool:
         """A jump smaller than `min_jump` of where the run began is not a spike, whatever its ratio: a
         loss memorised down to 0.002 that shows 0.05 on one batch has not spiked."""
-        head = [p.value for p in seg.head]
         start = abs(median(head)) if head else 0.0
         return found.evidence["value"] - found.evidence["baseline"] >= float(self.p["min_jump"]) * start
 
-    def _keep(self) -> int:
-        """Samples a spike alert stays up without a new spike (keep_firing_for, when it counts steps)."""
-        return self.spec.keep_firing_for.steps
-
-    def _judge(self, series: Series, point: Point, earlier: int) -> Finding | None:
-        v = point.value
-        prev = before(series, point, min(int(self.p["window"]), earlier))
+    def _judge(self, values: np.ndarray, row: int, step: int, earlier: int) -> Finding | None:
+        """The verdict at `row` of `values`, from the same numbers the row-at-a-time rule used."""
+        v = float(values[row])
+        prev = before_values(values, row, min(int(self.p["window"]), earlier))
         if len(prev) < int(self.p["min_history"]):
-            return self._early(prev, v, point.step)
+            return self._early(prev, v, step)
         med = median(prev)
         if med <= 0 or v < float(self.p["ratio"]) * med:
-            return None  # the cheap test first: the noise estimate only when the ratio already holds
+            return None
         noise = mad_sigma(prev, med)
-        longer = before(series, point, min(int(self.p["noise_window"]), earlier))
+        longer = before_values(values, row, min(int(self.p["noise_window"]), earlier))
         if len(longer) > len(prev):
             noise = max(noise, diff_sigma(longer))
         if v - med < float(self.p["mad_k"]) * noise:
             return None
         if not _beyond_log_noise(v, med, longer if len(longer) > len(prev) else prev, float(self.p["log_k"])):
             return None
-        return Finding(message=f"loss {fmt(v)} at step {point.step} is {v / med:.1f}x its recent median {fmt(med)} "
+        return Finding(message=f"loss {fmt(v)} at step {step} is {v / med:.1f}x its recent median {fmt(med)} "
                                f"(noise +-{fmt(noise)})",
-                       step=point.step,
-                       evidence={"value": v, "step": point.step, "baseline": med, "ratio": v / med,
-                                 "noise": noise})
+                       step=step,
+                       evidence={"value": v, "step": step, "baseline": med, "ratio": v / med, "noise": noise})
 
     def _early(self, prev: list[float], v: float, step: int) -> Finding | None:
         """Too few points for a noise estimate: only a jump far above every earlier point counts."""

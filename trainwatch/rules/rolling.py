@@ -139,3 +139,55 @@ class RowTail:
         values = np.concatenate((self.value, value))
         self.step, self.value = steps[-RECENT_POINTS:], values[-RECENT_POINTS:]
         return steps, values, held
+
+
+def scan_reach(n: int) -> int:
+    """How many rows back `Series.tail(n)` looks for n finite values: max(SCAN_MIN, 8n), and never past
+    the store's recent window. A rule that reads `stats.before` declares this as its `history`."""
+    return min(max(SCAN_MIN, 8 * max(n, 0)), RECENT_POINTS - 1)
+
+
+def before_counts(finite: np.ndarray, n: int | np.ndarray) -> np.ndarray:
+    """Per row i, how many values `stats.before(series, point_i, n)` returns: the last n finite values
+    before row i, looked for among the `scan_reach(n)` rows before it, so a long NaN/Inf stretch shortens
+    the answer exactly as it does row by row. `n` may vary per row; n <= 0 asks for none."""
+    m = len(finite)
+    ns = np.maximum(np.broadcast_to(np.asarray(n, dtype=np.int64), (m,)), 0)
+    reach = np.minimum(np.maximum(SCAN_MIN, 8 * ns), RECENT_POINTS - 1)
+    seen = np.concatenate(([0], np.cumsum(finite, dtype=np.int64)))  # seen[j]: finite rows in [0, j)
+    idx = np.arange(m)
+    return np.minimum(ns, seen[idx] - seen[np.maximum(idx - reach, 0)])
+
+
+def before_values(values: np.ndarray, row: int, n: int) -> list[float]:
+    """What `stats.before` returns for the point at `row`: its last n finite predecessors within
+    `scan_reach(n)` rows, oldest first, as Python floats. For the few rows a rule looks at closely."""
+    if n <= 0:
+        return []
+    back = values[max(0, row - scan_reach(n)):row]
+    return back[np.isfinite(back)][-n:].tolist()  # type: ignore[no-any-return]
+
+
+class RecentRows:
+    """The last values of one series an array rule has judged, carried from one batch to the next.
+
+    A rule that looks further back than the new rows reads its look-back here instead of declaring a
+    `history`, which would turn that many stored points into arrays again for every batch (for every
+    row, when `tail` feeds one at a time). A new series object (another training in the same log)
+    starts afresh, as the store does."""
+
+    __slots__ = ("keep", "series", "value")
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.series: object = None
+        self.value = np.zeros(0, dtype=np.float64)
+
+    def extend(self, series: object, new: np.ndarray) -> tuple[np.ndarray, int]:
+        """The carried rows followed by `new`, and how many were carried."""
+        if series is not self.series:
+            self.series, self.value = series, self.value[:0]
+        carried = len(self.value)
+        rows = np.concatenate((self.value, new))
+        self.value = rows[max(0, len(rows) - self.keep):]
+        return rows, carried
