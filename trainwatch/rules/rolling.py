@@ -165,7 +165,7 @@ def before_values(values: np.ndarray, row: int, n: int) -> list[float]:
     if n <= 0:
         return []
     back = values[max(0, row - scan_reach(n)):row]
-    return back[np.isfinite(back)][-n:].tolist()  # type: ignore[no-any-return]
+    return back[np.isfinite(back)][-n:].tolist()
 
 
 class RecentRows:
