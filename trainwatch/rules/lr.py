@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from trainwatch.model import Finding, Severity
+from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
@@ -144,8 +147,14 @@ def epoch_level(ctx: RuleContext, source: str, lr_points: list[Point]) -> bool:
     return moved
 
 
-class LrSchedule(Rule):
-    """After decaying from its peak, the LR jumps back up (a restarted or recreated scheduler)."""
+class LrSchedule(ArrayRule):
+    """After decaying from its peak, the LR jumps back up (a restarted or recreated scheduler).
+
+    Over arrays: the finite rows are cut where the step does not move on (a resume: the schedule is
+    judged afresh) and at each jump. Within a piece the LR first climbs (the peak follows it), then
+    decays (the peak stays, the low is a running minimum), so each piece costs two numpy passes and the
+    Python loop runs once per resume or jump, never once per row.
+    """
 
     id = "lr.schedule"
     watches = ("lr",)
@@ -153,25 +162,71 @@ class LrSchedule(Rule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._state: dict[str, list[float]] = {}  # source -> [peak, low since peak, last step]
+        self._jumps: dict[str, dict[int, tuple[float, float]]] = {}  # source -> window row -> (low, peak)
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        v = point.value
-        if not math.isfinite(v):
-            return None
-        st = self._state.get(series.source)
-        if st is None or point.step <= st[2]:
-            self._state[series.source] = [v, v, point.step]  # first point, or a step reset (resume rules)
-            return None
-        peak, low, _ = st
-        st[2] = point.step
-        if v >= peak and low >= peak:
-            st[0] = st[1] = v  # still warming up
-            return None
-        if low < float(self.p["decayed"]) * peak and low > 0 and v > float(self.p["jump_ratio"]) * low:
-            st[0] = st[1] = v  # a new peak: report the jump once
-            return Finding(message=f"learning rate jumped from {fmt(low)} to {fmt(v)} at step {point.step} "
-                                   f"after decaying from {fmt(peak)}",
-                           evidence={"value": v, "baseline": low, "peak": peak, "ratio": v / low,
-                                     "step": point.step})
-        st[1] = min(low, v)
-        return None
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        v = w.new
+        out = np.zeros(len(v), dtype=bool)
+        jumps: dict[int, tuple[float, float]] = {}
+        self._jumps[w.source] = jumps
+        rows = np.flatnonzero(np.isfinite(v))
+        if not len(rows):
+            return out
+        fv, fs = v[rows], w.step[w.start:][rows]
+        st = self._state.get(w.source)
+        prev = np.empty_like(fs)
+        prev[1:] = fs[:-1]
+        prev[0] = int(st[2]) if st is not None else np.iinfo(np.int64).max  # the first point starts afresh
+        starts = np.flatnonzero(fs <= prev)  # a first point or a step that did not move on (resume rules)
+        bounds = [*starts.tolist(), len(fv)]
+        if not len(starts) or starts[0] != 0:
+            assert st is not None
+            bounds.insert(0, 0)
+        peak, low = (st[0], st[1]) if st is not None else (math.nan, math.nan)
+        fresh = set(starts.tolist())
+        for a, b in zip(bounds, bounds[1:]):
+            i = a
+            if a in fresh:
+                peak = low = float(fv[a])
+                i = a + 1
+            peak, low = self._piece(fv, i, b, peak, low, rows, w.start, jumps, out)
+        self._state[w.source] = [peak, low, int(fs[-1])]
+        return out
+
+    def _piece(self, fv: np.ndarray, i: int, b: int, peak: float, low: float, rows: np.ndarray, base: int,
+               jumps: dict[int, tuple[float, float]], out: np.ndarray) -> tuple[float, float]:
+        """Judges finite rows [i, b) of one piece from (peak, low); returns them after row b - 1."""
+        decayed, ratio = float(self.p["decayed"]), float(self.p["jump_ratio"])
+        while i < b:
+            if low >= peak:  # warming up: the peak follows the LR while it does not fall
+                seg = fv[i:b]
+                before = np.empty_like(seg)
+                before[0] = peak
+                before[1:] = seg[:-1]
+                fell = np.flatnonzero(seg < before)
+                if not len(fell):
+                    return float(seg[-1]), float(seg[-1])
+                d = i + int(fell[0])
+                peak = low = float(fv[d - 1]) if d > i else peak
+                i = d
+            # decaying: the low is the running minimum of the values since the peak, the row's own excluded
+            seg = fv[i:b]
+            lows = np.minimum.accumulate(np.concatenate(([low], seg[:-1])))
+            with np.errstate(invalid="ignore"):
+                hit = np.flatnonzero((lows < decayed * peak) & (lows > 0) & (seg > ratio * lows))
+            if not len(hit):
+                return peak, min(low, float(seg.min()))
+            j = i + int(hit[0])
+            r = int(rows[j])
+            out[r] = True
+            jumps[base + r] = (float(lows[hit[0]]), peak)
+            peak = low = float(fv[j])  # a new peak: the jump is reported once
+            i = j + 1
+        return peak, low
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        low, peak = self._jumps[w.source][row]
+        v, step = float(w.value[row]), int(w.step[row])
+        return Finding(message=f"learning rate jumped from {fmt(low)} to {fmt(v)} at step {step} "
+                               f"after decaying from {fmt(peak)}",
+                       evidence={"value": v, "baseline": low, "peak": peak, "ratio": v / low, "step": step})
