@@ -67,3 +67,42 @@ def test_lr_schedule_reports_a_jump_after_decay_and_nothing_while_warming_up() -
     got = report("lr.schedule", records, [3, 7])
     assert "lr.schedule" in got and "at step 14" in got
     assert report("lr.schedule", records[:14], None) == "[]"
+
+
+@st.composite
+def warmup_logs(draw) -> list[Sample]:
+    """The first LR points of a run (a warmup or not, starting early or late), with an epoch counter and an
+    eval loss on some records, written on the record's line before its LR or on lines of their own."""
+    out: list[Sample] = []
+    line, step = 0, draw(st.integers(0, 8))
+    epoch, per_epoch = 0.0, draw(st.booleans())
+    ramp = draw(st.booleans())
+    for i in range(draw(st.integers(1, 12))):
+        line += 1
+        if draw(st.integers(0, 2)) == 0:
+            out.append(Sample("eval_loss", 2.0, step, source="run.log", line=line))
+        if draw(st.booleans()):
+            epoch += 1.0 if per_epoch else 0.25
+            out.append(Sample("epoch", epoch, step, source="run.log", line=line))
+        if draw(st.booleans()):
+            line += 1  # the LR on a line of its own
+        v = math.nan if draw(st.integers(0, 7)) == 0 else (1e-4 * (i + 1) if ramp else 1e-3 * (1 - 0.01 * i))
+        out.append(Sample("lr", v, step, source="run.log", line=line))
+        step += draw(st.sampled_from([1, 1, 0, 3]))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(warmup_logs(), st.lists(st.integers(0, 60), max_size=6))
+def test_lr_no_warmup_matches_the_row_rule(records, cuts) -> None:
+    _same("lr.no_warmup", row_lr.LrNoWarmup, records, cuts)
+
+
+def test_no_warmup_ignores_epochs_logged_after_the_fifth_lr_point() -> None:
+    """An epoch counter that first moves by a whole epoch after the fifth LR point cannot excuse it: the
+    batch is judged later, but the verdict reads only what was logged up to that point."""
+    records = [Sample("lr", 1e-3, i, source="run.log", line=i + 1) for i in range(5)]
+    records += [Sample("epoch", float(e), 5 + e, source="run.log", line=10 + e) for e in range(3)]
+    got = report("lr.no_warmup", records, [])
+    assert "starts at its peak" in got
+    assert got == report("lr.no_warmup", records, None, oracle=row_lr.LrNoWarmup)

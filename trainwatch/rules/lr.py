@@ -89,12 +89,15 @@ def _loss_fell(ctx: RuleContext, source: str) -> bool | None:
     return None if loss.finite_count < 50 else False  # a noisy start needs a while to show its fall
 
 
-class LrNoWarmup(Rule):
+class LrNoWarmup(ArrayRule):
     """The first logged LR is already the highest: the run started at its peak LR.
 
     Judged once, on the fifth LR point, and said once. Not judged on epoch-level logs (each record an
     epoch apart, as Keras, Lightning per-epoch and Ultralytics write them): a warmup inside the first
     epoch is invisible there, and a warmup bias that starts high and decays is by design.
+
+    Over arrays every row but that one is a constant false; the verdict reads the eval and epoch series
+    only up to that point's line, since the batch is judged after later lines have been stored.
     """
 
     id = "lr.no_warmup"
@@ -103,38 +106,53 @@ class LrNoWarmup(Rule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._judged: set[str] = set()  # sources whose start has been judged: the verdict never changes
+        self._found: dict[str, tuple[int, Finding]] = {}  # source -> (window row, finding) of the last batch
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        if series.source in self._judged:
-            return None
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        out = np.zeros(len(w.new), dtype=bool)
+        series = ctx.series(w.name, w.source)
+        if w.source in self._judged or series is None:
+            return out
         n = int(self.p["points"])
-        pts = series.head[:n]  # the run's first finite points, kept by the store
-        if len(pts) < n:
-            return None
-        self._judged.add(series.source)
+        finite = np.isfinite(w.new)
+        seen = series.finite_count - int(finite.sum()) + np.cumsum(finite)  # finite points up to each row
+        at = np.flatnonzero(seen >= n)
+        if not len(at):
+            return out
+        k = int(at[0])  # the row whose point completes the run's first n finite points
+        self._judged.add(w.source)
+        pts = series.head[:n]
         first, peak = pts[0].value, max(p.value for p in pts)
         if not (pts[0].step <= int(self.p["start_within"]) and first > 0 and first >= 0.999 * peak):
-            return None
-        if epoch_level(ctx, series.source, pts):
-            return None
+            return out
+        if epoch_level(ctx, w.source, pts, int(w.line[w.start + k])):
+            return out
         start = pts[0]
-        return Finding(message=f"learning rate starts at its peak {fmt(start.value)} (step {start.step}), no warmup",
-                       evidence={"value": start.value, "peak": peak, "step": start.step}, began_step=start.step)
+        out[k] = True
+        self._found[w.source] = (w.start + k, Finding(
+            message=f"learning rate starts at its peak {fmt(start.value)} (step {start.step}), no warmup",
+            evidence={"value": start.value, "peak": peak, "step": start.step}, began_step=start.step))
+        return out
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        return self._found.pop(w.source)[1]
 
 
-def epoch_level(ctx: RuleContext, source: str, lr_points: list[Point]) -> bool:
+def epoch_level(ctx: RuleContext, source: str, lr_points: list[Point], line: int | None = None) -> bool:
     """Whether the log writes one record per epoch: its epoch counter moves by a whole epoch on each
     record, or (when the epoch is the step itself) every record carries a validation result, as
-    per-epoch logs do and per-step logs do not."""
+    per-epoch logs do and per-step logs do not. With `line`, only points logged up to that line count."""
     ev = ctx.series("eval_loss", source)
     if ev is not None and len(lr_points) >= 3:
-        evaluated = {p.step for p in ev.head}
+        evaluated = {p.step for p in _upto(ev.head, line)}
         if all(p.step in evaluated for p in lr_points[:-1]):  # the last record may still be arriving
             return True
     ep = ctx.series("epoch", source)
-    if ep is None or len(ep.head) < 2:
+    if ep is None:
         return False
-    pts = ep.head[:16]
+    pts = _upto(ep.head, line)[:16]
+    if len(pts) < 2:
+        return False
     moved = False
     for a, b in zip(pts, pts[1:]):
         if b.value == a.value:
@@ -145,6 +163,11 @@ def epoch_level(ctx: RuleContext, source: str, lr_points: list[Point]) -> bool:
         else:
             moved = True
     return moved
+
+
+def _upto(points: list[Point], line: int | None) -> list[Point]:
+    """The points logged up to `line` (all when None)."""
+    return points if line is None else [p for p in points if p.line <= line]
 
 
 class LrSchedule(ArrayRule):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 
 from trainwatch import config
 from trainwatch.batch import from_records
@@ -13,11 +14,17 @@ from trainwatch.model import Record
 from trainwatch.rules.base import Rule
 
 
+@lru_cache(maxsize=4)
+def _config(preset: str) -> config.Config:
+    """A preset parsed once: hypothesis runs hundreds of engines on it (the engine only reads it)."""
+    return config.load(preset, None)
+
+
 def report(rule_id: str, records: Sequence[Record], cuts: Sequence[int] | None, *, oracle: type[Rule] | None = None,
            preset: str = "sft") -> str:
     """The alerts of `rule_id` as JSON after feeding `records` (None: one at a time; else batches cut at
     `cuts`). With `oracle`, that row rule stands in for the shipped one, built from the same spec."""
-    engine = Engine(config.load(preset, None), clock=lambda: 1_000_000.0)  # one time: only rows count here
+    engine = Engine(_config(preset), clock=lambda: 1_000_000.0)  # one time: only rows count here
     rules = [r for r in engine.rules if r.spec.id == rule_id]
     assert rules, f"{rule_id} is not enabled in {preset}"
     rule = oracle(rules[0].spec) if oracle is not None else rules[0]
