@@ -15,15 +15,27 @@ import math
 from collections import deque
 from typing import Any
 
-from trainwatch.model import Event, Finding
-from trainwatch.rules.base import Rule, RuleContext
+import numpy as np
+
+from trainwatch.model import Event, EventKind, Finding
+from trainwatch.rules.array import ArrayRule, Window
+from trainwatch.rules.base import RuleContext
 from trainwatch.rules.stats import fmt
-from trainwatch.store import Point, Series
+from trainwatch.store import Series
 
 
-class Fp16Overflow(Rule):
+class Fp16Overflow(ArrayRule):
+    """Overflow messages (ERROR events of its signature) counted per window, and a loss scale that collapsed.
+
+    The loss scale is judged over arrays: a row holds when its scale is at or below `min_scale` and the
+    run is fp16 by then (the scale has moved among the rows up to it: a running minimum and maximum, or
+    a banner said so). INFO events are answered (with nothing) so the engine judges the rows held before
+    a banner's facts arrive: the precision a row is judged by is the one known when it was logged.
+    """
+
     id = "fp16.overflow"
     watches = ("loss_scale",)
+    events = (EventKind.INFO,)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
@@ -32,17 +44,39 @@ class Fp16Overflow(Rule):
         self._total: dict[str, int] = {}
         # source -> (step, scale) of its last calibration overflow; None once calibration is over
         self._calibration: dict[str, tuple[int, object] | None] = {}
+        # source -> (series, lowest and highest finite scale of the rows judged): the series' range then
+        self._range: dict[str, tuple[Series, float, float]] = {}
+        self._max: dict[str, np.ndarray] = {}  # source -> the highest scale up to each new row
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        v = point.value
-        if not math.isfinite(v) or v > float(self.p["min_scale"]):
-            return None
-        if not is_fp16(ctx, series):
-            return None
-        return Finding(message=f"loss scale collapsed to {fmt(v)} at step {point.step} (max {fmt(series.maximum)})",
-                       evidence={"value": v, "max": series.maximum, "step": point.step})
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        v = w.new
+        series = ctx.series(w.name, w.source)
+        known = self._range.get(w.source)
+        lo, hi = (known[1], known[2]) if known is not None and known[0] is series else (math.inf, -math.inf)
+        finite = np.isfinite(v)
+        hi_at = np.maximum.accumulate(np.where(finite, v, -math.inf))
+        lo_at = np.minimum.accumulate(np.where(finite, v, math.inf))
+        np.maximum(hi_at, hi, out=hi_at)
+        np.minimum(lo_at, lo, out=lo_at)
+        if series is not None and len(v):
+            self._range[w.source] = (series, float(lo_at[-1]), float(hi_at[-1]))
+        self._max[w.source] = hi_at
+        with np.errstate(invalid="ignore"):
+            out = finite & (v <= float(self.p["min_scale"]))
+        state = ctx.sources.get(w.source)
+        if not (state and state.facts.get("precision") == "fp16"):
+            out &= hi_at > lo_at  # a scale that has moved: a dynamic scaler, so fp16
+        return out
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        v, step = float(w.value[row]), int(w.step[row])
+        top = float(self._max[w.source][row - w.start])
+        return Finding(message=f"loss scale collapsed to {fmt(v)} at step {step} (max {fmt(top)})",
+                       evidence={"value": v, "max": top, "step": step})
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
+        if event.kind is EventKind.INFO:
+            return None  # answered only so that the rows before a banner are judged before its facts
         step = event.step if event.step is not None else 0
         q = self._steps.setdefault(event.source, deque())
         if q and step < q[-1]:
@@ -98,11 +132,3 @@ class Fp16Overflow(Rule):
         q.clear()  # the calibration streak is not held against the run
         q.append(step)
         return False
-
-
-def is_fp16(ctx: RuleContext, series: Series) -> bool:
-    """A loss scale that has varied, or a precision banner that says fp16."""
-    if series.maximum > series.minimum:
-        return True
-    state = ctx.sources.get(series.source)
-    return bool(state and state.facts.get("precision") == "fp16")

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from trainwatch.model import Finding, Severity
+from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
@@ -86,12 +89,15 @@ def _loss_fell(ctx: RuleContext, source: str) -> bool | None:
     return None if loss.finite_count < 50 else False  # a noisy start needs a while to show its fall
 
 
-class LrNoWarmup(Rule):
+class LrNoWarmup(ArrayRule):
     """The first logged LR is already the highest: the run started at its peak LR.
 
     Judged once, on the fifth LR point, and said once. Not judged on epoch-level logs (each record an
     epoch apart, as Keras, Lightning per-epoch and Ultralytics write them): a warmup inside the first
     epoch is invisible there, and a warmup bias that starts high and decays is by design.
+
+    Over arrays every row but that one is a constant false; the verdict reads the eval and epoch series
+    only up to that point's line, since the batch is judged after later lines have been stored.
     """
 
     id = "lr.no_warmup"
@@ -100,38 +106,53 @@ class LrNoWarmup(Rule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._judged: set[str] = set()  # sources whose start has been judged: the verdict never changes
+        self._found: dict[str, tuple[int, Finding]] = {}  # source -> (window row, finding) of the last batch
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        if series.source in self._judged:
-            return None
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        out = np.zeros(len(w.new), dtype=bool)
+        series = ctx.series(w.name, w.source)
+        if w.source in self._judged or series is None:
+            return out
         n = int(self.p["points"])
-        pts = series.head[:n]  # the run's first finite points, kept by the store
-        if len(pts) < n:
-            return None
-        self._judged.add(series.source)
+        finite = np.isfinite(w.new)
+        seen = series.finite_count - int(finite.sum()) + np.cumsum(finite)  # finite points up to each row
+        at = np.flatnonzero(seen >= n)
+        if not len(at):
+            return out
+        k = int(at[0])  # the row whose point completes the run's first n finite points
+        self._judged.add(w.source)
+        pts = series.head[:n]
         first, peak = pts[0].value, max(p.value for p in pts)
         if not (pts[0].step <= int(self.p["start_within"]) and first > 0 and first >= 0.999 * peak):
-            return None
-        if epoch_level(ctx, series.source, pts):
-            return None
+            return out
+        if epoch_level(ctx, w.source, pts, int(w.line[w.start + k])):
+            return out
         start = pts[0]
-        return Finding(message=f"learning rate starts at its peak {fmt(start.value)} (step {start.step}), no warmup",
-                       evidence={"value": start.value, "peak": peak, "step": start.step}, began_step=start.step)
+        out[k] = True
+        self._found[w.source] = (w.start + k, Finding(
+            message=f"learning rate starts at its peak {fmt(start.value)} (step {start.step}), no warmup",
+            evidence={"value": start.value, "peak": peak, "step": start.step}, began_step=start.step))
+        return out
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        return self._found.pop(w.source)[1]
 
 
-def epoch_level(ctx: RuleContext, source: str, lr_points: list[Point]) -> bool:
+def epoch_level(ctx: RuleContext, source: str, lr_points: list[Point], line: int | None = None) -> bool:
     """Whether the log writes one record per epoch: its epoch counter moves by a whole epoch on each
     record, or (when the epoch is the step itself) every record carries a validation result, as
-    per-epoch logs do and per-step logs do not."""
+    per-epoch logs do and per-step logs do not. With `line`, only points logged up to that line count."""
     ev = ctx.series("eval_loss", source)
     if ev is not None and len(lr_points) >= 3:
-        evaluated = {p.step for p in ev.head}
+        evaluated = {p.step for p in _upto(ev.head, line)}
         if all(p.step in evaluated for p in lr_points[:-1]):  # the last record may still be arriving
             return True
     ep = ctx.series("epoch", source)
-    if ep is None or len(ep.head) < 2:
+    if ep is None:
         return False
-    pts = ep.head[:16]
+    pts = _upto(ep.head, line)[:16]
+    if len(pts) < 2:
+        return False
     moved = False
     for a, b in zip(pts, pts[1:]):
         if b.value == a.value:
@@ -144,8 +165,19 @@ def epoch_level(ctx: RuleContext, source: str, lr_points: list[Point]) -> bool:
     return moved
 
 
-class LrSchedule(Rule):
-    """After decaying from its peak, the LR jumps back up (a restarted or recreated scheduler)."""
+def _upto(points: list[Point], line: int | None) -> list[Point]:
+    """The points logged up to `line` (all when None)."""
+    return points if line is None else [p for p in points if p.line <= line]
+
+
+class LrSchedule(ArrayRule):
+    """After decaying from its peak, the LR jumps back up (a restarted or recreated scheduler).
+
+    Over arrays: the finite rows are cut where the step does not move on (a resume: the schedule is
+    judged afresh) and at each jump. Within a piece the LR first climbs (the peak follows it), then
+    decays (the peak stays, the low is a running minimum), so each piece costs two numpy passes and the
+    Python loop runs once per resume or jump, never once per row.
+    """
 
     id = "lr.schedule"
     watches = ("lr",)
@@ -153,25 +185,71 @@ class LrSchedule(Rule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._state: dict[str, list[float]] = {}  # source -> [peak, low since peak, last step]
+        self._jumps: dict[str, dict[int, tuple[float, float]]] = {}  # source -> window row -> (low, peak)
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        v = point.value
-        if not math.isfinite(v):
-            return None
-        st = self._state.get(series.source)
-        if st is None or point.step <= st[2]:
-            self._state[series.source] = [v, v, point.step]  # first point, or a step reset (resume rules)
-            return None
-        peak, low, _ = st
-        st[2] = point.step
-        if v >= peak and low >= peak:
-            st[0] = st[1] = v  # still warming up
-            return None
-        if low < float(self.p["decayed"]) * peak and low > 0 and v > float(self.p["jump_ratio"]) * low:
-            st[0] = st[1] = v  # a new peak: report the jump once
-            return Finding(message=f"learning rate jumped from {fmt(low)} to {fmt(v)} at step {point.step} "
-                                   f"after decaying from {fmt(peak)}",
-                           evidence={"value": v, "baseline": low, "peak": peak, "ratio": v / low,
-                                     "step": point.step})
-        st[1] = min(low, v)
-        return None
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        v = w.new
+        out = np.zeros(len(v), dtype=bool)
+        jumps: dict[int, tuple[float, float]] = {}
+        self._jumps[w.source] = jumps
+        rows = np.flatnonzero(np.isfinite(v))
+        if not len(rows):
+            return out
+        fv, fs = v[rows], w.step[w.start:][rows]
+        st = self._state.get(w.source)
+        prev = np.empty_like(fs)
+        prev[1:] = fs[:-1]
+        prev[0] = int(st[2]) if st is not None else np.iinfo(np.int64).max  # the first point starts afresh
+        starts = np.flatnonzero(fs <= prev)  # a first point or a step that did not move on (resume rules)
+        bounds = [*starts.tolist(), len(fv)]
+        if not len(starts) or starts[0] != 0:
+            assert st is not None
+            bounds.insert(0, 0)
+        peak, low = (st[0], st[1]) if st is not None else (math.nan, math.nan)
+        fresh = set(starts.tolist())
+        for a, b in zip(bounds, bounds[1:]):
+            i = a
+            if a in fresh:
+                peak = low = float(fv[a])
+                i = a + 1
+            peak, low = self._piece(fv, i, b, peak, low, rows, w.start, jumps, out)
+        self._state[w.source] = [peak, low, int(fs[-1])]
+        return out
+
+    def _piece(self, fv: np.ndarray, i: int, b: int, peak: float, low: float, rows: np.ndarray, base: int,
+               jumps: dict[int, tuple[float, float]], out: np.ndarray) -> tuple[float, float]:
+        """Judges finite rows [i, b) of one piece from (peak, low); returns them after row b - 1."""
+        decayed, ratio = float(self.p["decayed"]), float(self.p["jump_ratio"])
+        while i < b:
+            if low >= peak:  # warming up: the peak follows the LR while it does not fall
+                seg = fv[i:b]
+                before = np.empty_like(seg)
+                before[0] = peak
+                before[1:] = seg[:-1]
+                fell = np.flatnonzero(seg < before)
+                if not len(fell):
+                    return float(seg[-1]), float(seg[-1])
+                d = i + int(fell[0])
+                peak = low = float(fv[d - 1]) if d > i else peak
+                i = d
+            # decaying: the low is the running minimum of the values since the peak, the row's own excluded
+            seg = fv[i:b]
+            lows = np.minimum.accumulate(np.concatenate(([low], seg[:-1])))
+            with np.errstate(invalid="ignore"):
+                hit = np.flatnonzero((lows < decayed * peak) & (lows > 0) & (seg > ratio * lows))
+            if not len(hit):
+                return peak, min(low, float(seg.min()))
+            j = i + int(hit[0])
+            r = int(rows[j])
+            out[r] = True
+            jumps[base + r] = (float(lows[hit[0]]), peak)
+            peak = low = float(fv[j])  # a new peak: the jump is reported once
+            i = j + 1
+        return peak, low
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        low, peak = self._jumps[w.source][row]
+        v, step = float(w.value[row]), int(w.step[row])
+        return Finding(message=f"learning rate jumped from {fmt(low)} to {fmt(v)} at step {step} "
+                               f"after decaying from {fmt(peak)}",
+                       evidence={"value": v, "baseline": low, "peak": peak, "ratio": v / low, "step": step})

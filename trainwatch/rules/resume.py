@@ -9,10 +9,13 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from trainwatch.model import Event, EventKind, Finding
+from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import finite_points, fmt
-from trainwatch.store import Point, Series
+from trainwatch.store import RECENT_POINTS, Point, Series
 
 
 def _went_back(series: Series, point: Point) -> int | None:
@@ -49,8 +52,21 @@ class _Resume:
     done: bool = False
 
 
+def _resume_event(ctx: RuleContext, event: Event, metric: str) -> _Resume:
+    """A RESUME event: the points before are all the series holds now (the engine judged them first)."""
+    s = ctx.series(metric, event.source)
+    pts = list(s.recent) if s else []  # once per resume, not per sample
+    step = event.fields.get("step", event.step)
+    step = step if isinstance(step, int) else (pts[-1].step if pts else 0)
+    return _Resume(step, pts)
+
+
 class _AfterResume(Rule):
-    """Shared resume tracking for one metric: the points before, the first points after."""
+    """Shared resume tracking for one metric: the points before, the first points after, judged row by row.
+
+    resume.sched_reset stays a row rule: it inhibits lr.schedule for `keep_firing_for` rows, and the engine
+    judges array rules one after another over a whole batch, so an inhibitor judged over arrays would fire
+    after the lr.schedule rows it must keep quiet have already been told."""
 
     metric = ""
     events = (EventKind.RESUME,)
@@ -62,11 +78,7 @@ class _AfterResume(Rule):
     keep_after = 1  # finite points after a resume that the rule needs (subclasses set theirs)
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
-        s = ctx.series(self.metric, event.source)
-        pts = list(s.recent) if s else []  # once per resume, not per sample
-        step = event.fields.get("step", event.step)
-        step = step if isinstance(step, int) else (pts[-1].step if pts else 0)
-        self._resumes[event.source] = _Resume(step, pts)
+        self._resumes[event.source] = _resume_event(ctx, event, self.metric)
         return None
 
     def resume_for(self, series: Series, point: Point) -> _Resume | None:
@@ -187,7 +199,88 @@ class _LrRun:
         return None
 
 
-class ResumeLossJump(_AfterResume):
+class _AfterResumeArrays(ArrayRule):
+    """Shared resume tracking for one metric: the points before, the first points after.
+
+    Over arrays: a resume matters for the few finite rows after it, so the rule walks only the rows
+    from a step that went back (or a RESUME event) until it has judged; every other row is left to
+    numpy (`_quiet`). The points before a resume are those the series held when it was logged: the
+    rule keeps the last RECENT_POINTS of them itself, because by the time a batch is judged the store
+    may have let the oldest go.
+    """
+
+    metric = ""
+    events = (EventKind.RESUME,)
+    history = 1  # the row before the first new one: did the step go back at it?
+
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._resumes: dict[str, _Resume] = {}
+        self._seen: dict[str, tuple[Series, deque[Point]]] = {}  # source -> (series, its last points judged)
+        self._found: dict[str, dict[int, Finding]] = {}  # source -> window row -> finding, for `finding`
+
+    keep_after = 1  # finite points after a resume that the rule needs (subclasses set theirs)
+
+    def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
+        self._resumes[event.source] = _resume_event(ctx, event, self.metric)
+        return None
+
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        m = len(w.new)
+        out = np.zeros(m, dtype=bool)
+        found: dict[int, Finding] = {}
+        self._found[w.source] = found
+        series = ctx.series(w.name, w.source)
+        if series is None or not m:
+            return out
+        seen = self._seen.get(w.source)
+        if seen is None or seen[0] is not series:  # a new run in the same log starts a new series
+            seen = self._seen[w.source] = (series, deque(maxlen=RECENT_POINTS))
+        past = seen[1]
+        pts = series.last_points(m)  # the new rows as the store holds them
+        steps = w.step
+        back = np.zeros(m, dtype=bool)
+        if len(steps) > 1:
+            went = steps[1:] < steps[:-1]  # one per row after the window's first: m or m - 1 of them
+            back[m - len(went):] = went
+        backs = np.flatnonzero(back)
+        r = self._resumes.get(w.source)
+        i = 0
+        while i < m:
+            if not back[i] and (r is None or r.done):
+                k = int(np.searchsorted(backs, i))
+                j = int(backs[k]) if k < len(backs) else m
+                if r is None:
+                    self._quiet(w, i, j, out, found)
+                i = j
+                continue
+            p = pts[i]
+            if back[i]:  # the step went back: the points before are those the series held then
+                before = [*past, *pts[:i]][-(RECENT_POINTS - 1):]
+                r = self._resumes[w.source] = _Resume(p.step, before)
+            assert r is not None
+            if not r.done and len(r.after) < self.keep_after and math.isfinite(p.value):
+                r.after.append(p)
+            f = self.judge(r, p)
+            if f is not None:
+                out[i] = True
+                found[w.start + i] = f
+            i += 1
+        past.extend(pts)
+        return out
+
+    def judge(self, r: _Resume, point: Point) -> Finding | None:
+        """The verdict at a point logged after the resume `r` (the point already counted in it)."""
+        raise NotImplementedError
+
+    def _quiet(self, w: Window, lo: int, hi: int, out: np.ndarray, found: dict[int, Finding]) -> None:
+        """New rows [lo, hi) of a series that has not resumed yet."""
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        return self._found[w.source][row]
+
+
+class ResumeLossJump(_AfterResumeArrays):
     """The loss right after a resume is well above the loss just before it."""
 
     id = "resume.loss_jump"
@@ -198,9 +291,8 @@ class ResumeLossJump(_AfterResume):
         super().__init__(spec)
         self.keep_after = int(self.p["after"])
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        r = self.resume_for(series, point)
-        if r is None or r.done or not math.isfinite(point.value):
+    def judge(self, r: _Resume, point: Point) -> Finding | None:
+        if r.done or not math.isfinite(point.value):
             return None
         after = r.after
         if len(after) < int(self.p["after"]):

@@ -4,39 +4,94 @@ alignment trending down, and a logits tensor that cannot fit in memory."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from trainwatch.model import Event, EventKind, Finding
+from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt, theil_sen
-from trainwatch.store import Point, Series
+from trainwatch.store import SCAN_MIN, Point, Series
 
 
-class StaysZero(Rule):
-    """A metric (glob) that has been ~0 on every logged step since the start, for `steps` steps."""
+@dataclass
+class _Since:
+    """What StaysZero carries for one series between batches."""
+
+    series: Series
+    lo: float = math.inf  # lowest and highest finite value so far
+    hi: float = -math.inf
+    first_step: int | None = None  # the step of its first finite point
+    rows: int = 0  # rows judged
+    last_row: int = -(10**9)  # index (among the rows judged) of the last finite one, its value and step
+    last_value: float = math.nan
+    last_step: int = 0
+
+
+class StaysZero(ArrayRule):
+    """A metric (glob) that has been ~0 on every logged step since the start, for `steps` steps.
+
+    Over arrays: the range so far is a running minimum and maximum, the latest finite point a forward
+    fill. As the store's `tail(1)` does, a finite point more than SCAN_MIN rows back is not looked for.
+    """
 
     id = "rl.stays_zero"
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self.watches = (str(spec.params["metric_glob"]),)  # type: ignore[misc]
+        self._since: dict[tuple[str, str], _Since] = {}
+        self._rows: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
-    def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        if not series.head:
-            return None
+    def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
+        v = w.new
+        m = len(v)
+        key = (w.source, w.name)
+        series = ctx.series(w.name, w.source)
+        st = self._since.get(key)
+        if st is None or st.series is not series:  # a new run in the same log starts a new series
+            st = self._since[key] = _Since(series)  # type: ignore[arg-type]
+        if not m:
+            return np.zeros(0, dtype=bool)
+        finite = np.isfinite(v)
+        steps = w.step[w.start:]
+        hi = np.maximum(np.maximum.accumulate(np.where(finite, v, -math.inf)), st.hi)
+        lo = np.minimum(np.minimum.accumulate(np.where(finite, v, math.inf)), st.lo)
+        idx = st.rows + np.arange(m)
+        last = np.maximum.accumulate(np.where(finite, idx, st.last_row))  # the last finite row up to each
+        pos = last - st.rows  # into this batch; negative: before it
+        carried = pos < 0
+        last_value = np.where(carried, st.last_value, v[np.maximum(pos, 0)])
+        last_step = np.where(carried, st.last_step, steps[np.maximum(pos, 0)])
+        first = np.flatnonzero(finite)
+        first_step = st.first_step if st.first_step is not None else (int(steps[first[0]]) if len(first) else None)
         eps = float(self.p["eps"])
-        if series.minimum < -eps or series.maximum > eps:
-            return None  # it moved at some point
-        last = series.tail(1)
-        if not last:
-            return None
-        span = last[-1].step - series.head[0].step
-        if span < int(self.p["steps"]):
-            return None
-        return Finding(message=f"{series.name} has stayed at {fmt(last[-1].value)} (|x| <= {eps:g}) "
-                               f"for {span} steps",
-                       evidence={"metric": series.name, "value": last[-1].value, "steps": span,
-                                 "max": series.maximum, "step": point.step})
+        out = np.zeros(m, dtype=bool)
+        if first_step is not None:
+            near = idx - last < max(SCAN_MIN, 8)  # tail(1) looks this far back for a finite point
+            out = (lo >= -eps) & (hi <= eps) & near & (last_step - first_step >= int(self.p["steps"]))
+            if st.first_step is None:
+                out[:first[0]] = False  # no finite point yet
+        self._rows[key] = (last_value, last_step, hi, out)
+        st.lo, st.hi, st.first_step, st.rows = float(lo[-1]), float(hi[-1]), first_step, st.rows + m
+        if len(first):
+            st.last_row, st.last_value, st.last_step = st.rows - m + int(first[-1]), float(v[first[-1]]), \
+                int(steps[first[-1]])
+        return out
+
+    def last_value(self, w: Window, row: int) -> float | None:
+        return float(self._rows[(w.source, w.name)][0][row - w.start])  # the latest finite value, as reported
+
+    def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
+        last_value, last_step, hi, _ = self._rows[(w.source, w.name)]
+        k = row - w.start
+        value, span = float(last_value[k]), int(last_step[k]) - int(self._since[(w.source, w.name)].first_step or 0)
+        eps = float(self.p["eps"])
+        return Finding(message=f"{w.name} has stayed at {fmt(value)} (|x| <= {eps:g}) for {span} steps",
+                       evidence={"metric": w.name, "value": value, "steps": span, "max": float(hi[k]),
+                                 "step": int(w.step[row])})
 
 
 def _max_length(ctx: RuleContext, source: str) -> float | None:
