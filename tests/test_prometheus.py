@@ -362,3 +362,34 @@ def test_prometheus_scrapes_tail_and_alertmanager_gets_the_critical_alert(tmp_pa
     assert "loss.nonfinite in run llama-sft" in got["annotations"]["summary"]
     assert procs["trainwatch"].poll() is None
     writer.stdin.close()
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux for a real terminal (.ci/run installs it)")
+def test_dashboard_serves_metrics_and_frees_the_port_on_quit(tmp_path: Path) -> None:
+    """With the dashboard drawn in a real terminal, the exporter answers; after `q` the port is free."""
+    from tests.tui.terminal import Tmux
+
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=2.5, lr=1e-4\nStep 2: loss=2.4, lr=1e-4\nStep 3: loss=nan, lr=1e-4\n")
+    port = free_port()
+    status = tmp_path / "status"
+    root = Path(__file__).resolve().parents[1]
+    tm = Tmux("xterm-256color", tmp_path / "tmux.conf")
+    cmd = (f"cd {tmp_path} && env -u COLUMNS -u LINES TERM=xterm-256color PYTHONPATH={root} {sys.executable} "
+           f"-m trainwatch tail --no-gpu {log} --prometheus {port}; echo $? > {status}.tmp && "
+           f"mv {status}.tmp {status}; sleep 120")
+    tm("new-session", "-d", "-s", "tw", "-x", "120", "-y", "40", "sh", "-c", cmd)
+    try:
+        got = poll(lambda: scrape_when(port, lambda m: pick(m, "trainwatch_alerts", alertname="loss.nonfinite")),
+                   "the NaN alert from the dashboard's exporter")
+        assert pick(got, "trainwatch_step", source=str(log))[0][1] == 3
+        tm.wait_for(lambda t: "CRITICAL" in t, 40, "the dashboard's badge")
+        tm("send-keys", "-t", "tw", "q")
+        tm.wait_for(lambda t: status.exists(), 30, "the dashboard to exit")
+        assert status.read_text().strip() == "2"
+        with socket.socket() as s:  # closed with the dashboard: nothing listens there any more
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # scrapes leave TIME_WAIT, not a listener
+            s.bind(("127.0.0.1", port))
+            s.listen()
+    finally:
+        tm("kill-server")
