@@ -6,7 +6,8 @@ keeps following after a run ends (a systemd service, say). The dashboard stays o
 with --until-done, until every run has ended, or on --exit-on) and exits the same way. Both attach
 the same Sinks (--alert-log, --on-alert, --exit-on), built here before either starts. Without a terminal on stdin
 and stdout (cron, nohup, `> file`) the dashboard would write escape codes into a file, so `tail`
-falls back to headless output and says so on stderr.
+falls back to headless output and says so on stderr. --prometheus serves the same state to Prometheus
+with either front end (trainwatch/sinks/prometheus.py), bound before anything is followed.
 """
 
 from __future__ import annotations

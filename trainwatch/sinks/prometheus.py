@@ -15,6 +15,7 @@ severity, state, ...} 1` while an alert is pending or firing, absent otherwise.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import socket
 import threading
@@ -179,6 +180,7 @@ class Collector:
         yield from (step, total, rate, age, ended)
 
 
+@functools.lru_cache(maxsize=4096)  # a handful of sources, asked once per metric per scrape
 def _series(source: str) -> tuple[str, str, str]:
     if source in ("", "gpu"):  # the GPU sampler's alerts belong to the node, not to a run
         return "", source, ""
