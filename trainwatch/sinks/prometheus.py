@@ -117,7 +117,8 @@ class Collector:
     def describe(self) -> list[Any]:
         return []  # no snapshot at registration: the families are whatever the run has when scraped
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> list[Any]:
+        """One snapshot (the watcher's lock held only while it is copied), turned into gauge families."""
         from prometheus_client.core import GaugeMetricFamily as Gauge
 
         from trainwatch.tui import view
@@ -130,10 +131,7 @@ class Collector:
             for m in snap.metrics:
                 if m.source != "gpu" and m.last is not None:
                     metric.add_metric([*_series(m.source), m.name], m.last)
-            yield metric
-            yield self._alerts(snap)
-            yield from self._progress_families(snap, now)
-            yield from _gpu_families(snap.gpus)
+            return [metric, self._alerts(snap), *self._progress_families(snap, now), *_gpu_families(snap.gpus)]
 
     def _alerts(self, snap: Any) -> Any:
         from prometheus_client.core import GaugeMetricFamily as Gauge
