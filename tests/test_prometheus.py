@@ -2,7 +2,8 @@
 
 The end-to-end test starts Debian's `prometheus` and `prometheus-alertmanager` binaries with temporary
 configs and storage (never the system service), lets Prometheus scrape `trainwatch tail` following a
-log that a real process appends to and that goes NaN, and reads the outcome through their HTTP APIs.
+log that a real process appends to and that goes NaN, and reads the outcome through their HTTP APIs;
+then stops trainwatch and sees the stale-exporter rule catch it.
 """
 
 from __future__ import annotations
@@ -361,6 +362,13 @@ def test_prometheus_scrapes_tail_and_alertmanager_gets_the_critical_alert(tmp_pa
     assert [r["name"] for r in got["receivers"]] == ["pager"]  # the route pages on critical
     assert "loss.nonfinite in run llama-sft" in got["annotations"]["summary"]
     assert procs["trainwatch"].poll() is None
+
+    # the watcher goes away: the stale-exporter rule sees `up == 0` (pending for its 2 minutes)
+    procs["trainwatch"].terminate()
+    assert procs["trainwatch"].wait(timeout=30) == 2  # the worst severity seen
+    down = poll(lambda: _query(prom, 'ALERTS{alertname="TrainwatchExporterDown"}') or None,
+                "TrainwatchExporterDown pending", procs=procs)
+    assert down[0]["metric"]["alertstate"] == "pending" and down[0]["metric"]["instance"] == f"127.0.0.1:{tw}"
     writer.stdin.close()
 
 
