@@ -6,7 +6,8 @@ keeps following after a run ends (a systemd service, say). The dashboard stays o
 with --until-done, until every run has ended, or on --exit-on) and exits the same way. Both attach
 the same Sinks (--alert-log, --on-alert, --exit-on), built here before either starts. Without a terminal on stdin
 and stdout (cron, nohup, `> file`) the dashboard would write escape codes into a file, so `tail`
-falls back to headless output and says so on stderr.
+falls back to headless output and says so on stderr. --prometheus serves the same state to Prometheus
+with either front end (trainwatch/sinks/prometheus.py), bound before anything is followed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from trainwatch.cli import EXIT_UNKNOWN
 from trainwatch.cli.check import add_engine_options
 from trainwatch.errors import UsageError
 from trainwatch.model import GPU_SOURCE, AlertState, Severity
+from trainwatch.sinks import prometheus
 from trainwatch.sinks.fanout import Sinks
 from trainwatch.sinks.printer import Printer, stamp
 
@@ -64,6 +66,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--hook-timeout", type=_positive, default=10.0, metavar="SECONDS",
                    help="hook time limit (default 10)")
     p.add_argument("--no-fixes", action="store_true", help="headless text: leave out the suggested fixes")
+    p.add_argument("--prometheus", type=prometheus.parse_address, metavar="[ADDR:]PORT",
+                   help=f"serve /metrics for Prometheus on ADDR:PORT (default address {prometheus.DEFAULT_HOST})")
     p.add_argument("--theme", metavar="NAME", help=f"TUI theme: {THEMES_HELP}")
     p.add_argument("--refresh", type=_positive, metavar="SECONDS", help="TUI refresh period (default 2)")
     p.set_defaults(run=run)
@@ -80,12 +84,18 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         args.headless = True
     sinks = Sinks.from_args(args)  # a bad --alert-log or --on-alert is one line, before any screen
+    exporter = None
     try:
         watcher = build_watcher(args)
+        if getattr(args, "prometheus", None) is not None:  # bound before any screen: a port in use is one line, exit 3
+            exporter = prometheus.serve(watcher, args.prometheus, lambda text: print(f"trainwatch: {text}",
+                                                                                       file=sys.stderr))
         if not args.headless:
             return _tui(watcher, args, sinks)
         return Headless(watcher, args, sinks).run()
     finally:
+        if exporter is not None:
+            exporter.close()
         sinks.close()  # the watcher has stopped: no alert comes after this
 
 

@@ -96,6 +96,7 @@ class SourceView:
     phase: str
     waiting: bool = False  # named, not read yet (its format is not recognised yet): no evidence either way
     read: bool = True  # something in it was understood (a metric or an event)
+    progress_at: float | None = None  # the watcher's clock when its step last moved on (None: never)
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
         # as `tail`'s exit code counts it: a source says something once a metric or an event came of it
         read = {s.source for s in series if s.count} | {s.name for s in eng.sources.values() if s.events}
         sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase,
-                              bool(s.facts.get(WAITING_FACT)), s.name in read)
+                              bool(s.facts.get(WAITING_FACT)), s.name in read, s.last_progress_at)
                    for s in eng.sources.values()]
         multi = len({s.source for s in series if s.source != GPU_SOURCE}) > 1
         metrics = [_metric_view_cached(s, alerts, multi, cache) for s in series]
