@@ -115,9 +115,8 @@ def pick(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], family: s
 
 
 def start(cmd: list[str], log: Path, **kw: Any) -> subprocess.Popen[str]:
-    f = open(log, "w", encoding="utf-8")
-    proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, text=True, **kw)
-    f.close()
+    with open(log, "w", encoding="utf-8") as f:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, text=True, **kw)
     proc.log_path = log  # type: ignore[attr-defined]
     return proc
 
