@@ -1,49 +1,21 @@
-"""The rule registry: coded rules by id; range rules need no code, only YAML.
+"""Rules built from the config: coded rules by id (trainwatch.rules.registry), range rules from YAML alone.
 
-A new coded rule is one module with a Rule subclass plus one line in CODED, and its defaults,
-title and fixes in presets/base.yaml.
+A new coded rule is one module with a Rule subclass marked `@register("its.id")`, its module named in
+registry.BUILTIN_MODULES, and its defaults, title and fixes in presets/base.yaml.
 """
 
 from __future__ import annotations
-
-from importlib import import_module
 
 from trainwatch.config import Config, RuleSpec
 from trainwatch.rules.base import Rule
 from trainwatch.rules.range import RangeRule
 
-CODED: dict[str, str] = {
-    # rule id -> "module:Class" under trainwatch.rules
-    "loss.nonfinite": "loss:LossNonFinite",
-    "loss.spike": "loss:LossSpike",
-    "loss.leak": "loss:LossLeak",
-    "loss.level": "loss:LossLevel",
-    "grad.nonfinite": "grad:GradNonFinite",
-    "grad.spike": "grad:GradSpike",
-    "lr.zero": "lr:LrZero",
-    "lr.no_warmup": "lr:LrNoWarmup",
-    "lr.schedule": "lr:LrSchedule",
-    "fp16.overflow": "fp16:Fp16Overflow",
-    "resume.detected": "resume:ResumeDetected",
-    "resume.sched_reset": "resume:ResumeSchedReset",
-    "resume.loss_jump": "resume:ResumeLossJump",
-    "oom.rl_logits": "rl:RlLogits",
-    "rl.reward_zero": "rl:StaysZero",
-    "rl.reward_std_zero": "rl:StaysZero",
-    "rl.length_hacking": "rl:LengthHacking",
-    "ebft.alignment_down": "rl:AlignmentDown",
-    # live rules (clock and GPU telemetry); defaults in presets/base-live.yaml
-}
-
 
 def coded_class(rule_id: str) -> type[Rule] | None:
-    target = CODED.get(rule_id)
-    if target is None:
-        from trainwatch.rules.registry import registry
+    """The class that answers for a coded rule id: ours (registered with @register) or a plugin's."""
+    from trainwatch.rules.registry import registry  # here: the rule modules import this package
 
-        return registry().get(rule_id)
-    module, _, cls = target.partition(":")
-    return getattr(import_module(f"trainwatch.rules.{module}"), cls)
+    return registry().get(rule_id)
 
 
 def build_rule(spec: RuleSpec) -> Rule | None:

@@ -22,8 +22,10 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Series
+from trainwatch.rules.registry import register
 
 
+@register("fp16.overflow")
 class Fp16Overflow(ArrayRule):
     """Overflow messages (ERROR events of its signature) counted per window, and a loss scale that collapsed.
 

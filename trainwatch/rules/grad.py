@@ -11,8 +11,10 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.rolling import RecentRows, before_counts, before_values, scan_reach, trailing_median
 from trainwatch.rules.stats import fmt, mad_sigma
+from trainwatch.rules.registry import register
 
 
+@register("grad.nonfinite")
 class GradNonFinite(ArrayRule):
     """grad_norm NaN/Inf. The preset's `for: 2` asks for two logged points in a row: with fp16's dynamic
     loss scaling one Inf that the next step recovers from is the scaler skipping a step. A run whose
@@ -42,6 +44,7 @@ def _nonfinite(v: float, step: int, nan_count: int, inf_count: int) -> Finding:
                    evidence={"value": v, "step": step, "nan_count": nan_count, "inf_count": inf_count})
 
 
+@register("grad.spike")
 class GradSpike(ArrayRule):
     """grad_norm far above its recent median (robustly), or above the preset's instability line.
 

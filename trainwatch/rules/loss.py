@@ -21,6 +21,7 @@ from trainwatch.rules.rolling import (RecentRows, before_counts, before_values, 
                                       trailing_median)
 from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
 from trainwatch.store import SCAN_MIN, Point, Series
+from trainwatch.rules.registry import register
 
 BLOWUP_FIXES = (
     "Optimisation blow-up: lower the peak LR 2-5x and warm up over 5-10% of the steps",
@@ -42,6 +43,7 @@ def _int(facts: dict[str, Any], *keys: str) -> int | None:
     return None
 
 
+@register("loss.nonfinite")
 class LossNonFinite(ArrayRule):
     """Train or eval loss is NaN/Inf; the grad-norm just before says blow-up or bad sample."""
 
@@ -182,6 +184,7 @@ class _Run:
     head: list[float] = field(default_factory=list)  # the run's first finite values (a few)
 
 
+@register("loss.spike")
 class LossSpike(ArrayRule):
     """Loss jumps well over its recent median, beyond the noise.
 
@@ -353,6 +356,7 @@ def _finite_upto(series: Series, step: int, n: int, *, scan: int | None = None) 
     return out
 
 
+@register("loss.leak")
 class LossLeak(Rule):
     """Eval loss far below the train loss: the eval set may leak into training.
 
@@ -402,6 +406,7 @@ class LossLeak(Rule):
                        step=point.step, evidence={"value": v, "step": point.step, "baseline": t, "ratio": v / t})
 
 
+@register("loss.level")
 class LossLevel(Rule):
     """At the end of an SFT run, the final loss far outside the usual 0.5-2.0."""
 

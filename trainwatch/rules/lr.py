@@ -15,8 +15,10 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
+from trainwatch.rules.registry import register
 
 
+@register("lr.zero")
 class LrZero(Rule):
     """LR exactly 0 before the schedule's end (`for` in the preset asks for several points).
 
@@ -89,6 +91,7 @@ def _loss_fell(ctx: RuleContext, source: str) -> bool | None:
     return None if loss.finite_count < 50 else False  # a noisy start needs a while to show its fall
 
 
+@register("lr.no_warmup")
 class LrNoWarmup(ArrayRule):
     """The first logged LR is already the highest: the run started at its peak LR.
 
@@ -170,6 +173,7 @@ def _upto(points: list[Point], line: int | None) -> list[Point]:
     return points if line is None else [p for p in points if p.line <= line]
 
 
+@register("lr.schedule")
 class LrSchedule(ArrayRule):
     """After decaying from its peak, the LR jumps back up (a restarted or recreated scheduler).
 

@@ -16,6 +16,7 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import finite_points, fmt
 from trainwatch.store import RECENT_POINTS, Point, Series
+from trainwatch.rules.registry import register
 
 
 def _went_back(series: Series, point: Point) -> int | None:
@@ -26,6 +27,7 @@ def _went_back(series: Series, point: Point) -> int | None:
     return prev.step if point.step < prev.step else None
 
 
+@register("resume.detected")
 class ResumeDetected(Rule):
     id = "resume.detected"
     watches = ("loss",)
@@ -94,6 +96,7 @@ class _AfterResume(Rule):
         return r
 
 
+@register("resume.sched_reset")
 class ResumeSchedReset(_AfterResume):
     """After a resume the LR is back in warmup, or differs from the LR at that step before."""
 
@@ -280,6 +283,7 @@ class _AfterResumeArrays(ArrayRule):
         return self._found[w.source][row]
 
 
+@register("resume.loss_jump")
 class ResumeLossJump(_AfterResumeArrays):
     """The loss right after a resume is well above the loss just before it."""
 

@@ -14,6 +14,7 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt, theil_sen
 from trainwatch.store import SCAN_MIN, Point, Series
+from trainwatch.rules.registry import register
 
 
 @dataclass
@@ -30,6 +31,7 @@ class _Since:
     last_step: int = 0
 
 
+@register("rl.reward_zero", "rl.reward_std_zero")
 class StaysZero(ArrayRule):
     """A metric (glob) that has been ~0 on every logged step since the start, for `steps` steps.
 
@@ -103,6 +105,7 @@ def _max_length(ctx: RuleContext, source: str) -> float | None:
     return s.maximum if s is not None and math.isfinite(s.maximum) and s.maximum > 0 else None
 
 
+@register("rl.length_hacking")
 class LengthHacking(Rule):
     """Mean completion length climbing steadily until it sits near the maximum length."""
 
@@ -129,6 +132,7 @@ class LengthHacking(Rule):
                                  "slope": slope, "step": point.step})
 
 
+@register("ebft.alignment_down")
 class AlignmentDown(Rule):
     """ebft/alignment should trend up; its median falling across the window is a warning."""
 
@@ -157,6 +161,7 @@ def _num(facts: dict[str, Any], *keys: str) -> float | None:
     return None
 
 
+@register("oom.rl_logits")
 class RlLogits(Rule):
     """GRPO logits: micro batch x generations x sequence x vocab x 2 bytes against the GPU memory."""
 
