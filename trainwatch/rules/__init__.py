@@ -39,6 +39,7 @@ CODED: dict[str, str] = {
     "ebft.alignment_down": "rl:AlignmentDown",
     "error.traceback": "traceback:TracebackRule",
     "run.ended_early": "run_end:EndedEarly",
+    "run.child_exit": "child_exit:ChildExit",
     # live rules (clock and GPU telemetry); defaults in presets/base-live.yaml
     "hang.stall": "stall:StallRule",
     "hang.stopped": "gpu:GpuStopped",

@@ -1,0 +1,177 @@
+"""`trainwatch run`: real child processes (a tiny trainer written here), real signals, real exit codes.
+
+Synchronisation is on process exits and on lines read from pipes (a FIFO the child writes to once it
+is ready), never on sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TIMEOUT = 60
+
+# A tiny trainer: prints HF-Trainer-style dicts through a tqdm-like bar, as the Trainer's console does.
+TRAINER = r'''
+import os, signal, sys
+mode = sys.argv[1]
+total = 12
+print("***** Running training *****", flush=True)
+print(f"  Total optimization steps = {total}", flush=True)
+for step in range(1, total + 1):
+    loss = float("nan") if mode in ("nan", "hang") and step >= 7 else 3.0 - 0.1 * step
+    if step % 2 == 0:
+        print({"loss": loss, "grad_norm": 0.8, "learning_rate": 5e-05, "epoch": round(step / total, 2)})
+    print(f"\r {step * 100 // total}%|####| {step}/{total} [00:01<00:01,  9.00it/s]", end="", flush=True)
+print()
+if mode == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+if mode == "hang":
+    print(f"pid {os.getpid()}", flush=True)
+    signal.pause()
+if mode == "sigint":
+    def stop(signum, frame):
+        print("got SIGINT, saving and leaving", flush=True)
+        sys.exit(42)
+    signal.signal(signal.SIGINT, stop)
+    with open(sys.argv[2], "w") as ready:  # a FIFO: the test reads this line
+        ready.write("ready\n")
+    signal.pause()
+print({"train_runtime": 1.5, "train_samples_per_second": 80.0, "train_loss": 2.5, "epoch": 1.0})
+sys.exit(int(sys.argv[2]) if mode == "exit" else 0)
+'''
+
+
+@pytest.fixture()
+def trainer(tmp_path: Path) -> Path:
+    path = tmp_path / "train_tiny.py"
+    path.write_text(TRAINER)
+    return path
+
+
+def _cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "trainwatch", "run", *args]
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+
+
+def _alerts(stdout: str) -> list[dict]:
+    rows = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    return [r for r in rows if r.get("type") == "alert" and r.get("state") == "firing"]
+
+
+def test_nan_is_reported_and_the_exit_code_is_the_childs(trainer: Path, tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    r = _run(_cmd("--headless", "--no-gpu", "--log", str(log), "--", sys.executable, str(trainer), "nan"), tmp_path)
+    assert r.returncode == 0, r.stderr  # the child's code, not the severity of what was found
+    assert "CRITICAL loss.nonfinite" in r.stdout
+    assert "run.child_exit" not in r.stdout  # a clean exit is no finding
+    text = log.read_text()
+    assert "'loss': nan" in text and "train_runtime" in text
+    assert "\r\n" not in text  # the terminal's newline translation is off: the log reads like a redirected one
+    assert "exited with code 0" in r.stderr
+
+
+def test_non_zero_exit_is_a_critical_finding(trainer: Path, tmp_path: Path) -> None:
+    r = _run(_cmd("--headless", "--no-gpu", "--json", "--log", "out.log", "--",
+                  sys.executable, str(trainer), "exit", "7"), tmp_path)
+    assert r.returncode == 7, r.stderr
+    found = {a["id"]: a for a in _alerts(r.stdout)}
+    exit_alert = found["run.child_exit"]
+    assert exit_alert["severity"] == "critical"
+    assert exit_alert["evidence"]["exit_code"] == 7
+    assert "exited with code 7" in exit_alert["message"]
+
+
+def test_killed_by_a_signal(trainer: Path, tmp_path: Path) -> None:
+    r = _run(_cmd("--headless", "--no-gpu", "--json", "--log", "out.log", "--",
+                  sys.executable, str(trainer), "kill"), tmp_path)
+    assert r.returncode == 128 + signal.SIGKILL, r.stderr
+    alert = {a["id"]: a for a in _alerts(r.stdout)}["run.child_exit"]
+    assert alert["severity"] == "critical"
+    assert alert["evidence"]["signal"] == "SIGKILL"
+    assert "killed by SIGKILL" in alert["message"]
+    assert any("OOM killer" in fix for fix in alert["fixes"])
+    assert not any(a["id"].startswith("hang.") or a["id"] == "run.ended_early" for a in _alerts(r.stdout))
+
+
+def test_exit_on_stops_the_child(trainer: Path, tmp_path: Path) -> None:
+    r = _run(_cmd("--headless", "--no-gpu", "--json", "--exit-on", "critical", "--grace", "5", "--log", "out.log",
+                  "--", sys.executable, str(trainer), "hang"), tmp_path)
+    assert r.returncode == 2, r.stderr  # the alert's code
+    found = {a["id"]: a for a in _alerts(r.stdout)}
+    assert found["loss.nonfinite"]["severity"] == "critical"
+    ended = found["run.child_exit"]
+    assert ended["severity"] == "info" and "SIGTERM" in ended["message"]
+    pid = int((tmp_path / "out.log").read_text().split("pid ")[1].split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # gone and reaped
+
+
+def test_sigint_reaches_the_child(trainer: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    log = tmp_path / "out.log"
+    proc = subprocess.Popen(_cmd("--headless", "--no-gpu", "--log", str(log), "--",
+                                 sys.executable, str(trainer), "sigint", str(fifo)),
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        with open(fifo) as ready:  # blocks until the child has its handler in place
+            assert ready.readline() == "ready\n"
+        proc.send_signal(signal.SIGINT)  # to trainwatch alone, as a terminal's Ctrl-C reaches the foreground
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 42, err
+    assert "got SIGINT" in log.read_text()
+    assert "passed SIGINT on" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("make, code, words", [
+    (lambda d: "no-such-trainer-command", 127, "command not found"),
+    (lambda d: str(d / "missing.py"), 127, "no such file"),
+    (lambda d: _not_executable(d), 126, "permission denied"),
+])
+def test_a_command_that_cannot_start_is_one_line(tmp_path: Path, make, code: int, words: str) -> None:  # type: ignore[no-untyped-def]
+    r = _run(_cmd("--headless", "--no-gpu", "--log", "out.log", "--", make(tmp_path), "--lr", "3"), tmp_path)
+    assert r.returncode == code
+    assert r.stderr.count("\n") == 1 and words in r.stderr and r.stdout == ""
+    assert not (tmp_path / "out.log").exists()  # nothing ran, so nothing is left behind
+
+
+def _not_executable(d: Path) -> str:
+    p = d / "train.sh"
+    p.write_text("#!/bin/sh\necho hi\n")
+    p.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    return str(p)
+
+
+def test_an_existing_log_is_never_overwritten(trainer: Path, tmp_path: Path) -> None:
+    log = tmp_path / "keep.log"
+    log.write_text("yesterday's run\n")
+    r = _run(_cmd("--headless", "--no-gpu", "--log", str(log), "--", sys.executable, str(trainer), "nan"), tmp_path)
+    assert r.returncode == 3
+    assert r.stderr.count("\n") == 1 and "already exists" in r.stderr
+    assert log.read_text() == "yesterday's run\n"
+
+
+def test_default_log_name_and_no_command(trainer: Path, tmp_path: Path) -> None:
+    r = _run(_cmd("--headless", "--no-gpu", sys.executable, str(trainer), "nan"), tmp_path)  # no "--" needed
+    assert r.returncode == 0, r.stderr
+    logs = list(tmp_path.glob("trainwatch-*Z.log"))
+    assert len(logs) == 1 and "train_runtime" in logs[0].read_text()
+    r = _run(_cmd("--headless"), tmp_path)
+    assert r.returncode == 3 and "no command given" in r.stderr
