@@ -39,13 +39,13 @@ class ChildExit(Rule):
         ev = {"exit_code": code, "command": command, "pid": event.fields.get("pid")}
         if sig:
             ev["signal"] = sig
-            message = f"{command} was killed by {sig} (exit status {code})"
+            message = f"the training command was killed by {sig} (exit status {code}): {command}"
         else:
-            message = f"{command} exited with code {code}"
+            message = f"the training command exited with code {code}: {command}"
         finding = Finding(message=message, subject=SUBJECT, evidence=ev, step=event.step,
                           extra_fixes=SIGNAL_FIXES.get(str(sig), ()))
         requested = event.fields.get("requested")
         if requested:
-            finding.message = f"{message}, after trainwatch sent it {requested}"
+            finding.message = f"{message} (after trainwatch sent it {requested})"
             finding.severity = Severity.INFO
         return finding
