@@ -90,6 +90,7 @@ def test_non_zero_exit_is_a_critical_finding(trainer: Path, tmp_path: Path) -> N
     assert exit_alert["severity"] == "critical"
     assert exit_alert["evidence"]["exit_code"] == 7
     assert "exited with code 7" in exit_alert["message"]
+    assert exit_alert["step"] == 12  # the end was told after the log's last line had been read
 
 
 def test_killed_by_a_signal(trainer: Path, tmp_path: Path) -> None:
@@ -175,3 +176,25 @@ def test_default_log_name_and_no_command(trainer: Path, tmp_path: Path) -> None:
     assert len(logs) == 1 and "train_runtime" in logs[0].read_text()
     r = _run(_cmd("--headless"), tmp_path)
     assert r.returncode == 3 and "no command given" in r.stderr
+
+
+@pytest.mark.parametrize("child_died", [True, False])
+def test_a_dead_child_is_ended_not_stalled(child_died: bool) -> None:
+    """Through a real engine on a fake clock: after the child's end the silence is no stall; without it,
+    the same silence is one (so the first half could fail)."""
+    from tests.rules.rulekit import Run
+    from trainwatch.model import EventKind
+
+    run = Run()
+    for step in range(1, 41):
+        run.step(step, loss=2.0 - step * 0.01)
+    if child_died:
+        run.event(EventKind.TRAIN_END, text="killed", exit_code=137, signal="SIGKILL", command="python train.py")
+    run.clock.t += 6 * 3600
+    run.changes.extend(run.engine.tick())
+    hangs = [r for r in run.fired() if r.startswith("hang.")]
+    if child_died:
+        assert run.engine.sources["run.log"].ended and not hangs
+        assert run.alert("run.child_exit").severity.label == "critical"
+    else:
+        assert "hang.stall" in hangs
