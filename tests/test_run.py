@@ -198,3 +198,29 @@ def test_a_dead_child_is_ended_not_stalled(child_died: bool) -> None:
         assert run.alert("run.child_exit").severity.label == "critical"
     else:
         assert "hang.stall" in hangs
+
+
+def test_closing_the_dashboard_stops_the_child(trainer: Path, tmp_path: Path) -> None:
+    """The TUI in a real terminal (a private tmux server): the NaN alert shows, `q` closes the dashboard,
+    the training still running is stopped with SIGTERM, and the exit code is the child's (128 + 15)."""
+    from tests.tui.terminal import TMUX, Tmux
+
+    if TMUX is None:
+        pytest.skip("needs tmux")
+    root = Path(__file__).resolve().parents[1]
+    tm = Tmux("xterm-256color", tmp_path / "tmux.conf")
+    status = tmp_path / "status"
+    cmd = (f"cd {tmp_path} && env -u COLUMNS -u LINES TERM=xterm-256color PYTHONPATH={root} {sys.executable} "
+           f"-m trainwatch run --no-gpu --grace 5 --log out.log -- {sys.executable} {trainer} hang; "
+           f"echo $? > {status}.tmp && mv {status}.tmp {status}; sleep 120")
+    tm("new-session", "-d", "-s", "tw", "-x", "120", "-y", "40", "sh", "-c", cmd)
+    try:
+        tm.wait_for(lambda t: "CRITICAL" in t, 40, "the NaN alert on the dashboard")
+        tm("send-keys", "-t", "tw", "q")
+        tm.wait_for(lambda t: status.exists(), 30, "trainwatch to exit")
+    finally:
+        tm("kill-server")
+    assert status.read_text().strip() == str(128 + signal.SIGTERM)
+    pid = int((tmp_path / "out.log").read_text().split("pid ")[1].split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
