@@ -147,7 +147,8 @@ def test_sigint_reaches_the_child(trainer: Path, tmp_path: Path) -> None:
     (lambda d: _not_executable(d), 126, "permission denied"),
 ])
 def test_a_command_that_cannot_start_is_one_line(tmp_path: Path, make, code: int, words: str) -> None:  # type: ignore[no-untyped-def]
-    r = _run(_cmd("--headless", "--no-gpu", "--log", "out.log", "--", make(tmp_path), "--lr", "3"), tmp_path)
+    # no --headless and no terminal: the fallback's notice must not come before the one line either
+    r = _run(_cmd("--no-gpu", "--log", "out.log", "--", make(tmp_path), "--lr", "3"), tmp_path)
     assert r.returncode == code
     assert r.stderr.count("\n") == 1 and words in r.stderr and r.stdout == ""
     assert not (tmp_path / "out.log").exists()  # nothing ran, so nothing is left behind
@@ -163,7 +164,7 @@ def _not_executable(d: Path) -> str:
 def test_an_existing_log_is_never_overwritten(trainer: Path, tmp_path: Path) -> None:
     log = tmp_path / "keep.log"
     log.write_text("yesterday's run\n")
-    r = _run(_cmd("--headless", "--no-gpu", "--log", str(log), "--", sys.executable, str(trainer), "nan"), tmp_path)
+    r = _run(_cmd("--no-gpu", "--log", str(log), "--", sys.executable, str(trainer), "nan"), tmp_path)
     assert r.returncode == 3
     assert r.stderr.count("\n") == 1 and "already exists" in r.stderr
     assert log.read_text() == "yesterday's run\n"

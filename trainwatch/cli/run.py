@@ -56,10 +56,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("run: no command given", hint="trainwatch run [options] -- CMD [ARGS...]")
     if not args.grace >= 0:
         raise UsageError("run: --grace must be zero or more")
-    if not args.headless and not is_terminal():
-        print("trainwatch: no terminal on stdin and stdout: alerts are printed as lines (as with --headless)",
-              file=sys.stderr)
-        args.headless = True
     try:
         check_command(argv[0])
     except StartError as exc:  # before anything else is said or created
@@ -69,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         path, log = _create_log(args.log)
         args.paths = [path]
+        if not args.headless and not is_terminal():
+            print("trainwatch: no terminal on stdin and stdout: alerts are printed as lines (as with --headless)",
+                  file=sys.stderr)
+            args.headless = True
         with log:
             watcher: RunWatcher = build_watcher(args, RunWatcher)
             teller = ExitTeller(watcher, path, argv)
