@@ -225,3 +225,28 @@ def test_closing_the_dashboard_stops_the_child(trainer: Path, tmp_path: Path) ->
     pid = int((tmp_path / "out.log").read_text().split("pid ")[1].split()[0])
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("pty", [True, False])
+def test_child_output_keeps_its_order_and_the_status_is_known(tmp_path: Path, pty: bool,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """sources/child.py alone: stdout and stderr interleaved arrive in the order written, the status after them.
+    PYTHONUNBUFFERED is unset, so with the pty the order comes from the terminal's line buffering."""
+    import threading
+
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
+
+    from trainwatch.sources.child import Child, ExitStatus
+
+    script = ("import sys\nfor i in range(3):\n    print(f'out {i}')\n    print(f'err {i}', file=sys.stderr)\n"
+              "sys.exit(9)\n")
+    seen: list[ExitStatus] = []
+    done = threading.Event()
+    with open(tmp_path / "child.log", "xb") as log:
+        child = Child([sys.executable, "-c", script], log, pty=pty,
+                      on_exit=lambda status: (seen.append(status), done.set()))
+        child.start()
+        assert done.wait(TIMEOUT)
+    assert child.mode == ("pty" if pty else "pipe")
+    assert (tmp_path / "child.log").read_text().splitlines() == ["out 0", "err 0", "out 1", "err 1", "out 2", "err 2"]
+    assert seen == [ExitStatus(code=9)] and seen[0].shell_code == 9 and not child.running

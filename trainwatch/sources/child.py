@@ -100,8 +100,9 @@ class Child:
     """
 
     def __init__(self, argv: list[str], log: BinaryIO, *, on_exit: Callable[[ExitStatus], None],
-                 columns: int = 120) -> None:
+                 columns: int = 120, pty: bool = True) -> None:
         self.argv = argv
+        self.use_pty = pty  # False: the pipe used where no pseudo-terminal can be had
         self.log = log
         self.on_exit = on_exit
         self.columns = columns
@@ -168,6 +169,9 @@ class Child:
     # -- threads ----------------------------------------------------------------------------------
 
     def _open_channel(self) -> tuple[int, int]:
+        if not self.use_pty:
+            self.mode = "pipe"
+            return os.pipe()
         try:
             import pty
             import termios
