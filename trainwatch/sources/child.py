@@ -113,7 +113,7 @@ class Child:
         self.ended = threading.Event()  # set after on_exit returned
         self._fd = -1  # our end of the terminal or the pipe
         self._exited = threading.Event()  # the process is reaped (its output may still be draining)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # taken in signal handlers too, which may interrupt its holder
 
     def start(self) -> None:
         """Starts the child and the threads that read its output and wait for it. Raises StartError."""
