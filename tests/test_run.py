@@ -26,21 +26,24 @@ total = 12
 print("***** Running training *****", flush=True)
 print(f"  Total optimization steps = {total}", flush=True)
 for step in range(1, total + 1):
-    loss = float("nan") if mode in ("nan", "hang") and step >= 7 else 3.0 - 0.1 * step
+    loss = float("nan") if mode in ("nan", "hang", "stubborn") and step >= 7 else 3.0 - 0.1 * step
     if step % 2 == 0:
         print({"loss": loss, "grad_norm": 0.8, "learning_rate": 5e-05, "epoch": round(step / total, 2)})
     print(f"\r {step * 100 // total}%|####| {step}/{total} [00:01<00:01,  9.00it/s]", end="", flush=True)
 print()
 if mode == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
-if mode == "hang":
+if mode in ("hang", "stubborn"):
+    if mode == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     print(f"pid {os.getpid()}", flush=True)
     signal.pause()
 if mode == "sigint":
     def stop(signum, frame):
-        print("got SIGINT, saving and leaving", flush=True)
+        print(f"got {signal.Signals(signum).name}, saving and leaving", flush=True)
         sys.exit(42)
     signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     with open(sys.argv[2], "w") as ready:  # a FIFO: the test reads this line
         ready.write("ready\n")
     signal.pause()
@@ -118,7 +121,16 @@ def test_exit_on_stops_the_child(trainer: Path, tmp_path: Path) -> None:
         os.kill(pid, 0)  # gone and reaped
 
 
-def test_sigint_reaches_the_child(trainer: Path, tmp_path: Path) -> None:
+def test_a_child_that_ignores_sigterm_is_killed_after_the_grace(trainer: Path, tmp_path: Path) -> None:
+    r = _run(_cmd("--headless", "--no-gpu", "--json", "--exit-on", "critical", "--grace", "0.5", "--log", "out.log",
+                  "--", sys.executable, str(trainer), "stubborn"), tmp_path)
+    assert r.returncode == 2, r.stderr
+    ended = {a["id"]: a for a in _alerts(r.stdout)}["run.child_exit"]
+    assert ended["evidence"]["signal"] == "SIGKILL" and "SIGTERM then SIGKILL" in ended["message"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_sigint_and_sigterm_reach_the_child(trainer: Path, tmp_path: Path, sig: signal.Signals) -> None:
     fifo = tmp_path / "ready"
     os.mkfifo(fifo)
     log = tmp_path / "out.log"
@@ -129,15 +141,15 @@ def test_sigint_reaches_the_child(trainer: Path, tmp_path: Path) -> None:
     try:
         with open(fifo) as ready:  # blocks until the child has its handler in place
             assert ready.readline() == "ready\n"
-        proc.send_signal(signal.SIGINT)  # to trainwatch alone, as a terminal's Ctrl-C reaches the foreground
+        proc.send_signal(sig)  # to trainwatch alone (a terminal's Ctrl-C reaches only the foreground group)
         out, err = proc.communicate(timeout=TIMEOUT)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 42, err
-    assert "got SIGINT" in log.read_text()
-    assert "passed SIGINT on" in err
+    assert f"got {sig.name}" in log.read_text()
+    assert f"passed {sig.name} on" in err
     assert "Traceback" not in err
 
 
