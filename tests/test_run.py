@@ -97,12 +97,13 @@ def test_non_zero_exit_is_a_critical_finding(trainer: Path, tmp_path: Path) -> N
 
 
 def test_killed_by_a_signal(trainer: Path, tmp_path: Path) -> None:
-    r = _run(_cmd("--headless", "--no-gpu", "--json", "--log", "out.log", "--",
+    r = _run(_cmd("--headless", "--no-gpu", "--json", "--log", "./out.log", "--",
                   sys.executable, str(trainer), "kill"), tmp_path)
     assert r.returncode == 128 + signal.SIGKILL, r.stderr
     alert = {a["id"]: a for a in _alerts(r.stdout)}["run.child_exit"]
     assert alert["severity"] == "critical"
     assert alert["evidence"]["signal"] == "SIGKILL"
+    assert alert["source"] == "out.log" and alert["step"] == 12  # the log's own source, ended after its last line
     assert "killed by SIGKILL" in alert["message"]
     assert any("OOM killer" in fix for fix in alert["fixes"])
     assert not any(a["id"].startswith("hang.") or a["id"] == "run.ended_early" for a in _alerts(r.stdout))

@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from trainwatch.cli.tail import Headless, add_follow_options, build_watcher, is_terminal
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             args.headless = True
         with log:
             watcher: RunWatcher = build_watcher(args, RunWatcher)
-            teller = ExitTeller(watcher, path, argv)
+            teller = ExitTeller(watcher, str(Path(path)), argv)  # the name the watcher gives the log
             child = Child(argv, log, on_exit=teller)
             teller.child = child
             try:
