@@ -40,11 +40,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                                    "fallback without a terminal). Exit code: the worst severity seen, 0/1/2; "
                                    "3 when no log could be read. Severities: info, warning, critical.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="log files, globs (quote them) or directories")
+    add_follow_options(p)
+    p.set_defaults(run=run)
+
+
+def add_follow_options(p: argparse.ArgumentParser, *, child: bool = False) -> None:
+    """tail's options, shared with `trainwatch run` (`child`), which follows a log it writes itself from
+    its start and ends with its child: --from-end and --daemon mean nothing there and default off."""
     add_engine_options(p)
     p.add_argument("--headless", action="store_true",
                    help="no TUI: print alerts as they fire (the default when stdin or stdout is not a terminal)")
     p.add_argument("--json", action="store_true", help="headless: one JSON object per alert/status/info line")
-    p.add_argument("--from-end", action="store_true", help="skip the existing backlog, follow new lines only")
+    if not child:
+        p.add_argument("--from-end", action="store_true", help="skip the existing backlog, follow new lines only")
     p.add_argument("--poll", action="store_true", help="poll instead of inotify (network filesystems)")
     p.add_argument("--poll-interval", type=_positive, metavar="SECONDS",
                    help="polling period (default 0.5 with --poll; 5 as a safety net beside inotify)")
@@ -57,7 +65,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="exit once an alert this severe fires: info, warning or critical (default: never)")
     p.add_argument("--until-done", action="store_true",
                    help="close the dashboard when every run has ended (headless always does, unless --daemon)")
-    p.add_argument("--daemon", action="store_true", help="headless: never exit on a run's end; only on a signal")
+    if child:
+        p.set_defaults(from_end=False, daemon=False)
+    else:
+        p.add_argument("--daemon", action="store_true", help="headless: never exit on a run's end; only on a signal")
     p.add_argument("--status-every", type=_positive, metavar="SECONDS", help="headless: a status line this often")
     p.add_argument("--alert-log", metavar="FILE", help="append every alert as a JSON line to FILE")
     p.add_argument("--on-alert", metavar="CMD", help="run CMD (no shell) per alert, the alert as JSON on stdin")
@@ -70,7 +81,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help=f"serve /metrics for Prometheus on ADDR:PORT (default address {prometheus.DEFAULT_HOST})")
     p.add_argument("--theme", metavar="NAME", help=f"TUI theme: {THEMES_HELP}")
     p.add_argument("--refresh", type=_positive, metavar="SECONDS", help="TUI refresh period (default 2)")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,12 +117,15 @@ def is_terminal() -> bool:
         return False
 
 
-def build_watcher(args: argparse.Namespace) -> Any:
+def build_watcher(args: argparse.Namespace, cls: Any = None) -> Any:
+    """The Watcher (or `cls`, a subclass: `trainwatch run`'s) over args.paths, with tail's options."""
     from trainwatch.live.watcher import Watcher
+
+    cls = cls or Watcher
     from trainwatch.sources.gpu import ReplayBackend
 
     backend = ReplayBackend(args.gpu_replay, loop=True) if args.gpu_replay else None
-    return Watcher(args.paths, fmt=args.fmt, preset=args.preset, configs=args.config, gpu=not args.no_gpu,
+    return cls(args.paths, fmt=args.fmt, preset=args.preset, configs=args.config, gpu=not args.no_gpu,
                    gpu_interval=args.gpu_interval, poll=args.poll, from_end=args.from_end, gpu_backend=backend,
                    poll_interval=args.poll_interval, params=args.params)
 
@@ -167,14 +180,21 @@ class Headless:
         while not self.done.is_set():
             timeout = 0.25 if next_status is None else max(0.0, min(0.25, next_status - time.monotonic()))
             self.done.wait(timeout)
-            if self.watcher.finished.is_set() and not self.args.daemon:
-                break
-            if self.watcher.hopeless():
-                self.hopeless = True
+            if self._ended():
                 break
             if next_status is not None and time.monotonic() >= next_status:
                 self.printer.status(self._status())
                 next_status = time.monotonic() + every
+
+    def _ended(self) -> bool:
+        """Whether following is over: every run ended (unless --daemon), or nothing is left to follow.
+        `trainwatch run` ends on its child's exit instead."""
+        if self.watcher.finished.is_set() and not self.args.daemon:
+            return True
+        if self.watcher.hopeless():
+            self.hopeless = True
+            return True
+        return False
 
     def _info(self, text: str) -> None:
         self.printer.info(text, sys.stderr)
