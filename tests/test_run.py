@@ -143,7 +143,7 @@ def test_sigint_and_sigterm_reach_the_child(trainer: Path, tmp_path: Path, sig: 
         with open(fifo) as ready:  # blocks until the child has its handler in place
             assert ready.readline() == "ready\n"
         proc.send_signal(sig)  # to trainwatch alone (a terminal's Ctrl-C reaches only the foreground group)
-        out, err = proc.communicate(timeout=TIMEOUT)
+        _, err = proc.communicate(timeout=TIMEOUT)
     finally:
         if proc.poll() is None:
             proc.kill()
