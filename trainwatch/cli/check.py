@@ -15,7 +15,8 @@ from trainwatch.sources.files import discover, open_checked
 
 MAX_DOCUMENT = 256 << 20
 BATCH_RECORDS = 4096
-READ_BLOCK = 4 << 20  # bytes per read: the scanner keeps only a partial line between reads
+READ_BLOCK = 1 << 20  # bytes per read: the scanner keeps only a partial line between reads, and one
+# block's records (a few hundred thousand samples at most) are all that is held before the engine gets them
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
