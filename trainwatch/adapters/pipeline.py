@@ -248,7 +248,10 @@ class ChunkLines:
         """Chunk line indices (sorted) of the lines holding a keyword the adapter declared."""
         self._lines = lines
         self._next = 0  # the first line not yet accounted for
-        self._strip_at: list[int] | None = None
+        self._strip_at: list[int] | None = None  # lines the prefix stripper must see, and how far it got
+        self._k = 0
+        if 2 * len(self.hits) > len(chunk):
+            lines.decode_all()  # most lines will be read: one decode for all is cheaper
 
     def lineno(self, i: int) -> int:
         return self.chunk.first_lineno + i
@@ -279,11 +282,15 @@ class ChunkLines:
             return
         if self._strip_at is None:
             self._strip_at = self._needing_strip()
-        lo = bisect.bisect_left(self._strip_at, start)
-        hi = bisect.bisect_left(self._strip_at, stop, lo=lo)
-        for j in self._strip_at[lo:hi]:
-            stripper.strip(self._lines.text(j))
-        stripper.count(stop - start - (hi - lo))
+        at, k = self._strip_at, self._k
+        looked = 0
+        while k < len(at) and at[k] < stop:
+            if at[k] >= start:
+                stripper.strip(self._lines.text(at[k]))
+                looked += 1
+            k += 1
+        self._k = k
+        stripper.count(stop - start - looked)
 
     def _needing_strip(self) -> list[int]:
         """Lines whose first byte can make the prefix stripper look further than its first test."""
