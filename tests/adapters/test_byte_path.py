@@ -125,6 +125,9 @@ CONSOLE_PIECES = [
     "[2024-01-01 10:00:00] INFO step done\n",
     "0: hello from rank zero\r\n",
     "plain text that carries nothing\n",
+    "node1: hello\n",  # host tags are trusted by how many of all lines they start: skipped lines count
+    "node1: {'loss': 1.5, 'epoch': 0.04}\n",
+    "+++ a line no prefix starts with\n",
     "\n",
     "caf\xe9 \udcff bytes\n",
     TRACEBACK,
@@ -227,3 +230,16 @@ def test_adapters_without_parse_chunk_get_every_line() -> None:
     parser.feed_bytes(b"a\r\n[rank0]: b\n\x1b[1mc\x1b[0m\nd")
     parser.finish()
     assert adapter.seen == [(1, "a\r"), (2, "b"), (3, "c"), (4, "d")]
+
+
+def test_lines_the_adapter_never_sees_still_count_for_the_prefix_stripper(scanner_class: Any) -> None:
+    """A host tag is trusted only when it starts enough of all lines, blank ones included: the byte path
+    skips those lines, so it must still count them, or `node1: Training:` would lose its tag and its bar
+    would be taken for the trainer's."""
+    raw = ("node1: hello\n\n\n\n"
+           "node1: Training:  10%|#         | 10/100 [00:01<00:09, 9.9it/s]\n"
+           "{'loss': 1.0, 'epoch': 0.5}\n").encode()
+    expected = by_lines(SourceParser(HFConsoleAdapter("")), raw)
+    assert by_bytes(SourceParser(HFConsoleAdapter("")), raw) == expected
+    with_tags = raw.replace(b"\n\n\n\n", b"\nnode1: a\nnode1: b\n")
+    assert by_lines(SourceParser(HFConsoleAdapter("")), with_tags) != expected  # the case is a real one
