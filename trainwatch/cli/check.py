@@ -15,8 +15,9 @@ from trainwatch.sources.files import discover, open_checked
 
 MAX_DOCUMENT = 256 << 20
 BATCH_RECORDS = 4096
-READ_BLOCK = 1 << 20  # bytes per read: the scanner keeps only a partial line between reads, and one
-# block's records (a few hundred thousand samples at most) are all that is held before the engine gets them
+# Bytes per read. The scanner keeps only a partial line between reads; one block's records are all that is
+# held before the engine gets them (4 MiB blocks read no faster and doubled the peak RSS on JSON lines).
+READ_BLOCK = 1 << 20
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
