@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainwatch.model import Record
+
+if TYPE_CHECKING:
+    from trainwatch.adapters.pipeline import ChunkLines
+    from trainwatch.scan import Chunk
 
 
 def to_float(text: str) -> float | None:
@@ -78,6 +82,20 @@ class Adapter(ABC):
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         """Records from one physical line (ANSI stripped, no newline, may hold `\\r` redraws)."""
+        return ()
+
+    chunk_keywords: ClassVar[tuple[str, ...]] = ()
+    """For adapters that implement `parse_chunk`: literals at least one of which every line that `parse`
+    would act on holds. The scanner finds them in the bytes; `parse_chunk` is told which lines hold one
+    (`ChunkLines.hits`) and never needs to look at the others."""
+
+    def parse_chunk(self, chunk: Chunk, keys: list[str], lines: ChunkLines) -> Iterable[Record]:
+        """Optional: records from a scanner chunk of complete lines (trainwatch.scan.Chunk, `keys` its
+        key table), the same records `parse` gives line by line. Records come in log order and each
+        carries the line that produced it, so error events can be placed between them. Lines not read
+        from the arrays go through `lines.parse(i)` (the per-line path), in increasing order.
+
+        Adapters that do not override it get `parse` on every decoded line, as before."""
         return ()
 
     def parse_document(self, text: str) -> Iterable[Record]:

@@ -20,11 +20,15 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
+
+if TYPE_CHECKING:
+    from trainwatch.adapters.pipeline import ChunkLines
+    from trainwatch.scan import Chunk
 
 PAIR = re.compile(
     r"""'([^'\\]{1,200})':\s*('[^'\\]*'|"[^"\\]*"|[-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[A-Za-z_]\w*))"""
@@ -181,6 +185,16 @@ class HFConsoleAdapter(Adapter):
         if bars >= 3:
             return 0.4
         return 0.0
+
+    # -- per chunk ----------------------------------------------------------------------------
+    chunk_keywords = ("{'", "%|", "=", "***** ", "ing training from", "aving model checkpoint")
+    """What `parse` tests a line for; a line with none of them makes no record and changes no state."""
+
+    def parse_chunk(self, chunk: Chunk, keys: list[str], lines: ChunkLines) -> list[Record]:
+        out: list[Record] = []
+        for i in lines.hits:
+            out.extend(lines.parse(i))
+        return out
 
     # -- per line -----------------------------------------------------------------------------
     def parse(self, line: str, lineno: int) -> Iterable[Record]:

@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from trainwatch.adapters.base import Adapter, json_number
 from trainwatch.model import Event, EventKind, Record, Sample
+
+if TYPE_CHECKING:
+    from trainwatch.adapters.pipeline import ChunkLines
+    from trainwatch.scan import Chunk
 
 try:  # optional speed-up; it rejects NaN literals, so json stays the fallback
     import orjson
@@ -30,9 +37,16 @@ TIME_KEYS = ("time", "timestamp", "_timestamp", "wall_time", "walltime")
 STEP_SET = frozenset(STEP_KEYS)
 TIME_SET = frozenset(TIME_KEYS)
 TOTAL_KEYS = ("total_steps", "max_steps", "max_iters", "train_iters")
+TOTAL_SET = frozenset(TOTAL_KEYS)
 TRAIN_HINTS = ("loss", "total_loss", "lr", "learning_rate")  # a row with one of these is a training row
 EVAL_MODES = ("val", "eval", "test", "valid", "validation")
 MAX_DEPTH = 6
+_NUM = rb"(?:0|-?[1-9][0-9]*|-0(?=[.eE]))(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+_ENTRY = rb'"[^"\\\x00-\x1f]*"[ \t]*:[ \t]*' + _NUM + rb"[ \t]*"
+FLAT_NUMBERS = re.compile(rb"\{[ \t]*(?:" + _ENTRY + rb"(?:,[ \t]*" + _ENTRY + rb")*)?\}[ \t]*")
+"""A whole line that is one JSON object of plain JSON numbers and nothing else (no strings, literals,
+nested values, escapes in keys): exactly the lines whose meaning the scanner's arrays hold in full."""
+SAFE_INT = float(2**53)  # steps are ints: beyond this a float no longer says which int was printed
 
 
 def _loads(text: str) -> Any:
@@ -91,6 +105,54 @@ class JsonLinesAdapter(Adapter):
         bonus = 0.05 if path.endswith((".jsonl", ".ndjson")) else 0.0
         return min(0.95, 0.35 + 0.55 * frac + bonus)
 
+    chunk_keywords = ("{",)  # every line `parse` reads holds an opening brace
+
+    def parse_chunk(self, chunk: Chunk, keys: list[str], lines: ChunkLines) -> list[Record]:
+        """Lines that are one flat object of numbers are read from the scanner's arrays; every other line
+        with a brace (nested objects, strings such as MMEngine's "mode", totals, non-finite values, JSON
+        the scanner reads more leniently than `json` does) goes through `parse`, so meaning stays the same."""
+        if not lines.hits:
+            return []
+        n_dicts = chunk.dict_line.shape[0]
+        per_line = np.bincount(chunk.dict_line, minlength=len(chunk)).tolist() if n_dicts else None
+        first_dict = np.searchsorted(chunk.dict_line, np.arange(len(chunk))).tolist() if n_dicts else None
+        ent_at = np.searchsorted(chunk.ent_dict, np.arange(n_dicts + 1)).tolist() if n_dicts else None
+        dict_start = chunk.dict_start.tolist()
+        ent_key = chunk.ent_key.tolist()
+        ent_value = chunk.ent_value.tolist()
+        line_start = chunk.line_start.tolist()
+        line_end = chunk.line_end.tolist()
+        data, base = chunk.data, chunk.base_offset
+        cut = chunk._cut_line_starts is not None
+        out: list[Record] = []
+        for i in lines.hits:
+            obj = None
+            if per_line is not None and first_dict is not None and ent_at is not None and per_line[i] == 1 \
+                    and not cut:
+                d = first_dict[i]
+                if dict_start[d] == line_start[i] and FLAT_NUMBERS.fullmatch(
+                        data, line_start[i] - base, line_end[i] - base):
+                    obj = self._flat(keys, ent_key[ent_at[d]:ent_at[d + 1]], ent_value[ent_at[d]:ent_at[d + 1]])
+            if obj is None:
+                out.extend(lines.parse(i))
+            else:
+                lines.skip(i)
+                out.extend(self._records(obj, lines.lineno(i)))
+        return out
+
+    @staticmethod
+    def _flat(keys: list[str], ids: list[int], values: list[float]) -> dict[str, Any] | None:
+        """The object as `json` would load it, or None when the arrays cannot say it exactly: a repeated
+        key, a total (read only when printed as an int), a value that is not finite (json keeps a huge
+        int exact), a step too large for a float to hold exactly."""
+        obj = {keys[k]: v for k, v in zip(ids, values)}
+        if len(obj) != len(ids):
+            return None
+        for k, v in obj.items():
+            if not math.isfinite(v) or k in TOTAL_SET or (k in STEP_SET and abs(v) >= SAFE_INT):
+                return None
+        return obj
+
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         if line[:1] != "{":
             line = line.strip()
@@ -102,6 +164,9 @@ class JsonLinesAdapter(Adapter):
             return ()
         if type(obj) is not dict:
             return ()
+        return self._records(obj, lineno)
+
+    def _records(self, obj: dict[str, Any], lineno: int) -> list[Record]:
         step: int | None = None
         when: float | None = None
         pairs: list[tuple[str, float]] = []

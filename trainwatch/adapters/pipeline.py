@@ -1,13 +1,44 @@
 """One source's parsing: ANSI codes and launcher prefixes stripped, the adapter's records, then error
-signatures and tracebacks (the scanner reads the line as it was, prefixes included: ranks matter there)."""
+signatures and tracebacks (the scanner reads the line as it was, prefixes included: ranks matter there).
+
+Two entries give the same records. `feed(line)` takes one decoded line (the live follower's path).
+`feed_bytes(data)` takes raw bytes of any size, cut anywhere: a `trainwatch.scan.Scanner` finds the
+lines and, in one pass over the bytes, every line that holds an error keyword or a literal the adapter
+declared; only those lines are decoded for the signature scanner, and an adapter with `parse_chunk`
+reads the scanner's arrays instead of lines. Adapters without it (most formats, every third-party
+plugin) still get each decoded line through `parse`, exactly as before.
+"""
 
 from __future__ import annotations
 
+import bisect
+from typing import TYPE_CHECKING
+
+import numpy as np
+
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.prefix import PrefixStripper
-from trainwatch.adapters.signatures import SignatureScanner
-from trainwatch.model import Record, Sample
+from trainwatch.adapters.prefix import STARTS, PrefixStripper
+from trainwatch.adapters.signatures import SignatureScanner, trigger_keywords
+from trainwatch.model import Event, Record, Sample
 from trainwatch.textsafe import strip_escapes
+
+if TYPE_CHECKING:
+    from trainwatch.scan import Chunk
+
+ESC = "\x1b"  # a line with an escape sequence reads differently once stripped: it is always looked at
+CSI8 = "\x9b"  # the 8-bit CSI, which strip_escapes removes too
+
+# First bytes of a line that can make the prefix stripper look further (and so change its state);
+# any other line only counts. ESC: the line may start with a letter once its codes are stripped.
+_STRIP_FIRST = np.zeros(256, dtype=bool)
+_STRIP_FIRST[[ord(c) for c in STARTS if ord(c) < 128]] = True
+_STRIP_FIRST[0x1B] = True
+_STRIP_FIRST[0xC2] = True  # U+009B, the 8-bit CSI, in UTF-8
+
+
+def has_parse_chunk(adapter: Adapter) -> bool:
+    """Whether the adapter reads scanner chunks itself (it overrides `Adapter.parse_chunk`)."""
+    return type(adapter).parse_chunk is not Adapter.parse_chunk
 
 
 class SourceParser:
@@ -21,9 +52,19 @@ class SourceParser:
         self.scanner = None if adapter.whole_file else SignatureScanner(adapter.source)
         self.errors = 0  # lines an adapter choked on (only third-party adapters should ever do this)
         self.prefixes = PrefixStripper() if adapter.strip_prefixes else None
+        self.lines = 0  # lines read through feed_bytes so far (the last line number)
+        self._bytes: _ByteReader | None = None
 
+    # -- one decoded line ---------------------------------------------------------------------------
     def feed(self, line: str, lineno: int) -> list[Record]:
         line = strip_escapes(line)
+        out = self._adapt(line, lineno)
+        if self.scanner is not None:
+            out.extend(self.scanner.feed(line, lineno))
+        return out
+
+    def _adapt(self, line: str, lineno: int) -> list[Record]:
+        """The adapter's records for one line with its ANSI codes already stripped."""
         text, prefix = (line, None) if self.prefixes is None else self.prefixes.strip(line)
         try:
             out = list(self.adapter.parse(text, lineno))
@@ -34,9 +75,14 @@ class SourceParser:
             for r in out:  # the adapter saw the line without its timestamp: give the samples theirs
                 if type(r) is Sample and r.time is None:
                     r.time = prefix.time
-        if self.scanner is not None:
-            out.extend(self.scanner.feed(line, lineno))
         return out
+
+    # -- raw bytes ----------------------------------------------------------------------------------
+    def feed_bytes(self, data: bytes) -> list[Record]:
+        """Records of every complete line in `data` (a partial last line is kept for the next call)."""
+        if self._bytes is None:
+            self._bytes = _ByteReader(self)
+        return self._bytes.chunk(self._bytes.scanner.feed(data))
 
     def document(self, text: str) -> list[Record]:
         try:
@@ -47,6 +93,8 @@ class SourceParser:
 
     def finish(self) -> list[Record]:
         out: list[Record] = []
+        if self._bytes is not None:  # the last line, when the data did not end with a newline
+            out.extend(self._bytes.chunk(self._bytes.scanner.finish()))
         try:
             out.extend(self.adapter.finish())
         except Exception:
@@ -54,3 +102,205 @@ class SourceParser:
         if self.scanner is not None:
             out.extend(self.scanner.finish())
         return out
+
+
+class _ByteReader:
+    """The byte path of one SourceParser: its Scanner and which keyword ids mean what."""
+
+    def __init__(self, parser: SourceParser) -> None:
+        from trainwatch.scan import Scanner
+
+        self.parser = parser
+        self.chunked = has_parse_chunk(parser.adapter)
+        sig_words = trigger_keywords() if parser.scanner is not None else []
+        own_words = list(getattr(parser.adapter, "chunk_keywords", ())) if self.chunked else []
+        keywords = list(dict.fromkeys([ESC, CSI8, *sig_words, *own_words]))
+        self.scanner = Scanner(keywords)
+        self.sig_kw = np.array([w in (ESC, CSI8) or w in sig_words for w in keywords], dtype=bool)
+        self.own_kw = np.array([w in (ESC, CSI8) or w in own_words for w in keywords], dtype=bool)
+
+    def chunk(self, chunk: Chunk) -> list[Record]:
+        n = len(chunk)
+        if not n:
+            return []
+        parser = self.parser
+        parser.lines = chunk.first_lineno + n - 1
+        lines = _Lines(parser, chunk)
+        if self.chunked:
+            view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw))
+            try:
+                recs = list(parser.adapter.parse_chunk(chunk, self.scanner.keys, view))
+            except Exception:  # an adapter bug must cost one chunk, not the watcher
+                parser.errors += 1
+                recs = []
+            view.close()
+            emitted = [r.line for r in recs]
+        else:
+            recs, emitted = [], []
+            first = chunk.first_lineno
+            lines.decode_all()
+            for i in range(n):
+                got = parser._adapt(lines.text(i), first + i)
+                if got:
+                    recs.extend(got)
+                    emitted.extend([first + i] * len(got))
+        if parser.scanner is None:
+            return recs
+        return _merge(recs, emitted, self._signatures(chunk, lines))
+
+    def _signatures(self, chunk: Chunk, lines: _Lines) -> list[tuple[int, list[Event]]]:
+        """The signature scanner fed the lines that can matter to it: those with a keyword, and every
+        line while a traceback or a child-failure report is open. The same events as feeding all."""
+        scanner = self.parser.scanner
+        assert scanner is not None
+        hits = _hit_lines(chunk, self.sig_kw).tolist()
+        n, first = len(chunk), chunk.first_lineno
+        out: list[tuple[int, list[Event]]] = []
+        pos = 0
+        while pos < n:
+            if not scanner.busy:
+                k = bisect.bisect_left(hits, pos)
+                if k == len(hits):
+                    break
+                pos = hits[k]
+            events = scanner.feed(lines.text(pos), first + pos)
+            if events:
+                out.append((first + pos, events))
+            pos += 1
+        return out
+
+
+def _hit_lines(chunk: Chunk, wanted: np.ndarray) -> np.ndarray:
+    """Chunk line indices (sorted, unique) holding at least one of the wanted keywords."""
+    if not chunk.kw_line.shape[0] or not wanted.any():
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(chunk.kw_line[wanted[chunk.kw_id]])
+
+
+def _merge(recs: list[Record], emitted: list[int], events: list[tuple[int, list[Event]]]) -> list[Record]:
+    """The adapter's records and the signature events in the order feeding line by line gives: on each
+    line the adapter's records come first."""
+    if not events:
+        return recs
+    out: list[Record] = []
+    k = 0
+    for lineno, evs in events:
+        stop = bisect.bisect_right(emitted, lineno, lo=k)
+        out.extend(recs[k:stop])
+        k = stop
+        out.extend(evs)
+    out.extend(recs[k:])
+    return out
+
+
+class _Lines:
+    """Decoded lines of one chunk, as `iter_lines` gave them: invalid UTF-8 replaced, the `\\r` of a
+    `\\r\\n` kept, ANSI codes stripped. Decoded one at a time, only when asked for."""
+
+    def __init__(self, parser: SourceParser, chunk: Chunk) -> None:
+        self.chunk = chunk
+        self.cache: dict[int, str] = {}
+        self.all: list[str] | None = None
+
+    def text(self, i: int) -> str:
+        if self.all is not None:
+            return self.all[i]
+        got = self.cache.get(i)
+        if got is None:
+            got = self.cache[i] = _clean(self.raw(i).decode("utf-8", "replace"))
+        return got
+
+    def raw(self, i: int) -> bytes:
+        c = self.chunk
+        start = c._data_start(i)
+        end = start + c._kept(i)
+        if c.data[end:end + 2] == b"\r\n":
+            end += 1
+        return c.data[start:end]
+
+    def decode_all(self) -> None:
+        """Every line at once: one decode and one split, cheaper than line by line when all are read."""
+        c = self.chunk
+        parts = c.data.decode("utf-8", "replace").split("\n")
+        if c._cut_line_starts is None and len(parts) >= len(c):
+            self.all = [_clean(t) for t in parts[:len(c)]]
+
+
+def _clean(text: str) -> str:
+    return strip_escapes(text)
+
+
+class ChunkLines:
+    """What `Adapter.parse_chunk` gets besides the arrays: the lines of the chunk holding one of its
+    `chunk_keywords` (or an ANSI code), and the per-line path for any line it does not read from the
+    arrays itself.
+
+    `parse(i)` gives the records `Adapter.parse` makes of line `i` (ANSI and launcher prefixes stripped,
+    timestamps from the prefix applied) and `skip(i)` says line `i` was read from the arrays; both must
+    be called in increasing line order. Lines never named are accounted for (the prefix stripper keeps a
+    little state from every line) when a later one is, and at the end of the chunk.
+    """
+
+    def __init__(self, parser: SourceParser, chunk: Chunk, lines: _Lines, hits: np.ndarray) -> None:
+        self.parser = parser
+        self.chunk = chunk
+        self.hits: list[int] = hits.tolist()
+        """Chunk line indices (sorted) of the lines holding a keyword the adapter declared."""
+        self._lines = lines
+        self._next = 0  # the first line not yet accounted for
+        self._strip_at: list[int] | None = None  # lines the prefix stripper must see, and how far it got
+        self._k = 0
+        if 2 * len(self.hits) > len(chunk):
+            lines.decode_all()  # most lines will be read: one decode for all is cheaper
+
+    def lineno(self, i: int) -> int:
+        return self.chunk.first_lineno + i
+
+    def text(self, i: int) -> str:
+        """Line `i` decoded, with ANSI codes stripped but launcher prefixes kept."""
+        return self._lines.text(i)
+
+    def parse(self, i: int) -> list[Record]:
+        self._account(i)
+        self._next = i + 1
+        return self.parser._adapt(self._lines.text(i), self.chunk.first_lineno + i)
+
+    def skip(self, i: int) -> None:
+        self._account(i + 1)
+
+    def close(self) -> None:
+        self._account(len(self.chunk))
+
+    def _account(self, stop: int) -> None:
+        """Lines from `_next` to `stop` pass through the prefix stripper without reaching the adapter."""
+        start = self._next
+        if stop <= start:
+            return
+        self._next = stop
+        stripper = self.parser.prefixes
+        if stripper is None:
+            return
+        if self._strip_at is None:
+            self._strip_at = self._needing_strip()
+        at, k = self._strip_at, self._k
+        looked = 0
+        while k < len(at) and at[k] < stop:
+            if at[k] >= start:
+                stripper.strip(self._lines.text(at[k]))
+                looked += 1
+            k += 1
+        self._k = k
+        stripper.count(stop - start - looked)
+
+    def _needing_strip(self) -> list[int]:
+        """Lines whose first byte can make the prefix stripper look further than its first test."""
+        c = self.chunk
+        if not len(c):
+            return []
+        starts = c._cut_line_starts
+        at = (c.line_start - c.base_offset) if starts is None else starts
+        nonempty = c.line_end > c.line_start
+        buf = np.frombuffer(c.data, dtype=np.uint8)
+        first = np.zeros(len(c), dtype=np.uint8)
+        first[nonempty] = buf[at[nonempty]]
+        return np.flatnonzero(nonempty & _STRIP_FIRST[first]).tolist()

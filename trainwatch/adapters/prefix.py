@@ -156,6 +156,11 @@ class PrefixStripper:
             return line, None
         return line[pos:], info or Prefix()
 
+    def count(self, lines: int) -> None:
+        """Lines that went by without a look: ones whose first character is none a prefix starts with,
+        for which `strip` would only have counted them."""
+        self._lines += lines
+
     def _host(self, line: str, pos: int) -> re.Match[str] | None:
         """A `name: ` tag taken for a host only when it behaves like one: pdsh and multi-node runners tag
         every line, so host-like tags must start at least half the lines so far, and this one must have

@@ -88,6 +88,15 @@ def signature_keywords() -> list[str]:
     return list(dict.fromkeys(k for s in _load()[0] for k in s.keywords))
 
 
+def trigger_keywords() -> list[str]:
+    """Every literal whose presence can make `SignatureScanner.feed` act on a line while it holds no open
+    block: the signatures' keywords and the starts of a traceback and a child-failure report. A line with
+    none of them (and no ANSI code, which the pipeline strips first) is a no-op for an idle scanner, so a
+    byte-level search for these lets the pipeline skip every other line without decoding it."""
+    sigs, cf = _load()
+    return list(dict.fromkeys([*(k for s in sigs for k in s.keywords), TB_START, cf.start]))
+
+
 def _value(text: str) -> Any:
     m = SIZE.match(text.strip())
     if m:
@@ -246,6 +255,12 @@ class SignatureScanner:
         self._child: dict[str, Any] | None = None
 
     # -- public -------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """True while a traceback or a child-failure report is open: every line then matters, keyword or
+        not (frames, the exception line, the report's entries)."""
+        return bool(self._tbs) or self._child is not None
+
     def feed(self, line: str, lineno: int) -> list[Event]:
         out: list[Event] = []
         try:

@@ -11,10 +11,13 @@ from trainwatch.errors import SourceError
 from trainwatch.model import Record
 from trainwatch.session import Session
 from trainwatch.sinks import report
-from trainwatch.sources.files import discover, iter_lines, open_checked
+from trainwatch.sources.files import discover, open_checked
 
 MAX_DOCUMENT = 256 << 20
 BATCH_RECORDS = 4096
+# Bytes per read. The scanner keeps only a partial line between reads; one block's records are all that is
+# held before the engine gets them (4 MiB blocks read no faster and doubled the peak RSS on JSON lines).
+READ_BLOCK = 1 << 20
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -127,21 +130,22 @@ def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
         else:
             pending: list[Record] = []  # fed in batches, so the array rules judge many rows at once
             try:
-                for lineno, line in iter_lines(f):
-                    records = parser.feed(line, lineno)
+                while block := f.read(READ_BLOCK):
+                    records = parser.feed_bytes(block)
                     if records:
                         info.records += len(records)
                         pending.extend(records)
                         if len(pending) >= BATCH_RECORDS:
                             session.feed(pending)
                             pending = []
-                    info.lines = lineno
             except OSError as exc:
                 raise SourceError(f"{src.path}: read failed: {exc.strerror or exc}") from None
             session.feed(pending)
     rest = parser.finish()
     info.records += len(rest)
     session.feed(rest)
+    if not parser.adapter.whole_file:
+        info.lines = parser.lines  # counted by the scanner, the last line included
     state = engine.sources[src.name]
     state.lines = info.lines
     if not parser.adapter.whole_file:  # a log that grows; a whole-file document is a snapshot

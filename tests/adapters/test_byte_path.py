@@ -1,0 +1,245 @@
+"""The byte path (SourceParser.feed_bytes through the scanner) gives exactly the records of the line path
+(decoded lines through SourceParser.feed), with either scanner and however the bytes are cut."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import trainwatch.scan as scan
+from trainwatch import runner
+from trainwatch.adapters import pipeline
+from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.hf_console import HFConsoleAdapter
+from trainwatch.adapters.jsonl import JsonLinesAdapter
+from trainwatch.adapters.keyvalue import KeyValueAdapter
+from trainwatch.adapters.pipeline import SourceParser
+from trainwatch.model import Record
+from trainwatch.scan.reference import Scanner as ReferenceScanner
+from trainwatch.sources.files import iter_lines
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(p for p in (ROOT / "examples/logs").glob("*") if p.suffix != ".md")
+CORPUS = Path(os.environ.get("TRAINWATCH_CORPUS") or ROOT.parent / "shared" / "corpus")
+
+
+def _scanners() -> list[Any]:
+    out: list[Any] = [pytest.param(ReferenceScanner, id="reference")]
+    try:
+        from trainwatch.scan.native import Scanner as NativeScanner
+    except ImportError:
+        out.append(pytest.param(None, id="native", marks=pytest.mark.skip(reason="trainwatch._scan is not built")))
+    else:
+        out.append(pytest.param(NativeScanner, id="native"))
+    return out
+
+
+SCANNERS = _scanners()
+
+
+@pytest.fixture(params=SCANNERS)
+def scanner_class(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(scan, "Scanner", request.param)
+    return request.param
+
+
+def key(r: Record) -> tuple[Any, ...]:
+    """A record as comparable values (NaN equal to NaN, which dataclass equality is not)."""
+    def norm(v: Any) -> Any:
+        if isinstance(v, float) and math.isnan(v):
+            return "nan"
+        if isinstance(v, dict):
+            return tuple(sorted((k, norm(x)) for k, x in v.items()))
+        if isinstance(v, list):
+            return tuple(norm(x) for x in v)
+        return v
+    return (type(r).__name__, *(norm(getattr(r, f)) for f in r.__slots__))  # type: ignore[union-attr]
+
+
+def by_lines(parser: SourceParser, data: bytes) -> list[tuple[Any, ...]]:
+    out: list[Record] = []
+    for lineno, line in iter_lines(io.BytesIO(data)):
+        out.extend(parser.feed(line, lineno))
+    out.extend(parser.finish())
+    return [key(r) for r in out]
+
+
+def by_bytes(parser: SourceParser, data: bytes, cuts: list[int] = ()) -> list[tuple[Any, ...]]:  # type: ignore[assignment]
+    out: list[Record] = []
+    at = 0
+    for cut in sorted(cuts):
+        out.extend(parser.feed_bytes(data[at:cut]))
+        at = cut
+    out.extend(parser.feed_bytes(data[at:]))
+    out.extend(parser.finish())
+    return [key(r) for r in out]
+
+
+def parsers(path: Path) -> tuple[SourceParser, SourceParser]:
+    return runner.open_source(path).parser, runner.open_source(path).parser
+
+
+def _logs() -> list[Path]:
+    found = list(EXAMPLES)
+    if CORPUS.is_dir():
+        found += sorted(p for p in CORPUS.iterdir() if p.suffix in (".log", ".txt", ".jsonl", ".csv", ".out"))
+    return found
+
+
+@pytest.mark.parametrize("path", _logs(), ids=lambda p: p.name)
+def test_every_log_reads_the_same_through_bytes(path: Path, scanner_class: Any) -> None:
+    a, b = parsers(path)
+    if a.adapter.whole_file:
+        pytest.skip("a whole-file document is not read line by line")
+    data = path.read_bytes()
+    expected = by_lines(a, data)
+    assert expected, "the oracle read nothing: the comparison would prove nothing"
+    assert by_bytes(b, data, [len(data) // 3, len(data) // 3 + 1, 2 * len(data) // 3]) == expected
+    assert b.lines == data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 10, in <module>\n'
+    "    main()\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+)
+
+CONSOLE_PIECES = [
+    "{'loss': 2.31, 'grad_norm': 1.5, 'learning_rate': 5e-05, 'epoch': 0.01}\n",
+    "{'loss': '2.1', 'grad_norm': '1.2', 'learning_rate': '4e-05', 'epoch': '0.02'}\n",
+    " 10%|#         | 10/100 [00:01<00:09, 9.9it/s]\r 11%|#         | 11/100 [00:01<00:09, 9.9it/s]",
+    "\r{'loss': nan, 'epoch': 0.03}\n",
+    "***** Running training *****\n  Num examples = 1,000\n  Total optimization steps = 100\n",
+    "***** Running Evaluation *****\n{'eval_loss': 2.5, 'epoch': 0.5}\n",
+    "Saving model checkpoint to out/checkpoint-50\n",
+    "[rank1]: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp\n",
+    "\x1b[31mRuntimeError\x1b[0m: CUDA out of \x1b[1mmemory\x1b[0m. Tried to allocate 2.00 GiB\n",
+    "[2024-01-01 10:00:00] INFO step done\n",
+    "0: hello from rank zero\r\n",
+    "plain text that carries nothing\n",
+    "node1: hello\n",  # host tags are trusted by how many of all lines they start: skipped lines count
+    "node1: {'loss': 1.5, 'epoch': 0.04}\n",
+    "+++ a line no prefix starts with\n",
+    "\n",
+    "caf\xe9 \udcff bytes\n",
+    TRACEBACK,
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    "============================================================\n[0]:\n  exitcode  : -9 (pid: 1)\n"
+    "============================================================\n",
+]
+
+JSON_PIECES = [
+    '{"step": 1, "loss": 2.5, "lr": 0.001}\n',
+    '{"step": 2, "loss": NaN, "time": 1700000000.5}\n',
+    '{"step": 3, "loss": 2.1, "train": {"grad_norm": 1.0}}\n',
+    '{"mode": "val", "epoch": 1, "loss": 0.9}\n',
+    '{"step": 4, "total_steps": 100, "loss": 2.0}\n',
+    '{"step": 5, "loss": .5}\n',
+    '{"step": 6, "loss": -0, "acc": 1e400}\n',
+    '{"step": 7, "step": 8, "loss": 1}\n',
+    '  {"iter": 9, "loss": 1.5}  \r\n',
+    '[rank0]: {"step": 10, "loss": 1.4}\n',
+    "{'step': 11, 'loss': 1.3}\n",
+    '{"step": 12, "loss": "1.2"}\n',
+    "not json at all\n",
+    TRACEBACK,
+]
+
+
+def _text(pieces: list[str]) -> st.SearchStrategy[bytes]:
+    return st.lists(st.sampled_from(pieces), min_size=1, max_size=30).map(
+        lambda xs: "".join(xs).encode("utf-8", "surrogateescape"))
+
+
+def _cuts(data: bytes) -> st.SearchStrategy[list[int]]:
+    return st.lists(st.integers(0, len(data)), max_size=8)
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+@pytest.mark.parametrize("adapter_class,pieces", [
+    (HFConsoleAdapter, CONSOLE_PIECES), (JsonLinesAdapter, JSON_PIECES), (KeyValueAdapter, CONSOLE_PIECES),
+], ids=["hf_console", "jsonl", "keyvalue"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_cuts_give_the_same_records(adapter_class: type[Adapter], pieces: list[str], scanner: Any,
+                                           data: st.DataObject, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "Scanner", scanner)
+    raw = data.draw(_text(pieces))
+    cuts = data.draw(_cuts(raw))
+    expected = by_lines(SourceParser(adapter_class("")), raw)
+    assert by_bytes(SourceParser(adapter_class("")), raw, cuts) == expected
+
+
+def test_signature_scanner_is_skipped_on_lines_without_keywords(scanner_class: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of the byte path: lines that carry no keyword never reach the signature scanner."""
+    seen: list[int] = []
+    parser = SourceParser(HFConsoleAdapter(""))
+    assert parser.scanner is not None
+    feed = parser.scanner.feed
+    monkeypatch.setattr(parser.scanner, "feed", lambda line, n: seen.append(n) or feed(line, n))
+    raw = ("{'loss': 1.0, 'epoch': 0.1}\n" * 50 + TRACEBACK + "{'loss': 1.0, 'epoch': 0.2}\n" * 50).encode()
+    records = parser.feed_bytes(raw) + parser.finish()
+    assert seen == [51, 52, 53, 54, 55]  # the traceback's lines and the line that ended it
+    assert any(getattr(r, "kind", None) is not None and r.kind.value == "traceback" for r in records)
+
+
+def test_busy_follows_open_blocks() -> None:
+    from trainwatch.adapters.signatures import SignatureScanner
+
+    s = SignatureScanner("x")
+    assert not s.busy
+    s.feed("Traceback (most recent call last):", 1)
+    assert s.busy
+    s.feed('  File "a.py", line 1, in <module>', 2)
+    s.feed("ValueError: bad", 3)
+    s.feed("next line", 4)
+    assert not s.busy
+
+
+def test_adapters_without_parse_chunk_get_every_line() -> None:
+    """The bridge: a third-party adapter with only `parse` sees every decoded line, prefixes stripped."""
+    class Plugin(Adapter):
+        name = "plugin"
+        description = "test"
+        example = ""
+
+        def __init__(self, source: str = "") -> None:
+            super().__init__(source)
+            self.seen: list[tuple[int, str]] = []
+
+        @classmethod
+        def score(cls, head: str, path: str) -> float:
+            return 0.0
+
+        def parse(self, line: str, lineno: int) -> list[Record]:
+            self.seen.append((lineno, line))
+            return []
+
+    adapter = Plugin("p")
+    parser = SourceParser(adapter)
+    assert not pipeline.has_parse_chunk(adapter)
+    parser.feed_bytes(b"a\r\n[rank0]: b\n\x1b[1mc\x1b[0m\nd")
+    parser.finish()
+    assert adapter.seen == [(1, "a\r"), (2, "b"), (3, "c"), (4, "d")]
+
+
+def test_lines_the_adapter_never_sees_still_count_for_the_prefix_stripper(scanner_class: Any) -> None:
+    """A host tag is trusted only when it starts enough of all lines, blank ones included: the byte path
+    skips those lines, so it must still count them, or `node1: Training:` would lose its tag and its bar
+    would be taken for the trainer's."""
+    raw = (b"node1: hello\n\n\n\n"
+           b"node1: Training:  10%|#         | 10/100 [00:01<00:09, 9.9it/s]\n"
+           b"{'loss': 1.0, 'epoch': 0.5}\n")
+    expected = by_lines(SourceParser(HFConsoleAdapter("")), raw)
+    assert by_bytes(SourceParser(HFConsoleAdapter("")), raw) == expected
+    with_tags = raw.replace(b"\n\n\n\n", b"\nnode1: a\nnode1: b\n")
+    assert by_lines(SourceParser(HFConsoleAdapter("")), with_tags) != expected  # the case is a real one
