@@ -3,14 +3,14 @@
 TensorBoard event files come from tensorboard's own EventFileWriter (no TensorFlow, no torch); the MLflow
 file store is written by hand in its documented layout (mlruns/<exp>/<run>/meta.yaml and metrics/<name>
 files of `timestamp value step` lines), since the mlflow client is too heavy for the test extra; the W&B
-offline run is its console output plus a history file that cannot be read without the wandb SDK.
+offline run is made by the wandb SDK in offline mode, its history read with and without the SDK.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -180,16 +180,48 @@ def test_mlflow_followed_while_it_grows(tmp_path: Path) -> None:
     assert w.engine.sources[src.name].step == 3  # the unfinished line is not read as a value
 
 
-def test_wandb_offline_run_console_and_history_note(tmp_path: Path) -> None:
-    if importlib.util.find_spec("wandb") is not None:
-        pytest.skip("wandb is installed here: the 'install wandb' note is for machines without it")
-    run = tmp_path / "wandb" / "offline-run-20240101_000000-abc123"
-    (run / "files").mkdir(parents=True)
-    lines = [json.dumps({"loss": 2.0 - 0.01 * s, "learning_rate": 1e-4, "epoch": s / 100, "step": s})
-             for s in range(1, 20)] + [json.dumps({"loss": "nan", "learning_rate": 1e-4, "epoch": 0.2, "step": 20})]
-    (run / "files" / "output.log").write_text("\n".join(lines) + "\n")
-    (run / "run-abc123.wandb").write_bytes(b":W&B\x00\x01\x00\x00" + b"\x00" * 64)
-    res = check(str(tmp_path / "wandb"))
+WANDB_RUN = """
+import math, os, wandb
+run = wandb.init(project="tiny", mode="offline", dir=os.environ["RUN_DIR"])
+for step in range(1, 41):
+    loss = 2.0 - 0.01 * step if step < 40 else math.nan
+    print(f"Step {step}: loss={loss}, lr=1e-4", flush=True)
+    run.log({"train/loss": loss, "train/learning_rate": 1e-4}, step=step)
+run.finish()
+"""
+
+
+def offline_wandb_run(tmp_path: Path) -> Path:
+    """A real offline run by the wandb SDK, in a child process (it starts its own service)."""
+    pytest.importorskip("wandb", reason="wandb is in the test extra: pip install -e '.[test]'")
+    env = {**os.environ, "RUN_DIR": str(tmp_path), "WANDB_MODE": "offline", "WANDB_SILENT": "true",
+           "WANDB_DISABLE_GIT": "true", "WANDB_CONFIG_DIR": str(tmp_path / "config"),
+           "WANDB_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", WANDB_RUN], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    [run] = (tmp_path / "wandb").glob("offline-run-*")
+    return run
+
+
+def test_wandb_offline_run_history_and_console(tmp_path: Path) -> None:
+    run = offline_wandb_run(tmp_path)
+    res = check(str(tmp_path / "wandb"), "--json")
+    assert res.returncode == 2, res.stderr
+    doc = json.loads(res.stdout)
+    formats = {Path(s["path"]).name: s["format"] for s in doc["sources"]}
+    [history] = [name for name, fmt in formats.items() if fmt == "wandb_history"]
+    assert history.endswith(".wandb")
+    assert "output.log" in formats and formats["output.log"] != "text", formats  # the console adapters read it
+    assert not any("debug" in name for name in formats), formats  # W&B's own logs are not training output
+    nan = [f for f in doc["findings"] if f["id"] == "loss.nonfinite"]
+    assert {Path(f["source"]).name for f in nan} == {history, "output.log"}
+    assert all(f["step"] == 40 for f in nan), nan
+    assert run.is_dir()
+
+
+def test_wandb_history_without_the_sdk_is_named(tmp_path: Path) -> None:
+    offline_wandb_run(tmp_path)
+    res = check(str(tmp_path / "wandb"), pre="import sys; sys.modules['wandb'] = None")
     assert res.returncode == 2, res.stderr
     assert "history not read: install wandb" in res.stdout
-    assert "loss.nonfinite" in res.stdout and "step 20" in res.stdout
+    assert "loss.nonfinite" in res.stdout and "step 40" in res.stdout  # from files/output.log

@@ -7,6 +7,7 @@ never by its name. Text logs found there (W&B's `files/output.log`) are read by 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,13 +38,37 @@ def members(base: Path, is_log_name: Callable[[Path], bool]) -> list[Path]:
     if path_format(base) is not None:
         return [base]
     folders = sorted(d for d in [base, *base.rglob("*")] if d.is_dir() and path_format(d) is not None)
+    wandb_runs = [d for d in [base, *base.rglob("*")] if _is_wandb_run(d)]
     out: list[Path] = list(folders)
     for q in sorted(base.rglob("*")):
         if not q.is_file() or any(_under(q, d) for d in folders):
             continue
+        if any(_inside(q, d) and not _wandb_kept(q, d) for d in wandb_runs) or _into_wandb_logs(q, wandb_runs):
+            continue  # W&B's own debug logs, requirements.txt and the like: not the training's output
         if is_member(q, is_log_name):
             out.append(q)
     return sorted(out)
+
+
+def _is_wandb_run(d: Path) -> bool:
+    """A W&B run folder: its console output under files/ and a .wandb history file beside it."""
+    return d.is_dir() and (d / "files").is_dir() and any(q.suffix == ".wandb" for q in d.iterdir() if q.is_file())
+
+
+def _wandb_kept(q: Path, run: Path) -> bool:
+    """What is read inside a W&B run folder: the history file and the console output."""
+    resolved = q.resolve()
+    return resolved.suffix == ".wandb" or resolved == (run / "files" / "output.log").resolve()
+
+
+def _inside(q: Path, folder: Path) -> bool:
+    """`q` lies under `folder` as written (a link inside the folder counts wherever it points)."""
+    return os.path.abspath(q).startswith(os.path.abspath(folder) + os.sep)
+
+
+def _into_wandb_logs(q: Path, runs: list[Path]) -> bool:
+    """A link beside the runs into one of them (W&B's wandb/debug.log -> the latest run's logs)."""
+    return q.is_symlink() and any(_under(q, d) and not _wandb_kept(q, d) for d in runs)
 
 
 def owner(path: Path, sources: list[Path]) -> Path | None:
