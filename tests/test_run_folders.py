@@ -225,3 +225,18 @@ def test_wandb_history_without_the_sdk_is_named(tmp_path: Path) -> None:
     assert res.returncode == 2, res.stderr
     assert "history not read: install wandb" in res.stdout
     assert "loss.nonfinite" in res.stdout and "step 40" in res.stdout  # from files/output.log
+
+
+def test_malformed_wandb_history_is_one_note(tmp_path: Path) -> None:
+    pytest.importorskip("wandb", reason="wandb is in the test extra: pip install -e '.[test]'")
+    run = tmp_path / "offline-run-20240101_000000-abc123"
+    (run / "files").mkdir(parents=True)
+    lines = [f"Step {s}: loss={2.0 - 0.01 * s}, lr=1e-4" for s in range(1, 9)] + ["Step 9: loss=nan, lr=1e-4"]
+    (run / "files" / "output.log").write_text("\n".join(lines) + "\n")
+    (run / "run-abc123.wandb").write_bytes(b"PK\x03\x04 not a transaction log" * 4)
+    res = check(str(run), "--json")
+    assert res.returncode == 2, res.stderr
+    doc = json.loads(res.stdout)
+    assert findings(res.stdout)["loss.nonfinite"]["step"] == 9
+    notes = [n for s in doc["sources"] for n in s["skipped"]]
+    assert any("malformed W&B history file" in n for n in notes), notes
