@@ -114,30 +114,23 @@ def _drop_unread(opened: list[runner.OpenSource], infos: list[report.SourceInfo]
     return kept
 
 
-def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
-    engine = session.engine
+def feed_path(session: Session, src: runner.OpenSource) -> report.SourceInfo:
+    """An event file or a run folder: its adapter reads the files itself, all of them at once here."""
     info = report.SourceInfo(src.name, src.format)
-    parser = src.parser
-    if reads_path(type(parser.adapter)):  # an event file or a run folder: the adapter reads it itself
-        records = parser.adapter.read_new(src.path)  # type: ignore[attr-defined]
-        info.records = len(records)
-        session.feed(records)
-    else:
-        _feed_text(session, src, info)
-    rest = parser.finish()
-    info.records += len(rest)
-    session.feed(rest)
-    state = engine.sources[src.name]
-    state.lines = info.lines
-    if not parser.adapter.whole_file:  # a log that grows; a whole-file document is a snapshot
-        state.facts.setdefault("quiet_s", _quiet_for(src.path))
+    records = src.parser.adapter.read_new(src.path)  # type: ignore[attr-defined]
+    records += src.parser.finish()
+    info.records = len(records)
+    session.feed(records)
     session.finish(src.name)
     info.skipped.extend(session.untimed_waits(src.name))
     return info
 
 
-def _feed_text(session: Session, src: runner.OpenSource, info: report.SourceInfo) -> None:
-    """A text log line by line, or a whole-file document at once, into the session."""
+def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
+    if reads_path(type(src.parser.adapter)):
+        return feed_path(session, src)
+    engine = session.engine
+    info = report.SourceInfo(src.name, src.format)
     parser = src.parser
     with open_checked(src.path) as f:
         if parser.adapter.whole_file:
@@ -161,6 +154,16 @@ def _feed_text(session: Session, src: runner.OpenSource, info: report.SourceInfo
             except OSError as exc:
                 raise SourceError(f"{src.path}: read failed: {exc.strerror or exc}") from None
             session.feed(pending)
+    rest = parser.finish()
+    info.records += len(rest)
+    session.feed(rest)
+    state = engine.sources[src.name]
+    state.lines = info.lines
+    if not parser.adapter.whole_file:  # a log that grows; a whole-file document is a snapshot
+        state.facts.setdefault("quiet_s", _quiet_for(src.path))
+    session.finish(src.name)
+    info.skipped.extend(session.untimed_waits(src.name))
+    return info
 
 
 def _quiet_for(path: Path) -> float | None:
