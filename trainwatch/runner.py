@@ -43,8 +43,13 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
     A text file that no adapter recognises is still opened, with the `text` adapter, so that the
     errors and tracebacks in it are reported whatever format its metrics are in.
     """
-    raw = read_sample(path) if head is None else head
     name = str(path)
+    claimed = claimed_format(path, fmt)
+    if claimed is not None:
+        reader = adapters.get(claimed)(name)
+        reader.probe(path)  # type: ignore[attr-defined]
+        return OpenSource(path, name, claimed, "", SourceParser(reader))
+    raw = read_sample(path) if head is None else head
     fallback = unscored = False
     if fmt is None:
         if not raw:
@@ -62,6 +67,17 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
         text = raw.decode("utf-8", "replace")
     adapter = adapters.get(fmt)(name)
     return OpenSource(path, name, fmt, text, SourceParser(adapter), fallback, unscored)
+
+
+def claimed_format(path: Path, fmt: str | None) -> str | None:
+    """The path-reading adapter for `path` (a TensorBoard event file, an MLflow run folder, ...), if any:
+    the one forced with --format when it reads paths, else the one that claims the path."""
+    from trainwatch.adapters.path_reader import reads_path
+    from trainwatch.sources.runfolders import path_format
+
+    if fmt is not None:
+        return fmt if reads_path(adapters.get(fmt)) else None
+    return path_format(path)
 
 
 def guess_task(sources: list[OpenSource]) -> task.TaskGuess:

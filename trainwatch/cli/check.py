@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from trainwatch import runner
+from trainwatch.adapters.path_reader import reads_path
 from trainwatch.errors import SourceError
 from trainwatch.model import Record
 from trainwatch.session import Session
@@ -116,7 +117,21 @@ def _drop_unread(opened: list[runner.OpenSource], infos: list[report.SourceInfo]
     return kept
 
 
+def feed_path(session: Session, src: runner.OpenSource) -> report.SourceInfo:
+    """An event file or a run folder: its adapter reads the files itself, all of them at once here."""
+    info = report.SourceInfo(src.name, src.format)
+    records = src.parser.adapter.read_new(src.path)  # type: ignore[attr-defined]
+    records += src.parser.finish()
+    info.records = len(records)
+    session.feed(records)
+    session.finish(src.name)
+    info.skipped.extend(session.untimed_waits(src.name))
+    return info
+
+
 def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
+    if reads_path(type(src.parser.adapter)):
+        return feed_path(session, src)
     engine = session.engine
     info = report.SourceInfo(src.name, src.format)
     parser = src.parser

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainwatch import adapters
+from trainwatch.adapters.path_reader import PathAdapter
 from trainwatch.engine import Engine
 from trainwatch.errors import TrainwatchError
 from trainwatch.model import Event, EventKind, Record
-from trainwatch.runner import OpenSource, open_source, rank_of
+from trainwatch.runner import OpenSource, claimed_format, open_source, rank_of
 from trainwatch.sources.files import looks_binary, sample_file
 from trainwatch.sources.tail import Chunk, FileFollower
 
@@ -45,6 +46,7 @@ class LiveSource:
         self._redetect_at = 0  # read for errors only: try the adapters again once the file reaches this size
         self._fed_events: set[tuple[str, int, str]] = set()  # what the errors-only reading already reported
         self._ring_upto = 0  # lines up to here are in the ring already (a replay after re-detection)
+        self.reader: PathAdapter | None = None  # an event file or a run folder, read by its adapter
 
     @property
     def label(self) -> str:
@@ -54,6 +56,8 @@ class LiveSource:
         """Reads what is new and feeds it; returns the number of records fed."""
         if self.gave_up:
             return 0
+        if self.reader is not None or (self.follower is None and self._claimed(engine)):
+            return self._read_path(engine)
         if self.follower is None and not self._detect(engine):
             return 0
         assert self.follower is not None and self.opened is not None
@@ -76,6 +80,35 @@ class LiveSource:
         return n
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _claimed(self, engine: Engine) -> bool:
+        """Whether a path-reading adapter (TensorBoard, MLflow) takes this path; if so it is opened here."""
+        try:
+            fmt = claimed_format(self.path, self.fmt)
+            if fmt is None:
+                return False
+            opened = open_source(self.path, fmt)
+        except TrainwatchError as exc:
+            self.notice(f"{exc}; not followed")
+            self.gave_up = True
+            return True
+        assert isinstance(opened.parser.adapter, PathAdapter)
+        self.opened, self.reader = opened, opened.parser.adapter
+        state = engine.source(self.name, opened.format)
+        state.facts.setdefault("label", self.label)
+        state.facts.pop("waiting", None)
+        return True
+
+    def _read_path(self, engine: Engine) -> int:
+        if self.reader is None:
+            return 0
+        try:
+            records = self.reader.read_new(self.path)
+        except TrainwatchError as exc:  # said once; what was read before it stands, the other sources go on
+            self.notice(f"{exc}; no longer followed")
+            self.gave_up = True
+            return 0
+        return self._records(engine, records)
 
     def _detect(self, engine: Engine) -> bool:
         try:

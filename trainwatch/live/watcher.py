@@ -29,6 +29,7 @@ from trainwatch.runner import open_source
 from trainwatch.session import Session
 from trainwatch.sources.files import is_log_name, looks_binary, read_sample
 from trainwatch.sources.gpu import Backend, GpuSampler
+from trainwatch.sources.runfolders import is_member, members, owner, path_format
 from trainwatch.sources.nvml import default_backend
 
 QUEUE_MAX = 10_000
@@ -61,7 +62,7 @@ class _Spec:
         if self.is_dir:
             if not self.base.is_dir():
                 return []
-            return sorted(q for q in self.base.rglob("*") if q.is_file() and is_log_name(q))
+            return members(self.base, is_log_name)
         return [Path(self.raw)]
 
     def nothing_yet(self) -> str:
@@ -78,7 +79,7 @@ class _Spec:
                                                                       os.path.normpath(self.raw))
         if self.is_dir:
             p = Path(path)
-            return is_log_name(p) and _under(p, self.base)
+            return is_member(p, is_log_name) and _under(p, self.base)
         return os.path.abspath(path) == os.path.abspath(self.raw)
 
 
@@ -259,6 +260,9 @@ class Watcher:
         with self._pending_lock:
             self._pending.discard(path)
         src = self._by_file.get(os.path.abspath(path))
+        if src is None:  # a metric file written inside a run folder that is one source (MLflow)
+            folder = owner(Path(path), [s.path for s in self._sources.values()])
+            src = self._by_file.get(os.path.abspath(folder)) if folder is not None else None
         if src is not None:
             self._guard(src, partial(src.poll, self.engine))
             return
@@ -417,7 +421,7 @@ def refuse_unfollowable(paths: list[str], fmt: str | None) -> None:
     for raw in paths:
         spec = _Spec(raw)
         p = Path(raw)
-        if spec.is_glob or spec.is_dir or fmt is not None or not p.is_file():
+        if spec.is_glob or spec.is_dir or fmt is not None or not p.is_file() or path_format(p) is not None:
             return
         try:
             head = read_sample(p)

@@ -37,9 +37,12 @@ def discover(paths: list[str]) -> list[Path]:
                 raise SourceError(f"{raw}: no file matches this pattern")
             found.extend(Path(m) for m in matches if Path(m).is_file())
         elif p.is_dir():
-            logs = sorted(q for q in p.rglob("*") if q.is_file() and is_log_name(q))
+            from trainwatch.sources.runfolders import members  # adapters are loaded only when a folder is given
+
+            logs = members(p, is_log_name)
             if not logs:
-                raise SourceError(f"{raw}: directory holds no log, trainer_state.json or metrics.csv files")
+                raise SourceError(f"{raw}: directory holds no log, trainer_state.json, metrics.csv, "
+                                  "TensorBoard, MLflow or W&B run files")
             found.extend(logs)
         elif p.exists():
             if not p.is_file():
