@@ -249,3 +249,50 @@ def test_remote_paths_are_parsed_and_quoted_for_the_far_shell() -> None:
     assert "'/data/run'\"'\"'s/rank'*.log" in argv[-1]  # quoted, with the glob left to the far shell
     assert remote.looks_remote("node:/x.log") and remote.looks_remote("ssh://node/x.log")
     assert not remote.looks_remote("./a:b.log") and not remote.looks_remote("out/rank*.log")
+
+
+def _next_line(stream: object) -> dict[str, object]:
+    """The next line record of a stream, past heartbeats and notices."""
+    while True:
+        msg = json.loads(stream.readline())  # type: ignore[attr-defined]
+        if "line" in msg:
+            return msg  # type: ignore[no-any-return]
+
+
+def test_stream_writes_a_handshake_then_lines_with_offsets_and_resumes_from_one(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(b"one\ntwo\nthr")
+    p = subprocess.Popen([sys.executable, "-m", "trainwatch", "stream", "--no-gpu", str(tmp_path / "*.log")],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        hello = json.loads(p.stdout.readline())
+        assert hello["trainwatch_stream"] == 1 and hello["version"]
+        got = [_next_line(p.stdout) for _ in range(2)]
+        assert [(m["lineno"], m["line"], m["offset"]) for m in got] == [(1, "one", 4), (2, "two", 8)]
+    finally:
+        p.kill()
+        p.wait()
+    resumed = subprocess.Popen([sys.executable, "-m", "trainwatch", "stream", "--no-gpu", "--resume",
+                                json.dumps({str(log): [4, 1]}), str(log)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert resumed.stdout is not None
+        resumed.stdout.readline()
+        with log.open("ab") as f:
+            f.write(b"ee\n")
+        first = _next_line(resumed.stdout)
+        assert (first["lineno"], first["line"], first["offset"]) == (2, "two", 8)
+        second = _next_line(resumed.stdout)
+        assert (second["lineno"], second["line"], second["offset"]) == (3, "three", 14)
+    finally:
+        resumed.kill()
+        resumed.wait()
+
+
+def test_gpu_records_survive_the_trip_as_json() -> None:
+    from trainwatch.cli.stream import record_from_json, record_to_json
+    from trainwatch.model import Event, EventKind, Sample
+
+    records = [Sample("gpu0/util", 97.0, step=3, time=1.5, source="gpu"),
+               Event(EventKind.ERROR, source="gpu", signature="gpu.lost", text="gpu0 is lost", fields={"gpu": "gpu0"})]
+    assert [record_from_json(json.loads(json.dumps(record_to_json(r)))) for r in records] == records
