@@ -26,6 +26,7 @@ import shlex
 import subprocess
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from trainwatch.errors import SourceError, UsageError
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=5",
                "-o", "ServerAliveCountMax=3")
+ERR_LINES = 20  # the last lines of ssh's stderr kept, to say why a connection ended
 SSH_FAILED = 255  # ssh's own exit status when it could not connect or authenticate
 _URL = re.compile(r"^ssh://(?:(?P<user>[^@/]*)@)?(?P<host>\[[^\]/]*\]|[^:/]*)(?::(?P<port>[^/]*))?(?P<path>/.*)$")
 _SCP = re.compile(r"^(?:(?P<user>[^@/:]*)@)?(?P<host>\[[^\]/]*\]|[^:/]+):(?P<path>.+)$")
@@ -218,6 +220,7 @@ class Feed:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._said: set[str] = set()
+        self._errs: dict[subprocess.Popen[bytes], tuple[threading.Thread, deque[bytes]]] = {}
 
     def start(self) -> None:
         t = threading.Thread(target=self._supervise, name=f"trainwatch-ssh-{self.rp.host}", daemon=True)
@@ -272,15 +275,21 @@ class Feed:
             return None
         with self._lock:
             self._procs.add(p)
+        # stderr is read as it comes (tail -F says every truncation there): a full pipe would stop ssh
+        tail_of_err: deque[bytes] = deque(maxlen=ERR_LINES)
+        reader = threading.Thread(target=lambda: tail_of_err.extend(p.stderr or ()), daemon=True)
+        reader.start()
+        self._errs[p] = (reader, tail_of_err)
         if self._stop.is_set():
             _end(p)
         return p
 
     def _finish(self, p: subprocess.Popen[bytes], got: bool) -> None:
         """After a connection's output ended: why, said once per reason (or as lost contact)."""
-        assert p.stderr is not None
-        err = p.stderr.read()
         rc = p.wait()
+        reader, tail_of_err = self._errs.pop(p)
+        reader.join(timeout=5)
+        err = b"".join(tail_of_err)
         with self._lock:
             self._procs.discard(p)
         if self._stop.is_set():
