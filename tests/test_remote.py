@@ -296,3 +296,26 @@ def test_gpu_records_survive_the_trip_as_json() -> None:
     records = [Sample("gpu0/util", 97.0, step=3, time=1.5, source="gpu"),
                Event(EventKind.ERROR, source="gpu", signature="gpu.lost", text="gpu0 is lost", fields={"gpu": "gpu0"})]
     assert [record_from_json(json.loads(json.dumps(record_to_json(r)))) for r in records] == records
+
+
+@needs_sshd
+def test_tail_says_what_is_wrong_once_and_keeps_trying(tmp_path: Path, installed: Node) -> None:
+    log = tmp_path / "later.log"
+    lines = _lines()
+    missing, closed = f"root@twnode:{log}", f"root@twclosed:{log}"
+    w = _watch(missing)
+    w2 = _watch(closed)
+    try:
+        info = w.info_lines  # type: ignore[attr-defined]
+        wait_for(lambda: any("no such file yet; waiting" in t for t in info), 30, "the missing-file notice")
+        log.write_text("".join(t + "\n" for t in lines), encoding="utf-8")  # appears later: followed from there
+        wait_for(lambda: len(_received(w, missing)) >= len(lines), 30, "the file once it exists")
+        assert [n for n, _ in _received(w, missing)] == list(range(1, len(lines) + 1))
+        info2 = w2.info_lines  # type: ignore[attr-defined]
+        wait_for(lambda: any("cannot connect" in t for t in info2), 30, "the connection error")
+        feed = w2._remote[0]  # type: ignore[attr-defined]
+        assert feed._threads[0].is_alive()  # still trying, with backoff
+        assert sum("cannot connect" in t for t in info2) == 1  # said once, however often it is tried
+    finally:
+        w.stop()  # type: ignore[attr-defined]
+        w2.stop()  # type: ignore[attr-defined]
