@@ -133,7 +133,7 @@ class Watcher:
 
             self._remote = feeds(self, remote_paths, trainwatch=remote_trainwatch, gpu=gpu)
         self.sampler: GpuSampler | None = None
-        if gpu:
+        if gpu and (self._specs or not remote_paths):  # remote logs only: the GPUs that matter are the node's
             self.sampler = GpuSampler(gpu_backend or default_backend(), interval=gpu_interval, clock=clock,
                                       emit=self._put_records, notice=self._notice)
 
