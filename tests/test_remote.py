@@ -263,7 +263,7 @@ def test_stream_writes_a_handshake_then_lines_with_offsets_and_resumes_from_one(
     log = tmp_path / "a.log"
     log.write_bytes(b"one\ntwo\nthr")
     p = subprocess.Popen([sys.executable, "-m", "trainwatch", "stream", "--no-gpu", str(tmp_path / "*.log")],
-                         stdout=subprocess.PIPE, text=True)
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout is not None
         hello = json.loads(p.stdout.readline())
@@ -274,7 +274,8 @@ def test_stream_writes_a_handshake_then_lines_with_offsets_and_resumes_from_one(
         p.kill()
         p.wait()
     resumed = subprocess.Popen([sys.executable, "-m", "trainwatch", "stream", "--no-gpu", "--resume",
-                                json.dumps({str(log): [4, 1]}), str(log)], stdout=subprocess.PIPE, text=True)
+                                json.dumps({str(log): [4, 1]}), str(log)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
     try:
         assert resumed.stdout is not None
         resumed.stdout.readline()
@@ -284,6 +285,9 @@ def test_stream_writes_a_handshake_then_lines_with_offsets_and_resumes_from_one(
         assert (first["lineno"], first["line"], first["offset"]) == (2, "two", 8)
         second = _next_line(resumed.stdout)
         assert (second["lineno"], second["line"], second["offset"]) == (3, "three", 14)
+        assert resumed.stdin is not None
+        resumed.stdin.close()  # the client went away: the stream ends by itself
+        assert resumed.wait(timeout=30) == 0
     finally:
         resumed.kill()
         resumed.wait()

@@ -18,6 +18,7 @@ import glob
 import json
 import os
 import sys
+import threading
 import time
 from typing import IO, Any
 
@@ -103,17 +104,17 @@ class _Out:
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
-        self.last = 0.0
+        self.last = 0.0  # when something was last written: the heartbeat fills silences
 
     def write(self, obj: dict[str, Any]) -> None:
         self.stream.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self.last = time.monotonic()
 
     def notice(self, text: str) -> None:
         self.write({"notice": text})
 
     def flush(self) -> None:
         self.stream.flush()
-        self.last = time.monotonic()
 
 
 def record_to_json(r: Record) -> dict[str, Any]:
@@ -153,8 +154,9 @@ def run(args: argparse.Namespace) -> int:
     sampler = _gpu(args, out) if not args.no_gpu else None
     tails: dict[str, _FileTail] = {}
     said: set[str] = set()
+    gone = _watch_stdin()
     try:
-        while True:
+        while not gone.is_set():
             for pattern in args.paths:
                 matches = [m for m in sorted(glob.glob(pattern)) if os.path.isfile(m)]
                 if not matches and pattern not in said:
@@ -181,6 +183,29 @@ def run(args: argparse.Namespace) -> int:
         except OSError:
             pass
         return 0
+    return 0
+
+
+def _watch_stdin() -> threading.Event:
+    """Set when stdin ends: the client's ssh closes it when trainwatch there ends, however it ended, so the
+    stream stops with it rather than following for nobody. A terminal's stdin is left alone."""
+    gone = threading.Event()
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return gone
+    except (ValueError, OSError):
+        return gone
+
+    def read() -> None:
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        gone.set()
+
+    threading.Thread(target=read, name="trainwatch-stream-stdin", daemon=True).start()
+    return gone
 
 
 class _Sampler:

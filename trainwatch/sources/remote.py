@@ -268,7 +268,9 @@ class Feed:
 
     def _spawn(self, command: str) -> subprocess.Popen[bytes] | None:
         try:
-            p = subprocess.Popen(ssh_argv(self.rp, command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            # stdin is a pipe never written: when this process ends, however it ends, ssh reads EOF and
+            # passes it on, and `trainwatch stream` there stops
+            p = subprocess.Popen(ssh_argv(self.rp, command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             self._say_once(f"{self.rp.raw}: cannot run ssh ({exc.strerror or exc}); will retry")
@@ -287,6 +289,8 @@ class Feed:
     def _finish(self, p: subprocess.Popen[bytes], got: bool) -> None:
         """After a connection's output ended: why, said once per reason (or as lost contact)."""
         rc = p.wait()
+        if p.stdin is not None:
+            p.stdin.close()
         reader, tail_of_err = self._errs.pop(p)
         reader.join(timeout=5)
         err = b"".join(tail_of_err)
