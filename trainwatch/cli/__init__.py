@@ -17,7 +17,7 @@ from trainwatch import __version__
 from trainwatch.errors import TrainwatchError, UsageError
 
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL, EXIT_UNKNOWN = 0, 1, 2, 3
-COMMANDS = ("check", "tail", "run", "formats", "rules", "gpus", "demo")
+COMMANDS = ("check", "tail", "run", "stream", "formats", "rules", "gpus", "demo")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -24,7 +24,9 @@ READ_BLOCK = 1 << 20
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("check", help="analyse logs once and report findings",
                        description="Read logs once, report the run and every finding, exit 0/1/2/3.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="log files, globs or directories")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="log files, globs or directories; user@host:PATH or ssh://user@host:port/PATH "
+                        "on another machine")
     add_engine_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     p.set_defaults(run=run)
@@ -181,13 +183,45 @@ def _quiet_for(path: Path) -> float | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from trainwatch.sources import remote
+
+    if not any(remote.looks_remote(p) for p in args.paths):
+        return _check(args, args.paths, {})
+    import tempfile
+
+    rps = [remote.parse(p) if remote.looks_remote(p) else None for p in args.paths]  # all checked before any ssh
+    with tempfile.TemporaryDirectory(prefix="trainwatch-remote-") as tmp:
+        paths, names = [], {}
+        for i, (raw, rp) in enumerate(zip(args.paths, rps)):
+            if rp is None:
+                paths.append(raw)
+                continue
+            for name, local in remote.fetch(rp, Path(tmp) / str(i)):  # copies read once, named as there
+                paths.append(str(local))
+                names[str(local)] = name
+        return _check(args, paths, names)
+
+
+def _check(args: argparse.Namespace, paths: list[str], names: dict[str, str]) -> int:
+    """The check over local files; `names` gives local copies of remote files their remote names."""
     import time
 
-    opened, skipped = open_all(args.paths, args.fmt)
+    from trainwatch.sources import remote
+
+    try:
+        opened, skipped = open_all(paths, args.fmt)
+    except SourceError as exc:
+        if not names:
+            raise
+        message, hint = exc.message, exc.hint
+        for local, name in names.items():  # a copy's error names the remote file
+            message = message.replace(local, name)
+        raise SourceError(message, hint=hint) from None
+    opened = [remote.renamed(s, names[str(s.path)]) if str(s.path) in names else s for s in opened]
     session = Session(opened, preset=args.preset, configs=args.config, clock=LogClock(time.time()))
     engine = session.engine
     infos = [feed_file(session, src) for src in opened]
-    infos = _drop_unread(opened, infos, {str(Path(p)) for p in args.paths}, skipped)
+    infos = _drop_unread(opened, infos, {str(Path(p)) for p in paths}, skipped)
     if infos and skipped:
         infos[0].skipped.extend(skipped)
     doc = report.document(engine, infos, engine.config.preset, preset_auto=args.preset is None)

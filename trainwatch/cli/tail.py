@@ -39,7 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                                    "the dashboard in a terminal, alerts as lines with --headless (also the "
                                    "fallback without a terminal). Exit code: the worst severity seen, 0/1/2; "
                                    "3 when no log could be read. Severities: info, warning, critical.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="log files, globs (quote them) or directories")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="log files, globs (quote them) or directories; user@host:PATH or ssh://user@host:port/PATH "
+                        "on another machine")
     add_follow_options(p)
     p.set_defaults(run=run)
 
@@ -79,6 +81,9 @@ def add_follow_options(p: argparse.ArgumentParser, *, child: bool = False) -> No
     p.add_argument("--no-fixes", action="store_true", help="headless text: leave out the suggested fixes")
     p.add_argument("--prometheus", type=prometheus.parse_address, metavar="[ADDR:]PORT",
                    help=f"serve /metrics for Prometheus on ADDR:PORT (default address {prometheus.DEFAULT_HOST})")
+    p.add_argument("--remote-trainwatch", default="trainwatch", metavar="CMD",
+                   help="remote paths (user@host:PATH): trainwatch's command on the node (default: trainwatch on "
+                        "its PATH; without it, tail -F is used)")
     p.add_argument("--theme", metavar="NAME", help=f"TUI theme: {THEMES_HELP}")
     p.add_argument("--refresh", type=_positive, metavar="SECONDS", help="TUI refresh period (default 2)")
 
@@ -127,7 +132,8 @@ def build_watcher(args: argparse.Namespace, cls: Any = None) -> Any:
     backend = ReplayBackend(args.gpu_replay, loop=True) if args.gpu_replay else None
     return cls(args.paths, fmt=args.fmt, preset=args.preset, configs=args.config, gpu=not args.no_gpu,
                    gpu_interval=args.gpu_interval, poll=args.poll, from_end=args.from_end, gpu_backend=backend,
-                   poll_interval=args.poll_interval, params=args.params)
+                   poll_interval=args.poll_interval, params=args.params,
+                   remote_trainwatch=getattr(args, "remote_trainwatch", "trainwatch"))
 
 
 def _tui(watcher: Any, args: argparse.Namespace, sinks: Any = None) -> int:

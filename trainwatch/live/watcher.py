@@ -97,7 +97,7 @@ class Watcher:
                  poll: bool = False, from_end: bool = False, clock: Callable[[], float] = time.time,
                  gpu_backend: Backend | None = None, tick_interval: float = 0.5,
                  poll_interval: float | None = None, params: float | None = None,
-                 ring_lines: int = RING_LINES) -> None:
+                 ring_lines: int = RING_LINES, remote_trainwatch: str = "trainwatch") -> None:
         self.fmt = fmt
         self.clock = clock
         self.poll = poll
@@ -114,7 +114,10 @@ class Watcher:
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_MAX)
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
-        self._specs = [_Spec(p) for p in paths]
+        from trainwatch.sources.remote import looks_remote
+
+        self._specs = [_Spec(p) for p in paths if not looks_remote(p)]
+        remote_paths = [p for p in paths if looks_remote(p)]
         # A source is known by one name everywhere (engine, TUI, status lines, recent_lines): the path as
         # typed or found, e.g. "run.log". `_by_file` only routes file events, which name the absolute path.
         self._sources: dict[str, LiveSource] = {}
@@ -125,8 +128,13 @@ class Watcher:
         self._stopped = False
         self._started = False
         self.engine = self._build_engine(preset, configs)
+        self._remote: list[Any] = []  # Feeds of user@host:/path arguments (trainwatch/live/remote.py)
+        if remote_paths:
+            from trainwatch.live.remote import feeds
+
+            self._remote = feeds(self, remote_paths, trainwatch=remote_trainwatch, gpu=gpu)
         self.sampler: GpuSampler | None = None
-        if gpu:
+        if gpu and (self._specs or not remote_paths):  # remote logs only: the GPUs that matter are the node's
             self.sampler = GpuSampler(gpu_backend or default_backend(), interval=gpu_interval, clock=clock,
                                       emit=self._put_records, notice=self._notice)
 
@@ -159,7 +167,7 @@ class Watcher:
         """Nothing is or ever will be followed: every path named is a file given up on (binary, say).
 
         A glob or a directory may still gain a log, and a missing file may appear, so those keep hope."""
-        if any(spec.is_glob or spec.is_dir for spec in self._specs):
+        if self._remote or any(spec.is_glob or spec.is_dir for spec in self._specs):
             return False
         with self.lock:
             srcs = list(self._sources.values())
@@ -181,6 +189,8 @@ class Watcher:
             self._start_observer()
         if self.sampler is not None and self.sampler.open():
             self.sampler.start()
+        for feed in self._remote:
+            feed.start()
         self._thread = threading.Thread(target=self._run, name="trainwatch-engine", daemon=True)
         self._thread.start()
 
@@ -197,6 +207,8 @@ class Watcher:
                 pass
         if self.sampler is not None:
             self.sampler.stop()
+        for feed in self._remote:
+            feed.stop()
         if self._thread is not None:
             self._queue_put(_STOP, block=True)
             self._thread.join(timeout=30)
@@ -217,6 +229,25 @@ class Watcher:
                 return
             self._pending.add(path)
         self._queue_put(("fs", path))
+
+    # -- hooks for sources fed by other threads (remote logs) ----------------------------------------
+
+    def call_soon(self, fn: Callable[[], Any]) -> None:
+        """Runs fn() on the engine thread, with the lock held."""
+        self._queue_put(("call", fn))
+
+    def add_source(self, src: LiveSource) -> LiveSource:
+        """Registers a source known by name only (no local file); the one already there if any. Lock held."""
+        return self._sources.setdefault(src.name, src)
+
+    def poll_source(self, src: LiveSource) -> None:
+        self._guard(src, partial(src.poll, self.engine))
+
+    def put_records(self, records: list[Record]) -> None:
+        self._put_records(records)
+
+    def notify(self, text: str) -> None:
+        self._notice(text)
 
     # -- the engine thread ----------------------------------------------------------------------
 
@@ -253,6 +284,9 @@ class Watcher:
 
     def _handle(self, item: Any) -> None:
         kind, payload = item
+        if kind == "call":
+            payload()
+            return
         if kind == "records":
             self.engine.feed_all(payload)
             return
@@ -313,7 +347,7 @@ class Watcher:
         try:
             fn()
         except Exception as exc:  # one bad source must not stop the others
-            self._notice(f"{src.path}: error while following ({type(exc).__name__}: {exc}); continuing")
+            self._notice(f"{src.name}: error while following ({type(exc).__name__}: {exc}); continuing")
             return
         if src.follower is not None and src.follower.more:
             self.wake(os.path.abspath(src.path))  # the rest of a long backlog: next turn, after readers had the lock
