@@ -9,7 +9,7 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
-from trainwatch.rules.rolling import RecentRows, before_counts, before_values, scan_reach, trailing_median
+from trainwatch.rules.rolling import RowTail, before_counts, before_values, scan_reach, trailing_median
 from trainwatch.rules.stats import fmt, mad_sigma
 from trainwatch.rules.registry import register
 
@@ -57,14 +57,14 @@ class GradSpike(ArrayRule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._recent: dict[str, RecentRows] = {}  # source -> the rows its look-back reaches
+        self._recent: dict[str, RowTail] = {}  # source -> the rows its look-back reaches
         self._judged: dict[str, tuple[np.ndarray, int]] = {}  # source -> (rows, where the new ones begin)
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         tail = self._recent.get(w.source)
         if tail is None:
-            tail = self._recent[w.source] = RecentRows(scan_reach(int(self.p["window"])))
-        v, s = tail.extend(ctx.series(w.name, w.source), w.new)
+            tail = self._recent[w.source] = RowTail(scan_reach(int(self.p["window"])))
+        _, v, s = tail.extend(ctx.series(w.name, w.source), w.step[w.start:], w.new)
         self._judged[w.source] = (v, s - w.start)
         fin = np.isfinite(v)
         want = np.zeros(len(v), dtype=np.int64)

@@ -17,7 +17,7 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.rolling import (RecentRows, before_counts, before_values, restarts, scan_reach,
+from trainwatch.rules.rolling import (RowTail, before_counts, before_values, restarts, scan_reach,
                                       trailing_median)
 from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
 from trainwatch.store import SCAN_MIN, Point, Series
@@ -203,7 +203,7 @@ class LossSpike(ArrayRule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._reach = scan_reach(max(int(self.p["window"]), int(self.p["noise_window"])))
-        self._recent: dict[str, RecentRows] = {}  # source -> the rows its look-back reaches
+        self._recent: dict[str, RowTail] = {}  # source -> the rows its look-back reaches
         self._runs: dict[str, _Run] = {}
         self._episodes = Episodes()
         self._since: dict[str, int] = {}  # source -> finite samples since its last spike
@@ -215,8 +215,8 @@ class LossSpike(ArrayRule):
         series = ctx.series(w.name, src)
         tail = self._recent.get(src)
         if tail is None:
-            tail = self._recent[src] = RecentRows(self._reach)
-        v, s = tail.extend(series, w.new)  # the look-back, then the new rows from s
+            tail = self._recent[src] = RowTail(self._reach)
+        _, v, s = tail.extend(series, w.step[w.start:], w.new)  # the look-back, then the new rows from s
         step = w.step[w.start:]
         fin = np.isfinite(v)
         # the series' finite points before each row, counted as the store counts them

@@ -118,13 +118,17 @@ def tail_sizes(finite: np.ndarray, at: np.ndarray, n: np.ndarray, rows_before: i
 
 
 class RowTail:
-    """The last rows the store holds of one series (steps and values), carried from one batch to the
-    next, so a rule sees what `Series.tail` saw at each row however the rows were batched. A new
-    series object (the source started another run) starts it afresh."""
+    """The last rows of one series (steps and values) an array rule has judged, carried from one batch
+    to the next, so a rule sees what `Series.tail` saw at each row however the rows were batched. A
+    rule that looks further back than its new rows reads its look-back here instead of declaring a
+    `history`, which would turn that many stored points into arrays again for every batch (for every
+    row, when `tail` feeds one at a time). A new series object (another training in the same log)
+    starts it afresh, as the store does."""
 
-    __slots__ = ("series", "step", "value")
+    __slots__ = ("keep", "series", "step", "value")
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int = RECENT_POINTS) -> None:
+        self.keep = keep
         self.series: object = None
         self.step = np.zeros(0, dtype=np.int64)
         self.value = np.zeros(0, dtype=np.float64)
@@ -137,7 +141,8 @@ class RowTail:
         held = len(self.step)
         steps = np.concatenate((self.step, step))
         values = np.concatenate((self.value, value))
-        self.step, self.value = steps[-RECENT_POINTS:], values[-RECENT_POINTS:]
+        cut = max(0, len(steps) - self.keep)
+        self.step, self.value = steps[cut:], values[cut:]
         return steps, values, held
 
 
@@ -166,28 +171,3 @@ def before_values(values: np.ndarray, row: int, n: int) -> list[float]:
         return []
     back = values[max(0, row - scan_reach(n)):row]
     return back[np.isfinite(back)][-n:].tolist()
-
-
-class RecentRows:
-    """The last values of one series an array rule has judged, carried from one batch to the next.
-
-    A rule that looks further back than the new rows reads its look-back here instead of declaring a
-    `history`, which would turn that many stored points into arrays again for every batch (for every
-    row, when `tail` feeds one at a time). A new series object (another training in the same log)
-    starts afresh, as the store does."""
-
-    __slots__ = ("keep", "series", "value")
-
-    def __init__(self, keep: int) -> None:
-        self.keep = keep
-        self.series: object = None
-        self.value = np.zeros(0, dtype=np.float64)
-
-    def extend(self, series: object, new: np.ndarray) -> tuple[np.ndarray, int]:
-        """The carried rows followed by `new`, and how many were carried."""
-        if series is not self.series:
-            self.series, self.value = series, self.value[:0]
-        carried = len(self.value)
-        rows = np.concatenate((self.value, new))
-        self.value = rows[max(0, len(rows) - self.keep):]
-        return rows, carried
