@@ -33,14 +33,15 @@ def report(rule_id: str, records: Sequence[Record], cuts: Sequence[int] | None, 
     sig = getattr(rule, "signature", "")
     engine._by_signature = {sig: [rule]} if sig else {}
     engine._tickers = [rule] if rule.ticks else []
-    fresh = list(from_records(records[0].source, records).records())  # the engine settles steps on its copies
+    source = records[0].source if records else "run.log"
+    fresh = list(from_records(source, records).records())  # the engine settles steps on its copies
     if cuts is None:
         for r in fresh:
             engine.feed(r)
     else:
         bounds = [0, *sorted(set(cuts)), len(fresh)]
         for lo, hi in zip(bounds, bounds[1:]):
-            engine.feed_batch(from_records(records[0].source, fresh[lo:hi]))
+            engine.feed_batch(from_records(source, fresh[lo:hi]))
     sources = {r.source for r in records}
     for s in sorted(sources):
         engine.finish(s)
