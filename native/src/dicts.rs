@@ -1,10 +1,17 @@
-//! Flat `{...}` objects on a line: Python dict reprs and JSON objects.
+//! `{...}` objects on a line: Python dict reprs and JSON objects, nested ones flattened.
 //!
-//! An object is `{`, zero or more `'key': value` entries separated by `,`, then `}`, with whitespace
-//! around tokens. Keys are quoted and hold no backslash; values are numbers, number-like quoted strings,
-//! other quoted strings, or the bare words `true false True False null None`. An object with a nested
-//! `{`/`[` value, or that does not parse, is skipped, and the search goes on from the next `{` after
-//! its opening brace.
+//! An object is `{`, zero or more `'key': value` entries separated by `,`, then `}`, with spaces and
+//! tabs around tokens. Keys are quoted and hold no backslash; values are numbers, number-like quoted
+//! strings, other quoted strings, the bare words `true false True False null None`, lists `[...]`
+//! (skipped whole, brackets matched outside quoted strings) and nested objects. A nested object's
+//! entries belong to the outer one, their keys joined with `/` (`train/grad/norm`), down to
+//! [`MAX_LEVEL`] levels below the outer object (the JSON-lines adapter's flattening depth); deeper
+//! objects are parsed but their entries dropped.
+//!
+//! Parsing is iterative (no recursion, whatever the nesting) and an object that does not parse
+//! reports where it stopped: the search for the next object goes on from there, so every byte is
+//! read by at most one attempt plus a bounded look-ahead (a key's 200 bytes), and a line costs time
+//! linear in its length.
 
 use crate::bytes::{at, is_space, range};
 use crate::numbers::{convert, scan_number, whole_number, Span};
@@ -13,17 +20,172 @@ use memchr::{memchr, memchr2};
 /// Longest key, in bytes between its quotes.
 const MAX_KEY: usize = 200;
 
+/// Deepest nesting level whose entries are reported (the outer object is level 0).
+pub const MAX_LEVEL: usize = 7;
+
 /// Bare words that are valid values but carry no number.
 const BARE_WORDS: [&[u8]; 6] = [b"true", b"false", b"True", b"False", b"null", b"None"];
 
-/// One object found: its span in the line and its numeric entries as (key span, value).
+/// Where an entry's key name lies: in the line (outer object) or in the joined-names buffer.
+#[derive(Clone, Copy, Debug)]
+enum Name {
+    Line(usize, usize),
+    Joined(usize, usize),
+}
+
+/// One object found: its span in the line and its numeric entries; reused between objects.
 #[derive(Debug, Default)]
 pub struct Found {
     pub start: usize,
     pub end: usize,
-    pub entries: Vec<(usize, usize, f64)>,
+    entries: Vec<(Name, f64)>,
     /// Entries of the object being parsed, values not yet converted.
-    pending: Vec<(usize, usize, Value)>,
+    pending: Vec<(Name, Value)>,
+    /// Joined key names of nested entries (`train/epoch`).
+    names: Vec<u8>,
+    /// The key path of the nested object being parsed, each key followed by `/`.
+    path: Vec<u8>,
+    /// Length of `path` before each nested object that added a key to it.
+    path_lens: Vec<usize>,
+    /// Closing brackets expected inside the list being skipped.
+    brackets: Vec<u8>,
+}
+
+impl Found {
+    /// The numeric entries in printed order: (key name, value); `line` is the line scanned.
+    pub fn entries<'a>(&'a self, line: &'a [u8]) -> impl Iterator<Item = (&'a [u8], f64)> + 'a {
+        self.entries.iter().map(move |&(name, value)| {
+            let key = match name {
+                Name::Line(s, e) => range(line, s, e),
+                Name::Joined(s, e) => range(&self.names, s, e),
+            };
+            (key, value)
+        })
+    }
+
+    /// Parses the object opening at `start`: Ok(one past its `}`), or Err(where parsing stopped).
+    fn parse(&mut self, b: &[u8], start: usize) -> Result<usize, usize> {
+        self.pending.clear();
+        self.names.clear();
+        self.path.clear();
+        self.path_lens.clear();
+        let mut level = 0usize;
+        let mut i = skip_space(b, start + 1);
+        let mut state = State::Open;
+        loop {
+            match (state, at(b, i)) {
+                (State::Open | State::After, b'}') => {
+                    if level == 0 {
+                        return Ok(i + 1);
+                    }
+                    if level <= MAX_LEVEL {
+                        let len = self.path_lens.pop().unwrap_or(0);
+                        self.path.truncate(len);
+                    }
+                    level -= 1;
+                    i = skip_space(b, i + 1);
+                    state = State::After;
+                }
+                (State::After, b',') => {
+                    i = skip_space(b, i + 1);
+                    state = State::Key;
+                }
+                (State::After, _) => return Err(i),
+                (State::Open | State::Key, _) => {
+                    let (key_start, key_end) = key(b, i).ok_or(i)?;
+                    i = skip_space(b, key_end + 1);
+                    if at(b, i) != b':' {
+                        return Err(i);
+                    }
+                    i = skip_space(b, i + 1);
+                    match at(b, i) {
+                        b'{' => {
+                            level += 1;
+                            if level <= MAX_LEVEL {
+                                self.path_lens.push(self.path.len());
+                                self.path.extend_from_slice(range(b, key_start, key_end));
+                                self.path.push(b'/');
+                            }
+                            i = skip_space(b, i + 1);
+                            state = State::Open;
+                            continue;
+                        }
+                        b'[' => i = self.list_end(b, i)?,
+                        _ => {
+                            let (value, end) = value(b, i)?;
+                            if level <= MAX_LEVEL && !matches!(value, Value::Word) {
+                                let name = self.name(b, level, key_start, key_end);
+                                self.pending.push((name, value));
+                            }
+                            i = end;
+                        }
+                    }
+                    i = skip_space(b, i);
+                    state = State::After;
+                }
+            }
+        }
+    }
+
+    /// The key of an entry at `level`: its bytes in the line, or the current path joined with it.
+    fn name(&mut self, b: &[u8], level: usize, key_start: usize, key_end: usize) -> Name {
+        if level == 0 {
+            return Name::Line(key_start, key_end);
+        }
+        let s = self.names.len();
+        self.names.extend_from_slice(&self.path);
+        self.names.extend_from_slice(range(b, key_start, key_end));
+        Name::Joined(s, self.names.len())
+    }
+
+    /// One past the `]` closing the list that opens at `i`. Brackets `[]{}` must pair up, outside
+    /// quoted strings; a wrong closer stops parsing there, an unclosed list or string at the line's end.
+    fn list_end(&mut self, b: &[u8], i: usize) -> Result<usize, usize> {
+        self.brackets.clear();
+        self.brackets.push(b']');
+        let mut j = i + 1;
+        while let Some(&c) = b.get(j) {
+            match c {
+                b'[' => self.brackets.push(b']'),
+                b'{' => self.brackets.push(b'}'),
+                b']' | b'}' => {
+                    if self.brackets.pop() != Some(c) {
+                        return Err(j);
+                    }
+                    if self.brackets.is_empty() {
+                        return Ok(j + 1);
+                    }
+                }
+                b'\'' | b'"' => j = string_end(b, j + 1, c).ok_or(b.len())?,
+                _ => {}
+            }
+            j += 1;
+        }
+        Err(b.len())
+    }
+
+    /// Converts the pending values once the whole object parsed, keeping those with a number.
+    fn convert(&mut self, b: &[u8]) {
+        self.entries.clear();
+        for &(name, value) in &self.pending {
+            let number = match value {
+                Value::Number(span) => convert(b, &span),
+                Value::Quoted(s, e) => whole_number(range(b, s, e)),
+                Value::Word => None,
+            };
+            if let Some(v) = number {
+                self.entries.push((name, v));
+            }
+        }
+    }
+}
+
+/// What the parser expects next: a key or `}` (just after `{`), a key (after `,`), `,` or `}`.
+#[derive(Clone, Copy, Debug)]
+enum State {
+    Open,
+    Key,
+    After,
 }
 
 /// A value as found while parsing; numbers are converted only when the whole object parsed.
@@ -39,50 +201,15 @@ pub fn scan(line: &[u8], scratch: &mut Found, mut on_dict: impl FnMut(&Found)) {
     let mut pos = 0usize;
     while let Some(i) = memchr(b'{', range(line, pos, line.len())) {
         let start = pos + i;
-        scratch.pending.clear();
-        match parse_object(line, start, &mut scratch.pending) {
-            Some(end) => {
+        match scratch.parse(line, start) {
+            Ok(end) => {
                 scratch.start = start;
                 scratch.end = end;
-                scratch.entries.clear();
-                for &(key_start, key_end, value) in &scratch.pending {
-                    let number = match value {
-                        Value::Number(span) => convert(line, &span),
-                        Value::Quoted(s, e) => whole_number(range(line, s, e)),
-                        Value::Word => None,
-                    };
-                    if let Some(v) = number {
-                        scratch.entries.push((key_start, key_end, v));
-                    }
-                }
+                scratch.convert(line);
                 on_dict(scratch);
                 pos = end;
             }
-            None => pos = start + 1,
-        }
-    }
-}
-
-/// Parses the object opening at `start`; returns one past its `}`.
-fn parse_object(b: &[u8], start: usize, entries: &mut Vec<(usize, usize, Value)>) -> Option<usize> {
-    let mut i = skip_space(b, start + 1);
-    if at(b, i) == b'}' {
-        return Some(i + 1);
-    }
-    loop {
-        let (key_start, key_end) = key(b, i)?;
-        i = skip_space(b, key_end + 1);
-        if at(b, i) != b':' {
-            return None;
-        }
-        i = skip_space(b, i + 1);
-        let (value, end) = value(b, i)?;
-        entries.push((key_start, key_end, value));
-        i = skip_space(b, end);
-        match at(b, i) {
-            b',' => i = skip_space(b, i + 1),
-            b'}' => return Some(i + 1),
-            _ => return None,
+            Err(stop) => pos = stop.max(start + 1),
         }
     }
 }
@@ -98,21 +225,22 @@ fn key(b: &[u8], i: usize) -> Option<(usize, usize)> {
     (at(content, len) == quote).then_some((i + 1, i + 1 + len))
 }
 
-/// The value at `i` and the position after it.
-fn value(b: &[u8], i: usize) -> Option<(Value, usize)> {
+/// The value at `i` and the position after it; Err(where parsing stopped) when there is none.
+fn value(b: &[u8], i: usize) -> Result<(Value, usize), usize> {
     let c = at(b, i);
     if c == b'\'' || c == b'"' {
-        let end = string_end(b, i + 1, c)?;
-        return Some((Value::Quoted(i + 1, end), end + 1));
+        let end = string_end(b, i + 1, c).ok_or(b.len())?;
+        return Ok((Value::Quoted(i + 1, end), end + 1));
     }
     if let Some(span) = scan_number(b, i) {
         let end = span.end + usize::from(at(b, span.end) == b'%');
-        return Some((Value::Number(span), end));
+        return Ok((Value::Number(span), end));
     }
     BARE_WORDS
         .iter()
         .find(|w| range(b, i, i + w.len()) == **w)
         .map(|w| (Value::Word, i + w.len()))
+        .ok_or(i)
 }
 
 /// Position of the closing `quote` of a string whose content starts at `i` (backslash escapes).
@@ -148,13 +276,18 @@ mod tests {
         let b = line.as_bytes();
         scan(b, &mut scratch, |f| {
             let entries = f
-                .entries
-                .iter()
-                .map(|&(s, e, v)| (String::from_utf8_lossy(range(b, s, e)).into_owned(), v))
+                .entries(b)
+                .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v))
                 .collect();
             out.push((f.start, f.end, entries));
         });
         out
+    }
+
+    fn names(line: &str) -> Vec<String> {
+        let found = dicts(line);
+        assert_eq!(found.len(), 1, "{line}");
+        found[0].2.iter().map(|(k, _)| k.clone()).collect()
     }
 
     #[test]
@@ -169,10 +302,70 @@ mod tests {
     }
 
     #[test]
-    fn nested_objects_are_skipped_but_inner_found() {
-        let found = dicts(r#"{"step": 1, "train": {"epoch": 0.5}, "x": [1]}"#);
+    fn nested_objects_are_flattened_and_lists_skipped() {
+        let line = r#"{"step": 1, "train": {"epoch": 0.5, "grad": {"norm": 1.2}}, "x": [1, {"y": "]"}], "z": 3}"#;
+        let found = dicts(line);
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].2, vec![("epoch".into(), 0.5)]);
+        assert_eq!((found[0].0, found[0].1), (0, line.len()));
+        assert_eq!(
+            found[0].2,
+            vec![
+                ("step".into(), 1.0),
+                ("train/epoch".into(), 0.5),
+                ("train/grad/norm".into(), 1.2),
+                ("z".into(), 3.0)
+            ]
+        );
+        assert_eq!(names("{'a': {}, 'b': {'c': {}}, 'd': 1}"), vec!["d"]);
+    }
+
+    #[test]
+    fn levels_below_the_limit_are_dropped() {
+        let deep = |levels: usize| {
+            let mut s = String::new();
+            for k in 0..levels {
+                s.push_str(&format!("{{\"k{k}\": 1, \"n\": "));
+            }
+            s.push_str("{\"leaf\": 2}");
+            s.push_str(&"}".repeat(levels));
+            s
+        };
+        // 7 nested levels below the outer object are reported; the 8th is parsed and dropped.
+        assert_eq!(names(&deep(7)).last().unwrap(), "n/n/n/n/n/n/n/leaf");
+        assert_eq!(names(&deep(8)).len(), 8);
+        assert!(!names(&deep(8)).iter().any(|k| k.ends_with("leaf")));
+    }
+
+    #[test]
+    fn deep_and_unclosed_nesting_stay_linear() {
+        let line = "[".repeat(10_000);
+        assert!(dicts(&format!("{{'a': {line}")).is_empty());
+        let open = "{'a': ".repeat(200_000);
+        let t = std::time::Instant::now();
+        assert!(dicts(&open).is_empty());
+        let lists = "{\"a\": [".repeat(100_000);
+        assert!(dicts(&lists).is_empty());
+        assert!(t.elapsed().as_secs() < 5);
+        let closed = format!("{}1{}", "{'a': ".repeat(10_000), "}".repeat(10_000));
+        assert_eq!(dicts(&closed).len(), 1);
+    }
+
+    #[test]
+    fn strings_inside_lists_and_escapes() {
+        assert_eq!(names(r#"{"a": ["]\"[", '}'], "b": 1}"#), vec!["b"]);
+        assert!(dicts(r#"{"a": [1, "x], "b": 1}"#).is_empty());
+        assert!(dicts("{'a': [1}, 'b': 1}").is_empty());
+        assert_eq!(names(r#"{"a": {"s": "x\"}", "n": 2}}"#), vec!["a/n"]);
+    }
+
+    #[test]
+    fn failure_resumes_where_parsing_stopped() {
+        // The inner object of a failed outer one is not retried; a `{` after the stop is.
+        let found = dicts("{'a': {'b': 1}, 'c': tensor(1)} {'d': 2}");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].2, vec![("d".into(), 2.0)]);
+        assert_eq!(dicts("{ {'a': 1}").len(), 1);
+        assert_eq!(dicts("{'a': 1,} {'b': 2}").len(), 1);
     }
 
     #[test]
@@ -180,6 +373,7 @@ mod tests {
         assert!(dicts("{'a': 1,}").is_empty());
         assert!(dicts("{'a': 1").is_empty());
         assert!(dicts("{'a': bare}").is_empty());
+        assert!(dicts("{'a': {'b': 1}").is_empty());
         assert_eq!(dicts("{}").len(), 1);
         assert_eq!(dicts("{'a': 1,234}")[0].2, vec![("a".into(), 1234.0)]);
         assert_eq!(dicts("{'a': 'x\\'y'}").len(), 1);

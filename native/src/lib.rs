@@ -1,5 +1,5 @@
-//! trainwatch's native log scanner: finds lines, keyword hits, flat dicts, `key: value` tokens and
-//! progress counters in fed bytes, the same way as the pure-Python reference (trainwatch/scan/reference.py).
+//! trainwatch's native log scanner: finds lines, keyword hits, dicts (nested ones flattened),
+//! `key: value` tokens and progress counters in fed bytes, the same way as the pure-Python reference (trainwatch/scan/reference.py).
 //! It knows no log format's meaning. The pure-Rust core ([`scanner::Core`]) is what the tests and the
 //! fuzzer drive; the Python binding is behind the `python` feature.
 

@@ -107,10 +107,9 @@ impl Core {
             out.dict_line.push(index);
             out.dict_start.push(rec.abs_start + found.start as i64);
             out.dict_end.push(rec.abs_start + found.end as i64);
-            for &(key_start, key_end, value) in &found.entries {
+            for (key, value) in found.entries(line) {
                 out.ent_dict.push(dict_index);
-                out.ent_key
-                    .push(keys.intern(range(line, key_start, key_end)));
+                out.ent_key.push(keys.intern(key));
                 out.ent_value.push(value);
             }
             spans.push((found.start, found.end));

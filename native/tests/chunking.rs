@@ -123,6 +123,9 @@ fn log_bytes() -> impl Strategy<Value = Vec<u8>> {
         2 => proptest::sample::select(vec![
             b"{'loss': 1.5, 'epoch': '2.0'}".to_vec(),
             b"{\"a\": NaN, \"b\": [1]}".to_vec(),
+            b"{\"t\": {\"e\": 0.1, \"g\": {\"n\": 1}}, ".to_vec(),
+            b"[\"]\", [{\"x\": \"\\\"[\"}]]".to_vec(),
+            b"}}".to_vec(),
             b"lm loss: 2.3E+00".to_vec(),
             b" 45%|####  | 450/1000 [".to_vec(),
             b"1,234.5%".to_vec(),
@@ -184,4 +187,100 @@ fn long_lines_in_any_split() {
         assert_same(&whole, &split);
     }
     assert_eq!(whole.data.len(), MAX_LINE + 2 + 8 + MAX_LINE);
+}
+
+/// A nested object of numbers, as text, and the (key path, value) pairs the scanner must report for it.
+#[derive(Clone, Debug)]
+enum Tree {
+    Leaf(u16),
+    Obj(Vec<(u8, Tree)>),
+    List(Vec<Tree>),
+}
+
+fn tree() -> impl Strategy<Value = Tree> {
+    let leaf = any::<u16>().prop_map(Tree::Leaf);
+    leaf.prop_recursive(12, 48, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec((0u8..4, inner.clone()), 0..4).prop_map(Tree::Obj),
+            proptest::collection::vec(inner, 0..4).prop_map(Tree::List),
+        ]
+    })
+}
+
+/// Writes `t` (keys `k0`..`k3`, strings with brackets in lists) and collects the entries expected at
+/// nesting `level` under `path`: numbers directly in objects down to 7 levels, nothing from lists.
+fn render(t: &Tree, path: &str, level: usize, text: &mut String, want: &mut Vec<(String, f64)>) {
+    match t {
+        Tree::Leaf(n) => text.push_str(&n.to_string()),
+        Tree::List(items) => {
+            text.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    text.push_str(", \"]\\\"[\", ");
+                }
+                render(item, path, usize::MAX, text, &mut Vec::new());
+            }
+            text.push(']');
+        }
+        Tree::Obj(entries) => {
+            text.push('{');
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    text.push_str(", ");
+                }
+                let key = format!("{path}k{k}");
+                text.push_str(&format!("\"k{k}\": "));
+                match v {
+                    Tree::Leaf(n) if level <= 7 => want.push((key.clone(), f64::from(*n))),
+                    _ => {}
+                }
+                let below = if matches!(v, Tree::Obj(_)) {
+                    level.saturating_add(1)
+                } else {
+                    level
+                };
+                render(v, &format!("{key}/"), below, text, want);
+            }
+            text.push('}');
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(500)))]
+
+    #[test]
+    fn nested_objects_report_their_numbers_under_key_paths(
+        entries in proptest::collection::vec((0u8..4, tree()), 0..5),
+        chain in 0usize..11,
+        cut in 0usize..400,
+    ) {
+        // `chain` objects around the generated one, each with a number of its own, reach every level.
+        let mut t = Tree::Obj(entries);
+        for k in 0..chain {
+            t = Tree::Obj(vec![((k % 4) as u8, Tree::Leaf(k as u16)), (3, t)]);
+        }
+        let (mut text, mut want) = (String::new(), Vec::new());
+        render(&t, "", 0, &mut text, &mut want);
+        text.push('\n');
+        let data = text.as_bytes();
+        let mut core = Core::new(&[]).unwrap();
+        let mut whole = core.feed(data);
+        let rest = core.finish();
+        prop_assert!(rest.line_start.is_empty());
+        let keys = core.keys();
+        whole = concat(vec![whole, rest]);
+        let (split, _) = scan(data, &[], &[cut.min(data.len())]);
+        assert_same(&whole, &split);
+        prop_assert_eq!(&whole.dict_start, &vec![0i64]);
+        prop_assert_eq!(&whole.dict_end, &vec![data.len() as i64 - 1]);
+        let got: Vec<(String, f64)> = whole
+            .ent_key
+            .iter()
+            .zip(&whole.ent_value)
+            .map(|(&k, &v)| (String::from_utf8_lossy(&keys[k as usize]).into_owned(), v))
+            .collect();
+        prop_assert_eq!(got, want);
+    }
 }

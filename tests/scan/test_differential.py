@@ -68,6 +68,7 @@ def test_the_corpus_is_scanned_when_present() -> None:
 # Log-like bytes: the alphabet the scanners care about, whole fragments of real lines, and any byte.
 ALPHABET = list(b"{}'\":,=|/%\r\n \t.-+_eE\\[]") + list(b"0123456789") + list(b"abinfINFlosrtxy")
 FRAGMENTS = [b"{'loss': 1.5, 'epoch': '2.0'}", b'{"a": NaN, "b": [1]}', b"lm loss: 2.3E+00", b"lr=1e-4",
+             b'{"t": {"e": 0.1, "g": {"n": 1}}, ', b'["]", [{"x": "\\"["}]]', b"{'a': [", b"}}", b"]}",
              b" 45%|####  | 450/1000 [", b"Traceback", b"out of memory", b"1,234.5%", b"-Infinity", b"nan",
              b"True", b"None", b"grad_norm", b"  ", b"\r\n", b"\xff\xc3\x80"]
 LOG_BYTES = st.lists(st.one_of(st.sampled_from(ALPHABET).map(lambda c: bytes([c])),
@@ -95,3 +96,39 @@ def test_lines_around_the_cut_length(extra: int) -> None:
     data = b"before: 1\n" + body + b"\nafter: 2\r\n" + body
     for cuts in ([], [7, 12, MAX_LINE // 2, MAX_LINE + 11, len(data) - 3], [len(data) - 1]):
         assert_same(data, KEYWORDS, cuts, [])
+
+
+# Nested objects and lists as JSON and Python reprs print them, with strings holding brackets, quotes
+# and escapes; assembled into lines with noise, so that cuts and broken pieces fall inside them.
+KEY = st.sampled_from([b"'loss'", b'"loss"', b'"train"', b"'g'", b'"a/b"', b'"x\'y"', b"'k{'", b'"[k]"'])
+SCALAR = st.sampled_from([b"1", b"-2.5e-3", b"NaN", b"'1.0'", b'"x\\"y"', b"'a]b'", b'"}{"', b"None", b"true",
+                          b"1,234", b"5%", b"tensor(1)", b"'open"])
+
+
+def _nest(children: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
+    entry = st.tuples(KEY, st.sampled_from([b": ", b":", b" : "]), children).map(b"".join)
+    obj = st.lists(entry, max_size=4).map(lambda es: b"{" + b", ".join(es) + b"}")
+    lst = st.lists(children, max_size=4).map(lambda vs: b"[" + b", ".join(vs) + b"]")
+    return st.one_of(obj, lst)
+
+
+NESTED = st.recursive(SCALAR, _nest, max_leaves=12)
+NESTED_LOG = st.lists(st.one_of(NESTED.filter(lambda b: b[:1] == b"{"), NESTED, st.sampled_from(FRAGMENTS),
+                                st.sampled_from([b"\n", b"\r\n", b" ", b"{", b"[", b"\\", b"'", b'"'])),
+                      max_size=30).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(NESTED_LOG, st.lists(st.integers(min_value=0, max_value=800), max_size=10))
+def test_nested_objects_and_lists_in_random_cuts(data: bytes, cuts: list[int]) -> None:
+    assert_same(data, GEN_KEYWORDS, [min(c, len(data)) for c in cuts], [])
+
+
+@pytest.mark.parametrize("data", [
+    b"{'a': " * 50_000 + b"\n" + b'{"a": [' * 50_000 + b"\n",
+    b"{'a': " + b"[" * 10_000 + b"]" * 10_000 + b", 'b': 1}\n",
+    b"".join(b'{"k%d": %d, "n": ' % (k, k) for k in range(12)) + b"{}" + b"}" * 12 + b"\n",
+    b"{\"s\": {\"t\": \"\\\"}{[\", \"u\": [\"\\\"]\"]}, \"v\": 2}\n",
+])
+def test_adversarial_nesting_gives_the_same_chunks(data: bytes) -> None:
+    assert_same(data, GEN_KEYWORDS, [len(data) // 3, len(data) // 2], [len(data) // 5])

@@ -81,12 +81,20 @@ def test_thousands_separators_and_percent() -> None:
     assert tokens(c, s) == [("seen", 12345.0), ("bad", 1.0), ("n", 1000.5)]
 
 
-def test_nested_objects_are_skipped_and_the_inner_flat_one_is_found() -> None:
-    line = b'{"step": 10, "train": {"loss": 0.5}, "eval": [1, 2]} {"a": 1}\n'
+def test_nested_objects_are_flattened_and_lists_skipped() -> None:
+    line = b'{"step": 10, "train": {"loss": 0.5, "g": {"n": 2}}, "eval": [1, {"x": "]"}]} {"a": 1}\n'
     c, s = scan(line)
-    assert entries(c, s) == [{"loss": 0.5}, {"a": 1.0}]
-    assert c.dict_start.tolist() == [line.index(b'{"loss"'), line.index(b'{"a"')]
-    assert c.dict_end.tolist() == [line.index(b"}") + 1, len(line) - 1]
+    assert entries(c, s) == [{"step": 10.0, "train/loss": 0.5, "train/g/n": 2.0}, {"a": 1.0}]
+    assert c.dict_start.tolist() == [0, line.index(b'{"a"')]
+    assert c.dict_end.tolist() == [line.index(b"]}") + 2, len(line) - 1]
+
+
+def test_deep_nesting_neither_overflows_nor_slows_down() -> None:
+    c, _ = scan(b"{'a': " + b"[" * 10_000 + b"\n" + b"{'a': " * 100_000 + b"\n" + b'{"a": [' * 100_000 + b"\n")
+    assert c.dict_line.size == 0
+    line = b"{'a': " * 10_000 + b"1" + b"}" * 10_000
+    c, s = scan(line + b"\n")
+    assert c.dict_end.tolist() == [len(line)] and s.keys == []  # the number lies below the 7 levels kept
 
 
 def test_multi_word_keys_joined_by_single_spaces() -> None:

@@ -152,10 +152,52 @@ def test_entries_without_a_number_are_left_out_but_the_dict_counts() -> None:
     assert c.dict_end.tolist() == [data.index(b"} y") + 1, len(data) - 1]
 
 
-def test_nested_objects_are_skipped_and_scanning_resumes_after_their_brace() -> None:
-    c, s = scan(b'{"step": 1, "train": {"epoch": 0.5}, "loss": 2}\n{\'h\': [1, 2], \'l\': 3} {\'l\': 4}\n')
-    assert dicts(c, s) == [{"epoch": 0.5}, {"l": 4.0}]
-    assert c.dict_line.tolist() == [0, 1]
+def test_nested_objects_are_flattened_with_their_key_paths() -> None:
+    c, s = scan(b'{"step": 1, "train": {"epoch": 0.5, "grad": {"norm": 1.2}}, "loss": 2}\n'
+                b"{'h': [1, [2, '[']], 'l': 3, 'e': {}} {'l': 4}\n")
+    assert dicts(c, s) == [{"step": 1.0, "train/epoch": 0.5, "train/grad/norm": 1.2, "loss": 2.0},
+                           {"l": 3.0}, {"l": 4.0}]
+    assert c.dict_line.tolist() == [0, 1, 1]
+    assert s.keys == ["step", "train/epoch", "train/grad/norm", "loss", "l"]
+
+
+def _deep(levels: int) -> bytes:
+    """An object with `levels` objects nested in it, each holding a number and the next one."""
+    return b"".join(b'{"k%d": %d, "n": ' % (k, k) for k in range(levels)) + b'{"leaf": 9}' + b"}" * levels
+
+
+def test_nesting_deeper_than_seven_levels_is_parsed_but_its_entries_dropped() -> None:
+    c, s = scan(_deep(7) + b"\n" + _deep(8) + b"\n")
+    first, second = dicts(c, s)
+    assert first["n/n/n/n/n/n/n/leaf"] == 9.0 and len(first) == 8
+    assert len(second) == 8 and not any(k.endswith("leaf") for k in second)
+
+
+@pytest.mark.parametrize("line", [
+    b'{"a": ["x", "]", \'[\', "\\"]"], "b": 1}', b'{"a": [[[]], {"c": [1]}], "b": 1}',
+    b'{"s": {"t": "}\\"{"}, "b": 1}', b"{'a': [], 'b': 1}",
+])
+def test_lists_are_skipped_whole_with_brackets_matched_outside_strings(line: bytes) -> None:
+    c, s = scan(line + b"\n")
+    assert dicts(c, s) == [{"b": 1.0}] and c.dict_end.tolist() == [len(line)]
+
+
+@pytest.mark.parametrize("line", [b"{'a': [1}, 'b': 1}", b"{'a': [1, 'x], 'b': 1}", b"{'a': {'b': 1}",
+                                  b"{'a': [1]"])
+def test_unbalanced_lists_and_objects_do_not_parse(line: bytes) -> None:
+    c, _ = scan(line + b"\n")
+    assert c.dict_line.size == 0
+
+
+def test_scanning_resumes_where_a_failed_object_stopped() -> None:
+    # The inner object of an outer one that fails is not retried on its own; a `{` after the stop is.
+    c, s = scan(b"{'a': {'b': 1}, 'c': tensor(1)} {'d': 2}\n{ {'e': 3}\n{'f': 'open {'g': 4}\n")
+    assert dicts(c, s) == [{"d": 2.0}, {"e": 3.0}]
+
+
+def test_adversarial_nesting_is_linear() -> None:
+    c, _ = scan(b"{'a': " * 100_000 + b"\n" + b'{"a": [' * 100_000 + b"\n" + b"{'a': " + b"[" * 10_000 + b"\n")
+    assert c.dict_line.size == 0 and len(c) == 3
 
 
 def test_json_objects_with_double_quotes_and_no_spaces() -> None:

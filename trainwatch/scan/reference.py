@@ -1,9 +1,10 @@
 """The pure-Python scanner: the oracle the native `trainwatch._scan` is tested against, and its fallback.
 
-It implements the scanner contract (lines, `\\r` redraws, keyword hits, flat dicts, `key: value` tokens,
-progress bars) with `re` on bytes, `bytes.find` and numpy, so that no Python loop runs per byte: the
-regexes walk the whole chunk in C and Python only touches what they found. It never decodes log bytes,
-so invalid UTF-8 cannot make it raise.
+It implements the scanner contract (lines, `\\r` redraws, keyword hits, dicts with nested ones flattened,
+`key: value` tokens, progress bars) with `re` on bytes, `bytes.find` and numpy, so that no Python loop
+runs per byte: the regexes walk the whole chunk in C and Python only touches what they found (objects
+that are not flat are read token by token). It never decodes log bytes, so invalid UTF-8 cannot make
+it raise.
 """
 
 from __future__ import annotations
@@ -33,9 +34,17 @@ _ENTRY = _KEY + _WS + rb":" + _WS + _VALUE
 NUMBER = re.compile(_NUM)
 # A flat dict. The entries are matched inside a lookahead and consumed by a backreference, which makes
 # them atomic: when no `}` follows, `re` gives up on this `{` at once instead of backtracking through
-# every entry (a nested value made JSON lines several times slower), and finditer goes on at the next
-# `{`, as the contract asks.
+# every entry (a nested value made JSON lines several times slower); `_parse_nested` then reads the
+# object that the regex could not.
 DICT = re.compile(rb"\{(?=(" + _WS + rb"(?:" + _ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*)?))\1\}")
+# At a `{`: a whole flat object (group 1 set), else just the brace, where the nested parser takes over.
+OBJECT_START = re.compile(DICT.pattern + rb"|\{")
+MAX_LEVEL = 7  # deepest nested object whose entries are reported (the outer one is level 0)
+KEY_AT = re.compile(rb"'([^'\\\n]{0,200})'|\"([^\"\\\n]{0,200})\"")
+STRING_AT = re.compile(rb"'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\"", re.S)
+LITERAL_AT = re.compile(b"|".join(_LITERALS))
+LIST_TOKEN = re.compile(rb"[\[\]{}'\"]")
+_SPACES = re.compile(_WS)
 ENTRY = re.compile(rb"(?:'([^'\\\n]{0,200})'|\"([^\"\\\n]{0,200})\")" + _WS + rb":" + _WS + rb"(" + _VALUE + rb")")
 # A key: up to 4 words joined by single spaces, each word a whole run of word bytes starting with a
 # letter or `_` (the lookbehind keeps `ms/step` of `20ms/step`, or `s` of a value `1.5s`, from being one).
@@ -403,9 +412,37 @@ def _last_visible(view: bytes, start: int, end: int) -> int:
 
 
 def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, int]]:
-    """Every flat dict of the run, with its numeric entries; returns their (start, end) in the view."""
+    """Every object of the run (nested ones flattened), with its numeric entries; returns their spans.
+
+    Flat objects, by far the most common, are matched whole by one regex; at any other `{` the
+    iterative parser `_parse_nested` runs. Either way the search goes on where the attempt ended or
+    stopped, as the native scanner does.
+    """
     view = run.view
-    spans = [m.span() for m in DICT.finditer(view, int(run.starts[0]), int(run.scan_ends[-1]))]
+    lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
+    spans: list[tuple[int, int]] = []
+    per_dict: list[tuple[list[bytes], list[bytes]]] = []
+    starts: list[int] | None = None
+    pos = lo
+    while (m := OBJECT_START.search(view, pos, hi)) is not None:
+        s = m.start()
+        if m.group(1) is not None:  # a flat object: its entries come from ENTRY below
+            spans.append(m.span())
+            entries = ENTRY.findall(view, s + 1, m.end() - 1)
+            per_dict.append(([single or double for single, double, _ in entries], [raw for _, _, raw in entries]))
+            pos = m.end()
+            continue
+        if starts is None:
+            starts = run.starts.tolist()
+        line_end = int(run.scan_ends[bisect.bisect_right(starts, s) - 1])
+        parsed = _parse_nested(view, s, line_end)
+        if isinstance(parsed, int):
+            pos = max(parsed, s + 1)
+            continue
+        end, names, raws = parsed
+        spans.append((s, end))
+        per_dict.append((names, raws))
+        pos = end
     if not spans:
         return spans
     lines = np.searchsorted(run.starts, [s for s, _ in spans], side="right") - 1 + first_line
@@ -413,18 +450,17 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
     found.dict_line.extend(lines.tolist())
     found.dict_start.extend([run.view_abs + s for s, _ in spans])
     found.dict_end.extend([run.view_abs + e for _, e in spans])
-    per_dict = [ENTRY.findall(view, s + 1, e - 1) for s, e in spans]
-    entries = [entry for dict_entries in per_dict for entry in dict_entries]
-    if not entries:
+    names = [name for dict_names, _ in per_dict for name in dict_names]
+    raws = [raw for _, dict_raws in per_dict for raw in dict_raws]
+    if not names:
         return spans
-    counts = [len(dict_entries) for dict_entries in per_dict]
+    counts = [len(dict_names) for dict_names, _ in per_dict]
     ent_dict = np.repeat(np.arange(first_dict, first_dict + len(spans)), counts)
     ent_line = np.repeat(lines, counts)
-    names = [single or double for single, double, _ in entries]
     try:  # the common case: every value a bare number that float() reads as it stands
-        values = [float(raw) for _, _, raw in entries]
+        values = [float(raw) for raw in raws]
     except ValueError:
-        maybe = [value_of(raw) for _, _, raw in entries]
+        maybe = [value_of(raw) for raw in raws]
         keep = [v is not None for v in maybe]
         values = [v for v in maybe if v is not None]
         if len(values) < len(maybe):
@@ -436,6 +472,102 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
     found.ent_name.extend(names)
     found.ent_value.extend(values)
     return spans
+
+
+def _parse_nested(view: bytes, start: int, end: int) -> tuple[int, list[bytes], list[bytes]] | int:
+    """Parse the object opening at view[start] within view[:end] without recursion.
+
+    Returns (one past its `}`, entry names, raw values) for the entries that may hold a number (nested
+    keys joined with `/`, levels deeper than MAX_LEVEL left out), or, when it does not parse, the
+    position where parsing stopped (the contract's clarification 14).
+    """
+    names: list[bytes] = []
+    raws: list[bytes] = []
+    path: list[bytes] = []  # keys of the nested objects open, down to MAX_LEVEL
+    level = 0
+    i = _skip_ws(view, start + 1, end)
+    expect_key = False  # True after `,`; otherwise `}` may close an empty object
+    after = False  # a value was read: `,` or `}` comes next
+    while True:
+        c = view[i:i + 1] if i < end else b""
+        if (after or not expect_key) and c == b"}":
+            if level == 0:
+                return i + 1, names, raws
+            if level <= MAX_LEVEL:
+                path.pop()
+            level -= 1
+            i = _skip_ws(view, i + 1, end)
+            after, expect_key = True, False
+            continue
+        if after:
+            if c != b",":
+                return i
+            i = _skip_ws(view, i + 1, end)
+            after, expect_key = False, True
+            continue
+        m = KEY_AT.match(view, i, end)
+        if m is None:
+            return i
+        key = m.group(1) if m.group(1) is not None else m.group(2)
+        i = _skip_ws(view, m.end(), end)
+        if view[i:i + 1] != b":" or i >= end:
+            return i
+        i = _skip_ws(view, i + 1, end)
+        c = view[i:i + 1] if i < end else b""
+        if c == b"{":
+            level += 1
+            if level <= MAX_LEVEL:
+                path.append(key)
+            i = _skip_ws(view, i + 1, end)
+            after = expect_key = False
+            continue
+        if c == b"[":
+            i = _list_end(view, i, end)
+            if i < 0:
+                return -i
+        else:
+            v = NUMBER.match(view, i, end) or STRING_AT.match(view, i, end)
+            if v is None:
+                if c in (b"'", b'"'):
+                    return end  # an unclosed string: parsing stopped at the line's end
+                v = LITERAL_AT.match(view, i, end)
+                if v is None:
+                    return i
+            elif level <= MAX_LEVEL:
+                names.append(b"/".join((*path, key)) if level else key)
+                raws.append(v.group())
+            i = v.end()
+        i = _skip_ws(view, i, end)
+        after = True
+
+
+def _skip_ws(view: bytes, i: int, end: int) -> int:
+    """The first position from `i` that is not a space or tab (or `end`)."""
+    m = _SPACES.match(view, i, end)
+    return m.end() if m is not None else i
+
+
+def _list_end(view: bytes, i: int, end: int) -> int:
+    """One past the `]` closing the list that opens at view[i]; minus the stop position if it does not
+    close (brackets `[]{}` pair up outside quoted strings; an unclosed string or list stops at `end`)."""
+    closers = [b"]"]
+    j = i + 1
+    while (m := LIST_TOKEN.search(view, j, end)) is not None:
+        c = m.group()
+        j = m.end()
+        if c in (b"[", b"{"):
+            closers.append(b"]" if c == b"[" else b"}")
+        elif c in (b"]", b"}"):
+            if closers.pop() != c:
+                return -m.start()
+            if not closers:
+                return j
+        else:
+            s = STRING_AT.match(view, m.start(), end)
+            if s is None:
+                return -end
+            j = s.end()
+    return -end
 
 
 def _kv_matches(view: bytes, lo: int, hi: int) -> list[re.Match[bytes]]:
