@@ -149,6 +149,17 @@ JSON_PIECES = [
     '[rank0]: {"step": 10, "loss": 1.4}\n',
     "{'step': 11, 'loss': 1.3}\n",
     '{"step": 12, "loss": "1.2"}\n',
+    '{"step": 13, "train": {"epoch": 0.1, "grad": {"norm": 1.2}}, "loss": 2}\n',
+    '{"step": 14, "train": {"a": 1}, "train": {"b": 2}}\n',
+    '{"step": 15, "z": {"a": 1}, "z": 3, "y": 4, "y": {"b": 5}}\n',
+    '{"step": 16, "train/x": 1.5, "train": {"x": 2.5}}\n',
+    '{"step": 17, "loss": {"a": 1}, "e": {}, "f": {"g": {}}}\n',
+    '{"step": 18, "d": ' + "".join(f'{{"k{k}": {k}, "n": ' for k in range(9)) + "{}" + "}" * 9 + "}\n",
+    '{"step": 19, "l": [1, {"m": "]"}], "s": {"t": "}\\"{"}, "u": {"v": 1}}\n',
+    '{"step": 20, "o": {"global_step": 1152921504606846977, "lr": 1e-3}}\n',
+    '{"step": 21, "o": {"x": NaN, "y": 1e400, "w": -0}}\n',
+    '{"step": 22, "a{": {"b": 1}}\n',
+    '{"step": 2, "loss": {"a": 1.5}}\n',  # a step going back: `parse` sees a training hint, no eval row
     "not json at all\n",
     TRACEBACK,
 ]

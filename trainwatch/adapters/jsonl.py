@@ -42,10 +42,12 @@ TRAIN_HINTS = ("loss", "total_loss", "lr", "learning_rate")  # a row with one of
 EVAL_MODES = ("val", "eval", "test", "valid", "validation")
 MAX_DEPTH = 6
 _NUM = rb"(?:0|-?[1-9][0-9]*|-0(?=[.eE]))(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
-_ENTRY = rb'"[^"\\\x00-\x1f]*"[ \t]*:[ \t]*' + _NUM + rb"[ \t]*"
-FLAT_NUMBERS = re.compile(rb"\{[ \t]*(?:" + _ENTRY + rb"(?:,[ \t]*" + _ENTRY + rb")*)?\}[ \t]*")
-"""A whole line that is one JSON object of plain JSON numbers and nothing else (no strings, literals,
-nested values, escapes in keys): exactly the lines whose meaning the scanner's arrays hold in full."""
+_KEY = rb'"[^"\\\x00-\x1f]*"[ \t]*:[ \t]*'
+JSON_NUMBERS = re.compile(rb"\{(?:[ \t{},}]*" + _KEY + rb"(?:" + _NUM + rb"|(?=\{)))*[ \t{},}]*")
+"""An object the scanner reported whole passes when, besides its braces and commas, it holds only plain
+JSON keys each followed by a plain JSON number or an object (no strings, literals, lists, escapes, `-0`):
+json would read it as the same tree of numbers, so the scanner's flattened arrays hold its meaning."""
+MAX_SHAPES = 4096  # nested key layouts remembered (a log has a handful; a bound, not a tuning knob)
 SAFE_INT = float(2**53)  # steps are ints: beyond this a float no longer says which int was printed
 
 
@@ -80,6 +82,7 @@ class JsonLinesAdapter(Adapter):
         self.epoch_base = 0  # mmcv: steps of the epochs before this one (its `iter` restarts each epoch)
         self.epoch_of_base: float | None = None
         self.last_iter = 0
+        self._shapes: dict[tuple[int, ...], bool] = {}  # see _nesting_known
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
@@ -108,9 +111,10 @@ class JsonLinesAdapter(Adapter):
     chunk_keywords = ("{",)  # every line `parse` reads holds an opening brace
 
     def parse_chunk(self, chunk: Chunk, keys: list[str], lines: ChunkLines) -> list[Record]:
-        """Lines that are one flat object of numbers are read from the scanner's arrays; every other line
-        with a brace (nested objects, strings such as MMEngine's "mode", totals, non-finite values, JSON
-        the scanner reads more leniently than `json` does) goes through `parse`, so meaning stays the same."""
+        """Lines that are one object of numbers, nested objects included, are read from the scanner's
+        arrays (nested keys come flattened, as `_flatten` names them); every other line with a brace
+        (strings such as MMEngine's "mode", lists, totals, non-finite values, repeated keys, JSON the
+        scanner reads more leniently than `json` does) goes through `parse`, so meaning stays the same."""
         if not lines.hits:
             return []
         n_dicts = chunk.dict_line.shape[0]
@@ -118,6 +122,7 @@ class JsonLinesAdapter(Adapter):
         first_dict = np.searchsorted(chunk.dict_line, np.arange(len(chunk))).tolist() if n_dicts else None
         ent_at = np.searchsorted(chunk.ent_dict, np.arange(n_dicts + 1)).tolist() if n_dicts else None
         dict_start = chunk.dict_start.tolist()
+        dict_end = chunk.dict_end.tolist()
         ent_key = chunk.ent_key.tolist()
         ent_value = chunk.ent_value.tolist()
         line_start = chunk.line_start.tolist()
@@ -130,15 +135,37 @@ class JsonLinesAdapter(Adapter):
             if per_line is not None and first_dict is not None and ent_at is not None and per_line[i] == 1 \
                     and not cut:
                 d = first_dict[i]
-                if dict_start[d] == line_start[i] and FLAT_NUMBERS.fullmatch(
-                        data, line_start[i] - base, line_end[i] - base):
-                    obj = self._flat(keys, ent_key[ent_at[d]:ent_at[d + 1]], ent_value[ent_at[d]:ent_at[d + 1]])
+                s, e = dict_start[d] - base, dict_end[d] - base
+                if s == line_start[i] - base and JSON_NUMBERS.fullmatch(data, s, e) \
+                        and not data[e:line_end[i] - base].strip(b" \t"):
+                    ids = ent_key[ent_at[d]:ent_at[d + 1]]
+                    objects = data.count(b"{", s, e) - 1
+                    if not objects or (data.find(b"/", s, e) < 0 and self._nesting_known(keys, ids, objects)):
+                        obj = self._flat(keys, ids, ent_value[ent_at[d]:ent_at[d + 1]])
             if obj is None:
                 out.extend(lines.parse(i))
             else:
                 lines.skip(i)
                 out.extend(self._records(obj, lines.lineno(i)))
         return out
+
+    def _nesting_known(self, keys: list[str], ids: list[int], objects: int) -> bool:
+        """Whether the flattened entries `ids` of a line holding `objects` nested objects (and no `/` in
+        any key, so every `/` in a name joins a path) say the line's meaning exactly: each nested object
+        has its own path that some number lies under (so no object key is repeated within an object,
+        none is empty or deeper than `_flatten` goes), no path is also a number's key, and no top-level
+        object is named like a training hint (`parse` tests those keys for presence, not for numbers).
+        Lines of a log share a few layouts, so the answer is remembered per layout."""
+        shape = (objects, *ids)
+        known = self._shapes.get(shape)
+        if known is None:
+            names = [keys[k] for k in ids]
+            paths = {name[:j] for name in names for j, ch in enumerate(name) if ch == "/"}
+            known = len(paths) == objects and paths.isdisjoint(names) and paths.isdisjoint(TRAIN_HINTS)
+            if len(self._shapes) >= MAX_SHAPES:
+                self._shapes.clear()
+            self._shapes[shape] = known
+        return known
 
     @staticmethod
     def _flat(keys: list[str], ids: list[int], values: list[float]) -> dict[str, Any] | None:
