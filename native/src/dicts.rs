@@ -38,6 +38,9 @@ enum Name {
 pub struct Found {
     pub start: usize,
     pub end: usize,
+    /// Plain JSON of numbers: every key `"`-quoted printable ASCII, every value a JSON number or an
+    /// object of such (no strings, words, lists, NaN, `%`, separators, `.5`, `1.`, `01`, `+1`, `-0`).
+    pub json: bool,
     entries: Vec<(Name, f64)>,
     /// Entries of the object being parsed, values not yet converted.
     pending: Vec<(Name, Value)>,
@@ -69,6 +72,7 @@ impl Found {
         self.names.clear();
         self.path.clear();
         self.path_lens.clear();
+        self.json = true;
         let mut level = 0usize;
         let mut i = skip_space(b, start + 1);
         let mut state = State::Open;
@@ -93,6 +97,7 @@ impl Found {
                 (State::After, _) => return Err(i),
                 (State::Open | State::Key, _) => {
                     let (key_start, key_end) = key(b, i).ok_or(i)?;
+                    self.json &= at(b, i) == b'"' && is_json_key(range(b, key_start, key_end));
                     i = skip_space(b, key_end + 1);
                     if at(b, i) != b':' {
                         return Err(i);
@@ -110,9 +115,18 @@ impl Found {
                             state = State::Open;
                             continue;
                         }
-                        b'[' => i = self.list_end(b, i)?,
+                        b'[' => {
+                            i = self.list_end(b, i)?;
+                            self.json = false;
+                        }
                         _ => {
                             let (value, end) = value(b, i)?;
+                            self.json &= match value {
+                                Value::Number(span) => {
+                                    end == span.end && is_json_number(range(b, span.start, end))
+                                }
+                                _ => false,
+                            };
                             if level <= MAX_LEVEL && !matches!(value, Value::Word) {
                                 let name = self.name(b, level, key_start, key_end);
                                 self.pending.push((name, value));
@@ -257,6 +271,38 @@ fn string_end(b: &[u8], mut i: usize, quote: u8) -> Option<usize> {
     }
 }
 
+/// A key json reads as the same text: printable ASCII (no control bytes, no bytes to decode).
+fn is_json_key(key: &[u8]) -> bool {
+    key.iter().all(|&c| (0x20..0x7f).contains(&c))
+}
+
+/// `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`, but not a bare `-0` (json reads the int 0).
+fn is_json_number(t: &[u8]) -> bool {
+    let digits = |i: usize| t.iter().skip(i).take_while(|c| c.is_ascii_digit()).count();
+    let mut i = usize::from(at(t, 0) == b'-');
+    let int = digits(i);
+    if int == 0 || (int > 1 && at(t, i) == b'0') {
+        return false;
+    }
+    i += int;
+    if at(t, i) == b'.' {
+        let frac = digits(i + 1);
+        if frac == 0 {
+            return false;
+        }
+        i += 1 + frac;
+    }
+    if matches!(at(t, i), b'e' | b'E') {
+        i += 1 + usize::from(matches!(at(t, i + 1), b'+' | b'-'));
+        let exp = digits(i);
+        if exp == 0 {
+            return false;
+        }
+        i += exp;
+    }
+    i == t.len() && t != b"-0"
+}
+
 fn skip_space(b: &[u8], mut i: usize) -> usize {
     while is_space(at(b, i)) {
         i += 1;
@@ -366,6 +412,39 @@ mod tests {
         assert_eq!(found[0].2, vec![("d".into(), 2.0)]);
         assert_eq!(dicts("{ {'a': 1}").len(), 1);
         assert_eq!(dicts("{'a': 1,} {'b': 2}").len(), 1);
+    }
+
+    #[test]
+    fn json_numbers_are_told_apart() {
+        for t in [
+            "0", "-1", "1.5", "1e5", "-2.5E-3", "0.0", "-0.0", "-0e1", "10",
+        ] {
+            assert!(is_json_number(t.as_bytes()), "{t}");
+        }
+        for t in [
+            "-0", "01", ".5", "1.", "+1", "1,234", "NaN", "inf", "1e", "-", "",
+        ] {
+            assert!(!is_json_number(t.as_bytes()), "{t}");
+        }
+        let json = |line: &str| {
+            let mut scratch = Found::default();
+            let mut flags = Vec::new();
+            scan(line.as_bytes(), &mut scratch, |f| flags.push(f.json));
+            flags
+        };
+        assert_eq!(json(r#"{"a": 1, "b": {"c": -2.5e3, "d": {}}}"#), vec![true]);
+        for line in [
+            r#"{"a": "1"}"#,
+            r#"{"a": [1]}"#,
+            r#"{"a": NaN}"#,
+            r#"{"a": 5%}"#,
+            "{'a': 1}",
+            r#"{"a": true}"#,
+            r#"{"a": -0}"#,
+            "{\"a\tb\": 1}",
+        ] {
+            assert_eq!(json(line), vec![false], "{line}");
+        }
     }
 
     #[test]

@@ -75,6 +75,7 @@ fn to_dict(py: Python<'_>, out: ChunkOut) -> PyResult<Bound<'_, PyDict>> {
         dict_line,
         dict_start,
         dict_end,
+        dict_json,
         ent_dict,
         ent_key,
         ent_value,

@@ -20,6 +20,7 @@ pub struct ChunkOut {
     pub dict_line: Vec<i64>,
     pub dict_start: Vec<i64>,
     pub dict_end: Vec<i64>,
+    pub dict_json: Vec<bool>,
     pub ent_dict: Vec<i64>,
     pub ent_key: Vec<i32>,
     pub ent_value: Vec<f64>,
@@ -107,6 +108,7 @@ impl Core {
             out.dict_line.push(index);
             out.dict_start.push(rec.abs_start + found.start as i64);
             out.dict_end.push(rec.abs_start + found.end as i64);
+            out.dict_json.push(found.json);
             for (key, value) in found.entries(line) {
                 out.ent_dict.push(dict_index);
                 out.ent_key.push(keys.intern(key));

@@ -21,6 +21,7 @@ fn concat(parts: Vec<ChunkOut>) -> ChunkOut {
         all.dict_line.extend(p.dict_line.iter().map(|l| l + lines));
         all.dict_start.extend(&p.dict_start);
         all.dict_end.extend(&p.dict_end);
+        all.dict_json.extend(&p.dict_json);
         all.ent_dict.extend(p.ent_dict.iter().map(|d| d + dicts));
         all.ent_key.extend(&p.ent_key);
         all.ent_value.extend(&p.ent_value);
@@ -53,8 +54,8 @@ fn assert_same(a: &ChunkOut, b: &ChunkOut) {
     assert_eq!(a.visible_start, b.visible_start);
     assert_eq!((&a.kw_line, &a.kw_id), (&b.kw_line, &b.kw_id));
     assert_eq!(
-        (&a.dict_line, &a.dict_start, &a.dict_end),
-        (&b.dict_line, &b.dict_start, &b.dict_end)
+        (&a.dict_line, &a.dict_start, &a.dict_end, &a.dict_json),
+        (&b.dict_line, &b.dict_start, &b.dict_end, &b.dict_json)
     );
     assert_eq!((&a.ent_dict, &a.ent_key), (&b.ent_dict, &b.ent_key));
     assert_eq!(bits(&a.ent_value), bits(&b.ent_value));

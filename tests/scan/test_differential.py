@@ -132,3 +132,24 @@ def test_nested_objects_and_lists_in_random_cuts(data: bytes, cuts: list[int]) -
 ])
 def test_adversarial_nesting_gives_the_same_chunks(data: bytes) -> None:
     assert_same(data, GEN_KEYWORDS, [len(data) // 3, len(data) // 2], [len(data) // 5])
+
+
+# Objects on the edge of plain JSON (the `dict_json` flag): numbers JSON does and does not allow, keys
+# with control or non-ASCII bytes, single quotes, nesting.
+EDGE_NUMBER = st.sampled_from([b"0", b"-0", b"-0.0", b"-0e1", b"01", b"-01", b".5", b"1.", b"+1", b"1e5", b"1E+05",
+                               b"2.5e-3", b"1,234", b"5%", b"NaN", b"-Infinity", b"1e400", b"12345678901234567890"])
+EDGE_KEY = st.sampled_from([b'"a"', b'"b c"', b"'q'", b'"t\tb"', b'"caf\xc3\xa9"', b'"\xff"', b'"x/y"', b'""'])
+
+
+def _edge(children: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
+    entry = st.tuples(EDGE_KEY, st.sampled_from([b": ", b":"]), children).map(b"".join)
+    return st.lists(entry, max_size=4).map(lambda es: b"{" + b", ".join(es) + b"}")
+
+
+EDGE_OBJECT = _edge(st.recursive(EDGE_NUMBER, _edge, max_leaves=8))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(EDGE_OBJECT, min_size=1, max_size=6).map(lambda xs: b"\n".join(xs) + b"\n"))
+def test_plain_json_flags_agree(data: bytes) -> None:
+    assert_same(data, [], [len(data) // 2], [])

@@ -397,3 +397,15 @@ def test_the_corpus_is_present_or_the_smoke_test_says_so() -> None:
     if not CORPUS.is_dir():
         pytest.skip(f"no third-party corpus at {CORPUS}: only examples/ were scanned")
     assert any(p.suffix == ".log" for p in CORPUS.iterdir())
+
+
+@pytest.mark.parametrize("line,plain", [
+    (b'{"a": 1, "b": {"c": -2.5e3, "d": {}}, "e": -0.0}', True), (b"{}", True),
+    (b'{"a": "1"}', False), (b'{"a": [1]}', False), (b'{"a": NaN}', False), (b'{"a": 5%}', False),
+    (b"{'a': 1}", False), (b'{"a": true}', False), (b'{"a": -0}', False), (b'{"a": 01}', False),
+    (b'{"a": .5}', False), (b'{"a": 1.}', False), (b'{"a": +1}', False), (b'{"a": 1,234}', False),
+    (b'{"a\tb": 1}', False), (b'{"caf\xc3\xa9": 1}', False), (b'{"b": {"a": "x"}}', False),
+])
+def test_dict_json_says_whether_json_reads_the_same_numbers(line: bytes, plain: bool) -> None:
+    c, _ = scan(line + b"\n")
+    assert c.dict_json.tolist() == [plain]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -41,12 +40,6 @@ TOTAL_SET = frozenset(TOTAL_KEYS)
 TRAIN_HINTS = ("loss", "total_loss", "lr", "learning_rate")  # a row with one of these is a training row
 EVAL_MODES = ("val", "eval", "test", "valid", "validation")
 MAX_DEPTH = 6
-_NUM = rb"(?:0|-?[1-9][0-9]*|-0(?=[.eE]))(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
-_KEY = rb'"[^"\\\x00-\x1f]*"[ \t]*:[ \t]*'
-JSON_NUMBERS = re.compile(rb"\{(?:[ \t{},}]*" + _KEY + rb"(?:" + _NUM + rb"|(?=\{)))*[ \t{},}]*")
-"""An object the scanner reported whole passes when, besides its braces and commas, it holds only plain
-JSON keys each followed by a plain JSON number or an object (no strings, literals, lists, escapes, `-0`):
-json would read it as the same tree of numbers, so the scanner's flattened arrays hold its meaning."""
 MAX_SHAPES = 4096  # nested key layouts remembered (a log has a handful; a bound, not a tuning knob)
 SAFE_INT = float(2**53)  # steps are ints: beyond this a float no longer says which int was printed
 
@@ -58,6 +51,24 @@ def _loads(text: str) -> Any:
         except ValueError:
             pass
     return json.loads(text)
+
+
+def array_lines(chunk: Chunk) -> np.ndarray:
+    """Per line of the chunk, the index of its dict when the line is nothing but one object of plain JSON
+    numbers (the scanner's `dict_json`: nested objects allowed; no strings, literals, lists, NaN or
+    lenient numbers), else -1. Such a line means to `json` what the scanner's arrays say, up to repeated
+    keys and totals/huge steps, which the caller checks from the keys and values. Whole arrays, no loop
+    per line."""
+    n = len(chunk)
+    out = np.full(n, -1, dtype=np.int64)
+    if not chunk.dict_line.shape[0] or chunk._cut_line_starts is not None:
+        return out
+    single = np.flatnonzero(np.bincount(chunk.dict_line, minlength=n) == 1)
+    d = np.searchsorted(chunk.dict_line, single)
+    whole = chunk.dict_json[d] & (chunk.dict_start[d] == chunk.line_start[single]) \
+        & (chunk.dict_end[d] == chunk.line_end[single])
+    out[single[whole]] = d[whole]
+    return out
 
 
 def _flatten(obj: dict[str, Any], prefix: str, out: dict[str, Any], depth: int = 0) -> None:
@@ -117,31 +128,23 @@ class JsonLinesAdapter(Adapter):
         scanner reads more leniently than `json` does) goes through `parse`, so meaning stays the same."""
         if not lines.hits:
             return []
-        n_dicts = chunk.dict_line.shape[0]
-        per_line = np.bincount(chunk.dict_line, minlength=len(chunk)).tolist() if n_dicts else None
-        first_dict = np.searchsorted(chunk.dict_line, np.arange(len(chunk))).tolist() if n_dicts else None
-        ent_at = np.searchsorted(chunk.ent_dict, np.arange(n_dicts + 1)).tolist() if n_dicts else None
+        from_arrays = array_lines(chunk).tolist()
+        ent_at = np.searchsorted(chunk.ent_dict, np.arange(chunk.dict_line.shape[0] + 1)).tolist()
         dict_start = chunk.dict_start.tolist()
         dict_end = chunk.dict_end.tolist()
         ent_key = chunk.ent_key.tolist()
         ent_value = chunk.ent_value.tolist()
-        line_start = chunk.line_start.tolist()
-        line_end = chunk.line_end.tolist()
         data, base = chunk.data, chunk.base_offset
-        cut = chunk._cut_line_starts is not None
         out: list[Record] = []
         for i in lines.hits:
             obj = None
-            if per_line is not None and first_dict is not None and ent_at is not None and per_line[i] == 1 \
-                    and not cut:
-                d = first_dict[i]
+            d = from_arrays[i]
+            if d >= 0:
+                ids = ent_key[ent_at[d]:ent_at[d + 1]]
                 s, e = dict_start[d] - base, dict_end[d] - base
-                if s == line_start[i] - base and JSON_NUMBERS.fullmatch(data, s, e) \
-                        and not data[e:line_end[i] - base].strip(b" \t"):
-                    ids = ent_key[ent_at[d]:ent_at[d + 1]]
-                    objects = data.count(b"{", s, e) - 1
-                    if not objects or (data.find(b"/", s, e) < 0 and self._nesting_known(keys, ids, objects)):
-                        obj = self._flat(keys, ids, ent_value[ent_at[d]:ent_at[d + 1]])
+                objects = data.count(b"{", s, e) - 1
+                if not objects or (data.find(b"/", s, e) < 0 and self._nesting_known(keys, ids, objects)):
+                    obj = self._flat(keys, ids, ent_value[ent_at[d]:ent_at[d + 1]])
             if obj is None:
                 out.extend(lines.parse(i))
             else:

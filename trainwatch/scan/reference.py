@@ -45,6 +45,16 @@ STRING_AT = re.compile(rb"'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\""
 LITERAL_AT = re.compile(b"|".join(_LITERALS))
 LIST_TOKEN = re.compile(rb"[\[\]{}'\"]")
 _SPACES = re.compile(_WS)
+# Plain JSON of numbers (the `dict_json` flag): `"`-quoted printable-ASCII keys, JSON numbers (no bare -0).
+_JSON_KEY = rb'"[\x20\x21\x23-\x5b\x5d-\x7e]{0,200}"'
+_JSON_NUM = rb"(?!-0(?![.eE0-9]))-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+_JSON_ENTRY = _JSON_KEY + _WS + rb":" + _WS + _JSON_NUM
+JSON_FLAT = re.compile(rb"\{" + _WS + rb"(?:" + _JSON_ENTRY + _WS + rb"(?:," + _WS + _JSON_ENTRY + _WS + rb")*)?\}")
+JSON_RUN = re.compile(_JSON_ENTRY + _WS + rb"(?:," + _WS + _JSON_ENTRY + _WS + rb")*")
+JSON_KEY = re.compile(_JSON_KEY)
+JSON_NUMBER = re.compile(_JSON_NUM)
+# Entries whose values are not objects or lists, with the commas between them and the blanks after.
+FLAT_RUN = re.compile(_ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*")
 ENTRY = re.compile(rb"(?:'([^'\\\n]{0,200})'|\"([^\"\\\n]{0,200})\")" + _WS + rb":" + _WS + rb"(" + _VALUE + rb")")
 # A key: up to 4 words joined by single spaces, each word a whole run of word bytes starting with a
 # letter or `_` (the lookbehind keeps `ms/step` of `20ms/step`, or `s` of a value `1.5s`, from being one).
@@ -84,6 +94,7 @@ class _Found:
     dict_line: list[int] = field(default_factory=list)
     dict_start: list[int] = field(default_factory=list)
     dict_end: list[int] = field(default_factory=list)
+    dict_json: list[bool] = field(default_factory=list)
     ent_dict: list[int] = field(default_factory=list)
     ent_name: list[bytes] = field(default_factory=list)  # raw key bytes; ids are given after the scan
     ent_line: list[int] = field(default_factory=list)
@@ -421,6 +432,7 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
     view = run.view
     lo, hi = int(run.starts[0]), int(run.scan_ends[-1])
     spans: list[tuple[int, int]] = []
+    json: list[bool] = []
     per_dict: list[tuple[list[bytes], list[bytes]]] = []
     starts: list[int] | None = None
     pos = lo
@@ -428,6 +440,7 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
         s = m.start()
         if m.group(1) is not None:  # a flat object: its entries come from ENTRY below
             spans.append(m.span())
+            json.append(JSON_FLAT.fullmatch(view, s, m.end()) is not None)
             entries = ENTRY.findall(view, s + 1, m.end() - 1)
             per_dict.append(([single or double for single, double, _ in entries], [raw for _, _, raw in entries]))
             pos = m.end()
@@ -439,8 +452,9 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
         if isinstance(parsed, int):
             pos = max(parsed, s + 1)
             continue
-        end, names, raws = parsed
+        end, names, raws, is_json = parsed
         spans.append((s, end))
+        json.append(is_json)
         per_dict.append((names, raws))
         pos = end
     if not spans:
@@ -450,6 +464,7 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
     found.dict_line.extend(lines.tolist())
     found.dict_start.extend([run.view_abs + s for s, _ in spans])
     found.dict_end.extend([run.view_abs + e for _, e in spans])
+    found.dict_json.extend(json)
     names = [name for dict_names, _ in per_dict for name in dict_names]
     raws = [raw for _, dict_raws in per_dict for raw in dict_raws]
     if not names:
@@ -474,16 +489,17 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
     return spans
 
 
-def _parse_nested(view: bytes, start: int, end: int) -> tuple[int, list[bytes], list[bytes]] | int:
+def _parse_nested(view: bytes, start: int, end: int) -> tuple[int, list[bytes], list[bytes], bool] | int:
     """Parse the object opening at view[start] within view[:end] without recursion.
 
-    Returns (one past its `}`, entry names, raw values) for the entries that may hold a number (nested
-    keys joined with `/`, levels deeper than MAX_LEVEL left out), or, when it does not parse, the
-    position where parsing stopped (the contract's clarification 14).
+    Returns (one past its `}`, entry names, raw values, whether it is plain JSON of numbers) for the
+    entries that may hold a number (nested keys joined with `/`, levels deeper than MAX_LEVEL left out),
+    or, when it does not parse, the position where parsing stopped (the contract's clarification 14).
     """
     names: list[bytes] = []
     raws: list[bytes] = []
     path: list[bytes] = []  # keys of the nested objects open, down to MAX_LEVEL
+    json = True
     level = 0
     i = _skip_ws(view, start + 1, end)
     expect_key = False  # True after `,`; otherwise `}` may close an empty object
@@ -492,7 +508,7 @@ def _parse_nested(view: bytes, start: int, end: int) -> tuple[int, list[bytes], 
         c = view[i:i + 1] if i < end else b""
         if (after or not expect_key) and c == b"}":
             if level == 0:
-                return i + 1, names, raws
+                return i + 1, names, raws, json
             if level <= MAX_LEVEL:
                 path.pop()
             level -= 1
@@ -505,10 +521,22 @@ def _parse_nested(view: bytes, start: int, end: int) -> tuple[int, list[bytes], 
             i = _skip_ws(view, i + 1, end)
             after, expect_key = False, True
             continue
+        run = FLAT_RUN.match(view, i, end)
+        if run is not None:  # entries with flat values, read as one (what this loop would read one by one)
+            json = json and JSON_RUN.fullmatch(view, i, run.end()) is not None
+            if level <= MAX_LEVEL:
+                for single, double, raw in ENTRY.findall(view, i, run.end()):
+                    key = single or double
+                    names.append(b"/".join((*path, key)) if level else key)
+                    raws.append(raw)
+            i = run.end()
+            after = True
+            continue
         m = KEY_AT.match(view, i, end)
         if m is None:
             return i
         key = m.group(1) if m.group(1) is not None else m.group(2)
+        json = json and JSON_KEY.fullmatch(view, i, m.end()) is not None
         i = _skip_ws(view, m.end(), end)
         if view[i:i + 1] != b":" or i >= end:
             return i
@@ -525,15 +553,18 @@ def _parse_nested(view: bytes, start: int, end: int) -> tuple[int, list[bytes], 
             i = _list_end(view, i, end)
             if i < 0:
                 return -i
+            json = False
         else:
             v = NUMBER.match(view, i, end) or STRING_AT.match(view, i, end)
+            word = v is None
             if v is None:
                 if c in (b"'", b'"'):
                     return end  # an unclosed string: parsing stopped at the line's end
                 v = LITERAL_AT.match(view, i, end)
                 if v is None:
                     return i
-            elif level <= MAX_LEVEL:
+            json = json and JSON_NUMBER.fullmatch(v.group()) is not None
+            if not word and level <= MAX_LEVEL:
                 names.append(b"/".join((*path, key)) if level else key)
                 raws.append(v.group())
             i = v.end()
