@@ -37,8 +37,15 @@ NUMBER = re.compile(_NUM)
 # every entry (a nested value made JSON lines several times slower); `_parse_nested` then reads the
 # object that the regex could not.
 DICT = re.compile(rb"\{(?=(" + _WS + rb"(?:" + _ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*)?))\1\}")
-# At a `{`: a whole flat object (group 1 set), else just the brace, where the nested parser takes over.
-OBJECT_START = re.compile(DICT.pattern + rb"|\{")
+# An object whose values are flat ones or flat objects (one level of nesting, the usual JSON-lines record).
+_FLAT_OBJ = rb"\{" + _WS + rb"(?:" + _ENTRY + _WS + rb"(?:," + _WS + _ENTRY + _WS + rb")*)?\}"
+_ENTRY1 = _KEY + _WS + rb":" + _WS + rb"(?:" + _VALUE + rb"|" + _FLAT_OBJ + rb")"
+_NEST1 = rb"\{(?=(" + _WS + rb"(?:" + _ENTRY1 + _WS + rb"(?:," + _WS + _ENTRY1 + _WS + rb")*)?))\2\}"
+# At a `{`: a whole flat object (group 1 set), one with flat objects in it (group 2 set), else just the
+# brace, where the nested parser takes over.
+OBJECT_START = re.compile(DICT.pattern + rb"|" + _NEST1 + rb"|\{")
+ENTRY1 = re.compile(rb"(?:'([^'\\\n]{0,200})'|\"([^\"\\\n]{0,200})\")" + _WS + rb":" + _WS
+                    + rb"(?:(" + _VALUE + rb")|(" + _FLAT_OBJ + rb"))")
 MAX_LEVEL = 7  # deepest nested object whose entries are reported (the outer one is level 0)
 KEY_AT = re.compile(rb"'([^'\\\n]{0,200})'|\"([^\"\\\n]{0,200})\"")
 STRING_AT = re.compile(rb"'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\"", re.S)
@@ -50,6 +57,8 @@ _JSON_KEY = rb'"[\x20\x21\x23-\x5b\x5d-\x7e]{0,200}"'
 _JSON_NUM = rb"(?!-0(?![.eE0-9]))-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
 _JSON_ENTRY = _JSON_KEY + _WS + rb":" + _WS + _JSON_NUM
 JSON_FLAT = re.compile(rb"\{" + _WS + rb"(?:" + _JSON_ENTRY + _WS + rb"(?:," + _WS + _JSON_ENTRY + _WS + rb")*)?\}")
+_JSON_ENTRY1 = _JSON_KEY + _WS + rb":" + _WS + rb"(?:" + _JSON_NUM + rb"|" + JSON_FLAT.pattern + rb")"
+JSON_NEST1 = re.compile(rb"\{" + _WS + rb"(?:" + _JSON_ENTRY1 + _WS + rb"(?:," + _WS + _JSON_ENTRY1 + _WS + rb")*)?\}")
 JSON_RUN = re.compile(_JSON_ENTRY + _WS + rb"(?:," + _WS + _JSON_ENTRY + _WS + rb")*")
 JSON_KEY = re.compile(_JSON_KEY)
 JSON_NUMBER = re.compile(_JSON_NUM)
@@ -445,6 +454,12 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
             per_dict.append(([single or double for single, double, _ in entries], [raw for _, _, raw in entries]))
             pos = m.end()
             continue
+        if m.group(2) is not None:  # flat objects inside: their entries come with the keys joined
+            spans.append(m.span())
+            json.append(JSON_NEST1.fullmatch(view, s, m.end()) is not None)
+            per_dict.append(_one_level(view, s, m.end()))
+            pos = m.end()
+            continue
         if starts is None:
             starts = run.starts.tolist()
         line_end = int(run.scan_ends[bisect.bisect_right(starts, s) - 1])
@@ -487,6 +502,23 @@ def _find_dicts(run: _Run, first_line: int, found: _Found) -> list[tuple[int, in
     found.ent_name.extend(names)
     found.ent_value.extend(values)
     return spans
+
+
+def _one_level(view: bytes, start: int, end: int) -> tuple[list[bytes], list[bytes]]:
+    """Entry names and raw values of an object matched by `_NEST1` (flat objects' keys joined by `/`)."""
+    names: list[bytes] = []
+    raws: list[bytes] = []
+    for single, double, raw, inner in ENTRY1.findall(view, start + 1, end - 1):
+        key = single or double
+        if not inner:
+            names.append(key)
+            raws.append(raw)
+            continue
+        prefix = key + b"/"
+        for inner_single, inner_double, inner_raw in ENTRY.findall(inner, 1, len(inner) - 1):
+            names.append(prefix + (inner_single or inner_double))
+            raws.append(inner_raw)
+    return names, raws
 
 
 def _parse_nested(view: bytes, start: int, end: int) -> tuple[int, list[bytes], list[bytes], bool] | int:
