@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainwatch.adapters.base import Adapter, json_number
+from trainwatch.adapters.jsonl_columns import KeyTables, byte_counts, emit_rows, entry_bounds, layouts, unsayable
 from trainwatch.model import Event, EventKind, Record, Sample
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class JsonLinesAdapter(Adapter):
         self.epoch_of_base: float | None = None
         self.last_iter = 0
         self._shapes: dict[tuple[int, ...], bool] = {}  # see _nesting_known
+        self._tables = KeyTables(STEP_KEYS, TIME_SET, TOTAL_SET)
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
@@ -123,34 +125,59 @@ class JsonLinesAdapter(Adapter):
 
     def parse_chunk(self, chunk: Chunk, keys: list[str], lines: ChunkLines) -> list[Record]:
         """Lines that are one object of numbers, nested objects included, are read from the scanner's
-        arrays (nested keys come flattened, as `_flatten` names them); every other line with a brace
-        (strings such as MMEngine's "mode", lists, totals, non-finite values, repeated keys, JSON the
-        scanner reads more leniently than `json` does) goes through `parse`, so meaning stays the same."""
+        arrays a run of lines at a time (jsonl_columns: nested keys come flattened, as `_flatten` names
+        them); every other line with a brace (strings such as MMEngine's "mode", lists, totals, non-finite
+        values, repeated keys, JSON the scanner reads more leniently than `json` does, a step that goes
+        back) goes through `parse`, so meaning stays the same."""
         if not lines.hits:
             return []
-        from_arrays = array_lines(chunk).tolist()
-        ent_at = np.searchsorted(chunk.ent_dict, np.arange(chunk.dict_line.shape[0] + 1)).tolist()
-        dict_start = chunk.dict_start.tolist()
-        dict_end = chunk.dict_end.tolist()
-        ent_key = chunk.ent_key.tolist()
-        ent_value = chunk.ent_value.tolist()
-        data, base = chunk.data, chunk.base_offset
-        out: list[Record] = []
-        for i in lines.hits:
-            obj = None
-            d = from_arrays[i]
-            if d >= 0:
-                ids = ent_key[ent_at[d]:ent_at[d + 1]]
-                s, e = dict_start[d] - base, dict_end[d] - base
-                objects = data.count(b"{", s, e) - 1
-                if not objects or (data.find(b"/", s, e) < 0 and self._nesting_known(keys, ids, objects)):
-                    obj = self._flat(keys, ids, ent_value[ent_at[d]:ent_at[d + 1]])
-            if obj is None:
-                out.extend(lines.parse(i))
-            else:
-                lines.skip(i)
-                out.extend(self._records(obj, lines.lineno(i)))
-        return out
+        out = lines.out
+        self._tables.update(keys, out)
+        hits = np.asarray(lines.hits, dtype=np.int64)
+        readable = self._readable(chunk, keys)[hits]
+        ok = readable >= 0
+        cuts = np.flatnonzero(ok[1:] != ok[:-1]) + 1
+        bounds = entry_bounds(chunk)
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(hits)]):
+            if not ok[a]:
+                for i in hits[a:b].tolist():
+                    lines.parse_into(i)
+                continue
+            while a < b:
+                took, self.last_step = emit_rows(chunk, self._tables, bounds, readable[a:b], out, self.last_step)
+                if took:
+                    lines.skip(int(hits[a + took - 1]))
+                a += took
+                if a < b:  # its step went back: the per-line rules say what it is
+                    lines.parse_into(int(hits[a]))
+                    a += 1
+        return []
+
+    def _readable(self, chunk: Chunk, keys: list[str]) -> np.ndarray:
+        """Per line of the chunk, its dict when the arrays say everything `_records` needs of it, else -1:
+        a whole-line object of JSON numbers (`array_lines`) that `unsayable` does not rule out, and, when
+        it nests objects, no `/` inside and a layout `_nesting_known` accepts."""
+        per_line = array_lines(chunk)
+        at = np.flatnonzero(per_line >= 0)
+        if not len(at):
+            return per_line
+        dicts = per_line[at]
+        bad = unsayable(chunk, self._tables, dicts, SAFE_INT)
+        start, end = chunk.dict_start[dicts], chunk.dict_end[dicts]
+        objects = byte_counts(chunk, ord("{"), start, end) - 1
+        nested = np.flatnonzero(objects > 0)
+        if len(nested):
+            bad[nested[byte_counts(chunk, ord("/"), start[nested], end[nested]) > 0]] = True
+            layout, first = layouts(chunk, entry_bounds(chunk), dicts[nested])
+            bounds = entry_bounds(chunk)
+            verdict = np.array([self._nesting_known(keys, chunk.ent_key[bounds[d]:bounds[d + 1]].tolist(),
+                                                    int(objects[nested[f]]))
+                                for f, d in zip(first.tolist(), dicts[nested][first].tolist())], dtype=bool)
+            same_objects = objects[nested] == objects[nested][first][np.maximum(layout, 0)]
+            fine = (layout >= 0) & same_objects & verdict[np.maximum(layout, 0)]
+            bad[nested[~fine]] = True
+        per_line[at[bad]] = -1
+        return per_line
 
     def _nesting_known(self, keys: list[str], ids: list[int], objects: int) -> bool:
         """Whether the flattened entries `ids` of a line holding `objects` nested objects (and no `/` in

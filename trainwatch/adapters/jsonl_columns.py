@@ -1,0 +1,158 @@
+"""JSON lines read as columns: the rows of many lines at once, from the scanner's arrays.
+
+A JSON-lines log is mostly lines of one shape, `{"step": 10, "loss": 2.3, "train": {"lr": 1e-4}}`, and
+the scanner has already found every number in them. For the lines whose whole meaning those arrays
+hold (plain JSON numbers, nested objects flattened as `_flatten` names them, no repeated key, no total,
+no value a float cannot say exactly) this module decides, over whole arrays, which key is each line's
+step, which its time and which are metrics, and hands the metrics to the batch as columns. The rules
+are `JsonLinesAdapter._records`' own; anything they would treat specially (a step going backwards,
+which may be an evaluation row) is left to that per-line path, so both always agree. A test checks
+them against each other on generated logs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from trainwatch.batch import NO_STEP
+
+if TYPE_CHECKING:
+    from trainwatch.batch import BatchBuilder
+    from trainwatch.scan import Chunk
+
+_MULT1 = np.uint64(0x9E3779B97F4A7C15)
+_MULT2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+class KeyTables:
+    """What each key of the scanner's table means to the JSON-lines rules, as arrays indexed by key id
+    (grown as the table grows): step key and its priority, time key, total key, its batch name id."""
+
+    def __init__(self, step_keys: tuple[str, ...], time_keys: frozenset[str], total_keys: frozenset[str]) -> None:
+        self._step_rank = {k: i for i, k in enumerate(step_keys)}
+        self._time_keys = time_keys
+        self._total_keys = total_keys
+        self.known = 0
+        self.rank = np.zeros(0, dtype=np.int64)  # priority among step keys; len(step_keys) if not one
+        self.is_step = np.zeros(0, dtype=bool)
+        self.is_time = np.zeros(0, dtype=bool)
+        self.is_total = np.zeros(0, dtype=bool)
+        self.name = np.zeros(0, dtype=np.int32)  # id in the batch builder's name table
+        self.none = len(step_keys)
+
+    def update(self, keys: list[str], out: BatchBuilder) -> None:
+        if len(keys) == self.known:
+            return
+        new = keys[self.known:]
+        self.rank = np.append(self.rank, [self._step_rank.get(k, self.none) for k in new])
+        self.is_step = self.rank < self.none
+        self.is_time = np.append(self.is_time, [k in self._time_keys for k in new])
+        self.is_total = np.append(self.is_total, [k in self._total_keys for k in new])
+        self.name = np.append(self.name, [out.name_id(k) for k in new]).astype(np.int32)
+        self.known = len(keys)
+
+
+def entry_bounds(chunk: Chunk) -> np.ndarray:
+    """Index of each dict's first entry, and one past the last dict's last: entries of dict d are
+    [bounds[d], bounds[d + 1])."""
+    return np.searchsorted(chunk.ent_dict, np.arange(chunk.dict_line.shape[0] + 1))
+
+
+def unsayable(chunk: Chunk, tables: KeyTables, dicts: np.ndarray, safe_int: float) -> np.ndarray:
+    """For the given dicts: True where the arrays cannot say what `json` would load, because an entry is
+    not finite, a key repeats, a total is printed (read only when it is an int) or a step is too large
+    for a float to hold exactly."""
+    bad = np.zeros(chunk.dict_line.shape[0], dtype=bool)
+    key, value, owner = chunk.ent_key, chunk.ent_value, chunk.ent_dict
+    wrong = ~np.isfinite(value) | tables.is_total[key] | (tables.is_step[key] & (np.abs(value) >= safe_int))
+    bad[owner[wrong]] = True
+    if len(key) > 1:
+        order = np.lexsort((key, owner))
+        same = (owner[order][1:] == owner[order][:-1]) & (key[order][1:] == key[order][:-1])
+        bad[owner[order][1:][same]] = True
+    return bad[dicts]
+
+
+def layouts(chunk: Chunk, bounds: np.ndarray, dicts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the given dicts: a layout id shared by dicts whose entry keys are the same sequence (exactly:
+    two hashes group them, then each is compared with its group's first), and that first dict; a dict
+    that matches no group's first exactly gets layout -1."""
+    key = chunk.ent_key.astype(np.uint64)
+    n = len(dicts)
+    lo, hi = bounds[dicts], bounds[dicts + 1]
+    count = hi - lo
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    owner_pos = np.repeat(np.arange(n), count)
+    pos = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    ent = lo[owner_pos] + pos
+    top = int(count.max()) + 1 if n else 1
+    with np.errstate(over="ignore"):
+        p1 = np.cumprod(np.full(top, _MULT1, dtype=np.uint64))
+        p2 = np.cumprod(np.full(top, _MULT2, dtype=np.uint64))
+        h1 = np.zeros(n, dtype=np.uint64)
+        h2 = np.zeros(n, dtype=np.uint64)
+        np.add.at(h1, owner_pos, (key[ent] + np.uint64(1)) * p1[pos])
+        np.add.at(h2, owner_pos, (key[ent] + np.uint64(7)) * p2[pos])
+    sig = np.stack([count.astype(np.uint64), h1, h2], axis=1)
+    _, first, layout = np.unique(sig, axis=0, return_index=True, return_inverse=True)
+    layout = layout.reshape(-1)
+    rep = first[layout]  # the group's first dict (as an index into `dicts`)
+    differ = key[ent] != key[lo[rep[owner_pos]] + pos]
+    wrong = np.zeros(n, dtype=bool)
+    wrong[owner_pos[differ]] = True
+    layout = np.where(wrong, -1, layout)
+    return layout, first
+
+
+def byte_counts(chunk: Chunk, byte: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many times `byte` occurs in each absolute span [start, end) of the chunk's data."""
+    buf = np.frombuffer(chunk.data, dtype=np.uint8)
+    cum = np.concatenate(([0], np.cumsum(buf == byte, dtype=np.int64)))
+    base = chunk.base_offset
+    return cum[end - base] - cum[start - base]
+
+
+def emit_rows(chunk: Chunk, tables: KeyTables, bounds: np.ndarray, dicts: np.ndarray, out: BatchBuilder,
+              last_step: int | None) -> tuple[int, int | None]:
+    """The samples of consecutive readable lines (their dicts `dicts`, consecutive) as columns, up to the
+    first line whose step goes below the step before it (the per-line path decides what such a line
+    is). Returns how many lines were emitted and the last step they set."""
+    e0, e1 = int(bounds[dicts[0]]), int(bounds[dicts[-1] + 1])
+    key = chunk.ent_key[e0:e1]
+    value = chunk.ent_value[e0:e1]
+    row = chunk.ent_dict[e0:e1] - dicts[0]
+    n = len(dicts)
+    step = np.full(n, NO_STEP, dtype=np.int64)
+    consumed = tables.is_step[key].copy()
+    stepped = np.flatnonzero(consumed)
+    if len(stepped):
+        order = stepped[np.lexsort((tables.rank[key[stepped]], row[stepped]))]
+        first = order[np.concatenate(([True], row[order][1:] != row[order][:-1]))]
+        step[row[first]] = np.trunc(value[first]).astype(np.int64)
+    when = np.full(n, np.nan)
+    timed = np.flatnonzero(tables.is_time[key] & (value > 1e8))
+    if len(timed):
+        first = timed[np.concatenate(([True], row[timed][1:] != row[timed][:-1]))]
+        t = value[first]
+        when[row[first]] = np.where(t > 1e11, t / 1000.0, t)  # milliseconds since the epoch
+        consumed[first] = True
+    has = np.flatnonzero(step != NO_STEP)
+    take = n
+    if len(has):
+        s = step[has]
+        down = np.flatnonzero(s[1:] < s[:-1])
+        if last_step is not None and s[0] < last_step:
+            take = int(has[0])
+        elif len(down):
+            take = int(has[int(down[0]) + 1])
+        before = has[has < take]
+        if len(before):
+            last_step = int(step[before[-1]])
+    keep = ~consumed & (row < take)
+    lineno = chunk.first_lineno + chunk.dict_line[dicts]
+    r = row[keep]
+    out.columns(tables.name[key[keep]], step[r], value[keep], lineno[r], when[r])
+    return take, last_step
