@@ -109,9 +109,19 @@ def _lines() -> list[str]:
 
 
 def _watch(path: str) -> object:
+    """A watcher following `path`, recording the lost-contact alerts it tells (`told`)."""
+    from trainwatch.alerts import AlertChange
     from trainwatch.live.watcher import Watcher
 
     w = Watcher([path], gpu=False, tick_interval=0.1)
+    told: list[tuple[object, str, dict[str, object]]] = []
+
+    def listen(c: AlertChange) -> None:
+        if c.alert.rule == "remote.lost_contact":
+            told.append((c.state, c.alert.finding.source, dict(c.alert.finding.evidence)))
+
+    w.add_listener(listen)
+    w.told = told  # type: ignore[attr-defined]
     w.start()
     return w
 
@@ -120,8 +130,25 @@ def _received(w: object, name: str) -> list[tuple[int, str]]:
     return w.recent_lines(name, 10_000)  # type: ignore[attr-defined, no-any-return]
 
 
+def _contact_alerts(w: object) -> list[tuple[str, str, dict[str, object]]]:
+    """The lost-contact alerts the watcher's engine told its listeners: (state, source, evidence)."""
+    return list(w.told)  # type: ignore[attr-defined]
+
+
+def _exported_alerts(w: object) -> set[tuple[str, ...]]:
+    """The trainwatch_alerts series the Prometheus exporter would serve now."""
+    from trainwatch.sinks.prometheus import Collector
+
+    fams = {f.name: f for f in Collector(w).collect()}
+    return {(s.labels["alertname"], s.labels["severity"], s.labels["state"], s.labels["source"])
+            for s in fams["trainwatch_alerts"].samples}
+
+
 def _follow_with_a_cut(tmp_path: Path) -> tuple[object, str, list[str]]:
-    """Half the log, read over ssh; the connection killed; the other half appended. Returns the watcher."""
+    """Half the log, read over ssh; the connection killed; the lost-contact alert fires; the other half
+    appended; the alert resolves once the connection is back. Returns the watcher."""
+    from trainwatch.model import AlertState
+
     lines = _lines()
     half = len(lines) // 2
     log = tmp_path / "train.log"
@@ -133,13 +160,21 @@ def _follow_with_a_cut(tmp_path: Path) -> tuple[object, str, list[str]]:
         feed = w._remote[0]  # type: ignore[attr-defined]
         procs = feed.processes
         assert procs, "an ssh process is running"
+        assert not _contact_alerts(w)
         for p in procs:
             p.kill()  # the connection drops mid-run
-        wait_for(lambda: any("lost contact with root@twnode" in t for t in w.info_lines), 30,  # type: ignore[attr-defined]
-                 "the lost-contact notice")
+        wait_for(lambda: _contact_alerts(w), 30, "the lost-contact alert")
+        state, source, evidence = _contact_alerts(w)[0]
+        assert (state, source) == (AlertState.FIRING, name)
+        assert evidence["host"] == "root@twnode" and isinstance(evidence["since_last_line_s"], float)
+        assert ("remote.lost_contact", "warning", "firing", name) in _exported_alerts(w)
         with log.open("a", encoding="utf-8") as f:
             f.write("".join(t + "\n" for t in lines[half:]))
         wait_for(lambda: len(_received(w, name)) >= len(lines), 60, "the second half after reconnecting")
+        wait_for(lambda: len(_contact_alerts(w)) >= 2, 30, "the lost-contact alert to resolve")
+        assert not any(a[0] == "remote.lost_contact" for a in _exported_alerts(w))
+        assert [(st, src) for st, src, _ in _contact_alerts(w)] == [(AlertState.FIRING, name),
+                                                                   (AlertState.RESOLVED, name)]
     except BaseException:
         w.stop()  # type: ignore[attr-defined]
         raise
@@ -155,8 +190,7 @@ def test_stream_resumes_after_a_dropped_connection_without_losing_or_repeating_a
         assert [n for n, _ in got] == list(range(1, len(lines) + 1))
         assert [t for _, t in got] == lines
         info = w.info_lines  # type: ignore[attr-defined]
-        lost = next(t for t in info if "lost contact" in t)
-        assert " s since the last line)" in lost
+        assert not any("lost contact" in t for t in info)  # an alert, not a notice
         assert any("connected again" in t for t in info)
         assert not any("tail -F" in t for t in info)  # trainwatch stream answered, no fallback
         with w.lock:  # type: ignore[attr-defined]
