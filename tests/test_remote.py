@@ -48,7 +48,8 @@ def wait_for(cond: Callable[[], object], timeout: float, what: str) -> None:
 
 
 class Node:
-    """A throwaway sshd and an ssh config naming it `twnode` (key, port, no known_hosts)."""
+    """A throwaway sshd and an ssh config naming it `twnode` and `twtwin` (two nodes, for the client), with
+    the client's key, the port, and no known_hosts."""
 
     def __init__(self, d: Path, path_env: str) -> None:
         d.mkdir(mode=0o700)
@@ -65,7 +66,7 @@ class Node:
         common = ("  HostName 127.0.0.1\n  User root\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
                   "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
         self.config = d / "ssh_config"
-        self.config.write_text(f"Host twnode\n  Port {self.port}\n  IdentityFile {d / 'client'}\n{common}"
+        self.config.write_text(f"Host twnode twtwin\n  Port {self.port}\n  IdentityFile {d / 'client'}\n{common}"
                                f"Host twstranger\n  Port {self.port}\n  IdentityFile {d / 'stranger'}\n{common}"
                                f"Host twclosed\n  Port {_free_port()}\n  IdentityFile {d / 'client'}\n{common}")
         self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.PIPE)
@@ -334,6 +335,54 @@ def test_gpu_records_survive_the_trip_as_json() -> None:
     records = [Sample("gpu0/util", 97.0, step=3, time=1.5, source="gpu"),
                Event(EventKind.ERROR, source="gpu", signature="gpu.lost", text="gpu0 is lost", fields={"gpu": "gpu0"})]
     assert [record_from_json(json.loads(json.dumps(record_to_json(r)))) for r in records] == records
+
+
+TRACES = Path(__file__).resolve().parent / "live" / "traces"
+
+
+@needs_sshd
+def test_gpus_of_two_nodes_stay_apart_in_the_store_the_dashboard_and_the_exporter(
+        tmp_path: Path, installed: Node) -> None:
+    """Two nodes through two stream connections, each replaying its own GPU trace: a busy pair of GPUs on
+    twnode, one idle GPU on twtwin. Their gpu0s are two devices everywhere, named with the host."""
+    from trainwatch.live.watcher import Watcher
+    from trainwatch.model import GPU_SOURCE
+    from trainwatch.sinks.prometheus import Collector
+    from trainwatch.tui import view
+    from trainwatch.tui.widgets.gpu_panel import render_gpus
+
+    stand_in = tmp_path / "trainwatch-with-traces"  # the nodes' trainwatch, with recorded GPUs instead of NVML
+    stand_in.write_text(f'#!/bin/sh\ncommand="$1"; shift\ncase "$*" in *idle.log*) trace={TRACES}/idle_stalled.jsonl;;'
+                        f' *) trace={TRACES}/healthy.jsonl;; esac\n'
+                        f'exec {BIN / "trainwatch"} "$command" --gpu-replay "$trace" --gpu-interval 0.1 "$@"\n')
+    stand_in.chmod(0o755)
+    for name in ("busy.log", "idle.log"):
+        (tmp_path / name).write_text("".join(t + "\n" for t in _lines()[:20]), encoding="utf-8")
+    w = Watcher([f"root@twnode:{tmp_path / 'busy.log'}", f"root@twtwin:{tmp_path / 'idle.log'}"],
+                tick_interval=0.1, remote_trainwatch=str(stand_in))
+    w.start()
+    try:
+        def series() -> dict[str, float]:
+            with w.lock:
+                return {s.name: s.last.value for s in w.engine.store
+                        if s.source == GPU_SOURCE and s.name.endswith("/util") and s.last is not None}
+
+        wait_for(lambda: len(series()) == 3, 60, "the GPUs of both nodes")
+        util = series()
+        assert sorted(util) == ["gpu0@twnode/util", "gpu0@twtwin/util", "gpu1@twnode/util"]
+        assert util["gpu0@twnode/util"] > 90 and util["gpu0@twtwin/util"] == 0
+        devices = {d["key"]: d for d in w.gpu_devices()}
+        assert sorted(devices) == ["gpu0@twnode", "gpu0@twtwin", "gpu1@twnode"]
+        assert devices["gpu0@twtwin"]["name"] == "NVIDIA H100 80GB HBM3" and devices["gpu0@twtwin"]["util"] == 0
+
+        snap = view.take(w, selected=None, log_source=None)  # type: ignore[arg-type]
+        panel = render_gpus(snap.gpus, {m.name: m for m in snap.metrics}, snap.info_lines, 120).plain
+        assert [row.split()[0] for row in panel.splitlines()] == ["gpu0@twnode", "gpu1@twnode", "gpu0@twtwin"]
+        fams = {f.name: f for f in Collector(w).collect()}
+        exported = {s.labels["gpu"]: s.value for s in fams["trainwatch_gpu_utilization_percent"].samples}
+        assert sorted(exported) == ["0@twnode", "0@twtwin", "1@twnode"] and exported["0@twtwin"] == 0
+    finally:
+        w.stop()
 
 
 @needs_sshd
