@@ -263,6 +263,61 @@ def test_check_reads_remote_paths_and_says_what_went_wrong_in_one_line(tmp_path:
         assert len(bad.stderr.splitlines()) == 1 and words in bad.stderr, bad.stderr
 
 
+UNREADABLE = Path("/proc/sys/vm/compact_memory")  # write-only, even for root: a file the node cannot read
+
+
+def _unreadable() -> bool:
+    try:
+        UNREADABLE.open("rb").close()
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+needs_unreadable = pytest.mark.skipif(not _unreadable(), reason=f"needs {UNREADABLE} to refuse reading")
+
+
+@needs_sshd
+@needs_unreadable
+def test_check_of_a_remote_file_it_may_not_read_is_one_line(tmp_path: Path, installed: Node) -> None:
+    r = subprocess.run([sys.executable, "-m", "trainwatch", "check", f"root@twnode:{UNREADABLE}"], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path, env=installed.env())
+    assert r.returncode == 3 and r.stdout == ""
+    assert r.stderr.splitlines() == [f"trainwatch: error: root@twnode:{UNREADABLE}: cannot read on twnode: "
+                                     f"cat: {UNREADABLE}: Permission denied"], r.stderr
+
+
+@needs_sshd
+@needs_unreadable
+def test_bad_remote_paths_beside_a_good_one_are_one_line_each_and_stop_nothing(tmp_path: Path, installed: Node) -> None:
+    """One tail of four remote paths: a good log, a file the node may not read, a login refused and a
+    closed port. The good log is followed to its end; each of the others is said once, however often
+    it is retried."""
+    from trainwatch.live.watcher import Watcher
+
+    lines = _lines()
+    log = tmp_path / "train.log"
+    log.write_text("".join(t + "\n" for t in lines), encoding="utf-8")
+    good = f"root@twnode:{log}"
+    w = Watcher([good, f"root@twnode:{UNREADABLE}", f"root@twstranger:{log}", f"root@twclosed:{log}"], gpu=False,
+                tick_interval=0.1)
+    w.start()
+    try:
+        wait_for(lambda: len(_received(w, good)) >= len(lines), 60, "the good log")
+        said = {"denied": f"{UNREADABLE}: cannot read (Permission denied)",
+                "refused": "root@twstranger: cannot connect", "closed": "root@twclosed: cannot connect"}
+        wait_for(lambda: all(any(s in t for t in w.info_lines) for s in said.values()), 60, "a line for each")
+        assert all(f._threads[0].is_alive() for f in w._remote)  # each still trying, with backoff
+        assert all(sum(s in t for t in w.info_lines) == 1 for s in said.values()), w.info_lines
+        assert [n for n, _ in _received(w, good)] == list(range(1, len(lines) + 1))
+        with w.lock:
+            assert w.engine.sources[good].format == "hf_console"
+    finally:
+        w.stop()
+
+
 @pytest.mark.parametrize("target", ["-oProxyCommand=touch pwned:/x.log", "ssh://-oProxyCommand=touch {tmp}/pwned",
                                     "root@-oProxyCommand=touch pwned:/x.log", "no;touch pwned:/x.log",
                                     "a b@host:/x.log", "host$(touch pwned):/x.log", "ho\x1bst:/x.log"])

@@ -67,12 +67,25 @@ class _FileTail:
         self.lineno = lineno
         self.ino: tuple[int, int] | None = None
         self.partial_sent = b""
+        self.said = ""  # the last error told about this file, so a lasting one is told once
+
+    def _say(self, out: _Out, text: str) -> None:
+        if text != self.said:
+            self.said = text
+            if text:
+                out.notice(text)
 
     def read(self, out: _Out) -> None:
         try:
             st = os.stat(self.path)
         except OSError:
             return
+        if self.ino is None:  # first sight: a file it may not read is said now, even while it is empty
+            try:
+                open(self.path, "rb").close()  # only whether it opens
+            except OSError as exc:
+                self._say(out, f"{self.path}: cannot read ({exc.strerror or exc})")
+                return
         ino = (st.st_dev, st.st_ino)
         if (self.ino is not None and ino != self.ino) or st.st_size < self.offset:
             out.write({"path": self.path, "restart": True})  # rotated or truncated: line numbers start again
@@ -85,8 +98,9 @@ class _FileTail:
                 f.seek(self.offset)
                 data = f.read(READ_BYTES)
         except OSError as exc:
-            out.notice(f"{self.path}: cannot read ({exc.strerror or exc})")
+            self._say(out, f"{self.path}: cannot read ({exc.strerror or exc})")
             return
+        self._say(out, "")
         start = 0
         while True:
             end = data.find(b"\n", start)
