@@ -238,6 +238,47 @@ def test_headless_tail_of_a_remote_log_alerts_as_a_local_one(tmp_path: Path, ins
 
 
 @needs_sshd
+def test_headless_tail_tells_lost_contact_as_an_alert_and_exit_on_stops_on_it(tmp_path: Path, installed: Node) -> None:
+    """The alert goes where every alert goes: a headless JSON line, --alert-log, and --exit-on warning, which
+    ends tail with the warning's code once the connection is cut."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"Step {i}: loss={2.5 - 0.01 * i:.2f}, lr=1e-4\n" for i in range(1, 11)))
+    name = f"root@twnode:{log}"
+    alert_log = tmp_path / "alerts.jsonl"
+    out = tmp_path / "tail.out"
+    with out.open("w") as f:
+        tail = subprocess.Popen([sys.executable, "-m", "trainwatch", "tail", "--headless", "--json", "--no-gpu",
+                                 "--daemon", "--status-every", "0.2", "--exit-on", "warning", "--alert-log",
+                                 str(alert_log), name], stdout=f, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                                env=installed.env())
+    try:
+        def at_step_10() -> bool:
+            objs = [json.loads(t) for t in out.read_text().splitlines() if t.endswith("}")]
+            return any(s.get("source") == name and s.get("step") == 10 for o in objs if o.get("type") == "status"
+                       for s in o.get("sources", []))
+
+        wait_for(at_step_10, 60, "the ten lines over ssh")
+        # ssh is started by the feed's own thread: each thread lists the children it started
+        children = [c for t in Path(f"/proc/{tail.pid}/task").iterdir() for c in (t / "children").read_text().split()]
+        ssh = [int(c) for c in children if Path(f"/proc/{c}/comm").read_text().strip() == "ssh"]
+        assert ssh, children
+        for pid in ssh:
+            os.kill(pid, 9)  # the connection drops
+        assert tail.wait(timeout=60) == 1, tail.stderr.read() if tail.stderr else ""
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()
+    alerts = [json.loads(t) for t in out.read_text().splitlines() if t.endswith("}")]
+    told = [a for a in alerts if a.get("type") == "alert" and a.get("id") == "remote.lost_contact"]
+    assert len(told) == 1 and told[0]["source"] == name and told[0]["severity"] == "warning", alerts
+    assert "lost contact with root@twnode (" in told[0]["message"]
+    logged = [json.loads(t) for t in alert_log.read_text().splitlines()]
+    assert [a["severity"] for a in logged if a["id"] == "remote.lost_contact"] == ["warning"]
+    assert all(a["severity"] == "info" for a in logged if a["id"] != "remote.lost_contact")  # the cut tripped it
+
+
+@needs_sshd
 def test_check_reads_remote_paths_and_says_what_went_wrong_in_one_line(tmp_path: Path, installed: Node) -> None:
     log = tmp_path / "train.log"
     shutil.copy(LOG, log)
