@@ -106,6 +106,26 @@ def test_malformed_event_file_beside_a_good_run_stops_nothing(tmp_path: Path) ->
     assert any("malformed TensorBoard event file" in n for n in notes), notes
 
 
+def test_tail_of_a_folder_with_a_malformed_event_file_follows_the_rest(tmp_path: Path) -> None:
+    bad = tmp_path / "events.out.tfevents.1700000000.node.1.0"
+    bad.write_bytes(b"\x00garbage\xff" * 20)
+    writer = EventFileWriter(str(tmp_path / "ok"))
+    write_scalars(writer, healthy_then_nan(12))
+    writer.close()
+    w = Watcher([str(tmp_path)], gpu=False, poll=True, poll_interval=0.05)
+    w.start()
+    try:
+        def nan_found() -> bool:
+            with w.lock:
+                return any(a.rule == "loss.nonfinite" for a in w.engine.alerts())
+
+        wait_until(nan_found, what="the good run's NaN")
+        said = [t for t in w.info_lines if "malformed TensorBoard event file" in t]
+        assert len(said) == 1 and bad.name in said[0], w.info_lines
+    finally:
+        w.stop()
+
+
 def test_without_tensorboard_one_line_naming_the_extra(tmp_path: Path) -> None:
     writer = EventFileWriter(str(tmp_path))
     write_scalars(writer, healthy_then_nan(5))
