@@ -178,11 +178,41 @@ class BatchBuilder:
     def event(self, event: Event) -> None:
         self._events.append((self.samples, event))
 
+    def mark(self) -> tuple[int, int, int]:
+        """Where the builder is now, for `rollback` and `fill_time`."""
+        return len(self._pieces), len(self._value), len(self._events)
+
+    def rollback(self, at: tuple[int, int, int]) -> None:
+        """Drops what was appended since `mark` (a line whose adapter failed halfway gives nothing)."""
+        pieces, singles, events = at
+        if len(self._pieces) != pieces:
+            self._flush()
+            del self._pieces[pieces + (1 if singles else 0):]
+            if singles:
+                kept = self._pieces[pieces]
+                self._pieces[pieces] = tuple(col[:singles] for col in kept)
+            self._n = sum(len(p[2]) for p in self._pieces)
+        else:
+            for col in (self._name, self._step, self._value, self._line, self._time, self._inferred):
+                del col[singles:]
+        del self._events[events:]
+
+    def fill_time(self, at: tuple[int, int, int], t: float) -> None:
+        """Samples appended one at a time since `mark` without a time get `t` (a launcher prefix's)."""
+        pieces, singles, _ = at
+        if len(self._pieces) == pieces:
+            times = self._time
+            for i in range(singles, len(times)):
+                if times[i] != times[i]:
+                    times[i] = t
+
     def record(self, record: Record) -> None:
         if type(record) is Sample:
             self.sample(record.name, record.value, record.step, record.line, record.time, record.step_inferred)
         else:
             self.event(record)  # type: ignore[arg-type]
+
+    append = record
 
     def extend(self, records: Iterable[Record]) -> None:
         for r in records:
@@ -202,6 +232,19 @@ class BatchBuilder:
         b = Batch(self.source, list(self._names), name, step, value, line, time, inferred, self._events)
         self._reset()
         return b
+
+
+class RecordList(list[Record]):
+    """A plain list of records that also takes `sample(...)` as a `BatchBuilder` does, so an adapter can
+    write one stream of records into either: objects for a line, columns for a chunk."""
+
+    def __init__(self, source: str = "") -> None:
+        super().__init__()
+        self.source = source
+
+    def sample(self, name: str, value: float, step: int | None, line: int, time: float | None = None,
+               inferred: bool = False) -> None:
+        self.append(Sample(name, value, step, time, self.source, line, inferred))
 
 
 def from_records(source: str, records: Iterable[Record]) -> Batch:

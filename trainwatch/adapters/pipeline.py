@@ -78,6 +78,19 @@ class SourceParser:
                     r.time = prefix.time
         return out
 
+    def _adapt_into(self, line: str, lineno: int, out: BatchBuilder) -> None:
+        """`_adapt`, writing into a batch builder."""
+        text, prefix = (line, None) if self.prefixes is None else self.prefixes.strip(line)
+        at = out.mark()
+        try:
+            self.adapter.parse_into(text, lineno, out)
+        except Exception:  # an adapter bug must cost one line, not the watcher
+            self.errors += 1
+            out.rollback(at)
+            return
+        if prefix is not None and prefix.time is not None:
+            out.fill_time(at, prefix.time)
+
     # -- raw bytes ----------------------------------------------------------------------------------
     def read_bytes(self, data: bytes) -> Batch:
         """The batch of every complete line in `data` (a partial last line is kept for the next call)."""
@@ -260,6 +273,12 @@ class ChunkLines:
         self._account(i)
         self._next = i + 1
         return self.parser._adapt(self._lines.text(i), self.chunk.first_lineno + i)
+
+    def parse_into(self, i: int) -> None:
+        """`parse(i)` written into `out` rather than returned."""
+        self._account(i)
+        self._next = i + 1
+        self.parser._adapt_into(self._lines.text(i), self.chunk.first_lineno + i, self.out)
 
     def skip(self, i: int) -> None:
         self._account(i + 1)

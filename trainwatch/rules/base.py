@@ -32,7 +32,7 @@ class SourceState:
     facts: dict[str, Any] = field(default_factory=dict)  # from banners: batch size, accumulation, world size...
     last_line: str = ""
     last_progress_at: float | None = None  # clock time of the last new step
-    ended: bool = False  # end-of-training summary seen, or the run crashed with a traceback
+    ended: bool = False  # the end-of-training summary was seen (a crash is not an end: a supervisor may restart it)
     events: int = 0
     phase: str = "train"  # train, eval or checkpoint: the stall detector allows longer silences in the last two
     first_error: dict[str, Any] | None = None  # the first critical error told: later errors may be its echoes
