@@ -1,8 +1,11 @@
 """The engine: records in, alerts out. Plain synchronous Python, no threads, no UI, no wall clock.
 
-Sources and adapters hand it records one at a time (`feed`); a live driver also calls `tick` on
-its timer so time-based rules (the stall detector) can judge silence. Time comes from the injected
-clock, so tests run hours of simulated time instantly.
+Sources and adapters hand it batches (`feed_batch`: a block of a log's backlog, a few live lines; `feed`
+and `feed_all` make batches of records); a live driver also calls `tick` on its timer so time-based
+rules (the stall detector) can judge silence. Between two events that rules answer, a batch's rows
+are settled and stored a stretch at a time and judged by the array rules together; row rules see
+only the rows their gate lets through, each with the store as it was at that row. Time comes from
+the injected clock, so tests run hours of simulated time instantly.
 """
 
 from __future__ import annotations
