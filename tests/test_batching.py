@@ -15,6 +15,7 @@ from trainwatch import runner
 from trainwatch.batch import from_records
 from trainwatch.cli.check import LogClock
 from trainwatch.model import Record
+from trainwatch.rules.base import Rule
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = sorted(p for p in (ROOT / "examples/logs").glob("*") if p.suffix in (".log", ".jsonl"))
@@ -55,3 +56,38 @@ def test_findings_do_not_depend_on_how_records_are_batched(log: Path) -> None:
     rng = random.Random(log.name)
     cuts = [rng.randrange(len(records)) for _ in range(40)]
     assert findings(src, records, cuts) == whole
+
+
+def _schedules(tmp: Path) -> list[Path]:
+    """JSON-lines runs that reach the row rules' rare rows: an LR that drops to 0 mid-run and comes back,
+    a step counter that goes back with the warmup restarting, and a warmup replayed without it."""
+    def write(name: str, rows: list[tuple[int, float, float]]) -> Path:
+        path = tmp / name
+        path.write_text("".join(json.dumps({"step": s, "loss": loss, "lr": lr}) + "\n" for s, loss, lr in rows))
+        return path
+
+    def lr_at(s: int) -> float:
+        return 1e-3 * s / 30 if s <= 30 else 1e-3 * (1 - (s - 30) / 400)
+
+    zero = [(s, 3.0 - s / 200, 0.0 if 100 <= s < 120 else lr_at(s)) for s in range(1, 301)]
+    back = [(s, 3.0 - s / 200, lr_at(s)) for s in range(1, 201)] + \
+        [(s, 2.5 - s / 300, lr_at(s - 120)) for s in range(120, 260)]
+    replay = [(s, 3.0 - s / 400, lr_at(s) if s <= 380 else lr_at(s - 365)) for s in range(1, 420)]
+    return [write("zero.jsonl", zero), write("back.jsonl", back), write("replay.jsonl", replay)]
+
+
+@pytest.mark.parametrize("log", [*LOGS, "zero.jsonl", "back.jsonl", "replay.jsonl"],
+                         ids=[*(p.name for p in LOGS), "zero", "back", "replay"])
+def test_row_rule_gates_leave_out_only_rows_that_change_nothing(log: Path | str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row rule's gate lets a backlog skip the rows it cannot answer: with every gate open (each row
+    shown to every row rule) the findings are the same, to the last field."""
+    if isinstance(log, str):
+        log = next(p for p in _schedules(tmp_path) if p.name == log)
+    src, records = records_of(log)
+    gated = findings(src, records, [])
+    monkeypatch.setattr(Rule, "gate", lambda self, ctx, series, step, value: None)
+    for cls in {type(r) for r in runner.make_engine([src], None, None).rules}:
+        if "gate" in vars(cls):
+            monkeypatch.setattr(cls, "gate", Rule.gate)
+    assert findings(src, records, []) == gated

@@ -187,6 +187,59 @@ def test_tail_serves_metrics_alerts_progress_and_gpus(tmp_path: Path, procs: dic
     assert procs["tail"].poll() is None
 
 
+def stream_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "trainwatch", "stream", *args]
+
+
+def test_stream_serves_the_node_s_own_metrics_alerts_and_gpus(tmp_path: Path, procs: dict[str, Any]) -> None:
+    """`stream --prometheus` on a node, with no tail anywhere: scraped for real, and still serving with
+    stdin at /dev/null (as a service has it), where only a client's pipe would stop a stream."""
+    run = tmp_path / "pretrain-7b"
+    run.mkdir()
+    log = run / "rank0.log"
+    log.write_text("".join(f"Step {i}: loss={3.0 - 0.01 * i:.2f}, lr=1e-4\n" for i in range(1, 5)))
+    port = free_port()
+    procs["stream"] = start(stream_cmd("--gpu-replay", str(TRACE), "--gpu-interval", "0.2", "--prometheus",
+                                       f"127.0.0.1:{port}", str(run / "rank*.log")),
+                            tmp_path / "stream.out", cwd=tmp_path, stdin=subprocess.DEVNULL)
+    labels = {"run": "pretrain-7b", "source": str(log), "rank": "0"}
+    first = poll(lambda: scrape_when(port, lambda m: pick(m, "trainwatch_step", **labels)
+                                     and pick(m, "trainwatch_gpu_utilization_percent")),
+                 "the node's steps and GPUs", procs=procs)
+    assert pick(first, "trainwatch_step", **labels)[0][1] == 4
+    assert pick(first, "trainwatch_metric", name="loss", **labels)[0][1] == pytest.approx(2.96)
+    assert sorted(lab["gpu"] for lab, _ in pick(first, "trainwatch_gpu_memory_total_bytes")) == ["0", "1"]
+    assert pick(first, "trainwatch_gpu_utilization_percent", gpu="0")[0][0]["name"] == "NVIDIA H100 80GB HBM3"
+
+    with log.open("a", encoding="utf-8") as f:
+        f.write("Step 5: loss=nan, lr=1e-4\n")
+    after = poll(lambda: scrape_when(port, lambda m: pick(m, "trainwatch_alerts", alertname="loss.nonfinite")),
+                 "the node's own NaN alert", procs=procs)
+    assert pick(after, "trainwatch_alerts", alertname="loss.nonfinite")[0][0]["state"] == "firing"
+    assert procs["stream"].poll() is None  # stdin was /dev/null: no client to lose, still serving
+
+    def sent() -> list[dict[str, Any]] | None:  # the JSON lines go on as ever, for a client to read
+        got = [json.loads(t) for t in (tmp_path / "stream.out").read_text().splitlines() if t.endswith("}")]
+        return got if any(m.get("line") == "Step 5: loss=nan, lr=1e-4" for m in got) else None
+
+    assert poll(sent, "the NaN line on stdout", procs=procs)[0]["trainwatch_stream"] == 1
+    assert f"serving Prometheus metrics at http://127.0.0.1:{port}/metrics" in (tmp_path / "stream.out").read_text()
+
+
+def test_stream_port_in_use_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Step 1: loss=2.0\n")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = subprocess.run(stream_cmd("--no-gpu", "--prometheus", f"127.0.0.1:{port}", str(log)),
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 3
+    assert r.stderr.strip() == f"trainwatch: error: --prometheus 127.0.0.1:{port}: cannot listen: port already in use"
+    assert r.stdout == ""  # not even the handshake: a client sees the stream fail, not a stream without it
+
+
 def test_resolved_alerts_leave_and_stopped_runs_rate_zero() -> None:
     """Through the Collector over a real engine and an injected clock: an alert is a series only while
     it fires, and a run with no new step for a whole rate window reads 0 steps/s."""

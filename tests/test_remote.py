@@ -48,7 +48,8 @@ def wait_for(cond: Callable[[], object], timeout: float, what: str) -> None:
 
 
 class Node:
-    """A throwaway sshd and an ssh config naming it `twnode` (key, port, no known_hosts)."""
+    """A throwaway sshd and an ssh config naming it `twnode` and `twtwin` (two nodes, for the client), with
+    the client's key, the port, and no known_hosts."""
 
     def __init__(self, d: Path, path_env: str) -> None:
         d.mkdir(mode=0o700)
@@ -65,7 +66,7 @@ class Node:
         common = ("  HostName 127.0.0.1\n  User root\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
                   "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
         self.config = d / "ssh_config"
-        self.config.write_text(f"Host twnode\n  Port {self.port}\n  IdentityFile {d / 'client'}\n{common}"
+        self.config.write_text(f"Host twnode twtwin\n  Port {self.port}\n  IdentityFile {d / 'client'}\n{common}"
                                f"Host twstranger\n  Port {self.port}\n  IdentityFile {d / 'stranger'}\n{common}"
                                f"Host twclosed\n  Port {_free_port()}\n  IdentityFile {d / 'client'}\n{common}")
         self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.PIPE)
@@ -109,9 +110,19 @@ def _lines() -> list[str]:
 
 
 def _watch(path: str) -> object:
+    """A watcher following `path`, recording the lost-contact alerts it tells (`told`)."""
+    from trainwatch.alerts import AlertChange
     from trainwatch.live.watcher import Watcher
 
     w = Watcher([path], gpu=False, tick_interval=0.1)
+    told: list[tuple[object, str, dict[str, object]]] = []
+
+    def listen(c: AlertChange) -> None:
+        if c.alert.rule == "remote.lost_contact":
+            told.append((c.state, c.alert.finding.source, dict(c.alert.finding.evidence)))
+
+    w.add_listener(listen)
+    w.told = told  # type: ignore[attr-defined]
     w.start()
     return w
 
@@ -120,8 +131,25 @@ def _received(w: object, name: str) -> list[tuple[int, str]]:
     return w.recent_lines(name, 10_000)  # type: ignore[attr-defined, no-any-return]
 
 
+def _contact_alerts(w: object) -> list[tuple[str, str, dict[str, object]]]:
+    """The lost-contact alerts the watcher's engine told its listeners: (state, source, evidence)."""
+    return list(w.told)  # type: ignore[attr-defined]
+
+
+def _exported_alerts(w: object) -> set[tuple[str, ...]]:
+    """The trainwatch_alerts series the Prometheus exporter would serve now."""
+    from trainwatch.sinks.prometheus import Collector
+
+    fams = {f.name: f for f in Collector(w).collect()}
+    return {(s.labels["alertname"], s.labels["severity"], s.labels["state"], s.labels["source"])
+            for s in fams["trainwatch_alerts"].samples}
+
+
 def _follow_with_a_cut(tmp_path: Path) -> tuple[object, str, list[str]]:
-    """Half the log, read over ssh; the connection killed; the other half appended. Returns the watcher."""
+    """Half the log, read over ssh; the connection killed; the lost-contact alert fires; the other half
+    appended; the alert resolves once the connection is back. Returns the watcher."""
+    from trainwatch.model import AlertState
+
     lines = _lines()
     half = len(lines) // 2
     log = tmp_path / "train.log"
@@ -133,13 +161,21 @@ def _follow_with_a_cut(tmp_path: Path) -> tuple[object, str, list[str]]:
         feed = w._remote[0]  # type: ignore[attr-defined]
         procs = feed.processes
         assert procs, "an ssh process is running"
+        assert not _contact_alerts(w)
         for p in procs:
             p.kill()  # the connection drops mid-run
-        wait_for(lambda: any("lost contact with root@twnode" in t for t in w.info_lines), 30,  # type: ignore[attr-defined]
-                 "the lost-contact notice")
+        wait_for(lambda: _contact_alerts(w), 30, "the lost-contact alert")
+        state, source, evidence = _contact_alerts(w)[0]
+        assert (state, source) == (AlertState.FIRING, name)
+        assert evidence["host"] == "root@twnode" and isinstance(evidence["since_last_line_s"], float)
+        assert ("remote.lost_contact", "warning", "firing", name) in _exported_alerts(w)
         with log.open("a", encoding="utf-8") as f:
             f.write("".join(t + "\n" for t in lines[half:]))
         wait_for(lambda: len(_received(w, name)) >= len(lines), 60, "the second half after reconnecting")
+        wait_for(lambda: len(_contact_alerts(w)) >= 2, 30, "the lost-contact alert to resolve")
+        assert not any(a[0] == "remote.lost_contact" for a in _exported_alerts(w))
+        assert [(st, src) for st, src, _ in _contact_alerts(w)] == [(AlertState.FIRING, name),
+                                                                   (AlertState.RESOLVED, name)]
     except BaseException:
         w.stop()  # type: ignore[attr-defined]
         raise
@@ -155,8 +191,7 @@ def test_stream_resumes_after_a_dropped_connection_without_losing_or_repeating_a
         assert [n for n, _ in got] == list(range(1, len(lines) + 1))
         assert [t for _, t in got] == lines
         info = w.info_lines  # type: ignore[attr-defined]
-        lost = next(t for t in info if "lost contact" in t)
-        assert " s since the last line)" in lost
+        assert not any("lost contact" in t for t in info)  # an alert, not a notice
         assert any("connected again" in t for t in info)
         assert not any("tail -F" in t for t in info)  # trainwatch stream answered, no fallback
         with w.lock:  # type: ignore[attr-defined]
@@ -203,6 +238,47 @@ def test_headless_tail_of_a_remote_log_alerts_as_a_local_one(tmp_path: Path, ins
 
 
 @needs_sshd
+def test_headless_tail_tells_lost_contact_as_an_alert_and_exit_on_stops_on_it(tmp_path: Path, installed: Node) -> None:
+    """The alert goes where every alert goes: a headless JSON line, --alert-log, and --exit-on warning, which
+    ends tail with the warning's code once the connection is cut."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"Step {i}: loss={2.5 - 0.01 * i:.2f}, lr=1e-4\n" for i in range(1, 11)))
+    name = f"root@twnode:{log}"
+    alert_log = tmp_path / "alerts.jsonl"
+    out = tmp_path / "tail.out"
+    with out.open("w") as f:
+        tail = subprocess.Popen([sys.executable, "-m", "trainwatch", "tail", "--headless", "--json", "--no-gpu",
+                                 "--daemon", "--status-every", "0.2", "--exit-on", "warning", "--alert-log",
+                                 str(alert_log), name], stdout=f, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                                env=installed.env())
+    try:
+        def at_step_10() -> bool:
+            objs = [json.loads(t) for t in out.read_text().splitlines() if t.endswith("}")]
+            return any(s.get("source") == name and s.get("step") == 10 for o in objs if o.get("type") == "status"
+                       for s in o.get("sources", []))
+
+        wait_for(at_step_10, 60, "the ten lines over ssh")
+        # ssh is started by the feed's own thread: each thread lists the children it started
+        children = [c for t in Path(f"/proc/{tail.pid}/task").iterdir() for c in (t / "children").read_text().split()]
+        ssh = [int(c) for c in children if Path(f"/proc/{c}/comm").read_text().strip() == "ssh"]
+        assert ssh, children
+        for pid in ssh:
+            os.kill(pid, 9)  # the connection drops
+        assert tail.wait(timeout=60) == 1, tail.stderr.read() if tail.stderr else ""
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()
+    alerts = [json.loads(t) for t in out.read_text().splitlines() if t.endswith("}")]
+    told = [a for a in alerts if a.get("type") == "alert" and a.get("id") == "remote.lost_contact"]
+    assert len(told) == 1 and told[0]["source"] == name and told[0]["severity"] == "warning", alerts
+    assert "lost contact with root@twnode (" in told[0]["message"]
+    logged = [json.loads(t) for t in alert_log.read_text().splitlines()]
+    assert [a["severity"] for a in logged if a["id"] == "remote.lost_contact"] == ["warning"]
+    assert all(a["severity"] == "info" for a in logged if a["id"] != "remote.lost_contact")  # the cut tripped it
+
+
+@needs_sshd
 def test_check_reads_remote_paths_and_says_what_went_wrong_in_one_line(tmp_path: Path, installed: Node) -> None:
     log = tmp_path / "train.log"
     shutil.copy(LOG, log)
@@ -226,6 +302,61 @@ def test_check_reads_remote_paths_and_says_what_went_wrong_in_one_line(tmp_path:
         bad = check(target)
         assert bad.returncode == 3 and bad.stdout == ""
         assert len(bad.stderr.splitlines()) == 1 and words in bad.stderr, bad.stderr
+
+
+UNREADABLE = Path("/proc/sys/vm/compact_memory")  # write-only, even for root: a file the node cannot read
+
+
+def _unreadable() -> bool:
+    try:
+        UNREADABLE.open("rb").close()
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+needs_unreadable = pytest.mark.skipif(not _unreadable(), reason=f"needs {UNREADABLE} to refuse reading")
+
+
+@needs_sshd
+@needs_unreadable
+def test_check_of_a_remote_file_it_may_not_read_is_one_line(tmp_path: Path, installed: Node) -> None:
+    r = subprocess.run([sys.executable, "-m", "trainwatch", "check", f"root@twnode:{UNREADABLE}"], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path, env=installed.env())
+    assert r.returncode == 3 and r.stdout == ""
+    assert r.stderr.splitlines() == [f"trainwatch: error: root@twnode:{UNREADABLE}: cannot read on twnode: "
+                                     f"cat: {UNREADABLE}: Permission denied"], r.stderr
+
+
+@needs_sshd
+@needs_unreadable
+def test_bad_remote_paths_beside_a_good_one_are_one_line_each_and_stop_nothing(tmp_path: Path, installed: Node) -> None:
+    """One tail of four remote paths: a good log, a file the node may not read, a login refused and a
+    closed port. The good log is followed to its end; each of the others is said once, however often
+    it is retried."""
+    from trainwatch.live.watcher import Watcher
+
+    lines = _lines()
+    log = tmp_path / "train.log"
+    log.write_text("".join(t + "\n" for t in lines), encoding="utf-8")
+    good = f"root@twnode:{log}"
+    w = Watcher([good, f"root@twnode:{UNREADABLE}", f"root@twstranger:{log}", f"root@twclosed:{log}"], gpu=False,
+                tick_interval=0.1)
+    w.start()
+    try:
+        wait_for(lambda: len(_received(w, good)) >= len(lines), 60, "the good log")
+        said = {"denied": f"{UNREADABLE}: cannot read (Permission denied)",
+                "refused": "root@twstranger: cannot connect", "closed": "root@twclosed: cannot connect"}
+        wait_for(lambda: all(any(s in t for t in w.info_lines) for s in said.values()), 60, "a line for each")
+        assert all(f._threads[0].is_alive() for f in w._remote)  # each still trying, with backoff
+        assert all(sum(s in t for t in w.info_lines) == 1 for s in said.values()), w.info_lines
+        assert [n for n, _ in _received(w, good)] == list(range(1, len(lines) + 1))
+        with w.lock:
+            assert w.engine.sources[good].format == "hf_console"
+    finally:
+        w.stop()
 
 
 @pytest.mark.parametrize("target", ["-oProxyCommand=touch pwned:/x.log", "ssh://-oProxyCommand=touch {tmp}/pwned",
@@ -300,6 +431,54 @@ def test_gpu_records_survive_the_trip_as_json() -> None:
     records = [Sample("gpu0/util", 97.0, step=3, time=1.5, source="gpu"),
                Event(EventKind.ERROR, source="gpu", signature="gpu.lost", text="gpu0 is lost", fields={"gpu": "gpu0"})]
     assert [record_from_json(json.loads(json.dumps(record_to_json(r)))) for r in records] == records
+
+
+TRACES = Path(__file__).resolve().parent / "live" / "traces"
+
+
+@needs_sshd
+def test_gpus_of_two_nodes_stay_apart_in_the_store_the_dashboard_and_the_exporter(
+        tmp_path: Path, installed: Node) -> None:
+    """Two nodes through two stream connections, each replaying its own GPU trace: a busy pair of GPUs on
+    twnode, one idle GPU on twtwin. Their gpu0s are two devices everywhere, named with the host."""
+    from trainwatch.live.watcher import Watcher
+    from trainwatch.model import GPU_SOURCE
+    from trainwatch.sinks.prometheus import Collector
+    from trainwatch.tui import view
+    from trainwatch.tui.widgets.gpu_panel import render_gpus
+
+    stand_in = tmp_path / "trainwatch-with-traces"  # the nodes' trainwatch, with recorded GPUs instead of NVML
+    stand_in.write_text(f'#!/bin/sh\ncommand="$1"; shift\ncase "$*" in *idle.log*) trace={TRACES}/idle_stalled.jsonl;;'
+                        f' *) trace={TRACES}/healthy.jsonl;; esac\n'
+                        f'exec {BIN / "trainwatch"} "$command" --gpu-replay "$trace" --gpu-interval 0.1 "$@"\n')
+    stand_in.chmod(0o755)
+    for name in ("busy.log", "idle.log"):
+        (tmp_path / name).write_text("".join(t + "\n" for t in _lines()[:20]), encoding="utf-8")
+    w = Watcher([f"root@twnode:{tmp_path / 'busy.log'}", f"root@twtwin:{tmp_path / 'idle.log'}"],
+                tick_interval=0.1, remote_trainwatch=str(stand_in))
+    w.start()
+    try:
+        def series() -> dict[str, float]:
+            with w.lock:
+                return {s.name: s.last.value for s in w.engine.store
+                        if s.source == GPU_SOURCE and s.name.endswith("/util") and s.last is not None}
+
+        wait_for(lambda: len(series()) == 3, 60, "the GPUs of both nodes")
+        util = series()
+        assert sorted(util) == ["gpu0@twnode/util", "gpu0@twtwin/util", "gpu1@twnode/util"]
+        assert util["gpu0@twnode/util"] > 90 and util["gpu0@twtwin/util"] == 0
+        devices = {d["key"]: d for d in w.gpu_devices()}
+        assert sorted(devices) == ["gpu0@twnode", "gpu0@twtwin", "gpu1@twnode"]
+        assert devices["gpu0@twtwin"]["name"] == "NVIDIA H100 80GB HBM3" and devices["gpu0@twtwin"]["util"] == 0
+
+        snap = view.take(w, selected=None, log_source=None)  # type: ignore[arg-type]
+        panel = render_gpus(snap.gpus, {m.name: m for m in snap.metrics}, snap.info_lines, 120).plain
+        assert [row.split()[0] for row in panel.splitlines()] == ["gpu0@twnode", "gpu1@twnode", "gpu0@twtwin"]
+        fams = {f.name: f for f in Collector(w).collect()}
+        exported = {s.labels["gpu"]: s.value for s in fams["trainwatch_gpu_utilization_percent"].samples}
+        assert sorted(exported) == ["0@twnode", "0@twtwin", "1@twnode"] and exported["0@twtwin"] == 0
+    finally:
+        w.stop()
 
 
 @needs_sshd

@@ -1,9 +1,9 @@
 """Run folders of the tracking libraries, written by the libraries themselves in tiny runs of our own.
 
 TensorBoard event files come from tensorboard's own EventFileWriter (no TensorFlow, no torch); the MLflow
-file store is written by hand in its documented layout (mlruns/<exp>/<run>/meta.yaml and metrics/<name>
-files of `timestamp value step` lines), since the mlflow client is too heavy for the test extra; the W&B
-offline run is made by the wandb SDK in offline mode, its history read with and without the SDK.
+file store is written by mlflow's own client (mlflow-skinny, `log_metric` into a `file:` tracking URI),
+and read by trainwatch without mlflow; the W&B offline run is made by the wandb SDK in offline mode, its
+history read with and without the SDK.
 """
 
 from __future__ import annotations
@@ -106,6 +106,26 @@ def test_malformed_event_file_beside_a_good_run_stops_nothing(tmp_path: Path) ->
     assert any("malformed TensorBoard event file" in n for n in notes), notes
 
 
+def test_tail_of_a_folder_with_a_malformed_event_file_follows_the_rest(tmp_path: Path) -> None:
+    bad = tmp_path / "events.out.tfevents.1700000000.node.1.0"
+    bad.write_bytes(b"\x00garbage\xff" * 20)
+    writer = EventFileWriter(str(tmp_path / "ok"))
+    write_scalars(writer, healthy_then_nan(12))
+    writer.close()
+    w = Watcher([str(tmp_path)], gpu=False, poll=True, poll_interval=0.05)
+    w.start()
+    try:
+        def nan_found() -> bool:
+            with w.lock:
+                return any(a.rule == "loss.nonfinite" for a in w.engine.alerts())
+
+        wait_until(nan_found, what="the good run's NaN")
+        said = [t for t in w.info_lines if "malformed TensorBoard event file" in t]
+        assert len(said) == 1 and bad.name in said[0], w.info_lines
+    finally:
+        w.stop()
+
+
 def test_without_tensorboard_one_line_naming_the_extra(tmp_path: Path) -> None:
     writer = EventFileWriter(str(tmp_path))
     write_scalars(writer, healthy_then_nan(5))
@@ -140,17 +160,28 @@ def test_tensorboard_followed_while_it_grows(tmp_path: Path) -> None:
         w.stop()
 
 
-def write_mlflow_run(root: Path, metrics: dict[str, list[tuple[int, float]]]) -> Path:
-    """A run in MLflow's documented file-store layout: <root>/<experiment id>/<run id>/{meta.yaml,metrics/}."""
-    run = root / "0" / "4f1c2a9e0b7d4c55a1b2c3d4e5f60718"
-    (root / "0" / "meta.yaml").parent.mkdir(parents=True, exist_ok=True)
-    (root / "0" / "meta.yaml").write_text("experiment_id: '0'\nname: Default\nlifecycle_stage: active\n")
-    (run / "metrics").mkdir(parents=True)
-    (run / "meta.yaml").write_text(f"run_id: {run.name}\nexperiment_id: '0'\nstatus: 1\n")
-    for name, points in metrics.items():
-        f = run / "metrics" / name
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text("".join(f"{int(WALL * 1000) + step} {value} {step}\n" for step, value in points))
+MLFLOW_RUN = """
+import json, os, sys
+import mlflow
+mlflow.set_tracking_uri("file:" + os.environ["MLRUNS"])
+with mlflow.start_run(run_id=sys.argv[2] or None) as run:
+    for name, points in json.loads(sys.argv[1]).items():
+        for step, value in points:
+            mlflow.log_metric(name, value, step=step)
+print(run.info.run_id)
+"""
+
+
+def write_mlflow_run(root: Path, metrics: dict[str, list[tuple[int, float]]], run_id: str = "") -> Path:
+    """A run logged by the mlflow client into a file store at `root` (a new run, or more of `run_id`), in a
+    child process as a training script does it; returns the run folder <root>/<experiment id>/<run id>."""
+    pytest.importorskip("mlflow", reason="mlflow-skinny is in the test extra: pip install -e '.[test]'")
+    # MLflow 3 keeps the file store for those who ask for it; older versions take the variable as noise
+    env = {**os.environ, "MLRUNS": str(root), "MLFLOW_ALLOW_FILE_STORE": "true"}
+    done = subprocess.run([sys.executable, "-c", MLFLOW_RUN, json.dumps(metrics), run_id], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    [run] = root.glob(f"*/{done.stdout.strip()}")
     return run
 
 
@@ -172,9 +203,11 @@ def test_mlflow_followed_while_it_grows(tmp_path: Path) -> None:
     try:
         [src] = w.sources()
         assert w.engine.sources[src.name].step == 2
-        with open(run / "metrics" / "loss", "a") as f:
-            f.write(f"{int(WALL * 1000) + 3} 1.8 3\n{int(WALL * 1000) + 4} 1.7")  # the last line unfinished
+        write_mlflow_run(tmp_path / "mlruns", {"loss": [(3, 1.8)]}, run_id=run.name)  # the run logs on
         wait_until(lambda: w.engine.sources[src.name].step == 3, what="step 3 of the metric file")
+        # a value caught half-written, which the client never leaves on purpose: written here by hand
+        with open(run / "metrics" / "loss", "a") as f:
+            f.write(f"{int(WALL * 1000) + 4} 1.7")
     finally:
         w.stop()
     assert w.engine.sources[src.name].step == 3  # the unfinished line is not read as a value

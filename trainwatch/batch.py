@@ -47,6 +47,11 @@ class Batch:
     def empty(self) -> bool:
         return not len(self.value) and not self.events
 
+    @property
+    def size(self) -> int:
+        """Samples and events: the records the batch stands for."""
+        return len(self.value) + len(self.events)
+
     def records(self) -> Iterator[Record]:
         """The batch as records again, in log order (for sinks and plugins that want objects)."""
         at = 0
@@ -64,20 +69,41 @@ class Batch:
             yield Sample(names[int(self.name[i])], float(self.value[i]), None if step == NO_STEP else step,
                          None if math.isnan(t) else t, src, int(self.line[i]), bool(self.inferred[i]))
 
+    def with_events(self, found: list[tuple[int, list[Event]]]) -> Batch:
+        """This batch with more events, each list read at a line (in line order), put where reading line by
+        line would have met them: after the samples and events of that line and of every line before."""
+        if not found:
+            return self
+        out: list[tuple[int, Event]] = []
+        k = 0
+        mine = self.events
+        for lineno, events in found:
+            pos = int(np.searchsorted(self.line, lineno, side="right"))
+            while k < len(mine) and (mine[k][0] < pos or (mine[k][0] == pos and mine[k][1].line <= lineno)):
+                out.append(mine[k])
+                k += 1
+            out.extend((pos, e) for e in events)
+        out.extend(mine[k:])
+        return Batch(self.source, self.names, self.name, self.step, self.value, self.line, self.time,
+                     self.inferred, out)
+
 
 class BatchBuilder:
     """Collects samples and events for one source, then hands them over as a `Batch`.
 
-    Python adapters (and third-party format plugins) append here; the native scanner's adapters fill
-    the columns directly. Appends are plain list appends: the arrays are built once, in `build`."""
+    Adapters that read line by line (and third-party format plugins) append records; adapters that read
+    the scanner's arrays append whole columns with `columns`. Appends of single samples are plain list
+    appends: the arrays are built once, in `build`."""
 
     __slots__ = (
         "_events",
         "_ids",
         "_inferred",
         "_line",
+        "_n",
         "_name",
         "_names",
+        "_pieces",
         "_step",
         "_time",
         "_value",
@@ -98,9 +124,15 @@ class BatchBuilder:
         self._time: list[float] = []
         self._inferred: list[bool] = []
         self._events: list[tuple[int, Event]] = []
+        self._pieces: list[tuple[np.ndarray, ...]] = []
+        self._n = 0  # samples in the pieces
 
     def __len__(self) -> int:
-        return len(self._value) + len(self._events)
+        return self._n + len(self._value) + len(self._events)
+
+    @property
+    def samples(self) -> int:
+        return self._n + len(self._value)
 
     def name_id(self, name: str) -> int:
         i = self._ids.get(name)
@@ -118,8 +150,61 @@ class BatchBuilder:
         self._time.append(math.nan if time is None else time)
         self._inferred.append(inferred)
 
+    def columns(self, name: np.ndarray, step: np.ndarray, value: np.ndarray, line: np.ndarray,
+                time: np.ndarray | None = None, inferred: np.ndarray | None = None) -> None:
+        """Samples as arrays of equal length; `name` holds ids from `name_id`."""
+        k = len(value)
+        if not k:
+            return
+        self._flush()
+        self._pieces.append((
+            np.asarray(name, dtype=np.int32), np.asarray(step, dtype=np.int64),
+            np.asarray(value, dtype=np.float64), np.asarray(line, dtype=np.int64),
+            np.full(k, np.nan) if time is None else np.asarray(time, dtype=np.float64),
+            np.zeros(k, dtype=bool) if inferred is None else np.asarray(inferred, dtype=bool)))
+        self._n += k
+
+    def _flush(self) -> None:
+        """The single samples appended so far become one piece, so pieces stay in log order."""
+        if not self._value:
+            return
+        self._pieces.append((
+            np.asarray(self._name, dtype=np.int32), np.asarray(self._step, dtype=np.int64),
+            np.asarray(self._value, dtype=np.float64), np.asarray(self._line, dtype=np.int64),
+            np.asarray(self._time, dtype=np.float64), np.asarray(self._inferred, dtype=bool)))
+        self._n += len(self._value)
+        self._name, self._step, self._value, self._line, self._time, self._inferred = [], [], [], [], [], []
+
     def event(self, event: Event) -> None:
-        self._events.append((len(self._value), event))
+        self._events.append((self.samples, event))
+
+    def mark(self) -> tuple[int, int, int]:
+        """Where the builder is now, for `rollback` and `fill_time`."""
+        return len(self._pieces), len(self._value), len(self._events)
+
+    def rollback(self, at: tuple[int, int, int]) -> None:
+        """Drops what was appended since `mark` (a line whose adapter failed halfway gives nothing)."""
+        pieces, singles, events = at
+        if len(self._pieces) != pieces:
+            self._flush()
+            del self._pieces[pieces + (1 if singles else 0):]
+            if singles:
+                kept = self._pieces[pieces]
+                self._pieces[pieces] = tuple(col[:singles] for col in kept)
+            self._n = sum(len(p[2]) for p in self._pieces)
+        else:
+            for col in (self._name, self._step, self._value, self._line, self._time, self._inferred):
+                del col[singles:]
+        del self._events[events:]
+
+    def fill_time(self, at: tuple[int, int, int], t: float) -> None:
+        """Samples appended one at a time since `mark` without a time get `t` (a launcher prefix's)."""
+        pieces, singles, _ = at
+        if len(self._pieces) == pieces:
+            times = self._time
+            for i in range(singles, len(times)):
+                if times[i] != times[i]:
+                    times[i] = t
 
     def record(self, record: Record) -> None:
         if type(record) is Sample:
@@ -127,19 +212,39 @@ class BatchBuilder:
         else:
             self.event(record)  # type: ignore[arg-type]
 
+    append = record
+
     def extend(self, records: Iterable[Record]) -> None:
         for r in records:
             self.record(r)
 
     def build(self) -> Batch:
         """The batch so far; the builder starts empty again (the name table is kept)."""
-        b = Batch(self.source, list(self._names),
-                  np.asarray(self._name, dtype=np.int32), np.asarray(self._step, dtype=np.int64),
-                  np.asarray(self._value, dtype=np.float64), np.asarray(self._line, dtype=np.int64),
-                  np.asarray(self._time, dtype=np.float64), np.asarray(self._inferred, dtype=bool),
-                  self._events)
+        self._flush()
+        pieces = self._pieces
+        if len(pieces) == 1:
+            cols = list(pieces[0])
+        elif pieces:
+            cols = [np.concatenate([p[i] for p in pieces]) for i in range(6)]
+        else:
+            cols = [np.zeros(0, dtype=d) for d in (np.int32, np.int64, np.float64, np.int64, np.float64, bool)]
+        name, step, value, line, time, inferred = cols
+        b = Batch(self.source, list(self._names), name, step, value, line, time, inferred, self._events)
         self._reset()
         return b
+
+
+class RecordList(list[Record]):
+    """A plain list of records that also takes `sample(...)` as a `BatchBuilder` does, so an adapter can
+    write one stream of records into either: objects for a line, columns for a chunk."""
+
+    def __init__(self, source: str = "") -> None:
+        super().__init__()
+        self.source = source
+
+    def sample(self, name: str, value: float, step: int | None, line: int, time: float | None = None,
+               inferred: bool = False) -> None:
+        self.append(Sample(name, value, step, time, self.source, line, inferred))
 
 
 def from_records(source: str, records: Iterable[Record]) -> Batch:

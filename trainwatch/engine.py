@@ -1,8 +1,11 @@
 """The engine: records in, alerts out. Plain synchronous Python, no threads, no UI, no wall clock.
 
-Sources and adapters hand it records one at a time (`feed`); a live driver also calls `tick` on
-its timer so time-based rules (the stall detector) can judge silence. Time comes from the injected
-clock, so tests run hours of simulated time instantly.
+Sources and adapters hand it batches (`feed_batch`: a block of a log's backlog, a few live lines; `feed`
+and `feed_all` make batches of records); a live driver also calls `tick` on its timer so time-based
+rules (the stall detector) can judge silence. Between two events that rules answer, a batch's rows
+are settled and stored a stretch at a time and judged by the array rules together; row rules see
+only the rows their gate lets through, each with the store as it was at that row. Time comes from
+the injected clock, so tests run hours of simulated time instantly.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainwatch.alerts import AlertBook, AlertChange
-from trainwatch.batch import Batch
+from trainwatch.batch import NO_STEP, Batch, BatchBuilder, from_records
 from trainwatch.config import Config, RuleSpec
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
 from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
@@ -46,14 +49,17 @@ class Engine:
         self.changes: int = 0
         self._ctx = RuleContext(self.store, self.sources, clock())
         # per metric: each rule's sample hook, its spec and id
-        self._hooks: dict[str, list[tuple[Callable[..., Finding | Retraction | None], RuleSpec, str]]] = {}
+        self._hooks: dict[str, list[tuple[Rule, RuleSpec, str]]] = {}
         self._by_event: dict[EventKind, list[Rule]] = {}
         self._by_signature: dict[str, list[Rule]] = {}
         self._tickers = [r for r in self.rules if r.ticks]
         self._arrays: dict[str, list[ArrayRule]] = {}  # metric -> the array rules watching it
-        # rows not yet judged, per (source, metric): the series, its new points, their times and feed order
-        self._held: dict[tuple[str, str], tuple[Series, list[Sample], list[float], list[int]]] = {}
-        self._seq = 0  # samples fed so far: the order array rules' transitions reach the book in
+        self._metric: dict[str, int] = {}  # canonical metric name -> engine id (the index of `_names`)
+        self._names: list[str] = []
+        self._hooked = np.zeros(0, dtype=bool)  # by metric id: row rules watch it
+        self._is_eval = np.zeros(0, dtype=bool)  # by metric id: an evaluation metric (eval_*)
+        self._held: dict[tuple[str, str], _Held] = {}  # rows stored but not yet judged, per (source, metric)
+        self._seq = 0  # rows fed so far: the order array rules' transitions reach the book in
         self._cycles: dict[tuple[str, str, str], Cycle] = {}
         self.judged: set[str] = set()  # ids of the rules some sample was shown to (their metric was logged)
         self._seen = getattr(clock, "seen", None)
@@ -78,82 +84,292 @@ class Engine:
     def feed(self, record: Record) -> list[AlertChange]:
         """One record: a batch of one, judged at once."""
         if isinstance(record, Sample):
-            out = self._sample(record)
-            return out + self._tell(self._judge_held()) if self._held else out
+            return self.feed_batch(from_records(record.source, (record,)))
         return self._tell(self._judge_held()) + self._event(record)
 
     def feed_all(self, records: Iterable[Record]) -> list[AlertChange]:
+        """Records in log order, of any sources: each run of one source's records goes in as one batch."""
         out: list[AlertChange] = []
+        builder: BatchBuilder | None = None
         for r in records:
-            if isinstance(r, Sample):
-                out.extend(self._sample(r))
-                continue
-            if self._held and self._barrier(r):
-                out.extend(self._tell(self._judge_held()))
-            out.extend(self._event(r))
+            if builder is None or r.source != builder.source:
+                if builder is not None:
+                    out.extend(self._feed(builder.build()))
+                builder = BatchBuilder(r.source)
+            builder.record(r)
+        if builder is not None:
+            out.extend(self._feed(builder.build()))
         out.extend(self._tell(self._judge_held()))
+        return out
+
+    def feed_batch(self, batch: Batch) -> list[AlertChange]:
+        """A batch in log order: its rows between events are judged together by the array rules."""
+        out = self._feed(batch)
+        out.extend(self._tell(self._judge_held()))
+        return out
+
+    def _feed(self, batch: Batch) -> list[AlertChange]:
+        out: list[AlertChange] = []
+        at = 0
+        light: list[tuple[int, Event]] = []
+        for pos, event in batch.events:
+            if event.kind is EventKind.PROGRESS and event.kind not in self._by_event:
+                light.append((pos, event))  # a redraw: it moves the step, nothing answers it
+                continue
+            if pos > at or light:
+                out.extend(self._rows(batch, at, pos, light))
+                at, light = pos, []
+            if self._held and self._barrier(event):
+                out.extend(self._tell(self._judge_held()))
+            out.extend(self._event(event))
+        if len(batch) > at or light:
+            out.extend(self._rows(batch, at, len(batch), light))
         return out
 
     def _barrier(self, e: Event) -> bool:
         """Whether the rows held must be judged before this event: rules answer it (their alerts keep the
-        log's order, which inhibition depends on), or it starts a new run in the same log. Progress
-        redraws, which come with every line of some logs, are not barriers."""
+        log's order, which inhibition depends on), or it starts a new run in the same log."""
         return (e.kind in self._by_event or e.kind is EventKind.ERROR
                 or (e.kind is EventKind.INFO and bool(e.fields.get("new_run"))))
 
-    def feed_batch(self, batch: Batch) -> list[AlertChange]:
-        """A batch in log order: its samples between events are judged together by the array rules."""
-        return self.feed_all(batch.records())
+    # -- rows -------------------------------------------------------------------------------------
 
-    def _sample(self, s: Sample) -> list[AlertChange]:
-        name = s.name = self.canon(s.name)
-        source = s.source
-        state = self.sources.get(source) or self.source(source)
-        if s.time is not None:
+    def _rows(self, b: Batch, lo: int, hi: int, light: list[tuple[int, Event]]) -> list[AlertChange]:
+        """Rows [lo, hi) of a batch and the progress redraws among them. The source's step, phase and
+        clock are settled over the whole stretch at once; the rows go into the store a series at a time
+        and are held for the array rules. Only a row that a row rule must see (its gate) stops the
+        stretch, so the rule sees the store as it was at that row."""
+        n = hi - lo
+        src = b.source
+        state = self.sources.get(src) or self.source(src)
+        ids = self._metric_ids(b)[b.name[lo:hi]]
+        value, line, t = b.value[lo:hi], b.line[lo:hi], b.time[lo:hi]
+        now, step, inferred = self._settle(state, ids, b.step[lo:hi], b.inferred[lo:hi], t, lo, light)
+        if not n:
+            return []
+        seq = np.arange(self._seq, self._seq + n, dtype=np.int64)
+        self._seq += n
+        present = np.unique(ids).tolist()
+        rows_of = {k: (np.flatnonzero(ids == k) if len(present) > 1 else np.arange(n)) for k in present}
+        gates = self._gates(src, present, rows_of, step, value)
+        stop = np.zeros(n, dtype=bool)
+        for k, gs in gates.items():
+            for g in gs:
+                stop[rows_of[k][g.show]] = True
+        stops = np.flatnonzero(stop)
+        out: list[AlertChange] = []
+        pos = 0
+        while pos < n:
+            end = n
+            s = int(np.searchsorted(stops, pos))
+            if s < len(stops):
+                end = int(stops[s]) + 1
+            end, full = self._flush_cut(src, rows_of, pos, end)
+            for k in present:
+                rows = rows_of[k]
+                a, z = np.searchsorted(rows, (pos, end)).tolist()
+                if a == z:
+                    continue
+                sel = rows[a:z]
+                name = self._names[k]
+                series = self.store.series(src, name)
+                series.extend(step[sel], value[sel], line[sel], t[sel], inferred[sel])
+                if self._arrays[name]:
+                    held = self._held.get((src, name))
+                    if held is None:
+                        held = self._held[(src, name)] = _Held(series)
+                    held.n += z - a
+                    held.seq.append(seq[sel])
+                    held.now.append(now[sel])
+            if full:
+                out.extend(self._tell(self._judge_held()))
+            last = end - 1
+            if stop[last]:
+                k = int(ids[last])
+                rows = rows_of[k]
+                j = int(np.searchsorted(rows, last))
+                out.extend(self._row_rules(src, self._names[k], float(now[last]), gates[k], j, step[rows],
+                                           value[rows]))
+                more = [g for g in gates[k] if not g.show[j + 1:].all() and not self._still_gated(g, src, k)]
+                if more:
+                    for g in more:
+                        g.show[j + 1:] = True
+                    stop[rows[j + 1:]] = True
+                    stops = np.flatnonzero(stop)
+            pos = end
+        for k, gs in gates.items():
+            rows = rows_of[k]
+            series = self.store.series(src, self._names[k])
+            for g in gs:
+                if g.done < len(rows):
+                    g.rule.absorb(self._ctx, series, step[rows[g.done:]], value[rows[g.done:]])
+        return out
+
+    def _gates(self, src: str, present: list[int], rows_of: dict[int, np.ndarray], step: np.ndarray,
+               value: np.ndarray) -> dict[int, list[_Gate]]:
+        """For each metric of the stretch that row rules watch, the rows each rule must see."""
+        out: dict[int, list[_Gate]] = {}
+        tracked = self.book.tracked
+        for k in present:
+            if not self._hooked[k]:
+                continue
+            name = self._names[k]
+            rows = rows_of[k]
+            series = self.store.series(src, name)
+            gs = []
+            for rule, _spec, rule_id in self._hooks[name]:
+                show = None
+                if not (tracked and (rule_id, src, name) in tracked):
+                    show = rule.gate(self._ctx, series, step[rows], value[rows])
+                gs.append(_Gate(rule, np.ones(len(rows), dtype=bool) if show is None else np.asarray(show, bool)))
+            out[k] = gs
+        return out
+
+    def _still_gated(self, g: _Gate, src: str, k: int) -> bool:
+        tracked = self.book.tracked
+        return g.rule.gated(src) and not (tracked and (g.rule.spec.id, src, self._names[k]) in tracked)
+
+    def _metric_ids(self, b: Batch) -> np.ndarray:
+        """Engine metric ids for the batch's name table; a name seen for the first time gets its rules."""
+        out = np.empty(len(b.names), dtype=np.int64)
+        for i, raw in enumerate(b.names):
+            name = self.canon(raw)
+            k = self._metric.get(name)
+            if k is None:
+                k = self._metric[name] = len(self._names)
+                self._names.append(name)
+                rules = self._rules_for(name)
+                self.judged.update(r.spec.id for r in rules)
+                self._arrays[name] = [r for r in rules if isinstance(r, ArrayRule)]
+                self._hooks[name] = [(r, r.spec, r.spec.id) for r in rules if not isinstance(r, ArrayRule)]
+                self._hooked = np.append(self._hooked, bool(self._hooks[name]))
+                self._is_eval = np.append(self._is_eval, name.startswith("eval_"))
+            out[i] = k
+        return out
+
+    def _settle(self, state: SourceState, ids: np.ndarray, given: np.ndarray, inferred: np.ndarray,
+                t: np.ndarray, lo: int, light: list[tuple[int, Event]]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The clock at each row, each row's step (the source's current one where the log printed none,
+        then marked inferred) and the source's step, phase and progress time after the stretch, as
+        feeding the rows and redraws one at a time would leave them."""
+        n = len(given)
+        if light:  # rows and redraws in log order: a redraw at position p comes before row p
+            ev_step = np.array([e.fields.get("step") if type(e.fields.get("step")) is int else NO_STEP
+                                for _, e in light], dtype=np.int64)
+            ev_time = np.array([math.nan if e.time is None else e.time for _, e in light], dtype=np.float64)
+            order = np.argsort(np.concatenate((2 * np.arange(lo, lo + n) + 1,
+                                               2 * np.array([p for p, _ in light], dtype=np.int64))),
+                               kind="stable")
+            m_step = np.concatenate((given, ev_step))[order]
+            m_time = np.concatenate((t, ev_time))[order]
+            is_row = order < n
+            m_eval = np.zeros(len(order), dtype=bool)
+            m_eval[is_row] = self._is_eval[ids[order[is_row]]]
+        else:
+            m_step, m_time, m_eval, is_row, order = given, t, self._is_eval[ids], None, None
+        now = self._clock_over(state, m_time)
+        explicit = m_step != NO_STEP
+        before = state.step
+        at = np.flatnonzero(explicit)
+        if len(at):
+            steps = m_step[at]
+            change = np.empty(len(at), dtype=bool)
+            change[1:] = steps[1:] != steps[:-1]
+            change[0] = before is None or int(steps[0]) != before
+            moved = at[change]
+            last = int(moved[-1]) if len(moved) else -1
+            if state.phase != "train":
+                flips = change | ~m_eval[at] if is_row is None else change | (is_row[at] & ~m_eval[at])
+                if flips.any():
+                    last = max(last, int(at[int(np.argmax(flips))]))
+                    state.phase = "train"
+            if last >= 0:
+                state.last_progress_at = float(now[last])
+            state.step = int(steps[-1])
+            if len(moved):
+                state.phase = "train"
+            fill = np.maximum.accumulate(np.where(explicit, np.arange(len(m_step)), -1))
+            filled = np.where(fill >= 0, m_step[np.maximum(fill, 0)], before if before is not None else 0)
+        else:
+            filled = np.full(len(m_step), before if before is not None else 0, dtype=np.int64)
+        if light:
+            assert order is not None and is_row is not None
+            prev = np.concatenate(([before if before is not None else NO_STEP], filled[:-1]))
+            for j in np.flatnonzero(~is_row).tolist():
+                self._redraw(state, light[int(order[j]) - n][1], int(prev[j]) if prev[j] != NO_STEP else None)
+            rows = np.empty(n, dtype=np.int64)
+            rows[order[is_row]] = np.flatnonzero(is_row)
+            now, filled, explicit = now[rows], filled[rows], explicit[rows]
+        return now, filled, inferred | ~explicit
+
+    def _redraw(self, state: SourceState, e: Event, step_before: int | None) -> None:
+        """What a progress redraw leaves besides the step: the total, the event count, the last line."""
+        state.events += 1
+        if e.time is not None:
             state.timed = True
-            if self._seen is not None:
-                self._seen(s.time)
-        step = s.step
-        if step is None:
-            step = state.step if state.step is not None else 0
-            s.step_inferred = True
-        elif step != state.step:
-            state.step = step
-            state.last_progress_at = self.clock()
-            state.phase = "train"
-        elif state.phase != "train" and not name.startswith("eval_"):
-            # a training line after an eval or a checkpoint, at the step it was taken at (nanoGPT logs
-            # `step 300: ... val loss`, saves, then `iter 300: loss`): training has resumed
-            state.phase = "train"
-            state.last_progress_at = self.clock()
-        series = self.store.add(s, step)  # `s` itself becomes the series' newest point
-        hooks = self._hooks.get(name)
-        if hooks is None:
-            rules = self._rules_for(name)
-            self.judged.update(r.spec.id for r in rules)
-            self._arrays[name] = [r for r in rules if isinstance(r, ArrayRule)]
-            hooks = self._hooks[name] = [(r.on_sample, r.spec, r.spec.id) for r in rules
-                                         if not isinstance(r, ArrayRule)]
+        if e.step is None:
+            e.step = step_before
+        total = e.fields.get("total")
+        if isinstance(total, int) and total > 0:
+            state.total_steps = total
+        if e.text:
+            state.last_line = e.text.splitlines()[-1] if "\n" in e.text else e.text
+
+    def _clock_over(self, state: SourceState, times: np.ndarray) -> np.ndarray:
+        """The injected clock as each row is fed: a clock that follows the log's time (check's) sees each
+        row's own time, in order; any other clock is read once."""
+        timed = ~np.isnan(times)
+        if not timed.any():
+            return np.full(len(times), self.clock(), dtype=np.float64)
+        state.timed = True
+        if self._seen is None:
+            return np.full(len(times), self.clock(), dtype=np.float64)
+        seen_all = getattr(self.clock, "seen_all", None)
+        if seen_all is not None:
+            return np.asarray(seen_all(times), dtype=np.float64)
+        out = np.empty(len(times), dtype=np.float64)
+        for i, v in enumerate(times.tolist()):
+            if v == v:
+                self._seen(v)
+            out[i] = self.clock()
+        return out
+
+    def _flush_cut(self, src: str, rows_of: dict[int, np.ndarray], pos: int, end: int) -> tuple[int, bool]:
+        """Where the stretch [pos, end) must stop so no series holds more than ARRAY_FLUSH rows unjudged
+        (the history the array rules declared must still be in the store), and whether it reached that."""
+        cut, full = end, False
+        for k, rows in rows_of.items():
+            name = self._names[k]
+            if not self._arrays[name]:
+                continue
+            held = self._held.get((src, name))
+            room = ARRAY_FLUSH - (held.n if held is not None else 0)
+            a, z = np.searchsorted(rows, (pos, end)).tolist()
+            if z - a >= room:
+                at = int(rows[a + room - 1]) + 1
+                if at <= cut:
+                    cut, full = at, True
+        return cut, full
+
+    def _row_rules(self, source: str, name: str, now: float, gates: list[_Gate], j: int, step: np.ndarray,
+                   value: np.ndarray) -> list[AlertChange]:
+        """The row rules watching `name` judge its newest row, the j-th of the metric's rows in the stretch
+        (`step`, `value`), each rule only if its gate shows it that row, after the rows it left out."""
+        series = self.store.series(source, name)
+        point = series.last
+        assert point is not None
         ctx = self._ctx
-        now = ctx.now = self.clock()
-        flushed: list[AlertChange] = []
-        if self._arrays[name]:
-            held = self._held.get((source, name))
-            if held is None:
-                held = self._held[(source, name)] = (series, [], [], [])
-            held[1].append(s)
-            held[2].append(now)
-            held[3].append(self._seq)
-            self._seq += 1
-            if len(held[1]) >= ARRAY_FLUSH:
-                flushed = self._tell(self._judge_held())
-                ctx.now = now
-        if not hooks:
-            return flushed
+        ctx.now = now
         tracked = self.book.tracked
         out: list[AlertChange] = []
-        for on_sample, spec, rule_id in hooks:
-            finding = on_sample(ctx, series, s)
+        for g, (rule, spec, rule_id) in zip(gates, self._hooks[name]):
+            if not g.show[j]:
+                continue
+            if g.done < j:
+                rule.absorb(ctx, series, step[g.done:j], value[g.done:j])
+            g.done = j + 1
+            finding = rule.on_sample(ctx, series, point)
             if finding is None:
                 if tracked and (rule_id, source, name) in tracked:  # a pending or firing alert to resolve
                     out.extend(self._before_book())
@@ -164,15 +380,13 @@ class Engine:
                 out.extend(self.book.retract(spec, source, finding.subject or name, finding.reason, now))
                 continue
             finding.source = finding.source or source
-            finding.step = finding.step if finding.step is not None else step
-            finding.line = finding.line or s.line
-            finding.step_inferred = finding.step_inferred or s.step_inferred
+            finding.step = finding.step if finding.step is not None else point.step
+            finding.line = finding.line or point.line
+            finding.step_inferred = finding.step_inferred or point.step_inferred
             if not finding.subject:
                 finding.subject = name
             out.extend(self.book.judge(spec, source, finding.subject, finding, now))
-        if out:
-            self._tell(out)
-        return flushed + out if flushed else out
+        return self._tell(out) if out else out
 
     def _before_book(self) -> list[AlertChange]:
         """A row rule is about to change the book: the array rules' transitions for the rows held so far
@@ -285,22 +499,23 @@ class Engine:
             return []
         held, self._held = self._held, {}
         plans: list[tuple[int, int, int, int, _Planned]] = []
-        for k, (series, rows, times, seqs) in enumerate(held.values()):
-            now = np.asarray(times, dtype=np.float64)
-            for r, rule in enumerate(self._arrays[series.name]):
-                for n, planned in enumerate(self._plan(rule, series, rows, now)):
-                    plans.append((seqs[planned.row], k, r, n, planned))
+        for k, h in enumerate(held.values()):
+            now = np.concatenate(h.now) if len(h.now) > 1 else h.now[0]
+            seqs = np.concatenate(h.seq) if len(h.seq) > 1 else h.seq[0]
+            for r, rule in enumerate(self._arrays[h.series.name]):
+                for n, planned in enumerate(self._plan(rule, h.series, h.n, now)):
+                    plans.append((int(seqs[planned.row]), k, r, n, planned))
         plans.sort(key=lambda p: p[:4])
         out: list[AlertChange] = []
         for *_, planned in plans:
             out.extend(self._apply(planned))
         return out
 
-    def _plan(self, rule: ArrayRule, series: Series, rows: list[Sample], now: np.ndarray) -> list[_Planned]:
+    def _plan(self, rule: ArrayRule, series: Series, rows: int, now: np.ndarray) -> list[_Planned]:
         """The rule's conditions over the new rows, run through the life cycle (up to each withdrawal,
         then afresh): what the book is to be told, row by row. Findings are made here, where an episode
         begins."""
-        w = Window.of(series, rows, rule.history)  # type: ignore[arg-type]  # a Sample is a Point
+        w = Window.of(series, rows, rule.history)
         ctx = self._ctx
         ctx.now = float(now[-1])
         cond = np.asarray(rule.condition(ctx, w), dtype=bool)
@@ -403,6 +618,31 @@ class Engine:
             if a.severity > Severity.INFO and not a.retracted and (worst is None or a.severity > worst):
                 worst = a.severity
         return worst
+
+
+class _Gate:
+    """One row rule over one metric's rows in a stretch: the rows it must see, and how far it has got
+    (rows before `done` were shown to it or absorbed)."""
+
+    __slots__ = ("done", "rule", "show")
+
+    def __init__(self, rule: Rule, show: np.ndarray) -> None:
+        self.rule = rule
+        self.show = show
+        self.done = 0
+
+
+class _Held:
+    """Rows of one series stored but not yet judged by its array rules: how many, and each one's feed
+    order and clock time, in pieces as they came."""
+
+    __slots__ = ("n", "now", "seq", "series")
+
+    def __init__(self, series: Series) -> None:
+        self.series = series
+        self.n = 0
+        self.seq: list[np.ndarray] = []
+        self.now: list[np.ndarray] = []
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 
 from trainwatch import config, task
 from trainwatch.alerts import AlertChange
+from trainwatch.batch import Batch
 from trainwatch.engine import Engine
 from trainwatch.model import Record
 from trainwatch.runner import OpenSource, config_files, guess_task
@@ -39,6 +40,10 @@ class Session:
     def feed(self, records: list[Record]) -> list[AlertChange]:
         """Records of one or more sources, in the order read; judged as one batch."""
         return self.engine.feed_all(records) if records else []
+
+    def feed_batch(self, batch: Batch) -> list[AlertChange]:
+        """One source's batch, as an adapter read it from a block of bytes."""
+        return self.engine.feed_batch(batch)
 
     def finish(self, source: str | None = None) -> list[AlertChange]:
         return self.engine.finish(source)

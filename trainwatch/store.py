@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
+
+import numpy as np
 
 from trainwatch.model import Sample
 
@@ -52,76 +54,211 @@ class Point:
     step_inferred: bool = False
 
 
-@dataclass
 class Series:
-    """One metric from one source."""
+    """One metric from one source, held as columns.
 
-    name: str
-    source: str
-    recent: deque[Point] = field(default_factory=lambda: deque(maxlen=RECENT_POINTS))
-    history: list[Bucket] = field(default_factory=list)
-    bucket_size: int = 1
-    count: int = 0
-    nan_count: int = 0
-    inf_count: int = 0
-    minimum: float = math.inf
-    maximum: float = -math.inf
-    first: float | None = None
-    head: list[Point] = field(default_factory=list)  # the first HEAD_POINTS finite points, never dropped
-    _pending: Bucket | None = None
-    _pending_n: int = 0
-    _clean_run: int = 0  # points since the last NaN/Inf: tail() copies these without checking each
-    _values: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_POINTS))  # recent's values
+    The newest rows live in numpy arrays (at least the last RECENT_POINTS of them), so a backlog is
+    appended a batch at a time (`extend`) and array rules read their windows as slices, with no object
+    per value. `recent`, the view the row rules, the dashboard and the sinks iterate, is made of
+    `Point`s built only when asked for and only for rows not built before, so a series nobody looks at
+    row by row never pays for them. The whole run survives as `history`: buckets of consecutive rows
+    that keep their min and max, halved in resolution whenever they reach HISTORY_BUCKETS."""
+
+    __slots__ = (
+        "_built",
+        "_cap",
+        "_hi",
+        "_inf",
+        "_line",
+        "_lo",
+        "_pending",
+        "_pending_n",
+        "_points",
+        "_step",
+        "_time",
+        "_value",
+        "bucket_size",
+        "count",
+        "first",
+        "head",
+        "history",
+        "inf_count",
+        "maximum",
+        "minimum",
+        "name",
+        "nan_count",
+        "source",
+    )
+
+    def __init__(self, name: str, source: str) -> None:
+        self.name = name
+        self.source = source
+        self.history: list[Bucket] = []
+        self.bucket_size = 1
+        self.count = 0
+        self.nan_count = 0
+        self.inf_count = 0
+        self.minimum = math.inf
+        self.maximum = -math.inf
+        self.first: float | None = None
+        self.head: list[Point] = []  # the first HEAD_POINTS finite points, never dropped
+        self._pending: Bucket | None = None
+        self._pending_n = 0
+        self._cap = 0
+        self._lo = self._hi = 0  # rows held: [_lo, _hi) of the buffers
+        self._step: np.ndarray = np.empty(0, dtype=np.int64)
+        self._value: np.ndarray = np.empty(0, dtype=np.float64)
+        self._time: np.ndarray = np.empty(0, dtype=np.float64)  # NaN: the log gave no time
+        self._line: np.ndarray = np.empty(0, dtype=np.int64)
+        self._inf: np.ndarray = np.empty(0, dtype=bool)  # the step was inferred
+        self._points: deque[Point] = deque(maxlen=RECENT_POINTS)
+        self._built = 0  # rows (counted since the start) that `_points` has caught up with
+
+    # -- appending --------------------------------------------------------------------------------
 
     def add(self, point: Point) -> None:
-        v = point.value
-        self.count += 1
-        finite = math.isfinite(v)
-        if finite:
-            if v < self.minimum:
-                self.minimum = v
-            if v > self.maximum:
-                self.maximum = v
-            if self.first is None:
-                self.first = v
-            if len(self.head) < HEAD_POINTS:
-                self.head.append(point)
-            self._clean_run += 1
-        else:
-            self._clean_run = 0
-            if v != v:
-                self.nan_count += 1
-            else:
-                self.inf_count += 1
-        self.recent.append(point)
-        self._values.append(v)
-        self._add_history(point.step, v, finite)
+        """One row (live telemetry, tests); the row path of `extend`."""
+        t = point.time
+        self.extend(np.array([point.step], dtype=np.int64), np.array([point.value], dtype=np.float64),
+                    np.array([point.line], dtype=np.int64),
+                    np.array([math.nan if t is None else t], dtype=np.float64),
+                    np.array([point.step_inferred], dtype=bool))
+        if self._built == self.count - 1:  # keep the caller's object as the newest point (cheap, and
+            self._points.append(point)  # `recent[-1] is point` holds as it did)
+            self._built = self.count
 
-    def _add_history(self, step: int, v: float, finite: bool) -> None:
+    def extend(self, step: np.ndarray, value: np.ndarray, line: np.ndarray, time: np.ndarray,
+               inferred: np.ndarray) -> None:
+        """Rows in log order, as arrays of equal length (time NaN where the log gave none)."""
+        k = len(value)
+        if not k:
+            return
+        finite = np.isfinite(value)
+        n_fin = int(np.count_nonzero(finite))
+        self.count += k
+        if n_fin:
+            fv = value[finite]
+            lo, hi = float(fv.min()), float(fv.max())
+            if lo < self.minimum:
+                self.minimum = lo
+            if hi > self.maximum:
+                self.maximum = hi
+            if self.first is None:
+                self.first = float(fv[0])
+            if len(self.head) < HEAD_POINTS:
+                for i in np.flatnonzero(finite)[:HEAD_POINTS - len(self.head)].tolist():
+                    t = float(time[i])
+                    self.head.append(Point(int(step[i]), float(value[i]), None if t != t else t, int(line[i]),
+                                           bool(inferred[i])))
+        if n_fin < k:
+            nan = int(np.count_nonzero(np.isnan(value)))
+            self.nan_count += nan
+            self.inf_count += k - n_fin - nan
+        self._append(step, value, line, time, inferred)
+        self._add_history(step, value, finite)
+
+    def _append(self, step: np.ndarray, value: np.ndarray, line: np.ndarray, time: np.ndarray,
+                inferred: np.ndarray) -> None:
+        k = len(value)
+        if self._hi + k > self._cap:
+            keep = min(self._hi - self._lo, RECENT_POINTS)  # the rows the newest RECENT_POINTS need
+            if k >= RECENT_POINTS:
+                keep = 0
+                start = k - RECENT_POINTS
+                step, value, line, time, inferred = (step[start:], value[start:], line[start:], time[start:],
+                                                     inferred[start:])
+                k = RECENT_POINTS
+            cap = max(self._cap, 2 * RECENT_POINTS, 2 * (keep + k))
+            old = (self._step, self._value, self._line, self._time, self._inf)
+            lo = self._hi - keep
+            fresh: list[np.ndarray] = []
+            for arr in old:
+                new = np.empty(cap, dtype=arr.dtype) if cap != self._cap else arr
+                new[:keep] = arr[lo:self._hi]
+                fresh.append(new)
+            self._step, self._value, self._line, self._time, self._inf = fresh
+            self._cap, self._lo, self._hi = cap, 0, keep
+        hi = self._hi
+        self._step[hi:hi + k] = step
+        self._value[hi:hi + k] = value
+        self._line[hi:hi + k] = line
+        self._time[hi:hi + k] = time
+        self._inf[hi:hi + k] = inferred
+        self._hi = hi + k
+        if self._hi - self._lo > RECENT_POINTS:
+            self._lo = self._hi - RECENT_POINTS
+
+    def _add_history(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray) -> None:
+        """The rows folded into buckets of `bucket_size`, exactly as one row at a time would fold them:
+        min and max over the finite values (NaN when there are none), sums added in order."""
+        at, k = 0, len(value)
+        while at < k:
+            p = self._pending
+            if p is None and k - at >= self.bucket_size:
+                n = min((k - at) // self.bucket_size, HISTORY_BUCKETS - len(self.history))
+                stop = at + n * self.bucket_size
+                self._full_buckets(step[at:stop], value[at:stop], finite[at:stop], n)
+                at = stop
+                if len(self.history) >= HISTORY_BUCKETS:
+                    self._halve()
+                continue
+            m = min(self.bucket_size - self._pending_n, k - at)
+            self._fill_pending(step[at:at + m], value[at:at + m], finite[at:at + m])
+            at += m
+            if self._pending_n >= self.bucket_size:
+                assert self._pending is not None
+                self.history.append(self._pending)
+                self._pending = None
+                self._pending_n = 0
+                if len(self.history) >= HISTORY_BUCKETS:
+                    self._halve()
+
+    def _full_buckets(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray, n: int) -> None:
+        b = self.bucket_size
+        v = value.reshape(n, b)
+        fin = finite.reshape(n, b)
+        only = np.where(fin, v, np.nan)
+        with np.errstate(invalid="ignore"):
+            lows = np.fmin.reduce(only, axis=1)
+            highs = np.fmax.reduce(only, axis=1)
+        addends = np.where(fin, v, -0.0)  # x + -0.0 == x, signed zeros included
+        addends[:, 0] = np.where(fin[:, 0], v[:, 0], 0.0)  # a bucket that starts non-finite starts at 0.0
+        totals = np.add.accumulate(addends, axis=1)[:, -1]
+        nfin = fin.sum(axis=1)
+        s = step.reshape(n, b)
+        for first, last_step, lo, hi, last, total, f in zip(s[:, 0].tolist(), s[:, -1].tolist(), lows.tolist(),
+                                                            highs.tolist(), v[:, -1].tolist(), totals.tolist(),
+                                                            nfin.tolist()):
+            self.history.append(Bucket(first, last_step, lo, hi, last, total, f, b - f))
+
+    def _fill_pending(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray) -> None:
+        m = len(value)
         p = self._pending
-        if p is None:
-            lo = v if finite else math.nan
-            p = self._pending = Bucket(step, step, lo, lo, v, v if finite else 0.0, int(finite), int(not finite))
-            self._pending_n = 1
+        f = int(np.count_nonzero(finite))
+        if f:
+            fv = value[finite]
+            lo, hi = float(fv.min()), float(fv.max())
         else:
-            if finite:
-                if p.minimum != p.minimum or v < p.minimum:
-                    p.minimum = v
-                if p.maximum != p.maximum or v > p.maximum:
-                    p.maximum = v
-                p.total += v
-                p.finite += 1
-            else:
-                p.nonfinite += 1
-            p.last_step = step
-            p.last = v
-            self._pending_n += 1
-        if self._pending_n >= self.bucket_size:
-            self.history.append(p)
-            self._pending = None
-            self._pending_n = 0
-            if len(self.history) >= HISTORY_BUCKETS:
-                self._halve()
+            lo = hi = math.nan
+        if p is None:
+            addends = np.where(finite, value, -0.0)
+            addends[0] = value[0] if finite[0] else 0.0
+            total = float(np.add.accumulate(addends)[-1])
+            self._pending = Bucket(int(step[0]), int(step[-1]), lo, hi, float(value[-1]), total, f, m - f)
+            self._pending_n = m
+            return
+        if f:
+            if p.minimum != p.minimum or lo < p.minimum:
+                p.minimum = lo
+            if p.maximum != p.maximum or hi > p.maximum:
+                p.maximum = hi
+            addends = np.concatenate(([p.total], np.where(finite, value, -0.0)))
+            p.total = float(np.add.accumulate(addends)[-1])
+        p.finite += f
+        p.nonfinite += m - f
+        p.last_step = int(step[-1])
+        p.last = float(value[-1])
+        self._pending_n += m
 
     def _halve(self) -> None:
         merged: list[Bucket] = []
@@ -134,9 +271,43 @@ class Series:
         self.history = merged
         self.bucket_size *= 2
 
+    # -- reading ----------------------------------------------------------------------------------
+
+    def columns(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Step, value, line and inferred of the last n rows held (fewer when fewer are held), oldest
+        first: views, valid until the next append."""
+        lo = max(self._lo, self._hi - n) if n > 0 else self._hi
+        hi = self._hi
+        return self._step[lo:hi], self._value[lo:hi], self._line[lo:hi], self._inf[lo:hi]
+
+    @property
+    def held(self) -> int:
+        """Rows `columns` can give: the newest RECENT_POINTS at most."""
+        return self._hi - self._lo
+
+    @property
+    def recent(self) -> deque[Point]:
+        """The newest RECENT_POINTS rows as points, oldest first. Built on demand, each row once."""
+        new = self.count - self._built
+        if new:
+            n = min(new, self._hi - self._lo)
+            lo = self._hi - n
+            for s, v, t, ln, inf in zip(self._step[lo:self._hi].tolist(), self._value[lo:self._hi].tolist(),
+                                        self._time[lo:self._hi].tolist(), self._line[lo:self._hi].tolist(),
+                                        self._inf[lo:self._hi].tolist()):
+                self._points.append(Point(s, v, None if t != t else t, ln, inf))
+            self._built = self.count
+        return self._points
+
     @property
     def last(self) -> Point | None:
-        return self.recent[-1] if self.recent else None
+        recent = self.recent
+        return recent[-1] if recent else None
+
+    @property
+    def last_value(self) -> float:
+        """The newest value (NaN when there is none), without building a point."""
+        return float(self._value[self._hi - 1]) if self._hi > self._lo else math.nan
 
     @property
     def finite_count(self) -> int:
@@ -146,8 +317,10 @@ class Series:
     def values(self, n: int | None = None) -> list[float]:
         """The last n values (all recent ones when n is None), NaN and Inf included."""
         if n is None:
-            return [p.value for p in self.recent]
-        return [p.value for p in self.last_points(n)]
+            return self._value[self._lo:self._hi].tolist()
+        if n <= 0:
+            return []
+        return self._value[max(self._lo, self._hi - n):self._hi].tolist()
 
     def last_points(self, n: int) -> list[Point]:
         """The last n points, oldest first, NaN and Inf included; costs O(n), not O(recent)."""
@@ -157,50 +330,28 @@ class Series:
         out.reverse()
         return out
 
-    def tail(self, n: int, *, skip: Point | None = None) -> list[Point]:
-        """The last n finite points, oldest first (`skip`: leave that point out if it is the newest).
+    def _finite_tail(self, n: int, skip_newest: bool) -> np.ndarray:
+        """Offsets back from the newest row (1 = newest) of the last n finite rows, oldest first. Looks
+        back at most max(SCAN_MIN, 8n) rows, so a long NaN stretch can shorten the answer but never make
+        every call pay for the whole recent window."""
+        hi = self._hi - (1 if skip_newest and self._hi > self._lo else 0)
+        lo = max(self._lo, hi - max(SCAN_MIN, 8 * n))
+        fin = np.flatnonzero(np.isfinite(self._value[lo:hi]))[-n:]
+        return self._hi - (lo + fin)
 
-        Costs O(n): it looks back at most max(SCAN_MIN, 8n) points, so a long NaN stretch can
-        shorten the answer but never make every sample pay for the whole recent window."""
+    def tail(self, n: int, *, skip: Point | None = None) -> list[Point]:
+        """The last n finite points, oldest first (`skip`: leave that point out if it is the newest)."""
         if n <= 0:
             return []
         recent = self.recent
-        it = reversed(recent)
-        clean, avail = self._clean_run, len(recent)
-        if skip is not None and avail and recent[-1] is skip:
-            next(it)
-            clean -= 1
-            avail -= 1
-        if clean >= min(n, avail):  # no NaN/Inf among the points wanted: copy them at C speed
-            out = list(islice(it, n))
-            out.reverse()
-            return out
-        out = []
-        isfinite = math.isfinite
-        for p in islice(it, max(SCAN_MIN, 8 * n)):
-            if isfinite(p.value):
-                out.append(p)
-                if len(out) >= n:
-                    break
-        out.reverse()
-        return out
+        skip_newest = skip is not None and bool(recent) and recent[-1] is skip
+        return [recent[-back] for back in self._finite_tail(n, skip_newest).tolist()]
 
     def tail_values(self, n: int, *, skip_newest: bool = False) -> list[float]:
-        """The values of tail(n), cheaper: when no NaN/Inf is among them they are copied at C speed."""
+        """The values of tail(n), without building points."""
         if n <= 0:
             return []
-        clean, avail = self._clean_run, len(self._values)
-        if skip_newest and avail:
-            clean -= 1
-            avail -= 1
-        if clean >= min(n, avail):
-            it = reversed(self._values)
-            if skip_newest:
-                next(it, None)
-            out = list(islice(it, n))
-            out.reverse()
-            return out
-        return [p.value for p in self.tail(n, skip=self.recent[-1] if skip_newest and self.recent else None)]
+        return self._value[self._hi - self._finite_tail(n, skip_newest)].tolist()
 
     def whole_run(self) -> list[Bucket]:
         """The downsampled history of the whole run, oldest first, the unfinished bucket last."""
@@ -212,6 +363,13 @@ class MetricStore:
 
     def __init__(self) -> None:
         self._series: dict[tuple[str, str], Series] = {}
+
+    def series(self, source: str, name: str) -> Series:
+        """The series of one metric of one source, made empty the first time it is asked for."""
+        got = self._series.get((source, name))
+        if got is None:
+            got = self._series[(source, name)] = Series(name, source)
+        return got
 
     def add(self, sample: Sample, step: int) -> Series:
         """Stores the sample itself as the series' newest point (its step set to `step`)."""

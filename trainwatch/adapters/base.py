@@ -10,6 +10,7 @@ from trainwatch.model import Record
 
 if TYPE_CHECKING:
     from trainwatch.adapters.pipeline import ChunkLines
+    from trainwatch.batch import BatchBuilder
     from trainwatch.scan import Chunk
 
 
@@ -89,6 +90,11 @@ class Adapter(ABC):
     would act on holds. The scanner finds them in the bytes; `parse_chunk` is told which lines hold one
     (`ChunkLines.hits`) and never needs to look at the others."""
 
+
+    def parse_into(self, line: str, lineno: int, out: BatchBuilder) -> None:
+        """`parse`, writing into a batch builder: an adapter that reads many values per line can put them
+        straight into its columns (`out.sample(...)`) instead of making a Sample each."""
+        out.extend(self.parse(line, lineno))
     def parse_chunk(self, chunk: Chunk, keys: list[str], lines: ChunkLines) -> Iterable[Record]:
         """Optional: records from a scanner chunk of complete lines (trainwatch.scan.Chunk, `keys` its
         key table), the same records `parse` gives line by line. Records come in log order and each

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
-from trainwatch.model import Event, EventKind, Record, Sample
+from trainwatch.batch import BatchBuilder, RecordList
+from trainwatch.model import Event, EventKind, Record
 
 if TYPE_CHECKING:
     from trainwatch.adapters.pipeline import ChunkLines
@@ -55,6 +56,7 @@ CKPT_STEP = re.compile(r"checkpoint-(\d+)")
 GLOBAL_STEP = re.compile(r"global step (\d+)")
 STEP_OF_TOTAL = re.compile(r"""'global_step/max_steps':\s*['"](\d+)\s*/\s*(\d+)['"]""")  # ms-swift
 STEP_KEYS = ("step", "global_step")
+Out = RecordList | BatchBuilder  # where a line's records go: objects (one line) or columns (a chunk)
 EVAL_PREFIXES = ("eval_", "test_", "predict_")
 TRAIN_BARS = frozenset({"train", "training"})  # ms-swift names its training bar
 SUMMARY_KEY = "train_runtime"
@@ -191,14 +193,20 @@ class HFConsoleAdapter(Adapter):
     """What `parse` tests a line for; a line with none of them makes no record and changes no state."""
 
     def parse_chunk(self, chunk: Chunk, keys: list[str], lines: ChunkLines) -> list[Record]:
-        out: list[Record] = []
         for i in lines.hits:
-            out.extend(lines.parse(i))
-        return out
+            lines.parse_into(i)  # dict values go straight into the batch's columns
+        return []
 
     # -- per line -----------------------------------------------------------------------------
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
-        out: list[Record] = []
+        out = RecordList(self.source)
+        self._parse(line, lineno, out)
+        return out
+
+    def parse_into(self, line: str, lineno: int, out: BatchBuilder) -> None:
+        self._parse(line, lineno, out)
+
+    def _parse(self, line: str, lineno: int, out: Out) -> None:
         if "{'" in line:
             self._dict_line(line, lineno, out)
         elif "%|" in line:
@@ -224,9 +232,8 @@ class HFConsoleAdapter(Adapter):
             step = int(m.group(1)) if m else self.last_step
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, step=step, text=line.strip()[:500]))
         self._progress(lineno, out)
-        return out
 
-    def _section(self, line: str, lineno: int, out: list[Record]) -> None:
+    def _section(self, line: str, lineno: int, out: Out) -> None:
         """The Trainer's `***** ... *****` banners: an evaluation starting (its bar counts batches, not
         steps), and `train metrics`, which `log_metrics("train")` prints once training has ended."""
         if "***** Running Evaluation *****" in line or "***** Running Prediction *****" in line:
@@ -236,7 +243,7 @@ class HFConsoleAdapter(Adapter):
         elif "***** train metrics *****" in line:
             out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.last_step, text=line.strip()))
 
-    def _dict_line(self, line: str, lineno: int, out: list[Record]) -> None:
+    def _dict_line(self, line: str, lineno: int, out: Out) -> None:
         pos = 0
         while True:
             m = DICT_START.search(line, pos)
@@ -275,7 +282,7 @@ class HFConsoleAdapter(Adapter):
             stop = q
         return None
 
-    def _bar(self, bar: tuple[str, int, int] | None, lineno: int, out: list[Record]) -> None:
+    def _bar(self, bar: tuple[str, int, int] | None, lineno: int, out: Out) -> None:
         if bar is None:
             return
         desc, n, m = bar
@@ -295,13 +302,13 @@ class HFConsoleAdapter(Adapter):
             out.append(Event(EventKind.EVAL_START, self.source, lineno, step=self.bar_step,
                              fields={"total": m}))
 
-    def _progress(self, lineno: int, out: list[Record]) -> None:
+    def _progress(self, lineno: int, out: Out) -> None:
         if self.total is not None and self.bar_step is not None and self.bar_step != self.progress_sent:
             self.progress_sent = self.bar_step
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=self.bar_step,
                              fields={"step": self.bar_step, "total": self.total}))
 
-    def _dict(self, text: str, lineno: int, out: list[Record]) -> None:
+    def _dict(self, text: str, lineno: int, out: Out) -> None:
         if "[" in text and is_history(text):
             out.extend(history_samples(text, self.source, lineno))  # Keras print(history.history)
             return
@@ -339,8 +346,8 @@ class HFConsoleAdapter(Adapter):
         if kind == "summary":
             out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=step, text=text[:2000], fields=values))
             return
-        src = self.source
-        out.extend([Sample(k, v, step, None, src, lineno, inferred) for k, v in values.items()])
+        for k, v in values.items():
+            out.sample(k, v, step, lineno, None, inferred)
 
     def _train_step(self, epoch: float | None) -> int | None:
         """The step of a train dict: trainer_state.json, then epoch x steps per epoch, the logging
@@ -410,7 +417,7 @@ class HFConsoleAdapter(Adapter):
         spe = self._steps_per_epoch()
         return None if spe is None else int(round(epoch * spe))
 
-    def _banner(self, line: str, lineno: int, out: list[Record]) -> None:
+    def _banner(self, line: str, lineno: int, out: Out) -> None:
         fields: dict[str, int] = {}
         for name, raw in BANNER.findall(line):
             key = BANNER_FIELDS.get(name.lower().strip())
@@ -436,7 +443,7 @@ class HFConsoleAdapter(Adapter):
             self.total_batch = fields["total_batch_size"]
         out.append(Event(EventKind.INFO, self.source, lineno, text=line.strip()[:500], fields=fields))
 
-    def _resume(self, line: str, lineno: int, out: list[Record]) -> None:
+    def _resume(self, line: str, lineno: int, out: Out) -> None:
         if "Resuming training from checkpoint" in line or "Continuing training from" in line:
             m = CKPT_STEP.search(line) or GLOBAL_STEP.search(line)
             step = int(m.group(1)) if m else None

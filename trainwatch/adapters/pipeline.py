@@ -19,6 +19,7 @@ import numpy as np
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.prefix import STARTS, PrefixStripper
 from trainwatch.adapters.signatures import SignatureScanner, trigger_keywords
+from trainwatch.batch import Batch, BatchBuilder
 from trainwatch.model import Event, Record, Sample
 from trainwatch.textsafe import strip_escapes
 
@@ -77,12 +78,29 @@ class SourceParser:
                     r.time = prefix.time
         return out
 
+    def _adapt_into(self, line: str, lineno: int, out: BatchBuilder) -> None:
+        """`_adapt`, writing into a batch builder."""
+        text, prefix = (line, None) if self.prefixes is None else self.prefixes.strip(line)
+        at = out.mark()
+        try:
+            self.adapter.parse_into(text, lineno, out)
+        except Exception:  # an adapter bug must cost one line, not the watcher
+            self.errors += 1
+            out.rollback(at)
+            return
+        if prefix is not None and prefix.time is not None:
+            out.fill_time(at, prefix.time)
+
     # -- raw bytes ----------------------------------------------------------------------------------
-    def feed_bytes(self, data: bytes) -> list[Record]:
-        """Records of every complete line in `data` (a partial last line is kept for the next call)."""
+    def read_bytes(self, data: bytes) -> Batch:
+        """The batch of every complete line in `data` (a partial last line is kept for the next call)."""
         if self._bytes is None:
             self._bytes = _ByteReader(self)
         return self._bytes.chunk(self._bytes.scanner.feed(data))
+
+    def feed_bytes(self, data: bytes) -> list[Record]:
+        """`read_bytes` as records (for callers that want objects)."""
+        return list(self.read_bytes(data).records())
 
     def document(self, text: str) -> list[Record]:
         try:
@@ -94,7 +112,7 @@ class SourceParser:
     def finish(self) -> list[Record]:
         out: list[Record] = []
         if self._bytes is not None:  # the last line, when the data did not end with a newline
-            out.extend(self._bytes.chunk(self._bytes.scanner.finish()))
+            out.extend(self._bytes.chunk(self._bytes.scanner.finish()).records())
         try:
             out.extend(self.adapter.finish())
         except Exception:
@@ -117,36 +135,39 @@ class _ByteReader:
         keywords = list(dict.fromkeys([ESC, CSI8, *sig_words, *own_words]))
         self.scanner = Scanner(keywords)
         self.sig_kw = np.array([w in (ESC, CSI8) or w in sig_words for w in keywords], dtype=bool)
+        self.out = BatchBuilder(parser.source)  # one per source: its name table lives as long as the source
         self.own_kw = np.array([w in (ESC, CSI8) or w in own_words for w in keywords], dtype=bool)
 
-    def chunk(self, chunk: Chunk) -> list[Record]:
+    def chunk(self, chunk: Chunk) -> Batch:
+        out = self.out
         n = len(chunk)
         if not n:
-            return []
+            return out.build()
         parser = self.parser
         parser.lines = chunk.first_lineno + n - 1
         lines = _Lines(parser, chunk)
+        found = self._signatures(chunk, lines) if parser.scanner is not None else []
         if self.chunked:
-            view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw))
+            view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw), out)
             try:
-                recs = list(parser.adapter.parse_chunk(chunk, self.scanner.keys, view))
+                out.extend(parser.adapter.parse_chunk(chunk, self.scanner.keys, view))
             except Exception:  # an adapter bug must cost one chunk, not the watcher
                 parser.errors += 1
-                recs = []
+                out.build()  # what it made of the chunk is dropped
             view.close()
-            emitted = [r.line for r in recs]
-        else:
-            recs, emitted = [], []
-            first = chunk.first_lineno
-            lines.decode_all()
-            for i in range(n):
-                got = parser._adapt(lines.text(i), first + i)
-                if got:
-                    recs.extend(got)
-                    emitted.extend([first + i] * len(got))
-        if parser.scanner is None:
-            return recs
-        return _merge(recs, emitted, self._signatures(chunk, lines))
+            return out.build().with_events(found)
+        first = chunk.first_lineno
+        lines.decode_all()
+        k = 0
+        for i in range(n):
+            got = parser._adapt(lines.text(i), first + i)
+            if got:
+                out.extend(got)
+            if k < len(found) and found[k][0] == first + i:  # on each line the adapter's records come first
+                for e in found[k][1]:
+                    out.event(e)
+                k += 1
+        return out.build()
 
     def _signatures(self, chunk: Chunk, lines: _Lines) -> list[tuple[int, list[Event]]]:
         """The signature scanner fed the lines that can matter to it: those with a keyword, and every
@@ -175,22 +196,6 @@ def _hit_lines(chunk: Chunk, wanted: np.ndarray) -> np.ndarray:
     if not chunk.kw_line.shape[0] or not wanted.any():
         return np.zeros(0, dtype=np.int64)
     return np.unique(chunk.kw_line[wanted[chunk.kw_id]])
-
-
-def _merge(recs: list[Record], emitted: list[int], events: list[tuple[int, list[Event]]]) -> list[Record]:
-    """The adapter's records and the signature events in the order feeding line by line gives: on each
-    line the adapter's records come first."""
-    if not events:
-        return recs
-    out: list[Record] = []
-    k = 0
-    for lineno, evs in events:
-        stop = bisect.bisect_right(emitted, lineno, lo=k)
-        out.extend(recs[k:stop])
-        k = stop
-        out.extend(evs)
-    out.extend(recs[k:])
-    return out
 
 
 class _Lines:
@@ -241,8 +246,12 @@ class ChunkLines:
     little state from every line) when a later one is, and at the end of the chunk.
     """
 
-    def __init__(self, parser: SourceParser, chunk: Chunk, lines: _Lines, hits: np.ndarray) -> None:
+    def __init__(self, parser: SourceParser, chunk: Chunk, lines: _Lines, hits: np.ndarray,
+                 out: BatchBuilder) -> None:
         self.parser = parser
+        self.out = out
+        """Where an adapter reading the arrays may put whole columns (`BatchBuilder.columns`) instead of
+        returning records; it does one or the other, in line order."""
         self.chunk = chunk
         self.hits: list[int] = hits.tolist()
         """Chunk line indices (sorted) of the lines holding a keyword the adapter declared."""
@@ -264,6 +273,12 @@ class ChunkLines:
         self._account(i)
         self._next = i + 1
         return self.parser._adapt(self._lines.text(i), self.chunk.first_lineno + i)
+
+    def parse_into(self, i: int) -> None:
+        """`parse(i)` written into `out` rather than returned."""
+        self._account(i)
+        self._next = i + 1
+        self.parser._adapt_into(self._lines.text(i), self.chunk.first_lineno + i, self.out)
 
     def skip(self, i: int) -> None:
         self._account(i + 1)

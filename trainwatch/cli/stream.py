@@ -8,6 +8,12 @@ and writes JSON lines on stdout for the local trainwatch to parse, judge and sho
 GPU readings of the node come as `{"gpu": [...]}` records (not with --no-gpu), notices as
 `{"notice": ...}`, and a heartbeat `{"alive": time}` every few seconds: writing it is also how a stream
 whose client went away notices (the pipe breaks) and ends.
+
+With `--prometheus [ADDR:]PORT` the node serves its own /metrics, so a fleet can be scraped without a
+trainwatch following it elsewhere: a Watcher follows the same paths (as `tail` would: formats, rules,
+alerts) and the exporter reads it through the dashboard's view, with the GPUs this stream samples. A
+stream run that way is a service: stdin that is not a pipe (/dev/null under systemd or nohup) says
+nothing about a client, so only a pipe's end stops it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import dataclasses
 import glob
 import json
 import os
+import stat
 import sys
 import threading
 import time
@@ -42,6 +49,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--interval", type=float, default=0.2, metavar="SECONDS", help="how often files are read")
     p.add_argument("--resume", metavar="JSON", default="{}",
                    help='where to start each file: {"PATH": [OFFSET, LINENO], ...} (default: the start)')
+    p.add_argument("--gpu-replay", metavar="TRACE", help="GPU readings from a recorded JSON-lines trace")
+    from trainwatch.sinks import prometheus
+
+    p.add_argument("--prometheus", type=prometheus.parse_address, metavar="[ADDR:]PORT",
+                   help="also serve this node's metrics, alerts and GPUs on ADDR:PORT/metrics "
+                        f"(default address {prometheus.DEFAULT_HOST})")
     p.set_defaults(run=run)
 
 
@@ -54,12 +67,25 @@ class _FileTail:
         self.lineno = lineno
         self.ino: tuple[int, int] | None = None
         self.partial_sent = b""
+        self.said = ""  # the last error told about this file, so a lasting one is told once
+
+    def _say(self, out: _Out, text: str) -> None:
+        if text != self.said:
+            self.said = text
+            if text:
+                out.notice(text)
 
     def read(self, out: _Out) -> None:
         try:
             st = os.stat(self.path)
         except OSError:
             return
+        if self.ino is None:  # first sight: a file it may not read is said now, even while it is empty
+            try:
+                open(self.path, "rb").close()  # only whether it opens
+            except OSError as exc:
+                self._say(out, f"{self.path}: cannot read ({exc.strerror or exc})")
+                return
         ino = (st.st_dev, st.st_ino)
         if (self.ino is not None and ino != self.ino) or st.st_size < self.offset:
             out.write({"path": self.path, "restart": True})  # rotated or truncated: line numbers start again
@@ -72,8 +98,9 @@ class _FileTail:
                 f.seek(self.offset)
                 data = f.read(READ_BYTES)
         except OSError as exc:
-            out.notice(f"{self.path}: cannot read ({exc.strerror or exc})")
+            self._say(out, f"{self.path}: cannot read ({exc.strerror or exc})")
             return
+        self._say(out, "")
         start = 0
         while True:
             end = data.find(b"\n", start)
@@ -149,9 +176,20 @@ def _resume(text: str) -> dict[str, tuple[int, int]]:
 
 def run(args: argparse.Namespace) -> int:
     resume = _resume(args.resume)
+    node = _Node.serve(args) if args.prometheus is not None else None  # a port in use: one line, exit 3
+    try:
+        return _follow(args, resume, node)
+    finally:
+        if node is not None:
+            node.close()
+
+
+def _follow(args: argparse.Namespace, resume: dict[str, tuple[int, int]], node: _Node | None) -> int:
     out = _Out(sys.stdout)
     out.write({"trainwatch_stream": PROTOCOL, "version": __version__})
     sampler = _gpu(args, out) if not args.no_gpu else None
+    if node is not None:
+        node.start(sampler)
     tails: dict[str, _FileTail] = {}
     said: set[str] = set()
     gone = _watch_stdin()
@@ -173,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
                 records = sampler.sample()
                 if records:
                     out.write({"gpu": [record_to_json(r) for r in records]})
+                    if node is not None:
+                        node.watcher.put_records(records)
             if time.monotonic() - out.last >= HEARTBEAT_S:
                 out.write({"alive": time.time()})
             out.flush()
@@ -191,7 +231,7 @@ def _watch_stdin() -> threading.Event:
     stream stops with it rather than following for nobody. A terminal's stdin is left alone."""
     gone = threading.Event()
     try:
-        if sys.stdin is None or sys.stdin.isatty():
+        if sys.stdin is None or not _is_pipe(sys.stdin.fileno()):
             return gone
     except (ValueError, OSError):
         return gone
@@ -206,6 +246,71 @@ def _watch_stdin() -> threading.Event:
 
     threading.Thread(target=read, name="trainwatch-stream-stdin", daemon=True).start()
     return gone
+
+
+def _is_pipe(fd: int) -> bool:
+    """A pipe or socket ends when its writer does; a terminal, /dev/null or a file says nothing of one."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _Node:
+    """What `--prometheus` serves: a Watcher over the same paths, with the GPUs this stream samples.
+
+    The exporter reads it as it reads `tail`'s watcher (the WatchModel shape), so the node's series,
+    alerts and GPU gauges are named exactly as a local tail would name them."""
+
+    def __init__(self, watcher: Any) -> None:
+        self.watcher = watcher
+        self.sampler: _Sampler | None = None
+        self.exporter: Any = None
+
+    @classmethod
+    def serve(cls, args: argparse.Namespace) -> _Node:
+        from trainwatch.live.watcher import Watcher
+        from trainwatch.sinks import prometheus
+
+        node = cls(Watcher(list(args.paths), gpu=False))
+        node.exporter = prometheus.serve(node, args.prometheus, lambda text: print(f"trainwatch: {text}",
+                                                                                    file=sys.stderr, flush=True))
+        return node
+
+    def start(self, sampler: _Sampler | None) -> None:
+        self.sampler = sampler
+        self.watcher.start()
+
+    def close(self) -> None:
+        if self.exporter is not None:
+            self.exporter.close()
+        self.watcher.stop()
+
+    # -- the WatchModel the exporter reads --------------------------------------------------------
+
+    @property
+    def engine(self) -> Any:
+        return self.watcher.engine
+
+    @property
+    def lock(self) -> Any:
+        return self.watcher.lock
+
+    @property
+    def finished(self) -> threading.Event:
+        return self.watcher.finished
+
+    @property
+    def info_lines(self) -> list[str]:
+        return self.watcher.info_lines
+
+    @property
+    def clock(self) -> Any:
+        return self.watcher.clock
+
+    def recent_lines(self, source: str, n: int) -> list[tuple[int, str]]:
+        return self.watcher.recent_lines(source, n)
+
+    def gpu_devices(self) -> list[dict[str, Any]]:
+        return self.sampler.sampler.devices() if self.sampler is not None else []
 
 
 class _Sampler:
@@ -226,10 +331,11 @@ class _Sampler:
 
 
 def _gpu(args: argparse.Namespace, out: _Out) -> _Sampler | None:
-    from trainwatch.sources.gpu import GpuSampler
+    from trainwatch.sources.gpu import GpuSampler, ReplayBackend
     from trainwatch.sources.nvml import default_backend
 
-    sampler = GpuSampler(default_backend(), interval=args.gpu_interval, notice=out.notice)
+    backend = ReplayBackend(args.gpu_replay, loop=True) if args.gpu_replay else default_backend()
+    sampler = GpuSampler(backend, interval=args.gpu_interval, notice=out.notice)
     if not sampler.open():
         return None
     return _Sampler(sampler, args.gpu_interval)

@@ -4,6 +4,11 @@ A RemoteSource is a LiveSource whose follower is a buffer the SSH reader thread 
 trainwatch/sources/remote.py); the engine thread drains it as it drains a FileFollower, so the same
 detection, adapters, rules, alerts and outlets apply. The link wakes the engine thread once per batch
 of lines (a wake-up lost to a full queue is made up by the watcher's safety poll).
+
+A dropped connection enters the engine as a CONTACT event per log it brought, after the lines that
+came before it were read, so the alert remote.lost_contact goes through the alert book like any
+rule's (dashboard, headless lines, --alert-log, --on-alert, --exit-on, the exporter). The node's GPU
+readings are kept per device (named with the host) for the dashboard's GPU panel and the exporter.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from trainwatch import adapters
 from trainwatch.engine import Engine
 from trainwatch.errors import TrainwatchError
 from trainwatch.live.source import DETECT_GIVE_UP_BYTES, LiveSource
-from trainwatch.model import Event, EventKind
+from trainwatch.model import Event, EventKind, Sample
 from trainwatch.runner import open_source
 from trainwatch.sources import remote
 from trainwatch.sources.files import looks_binary
@@ -117,6 +122,8 @@ class WatcherLink(remote.Handler):
         self.watcher = watcher
         self._pending: set[str] = set()
         self._lock = threading.Lock()
+        self._contacts: list[remote.Contact] = []  # told by the SSH threads, not yet fed to the engine
+        self.gpus = NodeGpus()
 
     def lines(self, name: str, lines: list[remote.Line], restart: bool) -> None:
         w = self.watcher
@@ -134,14 +141,79 @@ class WatcherLink(remote.Handler):
         with self._lock:
             self._pending.discard(src.name)
         self.watcher.poll_source(src)
+        self._feed_contacts()
 
-    def records(self, records: list[Any]) -> None:
+    def records(self, records: list[Any], host: str = "") -> None:
+        self.gpus.update(records, host)
         self.watcher.put_records(records)
+
+    def contact(self, change: remote.Contact) -> None:
+        with self._lock:
+            self._contacts.append(change)
+        self.watcher.call_soon(self._feed_contacts)  # a call lost to a full queue: the next poll feeds it
+
+    def _feed_contacts(self) -> None:
+        """On the engine thread: each log's lines read so far, then the change of contact."""
+        with self._lock:
+            changes, self._contacts = self._contacts, []
+        if not changes:
+            return
+        w = self.watcher
+        by_name = {s.name: s for s in w.sources()}
+        for c in changes:
+            for name in c.names:
+                src = by_name.get(name)
+                if src is None:
+                    continue
+                w.poll_source(src)
+                fields: dict[str, Any] = {"lost": c.lost, "host": c.host}
+                if c.lost:
+                    fields.update(since_s=c.since_s, why=c.why)
+                w.engine.feed(Event(EventKind.CONTACT, source=name, fields=fields))
 
     def notice(self, text: str) -> None:
         self.watcher.notify(text)
 
 
-def feeds(watcher: Any, raws: list[str], *, trainwatch: str, gpu: bool) -> list[remote.Feed]:
+class NodeGpus:
+    """The latest reading of each remote GPU, rebuilt from its samples: the device list the GPU panel and
+    the exporter show for the local sampler's devices."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._latest: dict[str, dict[str, Any]] = {}
+        self._names: dict[str, list[str]] = {}  # host -> the device names its stream announced
+
+    def update(self, records: list[Any], host: str) -> None:
+        with self._lock:
+            for r in records:
+                if isinstance(r, Sample):
+                    key, _, field = r.name.partition("/")
+                    if "@" in key and field:
+                        d = self._latest.setdefault(key, {"key": key})
+                        d[field] = r.value
+                        d.pop("lost", None)
+                elif isinstance(r, Event):
+                    names = r.fields.get("gpu_names")
+                    if isinstance(names, list):
+                        self._names[host] = [str(n) for n in names]
+                    if r.signature == "gpu.lost" and isinstance(r.fields.get("gpu"), str):
+                        self._latest.setdefault(r.fields["gpu"], {"key": r.fields["gpu"]})["lost"] = True
+
+    def devices(self) -> list[dict[str, Any]]:
+        with self._lock:
+            out = []
+            for key, d in sorted(self._latest.items()):
+                dev, _, host = key.partition("@")
+                index = dev.removeprefix("gpu").split("-", 1)[0]
+                names = self._names.get(host, [])
+                d = dict(d)
+                if index.isdigit() and int(index) < len(names):
+                    d.setdefault("name", names[int(index)])
+                out.append(d)
+            return out
+
+
+def feeds(watcher: Any, raws: list[str], *, trainwatch: str, gpu: bool) -> tuple[WatcherLink, list[remote.Feed]]:
     link = WatcherLink(watcher)
-    return [remote.Feed(remote.parse(r), link, trainwatch=trainwatch, gpu=gpu) for r in raws]
+    return link, [remote.Feed(remote.parse(r), link, trainwatch=trainwatch, gpu=gpu) for r in raws]

@@ -129,10 +129,11 @@ class Watcher:
         self._started = False
         self.engine = self._build_engine(preset, configs)
         self._remote: list[Any] = []  # Feeds of user@host:/path arguments (trainwatch/live/remote.py)
+        self._remote_link: Any = None
         if remote_paths:
             from trainwatch.live.remote import feeds
 
-            self._remote = feeds(self, remote_paths, trainwatch=remote_trainwatch, gpu=gpu)
+            self._remote_link, self._remote = feeds(self, remote_paths, trainwatch=remote_trainwatch, gpu=gpu)
         self.sampler: GpuSampler | None = None
         if gpu and (self._specs or not remote_paths):  # remote logs only: the GPUs that matter are the node's
             self.sampler = GpuSampler(gpu_backend or default_backend(), interval=gpu_interval, clock=clock,
@@ -161,7 +162,9 @@ class Watcher:
             return list(self._sources.values())
 
     def gpu_devices(self) -> list[dict[str, Any]]:
-        return self.sampler.devices() if self.sampler is not None else []
+        """This machine's GPUs, then the remote nodes' (named gpu0@node1, ...)."""
+        local = self.sampler.devices() if self.sampler is not None else []
+        return local + (self._remote_link.gpus.devices() if self._remote_link is not None else [])
 
     def hopeless(self) -> bool:
         """Nothing is or ever will be followed: every path named is a file given up on (binary, say).

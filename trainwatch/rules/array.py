@@ -10,7 +10,6 @@ a check of a gigabyte runs it on thousands of rows at a time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext
-from trainwatch.store import Point, Series
+from trainwatch.store import Series
 
 
 @dataclass
@@ -36,22 +35,15 @@ class Window:
     inf_before: int
 
     @classmethod
-    def of(cls, series: Series, new: Sequence[Point], history: int) -> Window:
-        """The window for `new` (the newest points of `series`, oldest first) and up to `history` points
-        logged before them."""
-        older: list[Point] = []
-        if history > 0:
-            pts = series.last_points(history + len(new))
-            older = pts[:max(0, len(pts) - len(new))]
-        rows = [*older, *new]
-        value = np.fromiter((p.value for p in rows), dtype=np.float64, count=len(rows))
+    def of(cls, series: Series, new: int, history: int) -> Window:
+        """The window for the `new` newest rows of `series` and up to `history` rows logged before them
+        (copies: a rule may keep them past the series' next append)."""
+        step, value, line, inferred = series.columns(history + new)
+        value = value.copy()
         nan = int(np.isnan(value).sum())
         inf = int(np.isinf(value).sum())
-        return cls(series.name, series.source,
-                   np.fromiter((p.step for p in rows), dtype=np.int64, count=len(rows)), value,
-                   np.fromiter((p.line for p in rows), dtype=np.int64, count=len(rows)),
-                   np.fromiter((p.step_inferred for p in rows), dtype=bool, count=len(rows)),
-                   len(older), series.nan_count - nan, series.inf_count - inf)
+        return cls(series.name, series.source, step.copy(), value, line.copy(), inferred.copy(),
+                   max(0, len(value) - new), series.nan_count - nan, series.inf_count - inf)
 
     @property
     def new(self) -> np.ndarray:

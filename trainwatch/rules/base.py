@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
+
 from trainwatch.config import RuleSpec
 from trainwatch.model import Event, EventKind, Finding, Retraction
 from trainwatch.store import MetricStore, Point, Series
@@ -30,7 +32,7 @@ class SourceState:
     facts: dict[str, Any] = field(default_factory=dict)  # from banners: batch size, accumulation, world size...
     last_line: str = ""
     last_progress_at: float | None = None  # clock time of the last new step
-    ended: bool = False  # end-of-training summary seen, or the run crashed with a traceback
+    ended: bool = False  # the end-of-training summary was seen (a crash is not an end: a supervisor may restart it)
     events: int = 0
     phase: str = "train"  # train, eval or checkpoint: the stall detector allows longer silences in the last two
     first_error: dict[str, Any] | None = None  # the first critical error told: later errors may be its echoes
@@ -68,6 +70,22 @@ class Rule:
         """A Finding while the condition holds, None while it does not, and a Retraction when later data
         shows that what the rule reported was wrong."""
         return None
+
+    def gate(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> np.ndarray | None:
+        """Which of these new rows of `series` (not stored yet: the series ends before them) `on_sample`
+        must see, as a boolean per row; None means every row. A row may be left out only when
+        `on_sample` would answer it None and `absorb` does to the rule what seeing it would have done.
+        The engine shows every row anyway while the rule's alert on the metric is pending or firing (a
+        None resolves it) and, after a row it showed, once `gated` says no. So a backlog reaches a row
+        rule only at the rows that can matter to it."""
+        return None
+
+    def absorb(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> None:
+        """Rows `gate` left out, in order, before the next row shown (or at the end of a stretch)."""
+
+    def gated(self, source: str) -> bool:
+        """Whether the gate computed before the last row shown still holds (False: show every row)."""
+        return True
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
         return None

@@ -38,6 +38,16 @@ class LrZero(Rule):
         # source -> (step of the first zero of the current stretch, last nonzero value, peak so far)
         self._run: dict[str, list[float]] = {}
 
+    def gate(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> np.ndarray:
+        return value == 0.0  # only a zero can be a finding; other rows only move the run along (absorb)
+
+    def absorb(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> None:
+        nonzero = value[np.isfinite(value) & (value != 0.0)]
+        if len(nonzero):
+            st = self._run.setdefault(series.source, [-1.0, math.nan, 0.0])
+            st[0], st[1] = -1.0, float(nonzero[-1])
+            st[2] = max(st[2], float(nonzero.max()))
+
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         v = point.value
         st = self._run.setdefault(series.source, [-1.0, math.nan, 0.0])

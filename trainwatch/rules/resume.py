@@ -19,6 +19,16 @@ from trainwatch.store import RECENT_POINTS, Point, Series
 from trainwatch.rules.registry import register
 
 
+def _steps_back(series: Series, step: np.ndarray) -> np.ndarray:
+    """For new rows not stored yet: which have a step below the row before them (`_went_back` of each)."""
+    prev = np.empty(len(step), dtype=np.int64)
+    if len(step):
+        before = series.columns(1)[0]
+        prev[0] = before[0] if len(before) else np.iinfo(np.int64).min
+        prev[1:] = step[:-1]
+    return step < prev
+
+
 def _went_back(series: Series, point: Point) -> int | None:
     """The step the series had reached when `point` went back, else None."""
     if len(series.recent) < 2:
@@ -32,6 +42,9 @@ class ResumeDetected(Rule):
     id = "resume.detected"
     watches = ("loss",)
     events = (EventKind.RESUME,)
+
+    def gate(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> np.ndarray:
+        return _steps_back(series, step)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         was = _went_back(series, point)
@@ -109,6 +122,37 @@ class ResumeSchedReset(_AfterResume):
         self.keep_after = int(self.p["rising_points"])
         self._replayed: set[str] = set()
         self._runs: dict[str, _LrRun] = {}
+
+    def gate(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> np.ndarray | None:
+        """Every row while a resume waits for its first points after; otherwise the rows where the step
+        goes back and, until a resume is seen, those where the LR climbs 20% or more above the value
+        before it (a replayed warmup can only begin there)."""
+        r = self._resumes.get(series.source)
+        if r is not None and not r.done:
+            return None
+        back = _steps_back(series, step)
+        if r is not None or series.source in self._replayed:
+            return back
+        run = self._runs.get(series.source)
+        fin = np.isfinite(value)
+        last = np.maximum.accumulate(np.where(fin, np.arange(len(value)), -1))
+        before = np.empty(len(value), dtype=np.float64)
+        before[0] = run.last if run is not None else math.nan
+        before[1:] = np.where(last[:-1] >= 0, value[np.maximum(last[:-1], 0)], before[0])
+        with np.errstate(invalid="ignore"):
+            return back | (fin & (value > 0) & (value >= 1.2 * before))
+
+    def gated(self, source: str) -> bool:
+        r = self._resumes.get(source)
+        return r is None or r.done
+
+    def absorb(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> None:
+        if series.source in self._resumes:
+            return  # after a resume the run is no longer read
+        run = self._runs.get(series.source)
+        if run is None:
+            run = self._runs[series.source] = _LrRun()
+        run.extend(value[np.isfinite(value)])
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         r = self.resume_for(series, point)
@@ -190,6 +234,30 @@ class _LrRun:
             if v < self.low:
                 self.low = v
         self.last = v
+
+    def extend(self, values: np.ndarray) -> None:
+        """`add` of each finite value in order, at once: every value before the last new peak has gone
+        to `pre` (with the old peak and the values after it), the rest is `post`."""
+        if not len(values):
+            return
+        vals = values.tolist()
+        peaks = np.flatnonzero(values > np.maximum.accumulate(np.concatenate(([self.peak], values)))[:-1])
+        if len(peaks):
+            p = int(peaks[-1])
+            if self.n > 0:
+                self.pre.append(self.peak)
+            self.pre.extend(self.post)
+            self.pre.extend(vals[:p])
+            self.post.clear()
+            self.peak = self.low = vals[p]
+            rest = vals[p + 1:]
+        else:
+            rest = vals
+        self.post.extend(rest)
+        if rest:
+            self.low = min(self.low, min(rest))
+        self.n += len(vals)
+        self.last = vals[-1]
 
     def replayed(self, v: float) -> tuple[float, float, float] | None:
         """(low, peak, warmup value matched) when `v` jumps from the low back to a warmup value."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
+import numpy as np
 import yaml
 
 from trainwatch.model import GPU_SOURCE, Finding
@@ -38,6 +39,15 @@ def peak_flops(gpu_name: str) -> float | None:
 class Mfu(Rule):
     id = "speed.mfu"
     watches = ("tokens_per_sec",)
+
+    def gate(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> np.ndarray | None:
+        """No row can be judged without the model size and a GPU's name (check on a log alone has neither)."""
+        st = ctx.sources.get(series.source)
+        gpu = ctx.sources.get(GPU_SOURCE)
+        if st is None or gpu is None or not isinstance(st.facts.get("params"), (int, float)) \
+                or not gpu.facts.get("gpu_names"):
+            return np.zeros(len(value), dtype=bool)
+        return None
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         st = ctx.sources.get(series.source)

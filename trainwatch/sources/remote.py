@@ -13,8 +13,10 @@ outside the quotes, so the far shell expands it and nothing else).
 
 On the node, `trainwatch stream` (trainwatch/cli/stream.py) follows the files and sends JSON lines;
 where trainwatch is not installed, `tail -n +N -F` is run instead (logs only, no GPU). A connection
-that drops is said once ("lost contact with HOST ..."), then made again with exponential backoff, and
-each file resumes after its last complete line, so no line is repeated or lost.
+that drops is told to the handler as lost contact for each log that came over it (the watcher turns
+that into the alert remote.lost_contact), then made again with exponential backoff; each file resumes
+after its last complete line, so no line is repeated or lost, and the handler hears the logs are back.
+The node's GPU series are renamed with the host (gpu0 -> gpu0@node1), so several nodes never mix.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from trainwatch.errors import SourceError, UsageError
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=5",
                "-o", "ServerAliveCountMax=3")
+TAIL_HELLO = "trainwatch-tail-connected"
 ERR_LINES = 20  # the last lines of ssh's stderr kept, to say why a connection ended
 SSH_FAILED = 255  # ssh's own exit status when it could not connect or authenticate
 _URL = re.compile(r"^ssh://(?:(?P<user>[^@/]*)@)?(?P<host>\[[^\]/]*\]|[^:/]*)(?::(?P<port>[^/]*))?(?P<path>/.*)$")
@@ -193,12 +196,25 @@ class Line:
     offset: int | None  # after the line; None for a redraw of an unfinished line
 
 
+@dataclass(frozen=True)
+class Contact:
+    """The connection that brought these logs was lost (with how long it had been quiet, and why), or is
+    back."""
+
+    names: tuple[str, ...]
+    host: str
+    lost: bool
+    since_s: float | None = None
+    why: str = ""
+
+
 class Handler:
     """What a Feed hands on (the watcher's side implements it; tests may record)."""
 
     def lines(self, name: str, lines: list[Line], restart: bool) -> None: ...
-    def records(self, records: list[Any]) -> None: ...
+    def records(self, records: list[Any], host: str = "") -> None: ...
     def notice(self, text: str) -> None: ...
+    def contact(self, change: Contact) -> None: ...
 
 
 class Feed:
@@ -215,6 +231,8 @@ class Feed:
         self.pos: dict[str, tuple[int, int]] = {}  # file there -> (offset, lineno) after its last complete line
         self.connects = 0
         self.last_line_at: float | None = None
+        self.names: dict[str, str] = {}  # file there -> its name here, for every file that sent a line
+        self._down: set[str] = set()  # names told lost and not yet back
         self._stop = threading.Event()
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
@@ -256,10 +274,33 @@ class Feed:
             delay = self.backoff[min(attempt, len(self.backoff) - 1)]
             self._stop.wait(delay)
 
-    def _lost(self, why: str) -> None:
-        since = "" if self.last_line_at is None else \
-            f" ({time.monotonic() - self.last_line_at:.0f} s since the last line)"
-        self.handler.notice(f"lost contact with {self.rp.destination}{since}: {why}; reconnecting")
+    def _lost(self, why: str, paths: list[str] | None = None) -> None:
+        """A connection that had answered ended: lost contact for the logs it brought (all of this argument's
+        in stream mode, the one file of a tail -F connection); a notice when none has sent a line yet."""
+        since = None if self.last_line_at is None else time.monotonic() - self.last_line_at
+        with self._lock:
+            names = tuple(n for p, n in self.names.items() if paths is None or p in paths)
+            self._down.update(names)
+        if names:
+            self.handler.contact(Contact(names, self.rp.destination, True, since, why))
+            return
+        said = "" if since is None else f" ({since:.0f} s since the last line)"
+        self.handler.notice(f"lost contact with {self.rp.destination}{said}: {why}; reconnecting")
+
+    def _back(self, paths: list[str] | None = None) -> None:
+        """A new connection answered: the logs told lost over the old one are back."""
+        with self._lock:
+            names = tuple(n for p, n in self.names.items() if (paths is None or p in paths) and n in self._down)
+            self._down.difference_update(names)
+        if names:
+            self.handler.contact(Contact(names, self.rp.destination, False))
+
+    def _named(self, path: str) -> str:
+        name = self.names.get(path)
+        if name is None:
+            with self._lock:
+                name = self.names[path] = self.rp.name(path)
+        return name
 
     def _say_once(self, text: str) -> None:
         if text not in self._said:
@@ -286,7 +327,7 @@ class Feed:
             _end(p)
         return p
 
-    def _finish(self, p: subprocess.Popen[bytes], got: bool) -> None:
+    def _finish(self, p: subprocess.Popen[bytes], got: bool, paths: list[str] | None = None) -> None:
         """After a connection's output ended: why, said once per reason (or as lost contact)."""
         rc = p.wait()
         if p.stdin is not None:
@@ -299,7 +340,7 @@ class Feed:
         if self._stop.is_set():
             return
         if got:
-            self._lost(last_line(err) if err.strip() else f"ssh exited with status {rc}")
+            self._lost(last_line(err) if err.strip() else f"ssh exited with status {rc}", paths)
         elif rc == SSH_FAILED:
             self._say_once(f"{self.rp.destination}: cannot connect: {last_line(err)}; will retry")
         else:
@@ -337,6 +378,7 @@ class Feed:
                     return None
                 if self.connects:
                     self.handler.notice(f"{self.rp.destination}: connected again; resuming")
+                    self._back()
                 self.connects += 1
                 got = True
                 continue
@@ -351,17 +393,18 @@ class Feed:
             offset = msg.get("offset")
             if offset is not None and not msg.get("partial"):
                 self.pos[path] = (int(offset), lineno)
-            self.handler.lines(self.rp.name(path), [Line(lineno, str(msg["line"]), offset)], False)
+            self.handler.lines(self._named(path), [Line(lineno, str(msg["line"]), offset)], False)
         elif msg.get("restart") and "path" in msg:
             self.pos.pop(str(msg["path"]), None)
-            self.handler.lines(self.rp.name(str(msg["path"])), [], True)
+            self.handler.lines(self._named(str(msg["path"])), [], True)
         elif "notice" in msg:
             self._say_once(f"{self.rp.destination}: {_show(str(msg['notice']))}")
         elif isinstance(msg.get("gpu"), list):
             from trainwatch.cli.stream import record_from_json
 
             try:
-                self.handler.records([record_from_json(r) for r in msg["gpu"]])
+                self.handler.records([host_named(record_from_json(r), self.rp.host) for r in msg["gpu"]],
+                                     self.rp.host)
             except (TypeError, ValueError, KeyError):
                 pass
 
@@ -391,22 +434,44 @@ class Feed:
         attempt = 0
         while not self._stop.is_set():
             lineno = self.pos.get(path, (0, 0))[1]
-            p = self._spawn(f"exec tail -n +{lineno + 1} -F -- {shlex.quote(path)}")
+            # the first line is ours, written once the login worked: the connection is up before any line
+            p = self._spawn(f"echo {TAIL_HELLO}; exec tail -n +{lineno + 1} -F -- {shlex.quote(path)}")
             got = False
             if p is not None:
                 assert p.stdout is not None
                 for raw in p.stdout:
                     if not raw.endswith(b"\n"):
                         break  # the unfinished last line: read again whole after the reconnection
-                    got = True
+                    if not got:  # what a login script printed, then our own first line
+                        if raw.rstrip(b"\n") == TAIL_HELLO.encode():
+                            got = True
+                            self._back([path])
+                        continue
+                    self.last_line_at = time.monotonic()
                     lineno += 1
                     self.pos[path] = (0, lineno)
-                    self.last_line_at = time.monotonic()
-                    self.handler.lines(self.rp.name(path), [Line(lineno, raw[:-1].decode("utf-8", "replace"), None)],
-                                       False)
-                self._finish(p, got)
+                    self.handler.lines(self._named(path),
+                                       [Line(lineno, raw[:-1].decode("utf-8", "replace"), None)], False)
+                self._finish(p, got, [path])
             attempt = 0 if got else attempt + 1
             self._stop.wait(self.backoff[min(attempt, len(self.backoff) - 1)])
+
+
+def host_named(record: Any, host: str) -> Any:
+    """A node's GPU record with the device named after the host (gpu0 -> gpu0@node1): series, the lost
+    event's GPU and text. Two nodes' gpu0 are two GPUs, in the store, the dashboard and the exporter."""
+    from trainwatch.model import Event, Sample
+
+    if isinstance(record, Sample):
+        key, sep, field = record.name.partition("/")
+        if sep and key.startswith("gpu") and "@" not in key:
+            record.name = f"{key}@{host}/{field}"
+    elif isinstance(record, Event) and isinstance(record.fields.get("gpu"), str) and "@" not in record.fields["gpu"]:
+        key = record.fields["gpu"]
+        record.fields["gpu"] = f"{key}@{host}"
+        if record.text.startswith(key):
+            record.text = f"{key}@{host}{record.text[len(key):]}"
+    return record
 
 
 def _end(p: subprocess.Popen[bytes]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from textual.content import Content
@@ -32,32 +33,44 @@ class GpuPanel(Static):
         self.update(render_gpus(devices, gpu, info, self.content_size.width or 80))
 
 
-def _dev_index(d: dict[str, Any], i: int) -> int:
+_KEY = re.compile(r"gpu(\d+)(?:-mig\d+)?(?:@(.+))?")  # gpu0, gpu0-mig1, gpu0@node1: a device's series prefix
+
+
+def _dev_key(d: dict[str, Any], i: int) -> str:
+    key = d.get("key")
+    if isinstance(key, str) and key:
+        return key
     v = d.get("index", i)
-    return int(v) if isinstance(v, (int, float)) else i
+    return f"gpu{int(v) if isinstance(v, (int, float)) else i}"
+
+
+def _order(key: str) -> tuple[str, int, str]:
+    """This machine's GPUs first, then each node's, by index."""
+    m = _KEY.fullmatch(key)
+    return (m.group(2) or "", int(m.group(1)), key) if m else ("~", 0, key)
 
 
 def render_gpus(devices: list[dict[str, Any]], gpu: dict[str, MetricView], info: list[str], width: int) -> Content:
-    indices = sorted({_dev_index(d, i) for i, d in enumerate(devices)}
-                     | {int(n[3:].split("/")[0]) for n in gpu if n[3:].split("/")[0].isdigit()})
-    if not indices:
+    keys = sorted({_dev_key(d, i) for i, d in enumerate(devices)}
+                  | {n.split("/")[0] for n in gpu if "/" in n and _KEY.fullmatch(n.split("/")[0])}, key=_order)
+    if not keys:
         why = next((line for line in info if "gpu" in line.lower() or "nvml" in line.lower()), "")
         return Content.styled("No GPU telemetry available" + (f": {why}" if why else "."), "$warning")
-    by_index = {_dev_index(d, i): d for i, d in enumerate(devices)}
+    by_key = {_dev_key(d, i): d for i, d in enumerate(devices)}
     spark_w = max(4, min(20, (width - 60) // 2))
     rows = []
-    for i in indices:
-        d = by_index.get(i, {})
+    for k in keys:
+        d = by_key.get(k, {})
 
-        def last(key: str, i: int = i, d: dict[str, Any] = d) -> float | None:
+        def last(key: str, k: str = k, d: dict[str, Any] = d) -> float | None:
             v = d.get(key)
             if isinstance(v, (int, float)):
                 return float(v)
-            m = gpu.get(f"gpu{i}/{key}")
+            m = gpu.get(f"{k}/{key}")
             return m.last if m is not None else None
 
-        def spark(key: str, i: int = i) -> Content:
-            m = gpu.get(f"gpu{i}/{key}")
+        def spark(key: str, k: str = k) -> Content:
+            m = gpu.get(f"{k}/{key}")
             cells = sparkline(m.spark, spark_w) if m is not None else []
             return Content.assemble(*[(c, "$error" if bad else "$primary") for c, bad in cells])
 
@@ -66,7 +79,7 @@ def render_gpus(devices: list[dict[str, Any]], gpu: dict[str, MetricView], info:
         mem = f"{fmt(used)}/{fmt(total)}" if total else fmt(used)
         pw = f"{fmt(power)}/{fmt(limit)}W" if limit else f"{fmt(power)}W"
         name = str(d.get("name", ""))[:18]
-        rows.append(Content.assemble((f"gpu{i} ", "bold"), (f"{name:<18} " if name else ""),
+        rows.append(Content.assemble((f"{k} ", "bold"), (f"{name:<18} " if name else ""),
                                      f"util {fmt(util):>5}% ", spark("util"), f" mem {mem} ", spark("mem_used"),
                                      f" {fmt(temp)}°C {pw}"))
     return Content("\n").join(rows)

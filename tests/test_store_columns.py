@@ -1,0 +1,100 @@
+"""The columnar series holds exactly what the row-at-a-time one did, however its rows arrive in batches."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.rules.rowref import store_rows
+from trainwatch import store
+from trainwatch.store import Point, Series
+
+VALUES = st.one_of(st.floats(-1e6, 1e6), st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0]))
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a != a and b != b) or a == b  # exact; 0.0 and -0.0 count as the same number
+
+
+def _bucket(b: store.Bucket | store_rows.Bucket) -> tuple:
+    return (b.first_step, b.last_step, b.minimum, b.maximum, b.last, b.total, b.finite, b.nonfinite)
+
+
+def _assert_same(col: Series, row: store_rows.Series) -> None:
+    assert (col.count, col.nan_count, col.inf_count, col.bucket_size) == \
+        (row.count, row.nan_count, row.inf_count, row.bucket_size)
+    assert _same(col.minimum, row.minimum) and _same(col.maximum, row.maximum) and _same(col.first, row.first)
+    assert [(p.step, p.value, p.line) for p in col.head] == [(p.step, p.value, p.line) for p in row.head]
+    got, want = [_bucket(b) for b in col.whole_run()], [_bucket(b) for b in row.whole_run()]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert all(_same(x, y) for x, y in zip(g, w)), (g, w)
+    assert [(p.step, p.value, p.time, p.line, p.step_inferred) for p in col.recent] == \
+        [(p.step, p.value, p.time, p.line, p.step_inferred) for p in row.recent] or \
+        all(_same(a, b) for a, b in zip(col.values(), row.values()))
+    assert len(col.recent) == len(row.recent)
+    for n in (1, 5, 40):
+        for skip in (False, True):
+            newest = row.recent[-1] if skip and row.recent else None
+            assert [p.step for p in col.tail(n, skip=col.recent[-1] if newest else None)] == \
+                [p.step for p in row.tail(n, skip=newest)]
+            assert col.tail_values(n, skip_newest=skip) == row.tail_values(n, skip_newest=skip)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(VALUES, max_size=300), st.lists(st.integers(1, 400), max_size=20), st.integers(0, 3))
+def test_batches_of_any_size_hold_what_rows_one_at_a_time_held(values, cuts, shrink):
+    old_buckets, old_recent = store.HISTORY_BUCKETS, store.RECENT_POINTS
+    store.HISTORY_BUCKETS = store_rows.HISTORY_BUCKETS = 4 << shrink  # small, so halving happens often
+    try:
+        col, row = Series("loss", "a.log"), store_rows.Series("loss", "a.log")
+        n = len(values)
+        steps = np.arange(n, dtype=np.int64) * 3
+        vals = np.array(values, dtype=np.float64)
+        times = np.where(np.arange(n) % 3 == 0, np.nan, np.arange(n) * 0.5)
+        lines = np.arange(n, dtype=np.int64) + 7
+        inferred = np.arange(n) % 5 == 0
+        for i in range(n):
+            t = float(times[i])
+            row.add(store_rows.Point(int(steps[i]), float(vals[i]), None if t != t else t, int(lines[i]),
+                                     bool(inferred[i])))
+        at = 0
+        for c in [*cuts, n]:
+            hi = min(n, at + c)
+            col.extend(steps[at:hi], vals[at:hi], lines[at:hi], times[at:hi], inferred[at:hi])
+            at = hi
+        _assert_same(col, row)
+    finally:
+        store.HISTORY_BUCKETS = store_rows.HISTORY_BUCKETS = old_buckets
+        store.RECENT_POINTS = old_recent
+
+
+def test_a_long_batch_keeps_the_newest_rows_and_the_whole_run():
+    col, row = Series("loss", "a.log"), store_rows.Series("loss", "a.log")
+    n = store.RECENT_POINTS * 3 + 17
+    rng = np.random.default_rng(3)
+    vals = rng.normal(size=n)
+    vals[rng.integers(0, n, 40)] = np.nan
+    for i in range(n):
+        row.add(store_rows.Point(i, float(vals[i]), None, i))
+    col.extend(np.arange(n, dtype=np.int64), vals, np.arange(n, dtype=np.int64), np.full(n, np.nan),
+               np.zeros(n, dtype=bool))
+    _assert_same(col, row)
+    assert col.held == store.RECENT_POINTS
+    s, _, _, _ = col.columns(10)
+    assert s.tolist() == list(range(n - 10, n))
+
+
+def test_points_are_built_once_and_only_when_asked_for():
+    col = Series("loss", "a.log")
+    col.extend(np.arange(5, dtype=np.int64), np.ones(5), np.arange(5, dtype=np.int64), np.full(5, np.nan),
+               np.zeros(5, dtype=bool))
+    first = col.recent[0]
+    col.add(Point(5, 2.0, None, 5))
+    assert col.recent[0] is first  # not rebuilt
+    assert col.last is not None and col.last.value == 2.0 and col.last_value == 2.0
