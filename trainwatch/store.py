@@ -280,6 +280,11 @@ class Series:
         hi = self._hi
         return self._step[lo:hi], self._value[lo:hi], self._line[lo:hi], self._inf[lo:hi]
 
+    def times(self, n: int) -> np.ndarray:
+        """The times (NaN: none printed) of the last n rows held, as `columns` gives the rest."""
+        lo = max(self._lo, self._hi - n) if n > 0 else self._hi
+        return self._time[lo:self._hi]
+
     @property
     def held(self) -> int:
         """Rows `columns` can give: the newest RECENT_POINTS at most."""

@@ -160,6 +160,11 @@ JSON_PIECES = [
     '{"step": 21, "o": {"x": NaN, "y": 1e400, "w": -0}}\n',
     '{"step": 22, "a{": {"b": 1}}\n',
     '{"step": 2, "loss": {"a": 1.5}}\n',  # a step going back: `parse` sees a training hint, no eval row
+    '{"iter": 30, "step": 25, "loss": 1.1}\n',  # two step keys: `step` wins
+    '{"step": 26, "time": 1700000000123.0, "_timestamp": 1700000001, "loss": 1.0}\n',  # ms; a second time
+    '{"step": 3, "acc": 0.5}\n',  # back, no training hint: an evaluation row at the step reached
+    '{"acc": 0.7, "time": 5.5}\n',  # no step; a small `time` is a metric
+    '{"step": 27, "train": {"global_step": 26}, "loss": 0.9}\n',  # a nested step key ranks after `step`
     "not json at all\n",
     TRACEBACK,
 ]

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from trainwatch import runner
 from trainwatch.adapters.path_reader import reads_path
 from trainwatch.errors import SourceError
@@ -64,6 +66,13 @@ class LogClock:
         """A record's own time: the clock moves to it (never back)."""
         if t > self.now:
             self.now = t
+
+    def seen_all(self, times: np.ndarray) -> np.ndarray:
+        """`seen` of each time in order (NaN: a row without one), and the clock after each."""
+        after = np.fmax.accumulate(np.concatenate(([self.now], times)))[1:]
+        if len(after):
+            self.now = float(after[-1])
+        return after
 
 
 def open_all(paths: list[str], fmt: str | None) -> tuple[list[runner.OpenSource], list[str]]:

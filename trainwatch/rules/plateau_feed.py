@@ -20,7 +20,7 @@ import numpy as np
 from trainwatch.rules.array import Window
 from trainwatch.rules.base import RuleContext
 from trainwatch.rules.rolling import run_lengths
-from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, SCAN_MIN, Point, Series
+from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, SCAN_MIN, Series
 
 
 @dataclass
@@ -240,7 +240,8 @@ class LrView:
         self.fin_v: list[float] = []  # the last four finite values
         self.finite_seen = 0
 
-    def _new(self, ctx: RuleContext, source: str) -> list[Point] | None:
+    def _new(self, ctx: RuleContext, source: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """Values and lines of the LR points logged since the last call (the newest the series holds)."""
         lr = ctx.series("lr", source)
         if lr is not self.series:
             self.__init__()  # type: ignore[misc]
@@ -249,40 +250,40 @@ class LrView:
             return None
         k = lr.count - self.seen
         self.seen = lr.count
-        return lr.last_points(k) if k > 0 else []
+        _, value, line, _ = lr.columns(k) if k > 0 else lr.columns(0)
+        return value, line
 
-    def _rows(self, pts: list[Point], answer: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    def _rows(self, pl: np.ndarray, answer: np.ndarray, lines: np.ndarray) -> np.ndarray:
         """Per loss row (its line), the answer at the last LR point on an earlier line."""
         before = self.last
         if len(answer):
             self.last = bool(answer[-1])
         if not before and not answer.any():
             return np.zeros(len(lines), dtype=bool)
-        pl = np.fromiter((p.line for p in pts), dtype=np.int64, count=len(pts))
         pos = np.searchsorted(pl, lines, side="left")  # 0: the last point before this batch
         return np.concatenate(([before], answer))[pos]
 
     def annealing(self, ctx: RuleContext, source: str, lines: np.ndarray, below: float) -> np.ndarray:
         """Per row: the last LR logged is finite and under `below` times the LR's peak so far."""
-        pts = self._new(ctx, source)
-        if pts is None:
+        new = self._new(ctx, source)
+        if new is None:
             return np.zeros(len(lines), dtype=bool)
-        pv = np.fromiter((p.value for p in pts), dtype=np.float64, count=len(pts))
+        pv, pl = new
         fin = np.isfinite(pv)
         peaks = np.maximum.accumulate(np.concatenate(([self.peak], np.where(fin, pv, -math.inf))))[1:]
-        if len(pts):
+        if len(pv):
             self.peak = float(peaks[-1])
         with np.errstate(invalid="ignore"):
             answer = fin & (peaks > 0) & (pv < below * peaks)
-        return self._rows(pts, answer, lines)
+        return self._rows(pl, answer, lines)
 
     def rising(self, ctx: RuleContext, source: str, lines: np.ndarray) -> np.ndarray:
         """Per row: the LR still climbs, each of its last few finite values above the one before (the
         answer of a non-finite LR point is that of the finite one before it)."""
-        pts = self._new(ctx, source)
-        if pts is None:
+        new = self._new(ctx, source)
+        if new is None:
             return np.zeros(len(lines), dtype=bool)
-        pv = np.fromiter((p.value for p in pts), dtype=np.float64, count=len(pts))
+        pv, pl = new
         fin = np.isfinite(pv)
         c = len(self.fin_v)
         fv = np.concatenate((self.fin_v, pv[fin]))
@@ -296,4 +297,4 @@ class LrView:
         answer = np.where(k >= 0, rising_f[np.maximum(k, 0)] if len(rising_f) else False, self.last)
         self.fin_v = fv[-4:].tolist()
         self.finite_seen += int(fin.sum())
-        return self._rows(pts, np.asarray(answer, dtype=bool), lines)
+        return self._rows(pl, np.asarray(answer, dtype=bool), lines)

@@ -270,6 +270,36 @@ class _LrRun:
         return None
 
 
+class _Rows:
+    """Rows of a series as columns (step, value, time, line, inferred), at most RECENT_POINTS - 1 of
+    them: what a resume keeps as the points before it, without a point object per row until then."""
+
+    __slots__ = ("cols",)
+
+    def __init__(self, cols: tuple[np.ndarray, ...] | None = None) -> None:
+        self.cols = cols if cols is not None else (
+            np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, bool))
+
+    @classmethod
+    def of(cls, series: Series, n: int) -> _Rows:
+        """The newest n rows the series holds."""
+        step, value, line, inferred = series.columns(n)
+        return cls((step.copy(), value.copy(), series.times(n).copy(), line.copy(), inferred.copy()))
+
+    def then(self, new: _Rows, upto: int) -> _Rows:
+        """These rows followed by the first `upto` of `new`, the oldest dropped past the bound."""
+        keep = RECENT_POINTS - 1
+        return _Rows(tuple(np.concatenate((a, b[:upto]))[-keep:] for a, b in zip(self.cols, new.cols)))
+
+    def point(self, i: int) -> Point:
+        step, value, time, line, inferred = self.cols
+        t = float(time[i])
+        return Point(int(step[i]), float(value[i]), None if t != t else t, int(line[i]), bool(inferred[i]))
+
+    def points(self) -> list[Point]:
+        return [self.point(i) for i in range(len(self.cols[0]))]
+
+
 class _AfterResumeArrays(ArrayRule):
     """Shared resume tracking for one metric: the points before, the first points after.
 
@@ -287,7 +317,7 @@ class _AfterResumeArrays(ArrayRule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._resumes: dict[str, _Resume] = {}
-        self._seen: dict[str, tuple[Series, deque[Point]]] = {}  # source -> (series, its last points judged)
+        self._seen: dict[str, tuple[Series, _Rows]] = {}  # source -> (series, its last rows judged)
         self._found: dict[str, dict[int, Finding]] = {}  # source -> window row -> finding, for `finding`
 
     keep_after = 1  # finite points after a resume that the rule needs (subclasses set theirs)
@@ -306,9 +336,9 @@ class _AfterResumeArrays(ArrayRule):
             return out
         seen = self._seen.get(w.source)
         if seen is None or seen[0] is not series:  # a new run in the same log starts a new series
-            seen = self._seen[w.source] = (series, deque(maxlen=RECENT_POINTS))
+            seen = self._seen[w.source] = (series, _Rows())
         past = seen[1]
-        pts = series.last_points(m)  # the new rows as the store holds them
+        pts = _Rows.of(series, m)  # the new rows as the store holds them
         steps = w.step
         back = np.zeros(m, dtype=bool)
         if len(steps) > 1:
@@ -325,9 +355,9 @@ class _AfterResumeArrays(ArrayRule):
                     self._quiet(w, i, j, out, found)
                 i = j
                 continue
-            p = pts[i]
+            p = pts.point(i)
             if back[i]:  # the step went back: the points before are those the series held then
-                before = [*past, *pts[:i]][-(RECENT_POINTS - 1):]
+                before = past.then(pts, i).points()
                 r = self._resumes[w.source] = _Resume(p.step, before)
             assert r is not None
             if not r.done and len(r.after) < self.keep_after and math.isfinite(p.value):
@@ -337,7 +367,7 @@ class _AfterResumeArrays(ArrayRule):
                 out[i] = True
                 found[w.start + i] = f
             i += 1
-        past.extend(pts)
+        self._seen[w.source] = (series, past.then(pts, m))
         return out
 
     def judge(self, r: _Resume, point: Point) -> Finding | None:

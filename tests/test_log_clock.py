@@ -1,0 +1,23 @@
+"""check's clock follows the log's own time: a stretch of rows at once moves it as row by row does."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainwatch.cli.check import LogClock
+
+
+@given(st.floats(0, 1e10), st.lists(st.one_of(st.floats(0, 1e10), st.just(math.nan)), max_size=40))
+def test_seen_all_is_seen_row_by_row(start, times):
+    one, many = LogClock(start), LogClock(start)
+    expected = []
+    for t in times:
+        if t == t:
+            one.seen(t)
+        expected.append(one())
+    got = many.seen_all(np.array(times, dtype=np.float64))
+    assert got.tolist() == expected and many() == one()
