@@ -7,8 +7,12 @@ Resolution order: presets/base.yaml, then the chosen preset (sft, grpo, ebft, pr
 from __future__ import annotations
 
 import copy
+import difflib
 import re
-from dataclasses import dataclass, field
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -60,7 +64,9 @@ class RuleSpec:
     above: float | None = None
     below: float | None = None
     summary: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
+    params: Any = field(default_factory=dict)
+    """An instance of the rule's parameter dataclass (`Rule.params`), or, for a rule that declares none,
+    a mapping of the YAML's values."""
 
     @property
     def is_range(self) -> bool:
@@ -149,62 +155,211 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origin: str) -> RuleSpec:
-    where = f"{origin}: rules.{rid}"
+_SCALARS: dict[Any, tuple[str, str, str]] = {
+    bool: ("bool", "true or false", "true/false values"), int: ("int", "a whole number", "whole numbers"),
+    float: ("float", "a number", "numbers"), str: ("str", "a string", "strings"),
+}
+"""The types a parameter may be declared as: (name in `rules --json`, one in words, several in words)."""
+
+
+def type_name(kind: Any) -> str | None:
+    """`int`, `float`, `str`, `bool`, or `list[str]` (and the like) for `tuple[str, ...]`; None for a type
+    YAML cannot give."""
+    if kind in _SCALARS:
+        return _SCALARS[kind][0]
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in _SCALARS:
+        return f"list[{_SCALARS[args[0]][0]}]"
+    return None
+
+
+@cache
+def param_fields(cls: type) -> tuple[tuple[str, Any], ...]:
+    """A parameter dataclass's fields and their types, in declaration order (the order `trainwatch rules`
+    prints). TypeError for a class that cannot be read from YAML, so the registry can skip such a plugin."""
+    if not (isinstance(cls, type) and is_dataclass(cls)):
+        raise TypeError(f"params {cls!r} is not a dataclass")
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in fields(cls):
+        if type_name(hints[f.name]) is None:
+            raise TypeError(f"parameter {f.name!r} is declared {hints[f.name]!r}; "
+                            "use bool, int, float, str or tuple[str, ...]")
+        out.append((f.name, hints[f.name]))
+    return tuple(out)
+
+
+def param_items(params: Any) -> list[tuple[str, Any]]:
+    """A spec's parameters as (name, value), declared order first: a dataclass's fields or a mapping's items."""
+    if is_dataclass(params) and not isinstance(params, type):
+        return [(f.name, getattr(params, f.name)) for f in fields(params)]
+    return list(params.items())
+
+
+def param_types(params: Any) -> dict[str, str]:
+    """Each declared parameter's type by name (empty for a rule whose parameters are an untyped mapping)."""
+    if is_dataclass(params) and not isinstance(params, type):
+        return {name: type_name(kind) or "?" for name, kind in param_fields(type(params))}
+    return {}
+
+
+def _shown(value: Any) -> str:
+    """A value for an error line: its repr, cut short (a config value may be a whole pasted paragraph)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _scalar(value: Any, kind: Any) -> Any:
+    """`value` as `kind`, or ValueError: an int does for a float and a whole float for an int; a YAML
+    true is never a number."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif isinstance(value, bool):
+        pass
+    elif kind is float and isinstance(value, (int, float)):
+        return float(value)
+    elif kind is int and isinstance(value, int):
+        return value
+    elif kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    elif kind is str and isinstance(value, str):
+        return value
+    raise ValueError(value)
+
+
+def _convert(value: Any, kind: Any, where: str) -> Any:
+    """`value` as the declared `kind` (lists become tuples), or the one error line that says what was wanted."""
+    if typing.get_origin(kind) is tuple:
+        item = typing.get_args(kind)[0]
+        try:
+            if isinstance(value, (list, tuple)):
+                return tuple(_scalar(v, item) for v in value)
+        except ValueError:
+            pass
+        raise ConfigError(f"{where}: expected a list of {_SCALARS[item][2]}, got {_shown(value)}")
+    try:
+        return _scalar(value, kind)
+    except ValueError:
+        raise ConfigError(f"{where}: expected {_SCALARS[kind][1]}, got {_shown(value)}") from None
+
+
+def _typed_params(cls: type, raw: dict[str, Any], at: Callable[[str], str], home: str) -> Any:
+    """The rule's parameter dataclass filled from its merged YAML: every field must have a value there
+    (defaults live in YAML, never in the class), each of the declared type."""
+    values = {}
+    for name, kind in param_fields(cls):
+        if name not in raw:
+            raise ConfigError(f"{home}.{name}: missing parameter ({type_name(kind)})",
+                              hint=f"{cls.__qualname__} declares it; its default belongs with the rule's")
+        values[name] = _convert(raw[name], kind, at(name))
+    return cls(**values)
+
+
+@dataclass
+class _Origins:
+    """Which file last set each rule's keys, so that an error names the file to fix."""
+
+    keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    last: dict[str, str] = field(default_factory=dict)  # the last file that names the rule
+    first: dict[str, str] = field(default_factory=dict)  # the first: where its defaults are
+
+    def note(self, data: dict[str, Any], where: str) -> None:
+        rules = data.get("rules")
+        if not isinstance(rules, dict):
+            return
+        for rid, body in rules.items():
+            self.first.setdefault(str(rid), where)
+            self.last[str(rid)] = where
+            for key in body if isinstance(body, dict) else ():
+                self.keys[(str(rid), str(key))] = where
+
+    def of(self, rid: str, key: str = "") -> str:
+        return self.keys.get((rid, key)) or self.last.get(rid, "presets/base.yaml")
+
+    def home(self, rid: str) -> str:
+        return self.first.get(rid, "presets/base.yaml")
+
+
+def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origins: _Origins,
+                params: type | None = None) -> RuleSpec:
+    """One rule's spec from its merged YAML; `params` is the rule's parameter dataclass, if it has one."""
+    where = f"{origins.of(rid)}: rules.{rid}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a mapping, got {type(raw).__name__}")
+
+    def at(key: str) -> str:
+        return f"{origins.of(rid, key)}: rules.{rid}.{key}"
+
     is_range = "metric" in raw
     if defaults is None and not is_range:
         raise ConfigError(f"{where}: unknown rule", hint="a new rule needs 'metric' and 'above' or 'below'")
-    # a list, not a set: parameters keep the defaults' (the YAML's) order, so `trainwatch rules` prints
+    # a list, not a set: parameters keep the declared (or the YAML's) order, so `trainwatch rules` prints
     # the same text on every run whatever the hash seed
-    known_params = [k for k in (defaults or {}) if k not in META_KEYS]
+    known_params = ([name for name, _ in param_fields(params)] if params is not None
+                    else [k for k in (defaults or {}) if k not in META_KEYS])
     for key in raw:
         if key not in META_KEYS and key not in known_params:
-            allowed = sorted(META_KEYS | set(known_params))
-            raise ConfigError(f"{where}.{key}: unknown key", hint="allowed: " + ", ".join(allowed))
+            raise ConfigError(f"{at(key)}: unknown key", hint=_allowed(str(key), known_params))
     try:
         severity = Severity.parse(str(raw.get("severity", "warning")))
     except ValueError as exc:
-        raise ConfigError(f"{where}.severity: {exc}") from None
+        raise ConfigError(f"{at('severity')}: {exc}") from None
     family = raw.get("family", "loss")
     if family not in FAMILIES:
-        raise ConfigError(f"{where}.family: unknown family {family!r}", hint="one of " + ", ".join(FAMILIES))
+        raise ConfigError(f"{at('family')}: unknown family {family!r}", hint="one of " + ", ".join(FAMILIES))
     fixes = raw.get("fixes", [])
     if not isinstance(fixes, list) or not all(isinstance(f, str) for f in fixes):
-        raise ConfigError(f"{where}.fixes: expected a list of strings")
+        raise ConfigError(f"{at('fixes')}: expected a list of strings")
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):
-        raise ConfigError(f"{where}.enabled: expected true or false, got {enabled!r}")
-    params: dict[str, Any] = {}
-    for k in known_params:
-        v = raw.get(k)
-        dv = (defaults or {}).get(k)
-        if isinstance(dv, (int, float)) and not isinstance(dv, bool):
-            v = _number(v, f"{where}.{k}")
-            if isinstance(dv, int) and float(v).is_integer():
-                v = int(v)
-        elif isinstance(dv, bool) and not isinstance(v, bool):
-            raise ConfigError(f"{where}.{k}: expected true or false, got {v!r}")
-        elif isinstance(dv, list) and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
-            raise ConfigError(f"{where}.{k}: expected a list of strings")
-        params[k] = v
+        raise ConfigError(f"{at('enabled')}: expected true or false, got {_shown(enabled)}")
+    if params is not None:
+        typed = _typed_params(params, raw, at, f"{origins.home(rid)}: rules.{rid}")
+    else:
+        typed = _untyped_params(known_params, raw, defaults or {}, at)
     spec = RuleSpec(
         id=rid, severity=severity, family=family, title=str(raw.get("title", rid)), fixes=tuple(fixes),
-        enabled=enabled, summary=str(raw.get("summary", "")), params=params,
-        for_=parse_duration(raw.get("for", 0), f"{where}.for"),
-        keep_firing_for=parse_duration(raw.get("keep_firing_for", 0), f"{where}.keep_firing_for"),
+        enabled=enabled, summary=str(raw.get("summary", "")), params=typed,
+        for_=parse_duration(raw.get("for", 0), at("for")),
+        keep_firing_for=parse_duration(raw.get("keep_firing_for", 0), at("keep_firing_for")),
     )
     if is_range:
         metric = raw.get("metric")
         if not isinstance(metric, str) or not metric:
-            raise ConfigError(f"{where}.metric: expected a metric name")
+            raise ConfigError(f"{at('metric')}: expected a metric name")
         spec.metric = metric
-        spec.above = _number(raw["above"], f"{where}.above") if raw.get("above") is not None else None
-        spec.below = _number(raw["below"], f"{where}.below") if raw.get("below") is not None else None
+        spec.above = _number(raw["above"], at("above")) if raw.get("above") is not None else None
+        spec.below = _number(raw["below"], at("below")) if raw.get("below") is not None else None
         if spec.above is None and spec.below is None:
             raise ConfigError(f"{where}: a range rule needs 'above' or 'below'")
     return spec
+
+
+def _allowed(key: str, params: list[str]) -> str:
+    """The hint for an unknown key: the nearest known name (a typo, most often) and the whole list."""
+    close = difflib.get_close_matches(key, params + sorted(META_KEYS), n=1)
+    listed = "parameters: " + (", ".join(params) if params else "none")
+    return (f"did you mean {close[0]!r}? " if close else "") + listed + "; settings: " + ", ".join(sorted(META_KEYS))
+
+
+def _untyped_params(names: list[str], raw: dict[str, Any], defaults: dict[str, Any],
+                    at: Callable[[str], str]) -> dict[str, Any]:
+    """A rule without a parameter dataclass (a third party's, say): each value of the kind of its default."""
+    params: dict[str, Any] = {}
+    for k in names:
+        v = raw.get(k)
+        dv = defaults.get(k)
+        if isinstance(dv, (int, float)) and not isinstance(dv, bool):
+            v = _number(v, at(k))
+            if isinstance(dv, int) and float(v).is_integer():
+                v = int(v)
+        elif isinstance(dv, bool) and not isinstance(v, bool):
+            raise ConfigError(f"{at(k)}: expected true or false, got {_shown(v)}")
+        elif isinstance(dv, list) and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise ConfigError(f"{at(k)}: expected a list of strings")
+        params[k] = v
+    return params
 
 
 def _build_inhibit(raw: Any, origin: str) -> list[Inhibit]:
@@ -223,23 +378,30 @@ def _build_inhibit(raw: Any, origin: str) -> list[Inhibit]:
 
 
 def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
-    """The configuration in force: base, preset, then each user file in order."""
+    """The configuration in force: base, preset, then each user file in order. Every coded rule's
+    parameters are checked against its parameter dataclass here, once, and handed over typed."""
     origin = "presets/base.yaml"
+    origins = _Origins()
     base: dict[str, Any] = {}
     for name in _base_files():
         part = _read_yaml(_packaged(f"presets/{name}"), f"presets/{name}")
+        origins.note(part, f"presets/{name}")
         if isinstance(part.get("inhibit"), list) and isinstance(base.get("inhibit"), list):
             part = dict(part, inhibit=base["inhibit"] + part["inhibit"])  # each part adds its own
         base = _merge(base, part)
-    from trainwatch.rules.registry import plugin_defaults  # here: the rules import this module
+    from trainwatch.rules.registry import plugin_defaults, registry  # here: the rules import this module
 
-    plugins = plugin_defaults()
-    if plugins:
-        base = _merge(base, {"rules": {rid: d for rid, d in plugins.items() if rid not in base.get("rules", {})}})
-    merged = _merge(base, _read_yaml(preset_text(preset), f"presets/{preset}.yaml"))
+    coded = registry()
+    for rid, d in plugin_defaults().items():
+        if rid not in base.get("rules", {}):
+            cls = coded[rid]
+            origins.note({"rules": {rid: d}}, f"{cls.__module__}.{cls.__qualname__}.defaults")
+            base = _merge(base, {"rules": {rid: d}})
+    preset_data = _read_yaml(preset_text(preset), f"presets/{preset}.yaml")
+    origins.note(preset_data, f"presets/{preset}.yaml")
+    merged = _merge(base, preset_data)
     defaults = {rid: spec for rid, spec in base.get("rules", {}).items()}
     files = [origin, f"presets/{preset}.yaml"]
-    user_rule_origin: dict[str, str] = {}
     for path in user_files or []:
         try:
             text = Path(path).read_text(encoding="utf-8")
@@ -252,8 +414,7 @@ def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
         overrides = data.get("rules", {})
         if not isinstance(overrides, dict):
             raise ConfigError(f"{path}: rules: expected a mapping of rule id to settings")
-        for rid in overrides:
-            user_rule_origin[rid] = str(path)
+        origins.note(data, str(path))
         if "aliases" in data and not isinstance(data["aliases"], dict):
             raise ConfigError(f"{path}: aliases: expected a mapping of metric name to canonical name")
         if "inhibit" in data:
@@ -264,6 +425,7 @@ def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
         files.append(str(path))
     rules: dict[str, RuleSpec] = {}
     for rid, raw in merged.get("rules", {}).items():
-        rules[rid] = _build_rule(str(rid), raw, defaults.get(rid), user_rule_origin.get(rid, origin))
+        known = coded.get(str(rid))
+        rules[rid] = _build_rule(str(rid), raw, defaults.get(rid), origins, known.params if known else None)
     aliases = {str(k): str(v) for k, v in merged.get("aliases", {}).items()}
     return Config(preset, rules, _build_inhibit(merged.get("inhibit", []), origin), files, aliases)

@@ -1,11 +1,13 @@
 """The rule registry: ours register themselves with `@register`, third parties through the
 `trainwatch.rules` entry-point group.
 
-A rule is one module with its class and one `@register("rule.id")` line; its title, severity, fixes
-and parameter defaults live in presets/base.yaml. A third-party rule ships the same in its own
-package: the class (with a `defaults` mapping in the YAML shape, since base.yaml is ours) and an
-entry point `rule.id = "package.module:Class"`. A plugin that fails to load is reported once on
-stderr and skipped; it never takes the other rules down.
+A rule is one module with its class and one `@register("rule.id")` line; its parameters are a
+dataclass named by the class's `params` (types only), and its title, severity, fixes and parameter
+defaults live in presets/base.yaml. A third-party rule ships the same in its own package: the class
+(with a `defaults` mapping in the YAML shape, since base.yaml is ours, and optionally a `params`
+dataclass, which the config then checks its defaults and the user's values against) and an entry point
+`rule.id = "package.module:Class"`. A plugin that fails to load, or declares parameters YAML cannot
+give, is reported once on stderr and skipped; it never takes the other rules down.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
+from trainwatch.config import param_fields
 from trainwatch.rules.base import Rule
 
 GROUP = "trainwatch.rules"
@@ -57,6 +60,13 @@ def registry() -> dict[str, type[Rule]]:
         if not (isinstance(cls, type) and issubclass(cls, Rule)):
             print(f"trainwatch: warning: rule plugin {ep.name!r} is not a Rule subclass; skipped", file=sys.stderr)
             continue
+        if cls.params is not None:
+            try:
+                param_fields(cls.params)
+            except (TypeError, NameError) as exc:  # NameError: a type hint that names nothing importable
+                print(f"trainwatch: warning: rule plugin {ep.name!r} has unusable params: {exc}; skipped",
+                      file=sys.stderr)
+                continue
         found[ep.name] = cls
     return found
 
