@@ -230,18 +230,14 @@ def _scalar(value: Any, kind: Any) -> Any:
 
 def _convert(value: Any, kind: Any, where: str) -> Any:
     """`value` as the declared `kind` (lists become tuples), or the one error line that says what was wanted."""
-    if typing.get_origin(kind) is tuple:
-        item = typing.get_args(kind)[0]
-        try:
-            if isinstance(value, (list, tuple)):
-                return tuple(_scalar(v, item) for v in value)
-        except ValueError:
-            pass
-        raise ConfigError(f"{where}: expected a list of {_SCALARS[item][2]}, got {_shown(value)}")
     try:
-        return _scalar(value, kind)
+        if typing.get_origin(kind) is not tuple:
+            return _scalar(value, kind)
+        if isinstance(value, (list, tuple)):
+            return tuple(_scalar(v, typing.get_args(kind)[0]) for v in value)
     except ValueError:
-        raise ConfigError(f"{where}: expected {_SCALARS[kind][1]}, got {_shown(value)}") from None
+        pass
+    raise ConfigError(f"{where}: expected {_wanted(kind)}, got {_shown(value)}")
 
 
 def _typed_params(cls: type, raw: dict[str, Any], at: Callable[[str], str], home: str) -> Any:
@@ -249,11 +245,28 @@ def _typed_params(cls: type, raw: dict[str, Any], at: Callable[[str], str], home
     (defaults live in YAML, never in the class), each of the declared type."""
     values = {}
     for name, kind in param_fields(cls):
+        if name in raw and raw[name] is None:  # `window:` with the value forgotten
+            raise ConfigError(f"{at(name)}: missing value (expected {_wanted(kind)})",
+                              hint="give it one, or leave the key out to keep the default")
         if name not in raw:
-            raise ConfigError(f"{home}.{name}: missing parameter ({type_name(kind)})",
-                              hint=f"{cls.__qualname__} declares it; its default belongs with the rule's")
+            raise ConfigError(f"{home}.{name}: missing parameter (expected {_wanted(kind)})",
+                              hint=f"{cls.__qualname__} declares it; its default belongs with the rule's others")
         values[name] = _convert(raw[name], kind, at(name))
     return cls(**values)
+
+
+def _wanted(kind: Any) -> str:
+    if typing.get_origin(kind) is tuple:
+        return f"a list of {_SCALARS[typing.get_args(kind)[0]][2]}"
+    return str(_SCALARS[kind][1])
+
+
+def check_plugin_defaults(rid: str, defaults: dict[str, Any], where: str, params: type | None) -> None:
+    """A third-party rule's `defaults` checked as our YAML is (and against its `params` dataclass when it
+    declares one); ConfigError, naming `where`, when they would not load."""
+    origins = _Origins()
+    origins.note({"rules": {rid: defaults}}, where)
+    _build_rule(rid, defaults, defaults, origins, params)
 
 
 @dataclass
@@ -338,7 +351,7 @@ def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origins: _O
 
 def _allowed(key: str, params: list[str]) -> str:
     """The hint for an unknown key: the nearest known name (a typo, most often) and the whole list."""
-    close = difflib.get_close_matches(key, params + sorted(META_KEYS), n=1)
+    close = difflib.get_close_matches(key, params + sorted(META_KEYS), n=1, cutoff=0.75)
     listed = "parameters: " + (", ".join(params) if params else "none")
     return (f"did you mean {close[0]!r}? " if close else "") + listed + "; settings: " + ", ".join(sorted(META_KEYS))
 

@@ -19,7 +19,8 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from trainwatch.config import param_fields
+from trainwatch.config import check_plugin_defaults, param_fields
+from trainwatch.errors import ConfigError
 from trainwatch.rules.base import Rule
 
 GROUP = "trainwatch.rules"
@@ -71,15 +72,23 @@ def registry() -> dict[str, type[Rule]]:
     return found
 
 
+@lru_cache(maxsize=1)
 def plugin_defaults() -> dict[str, dict[str, Any]]:
-    """The YAML-shaped defaults (severity, family, title, fixes, parameters) of plugin rules, by id."""
+    """The YAML-shaped defaults (severity, family, title, fixes, parameters) of plugin rules, by id; a
+    plugin whose defaults would not load (or miss a parameter its `params` declares) is warned about and
+    left out, as one that fails to import is."""
     out: dict[str, dict[str, Any]] = {}
     for rid, cls in registry().items():
         if rid in _OURS:
             continue
         defaults = getattr(cls, "defaults", None)
-        if isinstance(defaults, dict):
-            out[rid] = defaults
-        else:
+        if not isinstance(defaults, dict):
             print(f"trainwatch: warning: rule plugin {rid!r} has no `defaults` mapping; skipped", file=sys.stderr)
+            continue
+        try:
+            check_plugin_defaults(rid, defaults, f"{cls.__module__}.{cls.__qualname__}.defaults", cls.params)
+        except ConfigError as exc:
+            print(f"trainwatch: warning: rule plugin {rid!r} skipped: {exc}", file=sys.stderr)
+            continue
+        out[rid] = defaults
     return out
