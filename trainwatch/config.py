@@ -1,7 +1,9 @@
 """Presets and user config: YAML in, validated dataclasses out, errors that name the file and key.
 
 Resolution order: presets/base.yaml, then the chosen preset (sft, grpo, ebft, pretrain), then
-./trainwatch.yaml when present, then --config. Later files change any key of earlier ones.
+./trainwatch.yaml when present, then --config. Later files change any key of earlier ones. A coded
+rule's parameters are then checked against its parameter dataclass (trainwatch.paramcheck) and handed
+to it typed; an error names the file that last set the key.
 """
 
 from __future__ import annotations
@@ -9,10 +11,8 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, is_dataclass
-from functools import cache
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import yaml
 
 from trainwatch.errors import ConfigError
 from trainwatch.model import Severity
+from trainwatch.paramcheck import param_fields, shown, typed_params
 
 PRESETS = ("sft", "grpo", "ebft", "pretrain", "vision")
 META_KEYS = {"enabled", "severity", "family", "title", "fixes", "for", "keep_firing_for", "metric", "above",
@@ -155,112 +156,6 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-_SCALARS: dict[Any, tuple[str, str, str]] = {
-    bool: ("bool", "true or false", "true/false values"), int: ("int", "a whole number", "whole numbers"),
-    float: ("float", "a number", "numbers"), str: ("str", "a string", "strings"),
-}
-"""The types a parameter may be declared as: (name in `rules --json`, one in words, several in words)."""
-
-
-def type_name(kind: Any) -> str | None:
-    """`int`, `float`, `str`, `bool`, or `list[str]` (and the like) for `tuple[str, ...]`; None for a type
-    YAML cannot give."""
-    if kind in _SCALARS:
-        return _SCALARS[kind][0]
-    args = typing.get_args(kind)
-    if typing.get_origin(kind) is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in _SCALARS:
-        return f"list[{_SCALARS[args[0]][0]}]"
-    return None
-
-
-@cache
-def param_fields(cls: type) -> tuple[tuple[str, Any], ...]:
-    """A parameter dataclass's fields and their types, in declaration order (the order `trainwatch rules`
-    prints). TypeError for a class that cannot be read from YAML, so the registry can skip such a plugin."""
-    if not (isinstance(cls, type) and is_dataclass(cls)):
-        raise TypeError(f"params {cls!r} is not a dataclass")
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in fields(cls):
-        if type_name(hints[f.name]) is None:
-            raise TypeError(f"parameter {f.name!r} is declared {hints[f.name]!r}; "
-                            "use bool, int, float, str or tuple[str, ...]")
-        out.append((f.name, hints[f.name]))
-    return tuple(out)
-
-
-def param_items(params: Any) -> list[tuple[str, Any]]:
-    """A spec's parameters as (name, value), declared order first: a dataclass's fields or a mapping's items."""
-    if is_dataclass(params) and not isinstance(params, type):
-        return [(f.name, getattr(params, f.name)) for f in fields(params)]
-    return list(params.items())
-
-
-def param_types(params: Any) -> dict[str, str]:
-    """Each declared parameter's type by name (empty for a rule whose parameters are an untyped mapping)."""
-    if is_dataclass(params) and not isinstance(params, type):
-        return {name: type_name(kind) or "?" for name, kind in param_fields(type(params))}
-    return {}
-
-
-def _shown(value: Any) -> str:
-    """A value for an error line: its repr, cut short (a config value may be a whole pasted paragraph)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _scalar(value: Any, kind: Any) -> Any:
-    """`value` as `kind`, or ValueError: an int does for a float and a whole float for an int; a YAML
-    true is never a number."""
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-    elif isinstance(value, bool):
-        pass
-    elif kind is float and isinstance(value, (int, float)):
-        return float(value)
-    elif kind is int and isinstance(value, int):
-        return value
-    elif kind is int and isinstance(value, float) and value.is_integer():
-        return int(value)
-    elif kind is str and isinstance(value, str):
-        return value
-    raise ValueError(value)
-
-
-def _convert(value: Any, kind: Any, where: str) -> Any:
-    """`value` as the declared `kind` (lists become tuples), or the one error line that says what was wanted."""
-    try:
-        if typing.get_origin(kind) is not tuple:
-            return _scalar(value, kind)
-        if isinstance(value, (list, tuple)):
-            return tuple(_scalar(v, typing.get_args(kind)[0]) for v in value)
-    except ValueError:
-        pass
-    raise ConfigError(f"{where}: expected {_wanted(kind)}, got {_shown(value)}")
-
-
-def _typed_params(cls: type, raw: dict[str, Any], at: Callable[[str], str], home: str) -> Any:
-    """The rule's parameter dataclass filled from its merged YAML: every field must have a value there
-    (defaults live in YAML, never in the class), each of the declared type."""
-    values = {}
-    for name, kind in param_fields(cls):
-        if name in raw and raw[name] is None:  # `window:` with the value forgotten
-            raise ConfigError(f"{at(name)}: missing value (expected {_wanted(kind)})",
-                              hint="give it one, or leave the key out to keep the default")
-        if name not in raw:
-            raise ConfigError(f"{home}.{name}: missing parameter (expected {_wanted(kind)})",
-                              hint=f"{cls.__qualname__} declares it; its default belongs with the rule's others")
-        values[name] = _convert(raw[name], kind, at(name))
-    return cls(**values)
-
-
-def _wanted(kind: Any) -> str:
-    if typing.get_origin(kind) is tuple:
-        return f"a list of {_SCALARS[typing.get_args(kind)[0]][2]}"
-    return str(_SCALARS[kind][1])
-
-
 def check_plugin_defaults(rid: str, defaults: dict[str, Any], where: str, params: type | None) -> None:
     """A third-party rule's `defaults` checked as our YAML is (and against its `params` dataclass when it
     declares one); ConfigError, naming `where`, when they would not load."""
@@ -326,9 +221,9 @@ def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origins: _O
         raise ConfigError(f"{at('fixes')}: expected a list of strings")
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):
-        raise ConfigError(f"{at('enabled')}: expected true or false, got {_shown(enabled)}")
+        raise ConfigError(f"{at('enabled')}: expected true or false, got {shown(enabled)}")
     if params is not None:
-        typed = _typed_params(params, raw, at, f"{origins.home(rid)}: rules.{rid}")
+        typed = typed_params(params, raw, at, f"{origins.home(rid)}: rules.{rid}")
     else:
         typed = _untyped_params(known_params, raw, defaults or {}, at)
     spec = RuleSpec(
@@ -368,7 +263,7 @@ def _untyped_params(names: list[str], raw: dict[str, Any], defaults: dict[str, A
             if isinstance(dv, int) and float(v).is_integer():
                 v = int(v)
         elif isinstance(dv, bool) and not isinstance(v, bool):
-            raise ConfigError(f"{at(k)}: expected true or false, got {_shown(v)}")
+            raise ConfigError(f"{at(k)}: expected true or false, got {shown(v)}")
         elif isinstance(dv, list) and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
             raise ConfigError(f"{at(k)}: expected a list of strings")
         params[k] = v

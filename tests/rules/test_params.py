@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from trainwatch import config
+from trainwatch import config, paramcheck
 from trainwatch.errors import ConfigError
 from trainwatch.rules.base import Rule
 from trainwatch.rules.registry import _OURS, registry
@@ -50,11 +50,11 @@ def test_every_builtin_rules_yaml_defaults_are_exactly_its_dataclass(preset: str
             if given:
                 problems.append(f"{rid}: YAML parameters {given} but {cls.__name__} declares none")
             continue
-        declared = dict(config.param_fields(cls.params))
+        declared = dict(paramcheck.param_fields(cls.params))
         missing, extra = set(declared) - set(given), set(given) - set(declared)
         if missing or extra:
             problems.append(f"{rid}: missing {sorted(missing)}, extra {sorted(extra)}")
-        problems += [f"{rid}.{k}: {raw[rid][k]!r} is not {config.type_name(t)}" for k, t in declared.items()
+        problems += [f"{rid}.{k}: {raw[rid][k]!r} is not {paramcheck.type_name(t)}" for k, t in declared.items()
                      if k in raw[rid] and not _fits(raw[rid][k], t)]
     assert not problems
 
@@ -68,7 +68,7 @@ def test_rules_get_instances_of_their_dataclass(preset: str) -> None:
             continue
         params = specs[rid].params
         assert type(params) is cls.params, rid
-        for name, kind in config.param_fields(cls.params):
+        for name, kind in paramcheck.param_fields(cls.params):
             value = getattr(params, name)
             assert isinstance(value, tuple if typing.get_origin(kind) is tuple else kind), (rid, name)
 

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from trainwatch import config, runner
+from trainwatch import config, paramcheck, runner
 from trainwatch.config import RuleSpec
 
 
@@ -34,7 +34,7 @@ def describe(spec: RuleSpec) -> dict[str, Any]:
         d["for"] = str(spec.for_)
     if not spec.keep_firing_for.zero:
         d["keep_firing_for"] = str(spec.keep_firing_for)
-    d.update((k, list(v) if isinstance(v, tuple) else v) for k, v in config.param_items(spec.params)
+    d.update((k, list(v) if isinstance(v, tuple) else v) for k, v in paramcheck.param_items(spec.params)
              if k != "signature")
     d["fixes"] = list(spec.fixes)
     return d
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         rules = []
         for s in specs:
             d = describe(s)
-            types = config.param_types(s.params)
+            types = paramcheck.param_types(s.params)
             if types:  # each parameter's declared type, in the declared order (as the values are)
                 d["param_types"] = types
             rules.append(d)
