@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -153,6 +154,24 @@ def test_unknown_rule_in_config(healthy: Path, tmp_path: Path) -> None:
     assert "rules.no.such.rule" in line and "unknown rule" in line
 
 
+@pytest.mark.parametrize("body, said", [
+    # a typo in a parameter's name
+    ("loss.spike: {ratoi: 3}", "rules.loss.spike.ratoi: unknown key (did you mean 'ratio'?"),
+    # a value of the wrong type: a string for a number, a string for a list of strings
+    ("loss.spike: {ratio: high}", "rules.loss.spike.ratio: expected a number, got 'high'"),
+    ("run.ended_early: {not_fatal: fp16.overflow}",
+     "rules.run.ended_early.not_fatal: expected a list of strings, got 'fp16.overflow'"),
+    # a parameter left without its value
+    ("loss.spike: {window: }", "rules.loss.spike.window: missing value (expected a whole number)"),
+])
+def test_a_bad_rule_parameter_is_one_line_naming_file_rule_and_parameter(healthy: Path, tmp_path: Path,
+                                                                         body: str, said: str) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(f"rules:\n  {body}\n")
+    line = one_line_error(tw("check", "--config", str(cfg), str(healthy)))
+    assert line.startswith(f"trainwatch: error: {cfg}: {said}"), line
+
+
 def test_config_disables_a_rule(tmp_path: Path) -> None:
     p = tmp_path / "run.log"
     p.write_text(HEALTHY + "Step 410: loss=nan, lr=1.00e-04, grad_norm=1.2\n")
@@ -196,6 +215,24 @@ def test_rules_shows_thresholds_in_force(tmp_path: Path) -> None:
     assert next(r for r in over["rules"] if r["id"] == "loss.nonfinite")["severity"] == "warning"
     grpo = json.loads(tw("rules", "--preset", "grpo", "--json").stdout)
     assert grpo["preset"] == "grpo"
+
+
+def test_rules_prints_parameters_in_declared_order_with_their_types() -> None:
+    from trainwatch.rules.loss import LossSpikeParams
+
+    order = [f.name for f in dataclasses.fields(LossSpikeParams)]
+    doc = json.loads(tw("rules", "--json", "--all").stdout)
+    by_id = {r["id"]: r for r in doc["rules"]}
+    spike = by_id["loss.spike"]
+    assert list(spike["param_types"]) == order
+    assert [k for k in spike if k in order] == order
+    assert spike["param_types"]["window"] == "int" and spike["param_types"]["ratio"] == "float"
+    assert by_id["run.ended_early"]["param_types"]["not_fatal"] == "list[str]"
+    assert isinstance(by_id["run.ended_early"]["not_fatal"], list)
+    assert "param_types" not in by_id["error.traceback"]  # a rule without parameters
+    text = tw("rules").stdout.splitlines()
+    shown = text[text.index(next(t for t in text if t.startswith("loss.spike "))) + 1]
+    assert [kv.split("=")[0] for kv in shown.strip().split(", ") if not kv.startswith("keep_firing_for")] == order
 
 
 def test_log_text_cannot_inject_escapes(tmp_path: Path) -> None:

@@ -1,13 +1,17 @@
 """Presets and user config: YAML in, validated dataclasses out, errors that name the file and key.
 
 Resolution order: presets/base.yaml, then the chosen preset (sft, grpo, ebft, pretrain), then
-./trainwatch.yaml when present, then --config. Later files change any key of earlier ones.
+./trainwatch.yaml when present, then --config. Later files change any key of earlier ones. A coded
+rule's parameters are then checked against its parameter dataclass (trainwatch.paramcheck) and handed
+to it typed; an error names the file that last set the key.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -17,6 +21,7 @@ import yaml
 
 from trainwatch.errors import ConfigError
 from trainwatch.model import Severity
+from trainwatch.paramcheck import param_fields, shown, typed_params
 
 PRESETS = ("sft", "grpo", "ebft", "pretrain", "vision")
 META_KEYS = {"enabled", "severity", "family", "title", "fixes", "for", "keep_firing_for", "metric", "above",
@@ -60,7 +65,9 @@ class RuleSpec:
     above: float | None = None
     below: float | None = None
     summary: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
+    params: Any = field(default_factory=dict)
+    """An instance of the rule's parameter dataclass (`Rule.params`), or, for a rule that declares none,
+    a mapping of the YAML's values."""
 
     @property
     def is_range(self) -> bool:
@@ -149,62 +156,118 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origin: str) -> RuleSpec:
-    where = f"{origin}: rules.{rid}"
+def check_plugin_defaults(rid: str, defaults: dict[str, Any], where: str, params: type | None) -> None:
+    """A third-party rule's `defaults` checked as our YAML is (and against its `params` dataclass when it
+    declares one); ConfigError, naming `where`, when they would not load."""
+    origins = _Origins()
+    origins.note({"rules": {rid: defaults}}, where)
+    _build_rule(rid, defaults, defaults, origins, params)
+
+
+@dataclass
+class _Origins:
+    """Which file last set each rule's keys, so that an error names the file to fix."""
+
+    keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    last: dict[str, str] = field(default_factory=dict)  # the last file that names the rule
+    first: dict[str, str] = field(default_factory=dict)  # the first: where its defaults are
+
+    def note(self, data: dict[str, Any], where: str) -> None:
+        rules = data.get("rules")
+        if not isinstance(rules, dict):
+            return
+        for rid, body in rules.items():
+            self.first.setdefault(str(rid), where)
+            self.last[str(rid)] = where
+            for key in body if isinstance(body, dict) else ():
+                self.keys[(str(rid), str(key))] = where
+
+    def of(self, rid: str, key: str = "") -> str:
+        return self.keys.get((rid, key)) or self.last.get(rid, "presets/base.yaml")
+
+    def home(self, rid: str) -> str:
+        return self.first.get(rid, "presets/base.yaml")
+
+
+def _build_rule(rid: str, raw: Any, defaults: dict[str, Any] | None, origins: _Origins,
+                params: type | None = None) -> RuleSpec:
+    """One rule's spec from its merged YAML; `params` is the rule's parameter dataclass, if it has one."""
+    where = f"{origins.of(rid)}: rules.{rid}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a mapping, got {type(raw).__name__}")
+
+    def at(key: str) -> str:
+        return f"{origins.of(rid, key)}: rules.{rid}.{key}"
+
     is_range = "metric" in raw
     if defaults is None and not is_range:
         raise ConfigError(f"{where}: unknown rule", hint="a new rule needs 'metric' and 'above' or 'below'")
-    # a list, not a set: parameters keep the defaults' (the YAML's) order, so `trainwatch rules` prints
+    # a list, not a set: parameters keep the declared (or the YAML's) order, so `trainwatch rules` prints
     # the same text on every run whatever the hash seed
-    known_params = [k for k in (defaults or {}) if k not in META_KEYS]
+    known_params = ([name for name, _ in param_fields(params)] if params is not None
+                    else [k for k in (defaults or {}) if k not in META_KEYS])
     for key in raw:
         if key not in META_KEYS and key not in known_params:
-            allowed = sorted(META_KEYS | set(known_params))
-            raise ConfigError(f"{where}.{key}: unknown key", hint="allowed: " + ", ".join(allowed))
+            raise ConfigError(f"{at(key)}: unknown key", hint=_allowed(str(key), known_params))
     try:
         severity = Severity.parse(str(raw.get("severity", "warning")))
     except ValueError as exc:
-        raise ConfigError(f"{where}.severity: {exc}") from None
+        raise ConfigError(f"{at('severity')}: {exc}") from None
     family = raw.get("family", "loss")
     if family not in FAMILIES:
-        raise ConfigError(f"{where}.family: unknown family {family!r}", hint="one of " + ", ".join(FAMILIES))
+        raise ConfigError(f"{at('family')}: unknown family {family!r}", hint="one of " + ", ".join(FAMILIES))
     fixes = raw.get("fixes", [])
     if not isinstance(fixes, list) or not all(isinstance(f, str) for f in fixes):
-        raise ConfigError(f"{where}.fixes: expected a list of strings")
+        raise ConfigError(f"{at('fixes')}: expected a list of strings")
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):
-        raise ConfigError(f"{where}.enabled: expected true or false, got {enabled!r}")
-    params: dict[str, Any] = {}
-    for k in known_params:
-        v = raw.get(k)
-        dv = (defaults or {}).get(k)
-        if isinstance(dv, (int, float)) and not isinstance(dv, bool):
-            v = _number(v, f"{where}.{k}")
-            if isinstance(dv, int) and float(v).is_integer():
-                v = int(v)
-        elif isinstance(dv, bool) and not isinstance(v, bool):
-            raise ConfigError(f"{where}.{k}: expected true or false, got {v!r}")
-        elif isinstance(dv, list) and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
-            raise ConfigError(f"{where}.{k}: expected a list of strings")
-        params[k] = v
+        raise ConfigError(f"{at('enabled')}: expected true or false, got {shown(enabled)}")
+    if params is not None:
+        typed = typed_params(params, raw, at, f"{origins.home(rid)}: rules.{rid}")
+    else:
+        typed = _untyped_params(known_params, raw, defaults or {}, at)
     spec = RuleSpec(
         id=rid, severity=severity, family=family, title=str(raw.get("title", rid)), fixes=tuple(fixes),
-        enabled=enabled, summary=str(raw.get("summary", "")), params=params,
-        for_=parse_duration(raw.get("for", 0), f"{where}.for"),
-        keep_firing_for=parse_duration(raw.get("keep_firing_for", 0), f"{where}.keep_firing_for"),
+        enabled=enabled, summary=str(raw.get("summary", "")), params=typed,
+        for_=parse_duration(raw.get("for", 0), at("for")),
+        keep_firing_for=parse_duration(raw.get("keep_firing_for", 0), at("keep_firing_for")),
     )
     if is_range:
         metric = raw.get("metric")
         if not isinstance(metric, str) or not metric:
-            raise ConfigError(f"{where}.metric: expected a metric name")
+            raise ConfigError(f"{at('metric')}: expected a metric name")
         spec.metric = metric
-        spec.above = _number(raw["above"], f"{where}.above") if raw.get("above") is not None else None
-        spec.below = _number(raw["below"], f"{where}.below") if raw.get("below") is not None else None
+        spec.above = _number(raw["above"], at("above")) if raw.get("above") is not None else None
+        spec.below = _number(raw["below"], at("below")) if raw.get("below") is not None else None
         if spec.above is None and spec.below is None:
             raise ConfigError(f"{where}: a range rule needs 'above' or 'below'")
     return spec
+
+
+def _allowed(key: str, params: list[str]) -> str:
+    """The hint for an unknown key: the nearest known name (a typo, most often) and the whole list."""
+    close = difflib.get_close_matches(key, params + sorted(META_KEYS), n=1, cutoff=0.75)
+    listed = "parameters: " + (", ".join(params) if params else "none")
+    return (f"did you mean {close[0]!r}? " if close else "") + listed + "; settings: " + ", ".join(sorted(META_KEYS))
+
+
+def _untyped_params(names: list[str], raw: dict[str, Any], defaults: dict[str, Any],
+                    at: Callable[[str], str]) -> dict[str, Any]:
+    """A rule without a parameter dataclass (a third party's, say): each value of the kind of its default."""
+    params: dict[str, Any] = {}
+    for k in names:
+        v = raw.get(k)
+        dv = defaults.get(k)
+        if isinstance(dv, (int, float)) and not isinstance(dv, bool):
+            v = _number(v, at(k))
+            if isinstance(dv, int) and float(v).is_integer():
+                v = int(v)
+        elif isinstance(dv, bool) and not isinstance(v, bool):
+            raise ConfigError(f"{at(k)}: expected true or false, got {shown(v)}")
+        elif isinstance(dv, list) and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise ConfigError(f"{at(k)}: expected a list of strings")
+        params[k] = v
+    return params
 
 
 def _build_inhibit(raw: Any, origin: str) -> list[Inhibit]:
@@ -223,23 +286,30 @@ def _build_inhibit(raw: Any, origin: str) -> list[Inhibit]:
 
 
 def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
-    """The configuration in force: base, preset, then each user file in order."""
+    """The configuration in force: base, preset, then each user file in order. Every coded rule's
+    parameters are checked against its parameter dataclass here, once, and handed over typed."""
     origin = "presets/base.yaml"
+    origins = _Origins()
     base: dict[str, Any] = {}
     for name in _base_files():
         part = _read_yaml(_packaged(f"presets/{name}"), f"presets/{name}")
+        origins.note(part, f"presets/{name}")
         if isinstance(part.get("inhibit"), list) and isinstance(base.get("inhibit"), list):
             part = dict(part, inhibit=base["inhibit"] + part["inhibit"])  # each part adds its own
         base = _merge(base, part)
-    from trainwatch.rules.registry import plugin_defaults  # here: the rules import this module
+    from trainwatch.rules.registry import plugin_defaults, registry  # here: the rules import this module
 
-    plugins = plugin_defaults()
-    if plugins:
-        base = _merge(base, {"rules": {rid: d for rid, d in plugins.items() if rid not in base.get("rules", {})}})
-    merged = _merge(base, _read_yaml(preset_text(preset), f"presets/{preset}.yaml"))
+    coded = registry()
+    for rid, d in plugin_defaults().items():
+        if rid not in base.get("rules", {}):
+            cls = coded[rid]
+            origins.note({"rules": {rid: d}}, f"{cls.__module__}.{cls.__qualname__}.defaults")
+            base = _merge(base, {"rules": {rid: d}})
+    preset_data = _read_yaml(preset_text(preset), f"presets/{preset}.yaml")
+    origins.note(preset_data, f"presets/{preset}.yaml")
+    merged = _merge(base, preset_data)
     defaults = {rid: spec for rid, spec in base.get("rules", {}).items()}
     files = [origin, f"presets/{preset}.yaml"]
-    user_rule_origin: dict[str, str] = {}
     for path in user_files or []:
         try:
             text = Path(path).read_text(encoding="utf-8")
@@ -252,8 +322,7 @@ def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
         overrides = data.get("rules", {})
         if not isinstance(overrides, dict):
             raise ConfigError(f"{path}: rules: expected a mapping of rule id to settings")
-        for rid in overrides:
-            user_rule_origin[rid] = str(path)
+        origins.note(data, str(path))
         if "aliases" in data and not isinstance(data["aliases"], dict):
             raise ConfigError(f"{path}: aliases: expected a mapping of metric name to canonical name")
         if "inhibit" in data:
@@ -264,6 +333,7 @@ def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
         files.append(str(path))
     rules: dict[str, RuleSpec] = {}
     for rid, raw in merged.get("rules", {}).items():
-        rules[rid] = _build_rule(str(rid), raw, defaults.get(rid), user_rule_origin.get(rid, origin))
+        known = coded.get(str(rid))
+        rules[rid] = _build_rule(str(rid), raw, defaults.get(rid), origins, known.params if known else None)
     aliases = {str(k): str(v) for k, v in merged.get("aliases", {}).items()}
     return Config(preset, rules, _build_inhibit(merged.get("inhibit", []), origin), files, aliases)

@@ -15,14 +15,14 @@ def test_presets_load_and_differ_as_intended():
     c = {p: config.load(p) for p in config.PRESETS}
     assert c["sft"].rules["grad.range"].above == 10.0 and c["sft"].rules["grad.range"].below == 0.1
     assert c["grpo"].rules["grad.range"].above == 1.0 and c["grpo"].rules["grad.range"].below == 0.001
-    assert c["sft"].rules["grad.spike"].params["unstable_above"] == 100.0
-    assert c["grpo"].rules["grad.spike"].params["unstable_above"] == 10.0
+    assert c["sft"].rules["grad.spike"].params.unstable_above == 100.0
+    assert c["grpo"].rules["grad.spike"].params.unstable_above == 10.0
     assert c["sft"].rules["loss.level"].enabled and not c["grpo"].rules["loss.level"].enabled
     assert not c["pretrain"].rules["loss.level"].enabled
     assert c["grpo"].rules["rl.entropy_collapse"].enabled and not c["sft"].rules["rl.entropy_collapse"].enabled
     assert not c["grpo"].rules["loss.spike"].enabled  # GRPO loss may be negative and noisy
     assert c["ebft"].rules["ebft.diversity"].enabled and not c["sft"].rules["ebft.diversity"].enabled
-    assert c["pretrain"].rules["loss.plateau"].params["expected_max"] == 4.0
+    assert c["pretrain"].rules["loss.plateau"].params.expected_max == 4.0
 
 
 def test_every_rule_has_title_family_fixes_and_code_or_range():
@@ -45,7 +45,7 @@ def test_user_override_and_disable(tmp_path):
     f = tmp_path / "tw.yaml"
     f.write_text("rules:\n  loss.spike: {ratio: 3, window: 30}\n  lr.zero: {enabled: false}\n")
     c = config.load("sft", [f])
-    assert c.rules["loss.spike"].params["ratio"] == 3.0 and c.rules["loss.spike"].params["window"] == 30
+    assert c.rules["loss.spike"].params.ratio == 3.0 and c.rules["loss.spike"].params.window == 30
     assert not c.rules["lr.zero"].enabled
     r = Run("sft", [f])
     for s in range(1, 10):

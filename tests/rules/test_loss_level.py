@@ -34,7 +34,7 @@ def test_a_tiny_final_loss_gets_only_the_too_low_fixes() -> None:
 def test_the_fixes_per_direction_are_configurable_lists(tmp_path) -> None:  # type: ignore[no-untyped-def]
     good = tmp_path / "ok.yaml"
     good.write_text("rules:\n  loss.level: {fixes_high: ['Ask the data team']}\n")
-    assert config.load("sft", [good]).rules["loss.level"].params["fixes_high"] == ["Ask the data team"]
+    assert config.load("sft", [good]).rules["loss.level"].params.fixes_high == ("Ask the data team",)
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules:\n  loss.level: {fixes_high: 3}\n")
     with pytest.raises(ConfigError, match="fixes_high: expected a list of strings"):

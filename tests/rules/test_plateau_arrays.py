@@ -32,7 +32,7 @@ def _config(**params: float) -> config.Config:
     rules = {}
     for k, spec in cfg.rules.items():
         if k in IDS:
-            rules[k] = dataclasses.replace(spec, params={**spec.params, **params.get(k, {})})  # type: ignore[arg-type]
+            rules[k] = dataclasses.replace(spec, params=dataclasses.replace(spec.params, **params.get(k, {})))  # type: ignore[arg-type]
         else:
             rules[k] = dataclasses.replace(spec, enabled=False)
     return dataclasses.replace(cfg, rules=rules)

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from trainwatch import config, runner
+from trainwatch import config, paramcheck, runner
 from trainwatch.config import RuleSpec
 
 
@@ -34,7 +34,8 @@ def describe(spec: RuleSpec) -> dict[str, Any]:
         d["for"] = str(spec.for_)
     if not spec.keep_firing_for.zero:
         d["keep_firing_for"] = str(spec.keep_firing_for)
-    d.update({k: v for k, v in spec.params.items() if k != "signature"})
+    d.update((k, list(v) if isinstance(v, tuple) else v) for k, v in paramcheck.param_items(spec.params)
+             if k != "signature")
     d["fixes"] = list(spec.fixes)
     return d
 
@@ -79,19 +80,23 @@ def run(args: argparse.Namespace) -> int:
     cfg = config.load(args.preset, runner.config_files(args.config))
     specs = [s for s in cfg.rules.values() if s.enabled or args.all]
     if args.json:
-        json.dump({"preset": cfg.preset, "files": cfg.files, "rules": [describe(s) for s in specs]},
-                  sys.stdout, indent=2)
+        rules = []
+        for s in specs:
+            d = describe(s)
+            types = paramcheck.param_types(s.params)
+            if types:  # each parameter's declared type, in the declared order (as the values are)
+                d["param_types"] = types
+            rules.append(d)
+        json.dump({"preset": cfg.preset, "files": cfg.files, "rules": rules}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     out = sys.stdout
     out.write(f"preset {cfg.preset}; from {', '.join(cfg.files)}\n\n")
     for s in sorted(specs, key=lambda s: (s.family, s.id)):
-        d = describe(s)
-        keys = [k for k in d if k not in ("id", "enabled", "severity", "family", "title", "fixes")
-                and not k.startswith("fixes_")]  # fixes by case (loss.level's low/high): in --json
-        settings = ", ".join(f"{k}={d[k]}" for k in keys)
+        # fixes by case (loss.level's low/high) are text for people, in --json
+        shown = ", ".join(f"{k}={v}" for k, v in settings(s).items())
         off = "" if s.enabled else "  (disabled)"
         out.write(f"{s.id:28} {s.severity.label:8} {s.family:7} {s.title}{off}\n")
-        if settings:
-            out.write(f"{'':28} {settings}\n")
+        if shown:
+            out.write(f"{'':28} {shown}\n")
     return 0

@@ -1,7 +1,8 @@
 """Rules built from the config: coded rules by id (trainwatch.rules.registry), range rules from YAML alone.
 
-A new coded rule is one module with a Rule subclass marked `@register("its.id")`, its module named in
-registry.BUILTIN_MODULES, and its defaults, title and fixes in presets/base.yaml.
+A new coded rule is one module with a Rule subclass marked `@register("its.id")` whose `params` names
+its parameter dataclass (types only), its module named in registry.BUILTIN_MODULES, and its defaults,
+title and fixes in presets/base.yaml.
 """
 
 from __future__ import annotations

@@ -61,6 +61,11 @@ class Rule:
     """Event kinds that trigger `on_event`."""
     ticks: ClassVar[bool] = False
     """Whether `on_tick` runs on the clock (stall and other time-based rules)."""
+    params: ClassVar[type | None] = None
+    """The rule's parameter dataclass (typed fields, no defaults: those live in the YAML). The config
+    checks the YAML against it at load and hands the rule an instance as `self.p`; without one, `self.p`
+    is the YAML's untyped mapping."""
+    p: Any
 
     def __init__(self, spec: RuleSpec) -> None:
         self.spec = spec

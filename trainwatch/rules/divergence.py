@@ -63,6 +63,22 @@ class _Verdicts:
     last: np.ndarray  # per new row, the value an alert shows as its latest
 
 
+@dataclass(frozen=True)
+class LossDivergingParams:
+    """Parameters of loss.diverging; their meaning and defaults are in presets/base.yaml."""
+
+    window: int
+    window_fraction: float
+    min_history: int
+    rise_ratio: float
+    rise_noise: float
+    min_rise: float
+    persist: float
+    fast_window: int
+    fast_ratio: float
+    onset_scan: int
+
+
 @register("loss.diverging")
 class LossDiverging(ArrayRule):
     """The robust level of the loss (a rolling median) climbs far above its lowest value so far.
@@ -73,6 +89,8 @@ class LossDiverging(ArrayRule):
     of the low, found once the divergence is certain."""
 
     id = "loss.diverging"
+    params = LossDivergingParams
+    p: LossDivergingParams
     watches = ("loss",)
     history = 0  # the rule carries the rows it needs itself (RowTail): the onset looks further back
 
@@ -121,8 +139,8 @@ class LossDiverging(ArrayRule):
         (0 with too few) and how many points the window held. The runs (and so the window sizes) are
         found by replaying the restarts over the steps; the window is what `Series.tail` gave."""
         p = self.p
-        trusted, frac, cap = int(p["min_history"]), float(p["window_fraction"]), int(p["window"])
-        fast_n = int(p["fast_window"])
+        trusted, frac, cap = p.min_history, p.window_fraction, p.window
+        fast_n = p.fast_window
         m = len(steps) - held
         # the finite count of the current run at each new row: restarts (a step going back) move its base
         restart = np.diff(restarts(steps[held:], st.last_step), prepend=0) > 0
@@ -166,10 +184,10 @@ class LossDiverging(ArrayRule):
         """The state machine over the new rows. The state lives in local variables while it runs (this is
         the one loop per row the rule has) and goes back into `st` around an opening and at the end."""
         p = self.p
-        trusted = int(p["min_history"])
-        rise_ratio, rise_noise, persist = float(p["rise_ratio"]), float(p["rise_noise"]), float(p["persist"])
-        fast_ratio = float(p["fast_ratio"])
-        fast_what = f"the median of its last {p['fast_window']} points"
+        trusted = p.min_history
+        rise_ratio, rise_noise, persist = p.rise_ratio, p.rise_noise, p.persist
+        fast_ratio = p.fast_ratio
+        fast_what = f"the median of its last {p.fast_window} points"
         inf = math.inf
         values_new = values[held:].tolist()
         early, best = st.early, st.best
@@ -246,7 +264,7 @@ class LossDiverging(ArrayRule):
     def _floor(self, head: list[float]) -> float:
         """A rise smaller than this share of where the run began is not divergence, however tiny the
         noise: a loss memorised to 0.001 that wobbles to 0.01 has not diverged."""
-        return float(self.p["min_rise"]) * abs(median(head)) if head else 0.0
+        return self.p.min_rise * abs(median(head)) if head else 0.0
 
     def _open(self, st: _Trend, steps: np.ndarray, values: np.ndarray, row: int, n: int, low: _Low,
               ratio_needed: float, level: float, what: str, ref: float, out: _Verdicts, i: int) -> None:
@@ -276,8 +294,8 @@ class LossDiverging(ArrayRule):
         points since half a window before the low (a rolling median lags the curve by about that much),
         or since the previous episode ended. Runs once per episode, over the finite points the store
         held at `row`."""
-        w = scaled_window(n, float(self.p["window_fraction"]), 1, int(self.p["window"]))
-        k = min(n, int(self.p["onset_scan"]))
+        w = scaled_window(n, self.p.window_fraction, 1, self.p.window)
+        k = min(n, self.p.onset_scan)
         pts: list[Point] = []
         if k > 0:
             held = min(row + 1, RECENT_POINTS)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,16 @@ from trainwatch.rules.base import RuleContext
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Series
 from trainwatch.rules.registry import register
+
+
+@dataclass(frozen=True)
+class Fp16OverflowParams:
+    """Parameters of fp16.overflow; their meaning and defaults are in presets/base.yaml."""
+
+    min_events: int
+    window_steps: int
+    min_scale: float
+    calibration_gap: int
 
 
 @register("fp16.overflow")
@@ -36,6 +47,8 @@ class Fp16Overflow(ArrayRule):
     """
 
     id = "fp16.overflow"
+    params = Fp16OverflowParams
+    p: Fp16OverflowParams
     watches = ("loss_scale",)
     events = (EventKind.INFO,)
 
@@ -64,7 +77,7 @@ class Fp16Overflow(ArrayRule):
             self._range[w.source] = (series, float(lo_at[-1]), float(hi_at[-1]))
         self._max[w.source] = hi_at
         with np.errstate(invalid="ignore"):
-            out = finite & (v <= float(self.p["min_scale"]))
+            out = finite & (v <= self.p.min_scale)
         state = ctx.sources.get(w.source)
         if not (state and state.facts.get("precision") == "fp16"):
             out &= hi_at > lo_at  # a scale that has moved: a dynamic scaler, so fp16
@@ -84,7 +97,7 @@ class Fp16Overflow(ArrayRule):
         if q and step < q[-1]:
             q.clear()  # the step counter went back (a resume): count the new run's overflows
         q.append(step)
-        window = int(self.p["window_steps"])
+        window = self.p.window_steps
         while q[0] <= step - window:  # O(1) per event: steps older than the window leave
             q.popleft()
         recent = len(q)
@@ -94,12 +107,12 @@ class Fp16Overflow(ArrayRule):
                               "line": event.line}
         if isinstance(scale, (int, float)):
             ev["loss_scale"] = scale
-            if scale <= float(self.p["min_scale"]):
+            if scale <= self.p.min_scale:
                 return Finding(message=f"loss scale reduced to {fmt(scale)} after {total} overflows",
                                subject="fp16.overflow", evidence=ev)
         if self._calibrating(event.source, step, window, scale):
             return None
-        if recent < int(self.p["min_events"]):
+        if recent < self.p.min_events:
             return None
         tail = f", loss scale now {fmt(scale)}" if isinstance(scale, (int, float)) else ""
         return Finding(message=f"{recent} gradient overflows (skipped steps) within {window} steps{tail}",
@@ -125,7 +138,7 @@ class Fp16Overflow(ArrayRule):
         if isinstance(scale, (int, float)) and isinstance(last_scale, (int, float)):
             streak = scale < last_scale and step - last_step <= window
         else:
-            streak = step - last_step <= int(self.p["calibration_gap"])
+            streak = step - last_step <= self.p.calibration_gap
         if streak:
             self._calibration[source] = (step, scale)
             return True

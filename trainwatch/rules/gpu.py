@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
+from trainwatch.rules.params import SilenceParams
 from trainwatch.rules.stall import StepClock
 from trainwatch.timefmt import span
 from trainwatch.sources.gpu import throttle_names
@@ -44,8 +46,19 @@ def _device(series: Series) -> str:
     return series.name.split("/", 1)[0]
 
 
+@dataclass(frozen=True)
+class GpuSilenceParams(SilenceParams):
+    """The stall warning's limits, and the GPU readings that count: this many seconds' worth, at least
+    this many of them."""
+
+    window_s: float
+    min_readings: int
+
+
 class _StallCorrelation(Rule):
     """A log source silent past the stall warning level, judged together with the GPUs."""
+
+    p: GpuSilenceParams
 
     events = (EventKind.EVAL_START, EventKind.CHECKPOINT, EventKind.TRACEBACK)
     ticks = True
@@ -77,10 +90,10 @@ class _StallCorrelation(Rule):
             return None
         p = self.p
         typical = self.steps.typical(name)
-        if typical is None or self.steps.samples(name) < int(p["min_intervals"]):
-            limit = float(p["unlearned_warn_s"])
+        if typical is None or self.steps.samples(name) < p.min_intervals:
+            limit = p.unlearned_warn_s
         else:
-            limit = max(float(p["warn_factor"]) * typical, float(p["warn_floor_s"]))
+            limit = max(p.warn_factor * typical, p.warn_floor_s)
         silence = ctx.now - st.last_progress_at
         return silence if silence >= limit else None
 
@@ -88,18 +101,27 @@ class _StallCorrelation(Rule):
         raise NotImplementedError
 
 
+@dataclass(frozen=True)
+class GpuStoppedParams(GpuSilenceParams):
+    """Parameters of hang.stopped; their meaning and defaults are in presets/base-live.yaml."""
+
+    util_idle: float
+
+
 @register("hang.stopped")
 class GpuStopped(_StallCorrelation):
     id = "hang.stopped"
+    params = GpuStoppedParams
+    p: GpuStoppedParams
 
     def judge(self, ctx: RuleContext, keys: list[str], silence: float, st: SourceState) -> Finding | None:
         means = {}
         for k in keys:
-            w = window(ctx.store, k, "util", ctx.now, float(self.p["window_s"]))
-            if len(w) < int(self.p["min_readings"]):
+            w = window(ctx.store, k, "util", ctx.now, self.p.window_s)
+            if len(w) < self.p.min_readings:
                 return None
             means[k] = _mean(w)
-        if not all(m <= float(self.p["util_idle"]) for m in means.values()):
+        if not all(m <= self.p.util_idle for m in means.values()):
             return None
         shown = ", ".join(f"{k} {m:.0f}%" for k, m in means.items())
         return Finding(message=f"no new step for {span(silence)} after step {st.step} and the GPUs are idle "
@@ -108,22 +130,32 @@ class GpuStopped(_StallCorrelation):
                        evidence={"silence_s": round(silence, 1), "util": means, "last_line": st.last_line[:300]})
 
 
+@dataclass(frozen=True)
+class GpuCollectiveParams(GpuSilenceParams):
+    """Parameters of hang.collective; their meaning and defaults are in presets/base-live.yaml."""
+
+    util_busy: float
+    power_frac: float
+
+
 @register("hang.collective")
 class GpuCollective(_StallCorrelation):
     id = "hang.collective"
+    params = GpuCollectiveParams
+    p: GpuCollectiveParams
 
     def judge(self, ctx: RuleContext, keys: list[str], silence: float, st: SourceState) -> Finding | None:
         shown = []
         evidence: dict[str, dict[str, float]] = {}
         for k in keys:
-            util = window(ctx.store, k, "util", ctx.now, float(self.p["window_s"]))
-            power = window(ctx.store, k, "power", ctx.now, float(self.p["window_s"]))
+            util = window(ctx.store, k, "util", ctx.now, self.p.window_s)
+            power = window(ctx.store, k, "power", ctx.now, self.p.window_s)
             limit_s = ctx.store.get(f"{k}/power_limit", GPU_SOURCE)
-            if len(util) < int(self.p["min_readings"]) or not power or limit_s is None or not limit_s.recent:
+            if len(util) < self.p.min_readings or not power or limit_s is None or not limit_s.recent:
                 return None
             limit = limit_s.recent[-1].value
             u, pw = _mean(util), _mean(power)
-            if limit <= 0 or u < float(self.p["util_busy"]) or pw > float(self.p["power_frac"]) * limit:
+            if limit <= 0 or u < self.p.util_busy or pw > self.p.power_frac * limit:
                 return None
             shown.append(f"{k} {u:.0f}% at {pw:.0f}/{limit:.0f} W")
             evidence[k] = {"util": u, "power": pw, "power_limit": limit}
@@ -133,9 +165,18 @@ class GpuCollective(_StallCorrelation):
                        evidence={"silence_s": round(silence, 1), "gpus": evidence, "last_line": st.last_line[:300]})
 
 
+@dataclass(frozen=True)
+class NearOomParams:
+    """Parameters of oom.near; their meaning and defaults are in presets/base-live.yaml."""
+
+    near_frac: float
+
+
 @register("oom.near")
 class NearOom(Rule):
     id = "oom.near"
+    params = NearOomParams
+    p: NearOomParams
     watches = ("gpu*/mem_used",)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
@@ -145,15 +186,28 @@ class NearOom(Rule):
             return None
         t = total.recent[-1].value
         frac = point.value / t
-        if frac <= float(self.p["near_frac"]):
+        if frac <= self.p.near_frac:
             return None
         return Finding(message=f"{key} memory {point.value / 1024:.1f} of {t / 1024:.1f} GiB used ({frac:.0%})",
                        subject=key, evidence={"gpu": key, "used_mib": point.value, "total_mib": t, "fraction": frac})
 
 
+@dataclass(frozen=True)
+class MemoryCreepParams:
+    """Parameters of oom.creep; their meaning and defaults are in presets/base-live.yaml."""
+
+    min_readings: int
+    min_span_s: float
+    segments: int
+    min_rise_frac: float
+    every: int
+
+
 @register("oom.creep")
 class MemoryCreep(Rule):
     id = "oom.creep"
+    params = MemoryCreepParams
+    p: MemoryCreepParams
     watches = ("gpu*/mem_used",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -165,19 +219,19 @@ class MemoryCreep(Rule):
         key = _device(series)
         n = self._seen.get(key, 0) + 1
         self._seen[key] = n
-        if n % max(1, int(self.p["every"])) and key in self._last:
+        if n % max(1, self.p.every) and key in self._last:
             return self._last[key]  # between judgements the verdict stands
         self._last[key] = verdict = self._judge(ctx, series, key)
         return verdict
 
     def _judge(self, ctx: RuleContext, series: Series, key: str) -> Finding | None:
         pts = list(series.recent)
-        if len(pts) < int(self.p["min_readings"]):
+        if len(pts) < self.p.min_readings:
             return None
         t0, t1 = pts[0].time, pts[-1].time
-        if t0 is None or t1 is None or t1 - t0 < float(self.p["min_span_s"]):
+        if t0 is None or t1 is None or t1 - t0 < self.p.min_span_s:
             return None
-        parts = max(2, int(self.p["segments"]))
+        parts = max(2, self.p.segments)
         size = len(pts) // parts
         lows = [min(p.value for p in pts[i * size:(i + 1) * size]) for i in range(parts)]
         if any(b < a for a, b in zip(lows, lows[1:])):
@@ -185,12 +239,26 @@ class MemoryCreep(Rule):
         total = ctx.store.get(f"{key}/mem_total", GPU_SOURCE)
         cap = total.recent[-1].value if total is not None and total.recent else max(p.value for p in pts)
         rise = lows[-1] - lows[0]
-        if cap <= 0 or rise < float(self.p["min_rise_frac"]) * cap:
+        if cap <= 0 or rise < self.p.min_rise_frac * cap:
             return None
         return Finding(message=f"{key} memory rose {rise / 1024:.1f} GiB over {span(t1 - t0)} without falling back "
                                f"({lows[0] / 1024:.1f} -> {lows[-1] / 1024:.1f} of {cap / 1024:.1f} GiB)",
                        subject=key, evidence={"gpu": key, "from_mib": lows[0], "to_mib": lows[-1],
                                               "total_mib": cap, "span_s": t1 - t0})
+
+
+@dataclass(frozen=True)
+class StarvedParams:
+    """Parameters of speed.starved; their meaning and defaults are in presets/base-live.yaml."""
+
+    window: int
+    active_factor: float
+    active_floor_s: float
+    active_s: float
+    low_util: float
+    sawtooth_low: float
+    sawtooth_high: float
+    sawtooth_frac: float
 
 
 @register("speed.starved")
@@ -204,6 +272,8 @@ class Starved(Rule):
     """
 
     id = "speed.starved"
+    params = StarvedParams
+    p: StarvedParams
     watches = ("gpu*/util",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -212,7 +282,7 @@ class Starved(Rule):
         self._steps: dict[str, tuple[float, deque[float]]] = {}  # source -> (last progress, step gaps)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        n = int(self.p["window"])
+        n = self.p.window
         key = _device(series)
         now = point.time if point.time is not None else ctx.now
         if not self._log_advancing(ctx, now):
@@ -225,10 +295,10 @@ class Starved(Rule):
             return None
         values = list(q)
         mean = _mean(values)
-        low = sum(v <= float(self.p["sawtooth_low"]) for v in values) / n
-        high = sum(v >= float(self.p["sawtooth_high"]) for v in values) / n
-        frac = float(self.p["sawtooth_frac"])
-        if mean < float(self.p["low_util"]):
+        low = sum(v <= self.p.sawtooth_low for v in values) / n
+        high = sum(v >= self.p.sawtooth_high for v in values) / n
+        frac = self.p.sawtooth_frac
+        if mean < self.p.low_util:
             how = f"mean utilisation {mean:.0f}%"
         elif low >= frac and high >= frac:
             how = f"saw-tooth utilisation (idle {low:.0%} of the time, busy {high:.0%}, mean {mean:.0f}%)"
@@ -246,9 +316,9 @@ class Starved(Rule):
                 continue
             last, gaps = self._learn(name, st.last_progress_at)
             if len(gaps) >= 2:
-                allowed = max(float(self.p["active_factor"]) * median(list(gaps)), float(self.p["active_floor_s"]))
+                allowed = max(self.p.active_factor * median(list(gaps)), self.p.active_floor_s)
             else:
-                allowed = float(self.p["active_s"])
+                allowed = self.p.active_s
             if now - last <= allowed:
                 advancing = True
         return advancing
@@ -264,13 +334,22 @@ class Starved(Rule):
         return known
 
 
+@dataclass(frozen=True)
+class ThrottleParams:
+    """Parameters of gpu.throttle; their meaning and defaults are in presets/base-live.yaml."""
+
+    reasons: tuple[str, ...]
+
+
 @register("gpu.throttle")
 class Throttle(Rule):
     id = "gpu.throttle"
+    params = ThrottleParams
+    p: ThrottleParams
     watches = ("gpu*/throttle",)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        bad = {r.strip() for r in str(self.p["reasons"]).split(",") if r.strip()}
+        bad = set(self.p.reasons)
         active = [r for r in throttle_names(point.value) if r in bad]
         if not active:
             return None

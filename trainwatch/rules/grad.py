@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,6 +45,19 @@ def _nonfinite(v: float, step: int, nan_count: int, inf_count: int) -> Finding:
                    evidence={"value": v, "step": step, "nan_count": nan_count, "inf_count": inf_count})
 
 
+@dataclass(frozen=True)
+class GradSpikeParams:
+    """Parameters of grad.spike; their meaning and defaults are in presets/base.yaml."""
+
+    window: int
+    min_history: int
+    ratio: float
+    mad_k: float
+    unstable_above: float
+    early_history: int
+    early_ratio: float
+
+
 @register("grad.spike")
 class GradSpike(ArrayRule):
     """grad_norm far above its recent median (robustly), or above the preset's instability line.
@@ -53,6 +67,8 @@ class GradSpike(ArrayRule):
     (or too few points exist for a noise estimate)."""
 
     id = "grad.spike"
+    params = GradSpikeParams
+    p: GradSpikeParams
     watches = ("grad_norm",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -63,21 +79,21 @@ class GradSpike(ArrayRule):
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         tail = self._recent.get(w.source)
         if tail is None:
-            tail = self._recent[w.source] = RowTail(scan_reach(int(self.p["window"])))
+            tail = self._recent[w.source] = RowTail(scan_reach(self.p.window))
         _, v, s = tail.extend(ctx.series(w.name, w.source), w.step[w.start:], w.new)
         self._judged[w.source] = (v, s - w.start)
         fin = np.isfinite(v)
         want = np.zeros(len(v), dtype=np.int64)
-        want[s:] = int(self.p["window"])
+        want[s:] = self.p.window
         count = before_counts(fin, want)
         med = np.full(len(v), np.nan)
         med[fin] = trailing_median(v[fin], count[fin], include_self=False)
         vn, cn, mn, fn = v[s:], count[s:], med[s:], fin[s:]
         with np.errstate(invalid="ignore"):
-            out = fn & (vn > float(self.p["unstable_above"]))
+            out = fn & (vn > self.p.unstable_above)
             # a little slack: the rows it lets through are judged exactly below, one by one
-            ratio = (cn >= int(self.p["min_history"])) & (mn > 0) & (vn >= float(self.p["ratio"]) * mn * (1 - 1e-9))
-        early = (cn >= max(int(self.p["early_history"]), 1)) & (cn < int(self.p["min_history"]))
+            ratio = (cn >= self.p.min_history) & (mn > 0) & (vn >= self.p.ratio * mn * (1 - 1e-9))
+        early = (cn >= max(self.p.early_history, 1)) & (cn < self.p.min_history)
         step = w.step[w.start:]
         for j in np.flatnonzero(fn & (ratio | early)):
             out[j] = self._judge(v, s + int(j), int(step[j])) is not None
@@ -92,18 +108,18 @@ class GradSpike(ArrayRule):
     def _judge(self, values: np.ndarray, row: int, step: int) -> Finding | None:
         """The verdict at `row` of `values`, from the same numbers the row-at-a-time rule used."""
         v = float(values[row])
-        prev = before_values(values, row, int(self.p["window"]))
-        unstable = float(self.p["unstable_above"])
+        prev = before_values(values, row, self.p.window)
+        unstable = self.p.unstable_above
         med = median(prev) if prev else math.nan
         ev = {"value": v, "baseline": med, "step": step}
-        if len(prev) >= int(self.p["min_history"]) and med > 0:
-            if v >= float(self.p["ratio"]) * med and v - med >= float(self.p["mad_k"]) * mad_sigma(prev, med):
+        if len(prev) >= self.p.min_history and med > 0:
+            if v >= self.p.ratio * med and v - med >= self.p.mad_k * mad_sigma(prev, med):
                 ev["ratio"] = v / med
                 return Finding(message=f"grad_norm {fmt(v)} at step {step} is {v / med:.0f}x its recent "
                                        f"median {fmt(med)}", evidence=ev)
-        elif prev and int(self.p["early_history"]) <= len(prev) < int(self.p["min_history"]) and min(prev) > 0:
+        elif prev and self.p.early_history <= len(prev) < self.p.min_history and min(prev) > 0:
             top = max(prev)  # too few points for a noise estimate: far above every earlier one only
-            if v >= float(self.p["early_ratio"]) * top:
+            if v >= self.p.early_ratio * top:
                 ev["ratio"] = v / med
                 ev["max_before"] = top
                 return Finding(message=f"grad_norm {fmt(v)} at step {step} is {v / top:.0f}x the highest of "

@@ -43,11 +43,22 @@ def _int(facts: dict[str, Any], *keys: str) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class LossNonFiniteParams:
+    """Parameters of loss.nonfinite; their meaning and defaults are in presets/base.yaml."""
+
+    lookback: int
+    baseline: int
+    spike_ratio: float
+
+
 @register("loss.nonfinite")
 class LossNonFinite(ArrayRule):
     """Train or eval loss is NaN/Inf; the grad-norm just before says blow-up or bad sample."""
 
     id = "loss.nonfinite"
+    params = LossNonFiniteParams
+    p: LossNonFiniteParams
     watches = ("loss", "eval_loss")
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -103,7 +114,7 @@ class LossNonFinite(ArrayRule):
         if g is None:
             ev["diagnosis"] = "unknown"
             return "", ()
-        look, base = _grad_before(g, step, int(self.p["lookback"]), int(self.p["baseline"]))
+        look, base = _grad_before(g, step, self.p.lookback, self.p.baseline)
         ev["grad_norm_before"] = [p.value for p in look]
         bad = [p for p in look if not math.isfinite(p.value)]
         if bad:
@@ -116,7 +127,7 @@ class LossNonFinite(ArrayRule):
         ref = median([p.value for p in base]) if base else None
         peak = max(look, key=lambda p: p.value)
         ev["grad_norm_baseline"] = ref
-        if ref is not None and ref > 0 and peak.value > float(self.p["spike_ratio"]) * ref:
+        if ref is not None and ref > 0 and peak.value > self.p.spike_ratio * ref:
             ev["diagnosis"] = "blow-up"
             return (f"optimisation blow-up (grad_norm spiked to {fmt(peak.value)} at step {peak.step}, "
                     f"{peak.value / ref:.1f}x its median {fmt(ref)})", BLOWUP_FIXES)
@@ -184,6 +195,21 @@ class _Run:
     head: list[float] = field(default_factory=list)  # the run's first finite values (a few)
 
 
+@dataclass(frozen=True)
+class LossSpikeParams:
+    """Parameters of loss.spike; their meaning and defaults are in presets/base.yaml."""
+
+    window: int
+    noise_window: int
+    min_history: int
+    ratio: float
+    mad_k: float
+    log_k: float
+    early_history: int
+    early_ratio: float
+    min_jump: float
+
+
 @register("loss.spike")
 class LossSpike(ArrayRule):
     """Loss jumps well over its recent median, beyond the noise.
@@ -197,12 +223,14 @@ class LossSpike(ArrayRule):
     where it holds (or too few points exist for a noise estimate)."""
 
     id = "loss.spike"
+    params = LossSpikeParams
+    p: LossSpikeParams
     watches = ("loss",)
     HEAD = 5  # first points of a run whose median says where it began
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._reach = scan_reach(max(int(self.p["window"]), int(self.p["noise_window"])))
+        self._reach = scan_reach(max(self.p.window, self.p.noise_window))
         self._recent: dict[str, RowTail] = {}  # source -> the rows its look-back reaches
         self._runs: dict[str, _Run] = {}
         self._episodes = Episodes()
@@ -227,15 +255,15 @@ class LossSpike(ArrayRule):
         began = np.where(starts >= 0, fin_before[np.maximum(starts, 0)], -1 if run is None else run.finite_before)
         earlier = fin_before[s:] - began
         want = np.zeros(len(v), dtype=np.int64)
-        want[s:] = np.minimum(int(self.p["window"]), earlier)
+        want[s:] = np.minimum(self.p.window, earlier)
         count = before_counts(fin, want)
         med = np.full(len(v), np.nan)
         med[fin] = trailing_median(v[fin], count[fin], include_self=False)
         vn, cn, mn, fn = v[s:], count[s:], med[s:], fin[s:]
         with np.errstate(invalid="ignore"):
             # a little slack: the rows it lets through are judged exactly below, one by one
-            ratio = (cn >= int(self.p["min_history"])) & (mn > 0) & (vn >= float(self.p["ratio"]) * mn * (1 - 1e-9))
-        early = (cn >= max(int(self.p["early_history"]), 1)) & (cn < int(self.p["min_history"]))
+            ratio = (cn >= self.p.min_history) & (mn > 0) & (vn >= self.p.ratio * mn * (1 - 1e-9))
+        early = (cn >= max(self.p.early_history, 1)) & (cn < self.p.min_history)
         out = np.zeros(len(vn), dtype=bool)
         told = self._told[src] = {}
         # finite samples since the last spike: `calm` at row `mark`, the rest counted from fin_before
@@ -301,24 +329,24 @@ class LossSpike(ArrayRule):
         """A jump smaller than `min_jump` of where the run began is not a spike, whatever its ratio: a
         loss memorised down to 0.002 that shows 0.05 on one batch has not spiked."""
         start = abs(median(head)) if head else 0.0
-        return found.evidence["value"] - found.evidence["baseline"] >= float(self.p["min_jump"]) * start
+        return found.evidence["value"] - found.evidence["baseline"] >= self.p.min_jump * start
 
     def _judge(self, values: np.ndarray, row: int, step: int, earlier: int) -> Finding | None:
         """The verdict at `row` of `values`, from the same numbers the row-at-a-time rule used."""
         v = float(values[row])
-        prev = before_values(values, row, min(int(self.p["window"]), earlier))
-        if len(prev) < int(self.p["min_history"]):
+        prev = before_values(values, row, min(self.p.window, earlier))
+        if len(prev) < self.p.min_history:
             return self._early(prev, v, step)
         med = median(prev)
-        if med <= 0 or v < float(self.p["ratio"]) * med:
+        if med <= 0 or v < self.p.ratio * med:
             return None
         noise = mad_sigma(prev, med)
-        longer = before_values(values, row, min(int(self.p["noise_window"]), earlier))
+        longer = before_values(values, row, min(self.p.noise_window, earlier))
         if len(longer) > len(prev):
             noise = max(noise, diff_sigma(longer))
-        if v - med < float(self.p["mad_k"]) * noise:
+        if v - med < self.p.mad_k * noise:
             return None
-        if not _beyond_log_noise(v, med, longer if len(longer) > len(prev) else prev, float(self.p["log_k"])):
+        if not _beyond_log_noise(v, med, longer if len(longer) > len(prev) else prev, self.p.log_k):
             return None
         return Finding(message=f"loss {fmt(v)} at step {step} is {v / med:.1f}x its recent median {fmt(med)} "
                                f"(noise +-{fmt(noise)})",
@@ -327,10 +355,10 @@ class LossSpike(ArrayRule):
 
     def _early(self, prev: list[float], v: float, step: int) -> Finding | None:
         """Too few points for a noise estimate: only a jump far above every earlier point counts."""
-        if len(prev) < int(self.p["early_history"]):
+        if len(prev) < self.p.early_history:
             return None
         top = max(prev)
-        if min(prev) <= 0 or v < float(self.p["early_ratio"]) * top:
+        if min(prev) <= 0 or v < self.p.early_ratio * top:
             return None  # (a loss at or below 0, as RL losses are, has no scale for a ratio)
         med = median(prev)
         return Finding(message=f"loss {fmt(v)} at step {step} is {v / top:.1f}x the highest of the {len(prev)} "
@@ -356,6 +384,16 @@ def _finite_upto(series: Series, step: int, n: int, *, scan: int | None = None) 
     return out
 
 
+@dataclass(frozen=True)
+class LossLeakParams:
+    """Parameters of loss.leak; their meaning and defaults are in presets/base.yaml."""
+
+    ratio: float
+    train_window: int
+    settled: float
+    diverged: float
+
+
 @register("loss.leak")
 class LossLeak(Rule):
     """Eval loss far below the train loss: the eval set may leak into training.
@@ -364,6 +402,8 @@ class LossLeak(Rule):
     diverged says the training broke, not that the eval set leaked."""
 
     id = "loss.leak"
+    params = LossLeakParams
+    p: LossLeakParams
     watches = ("eval_loss",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -386,7 +426,7 @@ class LossLeak(Rule):
         train = ctx.series("loss", series.source)
         if not math.isfinite(v) or train is None:
             return None
-        w = int(self.p["train_window"])
+        w = self.p.train_window
         vals = _finite_upto(train, point.step, 2 * w, scan=max(SCAN_MIN, 8 * w))
         if vals is None:
             return None
@@ -394,16 +434,28 @@ class LossLeak(Rule):
         if len(recent) < min(w, 3):
             return None
         t = median(recent)
-        if t <= 0 or v >= float(self.p["ratio"]) * t:
+        if t <= 0 or v >= self.p.ratio * t:
             return None
         earlier = vals[:-w]
-        if len(earlier) < len(recent) or median(earlier) > t * (1 + float(self.p["settled"])):
+        if len(earlier) < len(recent) or median(earlier) > t * (1 + self.p.settled):
             return None  # train loss still falling fast: its logged average lags the eval
         start = min(head_values(train, 5), default=math.nan)
-        if not start > 0 or t > float(self.p["diverged"]) * start:
+        if not start > 0 or t > self.p.diverged * start:
             return None  # the train loss blew up above where it began: divergence, not a leak
         return Finding(message=f"eval_loss {fmt(v)} at step {point.step} is {v / t:.0%} of the train loss {fmt(t)}",
                        step=point.step, evidence={"value": v, "step": point.step, "baseline": t, "ratio": v / t})
+
+
+@dataclass(frozen=True)
+class LossLevelParams:
+    """Parameters of loss.level; their meaning and defaults are in presets/base.yaml."""
+
+    low: float
+    high: float
+    margin: float
+    tail: int
+    fixes_low: tuple[str, ...]
+    fixes_high: tuple[str, ...]
 
 
 @register("loss.level")
@@ -411,21 +463,23 @@ class LossLevel(Rule):
     """At the end of an SFT run, the final loss far outside the usual 0.5-2.0."""
 
     id = "loss.level"
+    params = LossLevelParams
+    p: LossLevelParams
 
     def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
         s = ctx.series("loss", source)
         if s is None:
             return []
-        vals = last_finite(s, int(self.p["tail"]))
-        if len(vals) < int(self.p["tail"]):
+        vals = last_finite(s, self.p.tail)
+        if len(vals) < self.p.tail:
             return []
         final = median(vals)
-        low, high, margin = float(self.p["low"]), float(self.p["high"]), float(self.p["margin"])
+        low, high, margin = self.p.low, self.p.high, self.p.margin
         if low / margin <= final <= high * margin:
             return []
         word = "below" if final < low else "above"
         # a loss far too high and one far too low have opposite causes: only the matching fixes are given
-        fixes = tuple(self.p["fixes_low" if final < low else "fixes_high"] or ())
+        fixes = self.p.fixes_low if final < low else self.p.fixes_high
         return [Finding(message=f"final loss {fmt(final)} is far {word} the usual {low:g}-{high:g}",
                         subject="loss", step=s.last.step if s.last else None,
                         evidence={"value": final, "low": low, "high": high}, extra_fixes=fixes)]

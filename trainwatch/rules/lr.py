@@ -7,6 +7,7 @@ They know what schedules do on purpose: anneal to 0 at the end, drop by a consta
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,6 +17,14 @@ from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
 from trainwatch.rules.registry import register
+
+
+@dataclass(frozen=True)
+class LrZeroParams:
+    """Parameters of lr.zero; their meaning and defaults are in presets/base.yaml."""
+
+    end_fraction: float
+    annealed_fraction: float
 
 
 @register("lr.zero")
@@ -31,6 +40,8 @@ class LrZero(Rule):
     """
 
     id = "lr.zero"
+    params = LrZeroParams
+    p: LrZeroParams
     watches = ("lr",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -62,8 +73,8 @@ class LrZero(Rule):
         began = int(st[0])
         state = ctx.sources.get(series.source)
         total = state.total_steps if state else None
-        end = float(self.p["end_fraction"])
-        annealed = st[2] > 0 and st[1] == st[1] and st[1] <= float(self.p["annealed_fraction"]) * st[2]
+        end = self.p.end_fraction
+        annealed = st[2] > 0 and st[1] == st[1] and st[1] <= self.p.annealed_fraction * st[2]
         if total:
             if began >= end * total:
                 return None
@@ -101,6 +112,14 @@ def _loss_fell(ctx: RuleContext, source: str) -> bool | None:
     return None if loss.finite_count < 50 else False  # a noisy start needs a while to show its fall
 
 
+@dataclass(frozen=True)
+class LrNoWarmupParams:
+    """Parameters of lr.no_warmup; their meaning and defaults are in presets/base.yaml."""
+
+    points: int
+    start_within: int
+
+
 @register("lr.no_warmup")
 class LrNoWarmup(ArrayRule):
     """The first logged LR is already the highest: the run started at its peak LR.
@@ -114,6 +133,8 @@ class LrNoWarmup(ArrayRule):
     """
 
     id = "lr.no_warmup"
+    params = LrNoWarmupParams
+    p: LrNoWarmupParams
     watches = ("lr",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -126,7 +147,7 @@ class LrNoWarmup(ArrayRule):
         series = ctx.series(w.name, w.source)
         if w.source in self._judged or series is None:
             return out
-        n = int(self.p["points"])
+        n = self.p.points
         finite = np.isfinite(w.new)
         seen = series.finite_count - int(finite.sum()) + np.cumsum(finite)  # finite points up to each row
         at = np.flatnonzero(seen >= n)
@@ -136,7 +157,7 @@ class LrNoWarmup(ArrayRule):
         self._judged.add(w.source)
         pts = series.head[:n]
         first, peak = pts[0].value, max(p.value for p in pts)
-        if not (pts[0].step <= int(self.p["start_within"]) and first > 0 and first >= 0.999 * peak):
+        if not (pts[0].step <= self.p.start_within and first > 0 and first >= 0.999 * peak):
             return out
         if epoch_level(ctx, w.source, pts, int(w.line[w.start + k])):
             return out
@@ -183,6 +204,14 @@ def _upto(points: list[Point], line: int | None) -> list[Point]:
     return points if line is None else [p for p in points if p.line <= line]
 
 
+@dataclass(frozen=True)
+class LrScheduleParams:
+    """Parameters of lr.schedule; their meaning and defaults are in presets/base.yaml."""
+
+    jump_ratio: float
+    decayed: float
+
+
 @register("lr.schedule")
 class LrSchedule(ArrayRule):
     """After decaying from its peak, the LR jumps back up (a restarted or recreated scheduler).
@@ -194,6 +223,8 @@ class LrSchedule(ArrayRule):
     """
 
     id = "lr.schedule"
+    params = LrScheduleParams
+    p: LrScheduleParams
     watches = ("lr",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -233,7 +264,7 @@ class LrSchedule(ArrayRule):
     def _piece(self, fv: np.ndarray, i: int, b: int, peak: float, low: float, rows: np.ndarray, base: int,
                jumps: dict[int, tuple[float, float]], out: np.ndarray) -> tuple[float, float]:
         """Judges finite rows [i, b) of one piece from (peak, low); returns them after row b - 1."""
-        decayed, ratio = float(self.p["decayed"]), float(self.p["jump_ratio"])
+        decayed, ratio = self.p.decayed, self.p.jump_ratio
         while i < b:
             if low >= peak:  # warming up: the peak follows the LR while it does not fall
                 seg = fv[i:b]

@@ -27,6 +27,20 @@ class _Evals:
     told: bool = False  # an overfit was reported from the current best
 
 
+@dataclass(frozen=True)
+class LossOverfitParams:
+    """Parameters of loss.overfit; their meaning and defaults are in presets/base.yaml."""
+
+    later_evals: int
+    min_evals: int
+    noise_k: float
+    min_rise: float
+    level_k: float
+    early_rise: float
+    train_window: int
+    train_fall: float
+
+
 @register("loss.overfit")
 class LossOverfit(Rule):
     """An eval minimum followed by later evals above it by more than their noise while the train loss
@@ -39,6 +53,8 @@ class LossOverfit(Rule):
     eval minimum; the later evals are listed."""
 
     id = "loss.overfit"
+    params = LossOverfitParams
+    p: LossOverfitParams
     watches = ("eval_loss",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -58,7 +74,7 @@ class LossOverfit(Rule):
         if not math.isfinite(v):
             return None
         train = ctx.series("loss", src)
-        w = int(self.p["train_window"])
+        w = self.p.train_window
         st.count += 1
         st.recent.append(v)
         if st.best is None or v < st.best.value:
@@ -96,24 +112,24 @@ class LossOverfit(Rule):
 
     def _judge(self, st: _Evals, train: Series | None, point: Point, w: int, holding: bool) -> Finding | None:
         best = st.best
-        need = int(self.p["later_evals"])
+        need = self.p.later_evals
         if best is None or len(st.later) < need or best.value <= 0:
             return None
-        floor = float(self.p["min_rise"]) * best.value
-        if st.count < int(self.p["min_evals"]):
+        floor = self.p.min_rise * best.value
+        if st.count < self.p.min_evals:
             # too few evals to measure their noise: only a clean climb counts, each eval above the one
             # before and the last one `early_rise` above the minimum
             noise = math.nan
             band = floor
             vals = [best.value] + [p.value for p in st.later]
-            if any(b <= a for a, b in zip(vals, vals[1:])) or vals[-1] < best.value * (1 + float(self.p["early_rise"])):
+            if any(b <= a for a, b in zip(vals, vals[1:])) or vals[-1] < best.value * (1 + self.p.early_rise):
                 return None
             above = [p for p in st.later if p.value > best.value + band]
             if len(above) < need:
                 return None
         else:
             noise = nz(curve_sigma(list(st.recent)))
-            band = max(float(self.p["noise_k"]) * noise, floor)
+            band = max(self.p.noise_k * noise, floor)
             above = [p for p in st.later if p.value > best.value + band]
             if len(above) < need:
                 return None
@@ -121,14 +137,14 @@ class LossOverfit(Rule):
             if holding:  # told already: it lasts until the latest evals come back into the minimum's band
                 if latest <= best.value + band:
                     return None
-            elif latest <= median([best.value] + st.around) + max(float(self.p["level_k"]) * noise, floor):
+            elif latest <= median([best.value] + st.around) + max(self.p.level_k * noise, floor):
                 return None
         now = self._train_at(train, point.step, w)
-        if not (now < st.train_then * (1 - float(self.p["train_fall"]))):
+        if not (now < st.train_then * (1 - self.p.train_fall)):
             return None  # the train loss rose or stood still: the run got worse or is noise, not overfit
         shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[:6]) + (", ..." if len(above) > 6 else "")
         why = (f"its noise (+-{fmt(band)})" if noise == noise
-               else f"{float(self.p['min_rise']):.0%}, each above the last")
+               else f"{self.p.min_rise:.0%}, each above the last")
         msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
                f"evaluations since sat above it by more than {why} (step: value {shown}), "
                f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)}")

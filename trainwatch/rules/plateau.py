@@ -76,6 +76,24 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
     return np.minimum.accumulate(idx[::-1])[::-1] if m else idx
 
 
+@dataclass(frozen=True)
+class LossPlateauParams:
+    """Parameters of loss.plateau; their meaning and defaults are in presets/base.yaml."""
+
+    window: int
+    window_fraction: float
+    window_max: int
+    min_history: int
+    min_drop: float
+    noise_z: float
+    persist: float
+    fallen: float
+    still_high: float
+    expected_max: float
+    early_fraction: float
+    anneal_below: float
+
+
 @register("loss.plateau")
 class LossPlateau(ArrayRule):
     """The loss fell, then stopped falling early, still high and well above the expected level.
@@ -86,6 +104,8 @@ class LossPlateau(ArrayRule):
     end of its schedule is normal), nor late in a run whose total is known."""
 
     id = "loss.plateau"
+    params = LossPlateauParams
+    p: LossPlateauParams
     watches = ("loss",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -99,19 +119,19 @@ class LossPlateau(ArrayRule):
         src = w.source
         feed = self._feeds.get(src)
         if feed is None:
-            feed = self._feeds[src] = Feed(5, max(SCAN_MIN, 8 * int(p["window_max"])), buckets=True)
+            feed = self._feeds[src] = Feed(5, max(SCAN_MIN, 8 * p.window_max), buckets=True)
         feed.load(ctx, w)
         st = self._states.setdefault(src, _State())
         new = w.new
         steps = w.step[w.start:]
         out = self._verdicts[src] = _Verdicts(len(new))
         # rows where the rule is off: too few points, late in a run of known length, the LR annealing
-        off = feed.n < int(p["min_history"])
+        off = feed.n < p.min_history
         state = ctx.sources.get(src)
         total = state.total_steps if state else None
         if total:
-            off |= steps > float(p["early_fraction"]) * total
-        off |= feed.lr.annealing(ctx, src, w.line[w.start:], float(p["anneal_below"]))
+            off |= steps > p.early_fraction * total
+        off |= feed.lr.annealing(ctx, src, w.line[w.start:], p.anneal_below)
         rows = np.flatnonzero(np.isfinite(new))
         rs = off[rows]
         nk = feed.n[rows]
@@ -138,13 +158,13 @@ class LossPlateau(ArrayRule):
                    step: int) -> None:
         p = self.p
         r = int(rows[k])
-        w = scaled_window(n, float(p["window_fraction"]), int(p["window"]), n)
+        w = scaled_window(n, p.window_fraction, p.window, n)
         st.next = n + max(1, w // 10)
         head = feed.head(r)[0]
         if st.opened is None and self._clearly_low(feed, r, head):
             st.flat_since = None
             return
-        if w <= int(p["window_max"]):
+        if w <= p.window_max:
             v, s = feed.tail(r, w)
             vals, first_step = v.tolist(), (int(s[0]) if len(s) else 0)
         else:  # beyond window_max points the run's downsampled history stands in, one mean per bucket
@@ -158,7 +178,7 @@ class LossPlateau(ArrayRule):
         if st.opened is None:
             if st.flat_since is None:
                 st.flat_since = (n, first_step)
-            if n - st.flat_since[0] < float(p["persist"]) * w:
+            if n - st.flat_since[0] < p.persist * w:
                 return
             st.opened = make(st.flat_since[1], step)
         out.hold(k, k + 1, rows, st)
@@ -174,7 +194,7 @@ class LossPlateau(ArrayRule):
         expected level, or well below the share of its start a plateau needs, is no plateau."""
         recent = median(feed.tail(row, 9)[0].tolist())
         start = median(head) if head else math.nan
-        return recent < 0.8 * float(self.p["expected_max"]) or recent < 0.8 * float(self.p["still_high"]) * start
+        return recent < 0.8 * self.p.expected_max or recent < 0.8 * self.p.still_high * start
 
     def _judge(self, head: list[float], vals: list[float], points: int, holding: bool):  # type: ignore[no-untyped-def]
         """(level, finding maker) when the window (`points` points, as `vals`: the points or the means
@@ -185,24 +205,24 @@ class LossPlateau(ArrayRule):
         half = len(vals) // 2
         older, newer = vals[:half], vals[half:]
         then, level = median(older), median(newer)
-        if level <= float(self.p["expected_max"]) or then <= 0:
+        if level <= self.p.expected_max or then <= 0:
             return None
         first = median(head)
-        if not first > 0 or (first - level) / first < float(self.p["fallen"]):
+        if not first > 0 or (first - level) / first < self.p.fallen:
             return None  # never fell: loss.flat_from_start's case
-        if level < float(self.p["still_high"]) * first:
+        if level < self.p.still_high * first:
             return None  # it already fell most of the way: a slow late phase, not an early stop
         noise = nz(diff_sigma(vals))
         se = math.hypot(median_se(noise, len(older)), median_se(noise, len(newer)))
         drop = (then - level) / then
-        margin = 0.0 if holding else float(self.p["noise_z"]) * se / then
-        if drop + margin >= float(self.p["min_drop"]):
+        margin = 0.0 if holding else self.p.noise_z * se / then
+        if drop + margin >= self.p.min_drop:
             return None  # it may still be falling: the noise hides a fall of min_drop
 
         def make(began: int, step: int) -> Finding:
             msg = (f"loss has stayed near {fmt(level)} since about step {began}: its median fell only {drop:.1%} "
                    f"over the last {points} points (noise +-{fmt(noise)}), still {level / first:.0%} of where it "
-                   f"began ({fmt(first)}) and above the expected {self.p['expected_max']:g}")
+                   f"began ({fmt(first)}) and above the expected {self.p.expected_max:g}")
             return Finding(message=msg, step=step, began_step=began,
                            evidence={"value": level, "step": began, "baseline": then, "drop": drop,
                                      "noise": noise, "first": first, "window": points, "detected_step": step})
@@ -222,6 +242,20 @@ class _FlatState:
     told: object = None  # the run segment whose flat curve was reported
 
 
+@dataclass(frozen=True)
+class LossFlatFromStartParams:
+    """Parameters of loss.flat_from_start; their meaning and defaults are in presets/base.yaml."""
+
+    min_history: int
+    end_min_history: int
+    min_drop: float
+    noise_z: float
+    persist: float
+    start_within: int
+    quarter_max: int
+    min_fraction: float
+
+
 @register("loss.flat_from_start")
 class LossFlatFromStart(ArrayRule):
     """The loss never decreased at all since the run began.
@@ -232,6 +266,8 @@ class LossFlatFromStart(ArrayRule):
     called flat that falls beyond its noise later is withdrawn (`retractions`)."""
 
     id = "loss.flat_from_start"
+    params = LossFlatFromStartParams
+    p: LossFlatFromStartParams
     watches = ("loss",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -245,7 +281,7 @@ class LossFlatFromStart(ArrayRule):
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         p = self.p
         src = w.source
-        qmax = int(p["quarter_max"])
+        qmax = p.quarter_max
         feed = self._feeds.get(src)
         if feed is None:
             feed = self._feeds[src] = Feed(qmax, max(SCAN_MIN, 8 * qmax), buckets=False)
@@ -258,7 +294,7 @@ class LossFlatFromStart(ArrayRule):
         rising = feed.lr.rising(ctx, src, w.line[w.start:])
         state = ctx.sources.get(src)
         total = state.total_steps if state is not None else None
-        early = float(p["min_fraction"]) * total if total else None
+        early = p.min_fraction * total if total else None
         rows = np.flatnonzero(np.isfinite(new))
         nk = feed.n[rows]
         next_seg = _seg_changes(feed.seg_id[rows])
@@ -285,7 +321,7 @@ class LossFlatFromStart(ArrayRule):
                 continue  # too early in a run of known length: a slow fall has not shown yet
             head_v, head_s = feed.head(r)
             f, level = self._judge(seg, head_v, head_s, nn, partial(_tail_list, feed, r),
-                                   int(p["min_history"]), step, st.opened is not None)
+                                   p.min_history, step, st.opened is not None)
             if level is not None:
                 st.level = level
             if not isinstance(f, Finding):
@@ -294,13 +330,13 @@ class LossFlatFromStart(ArrayRule):
                     st.told = None
                     lv = st.level if st.level is not None else float(new[r])
                     why = (f"the loss fell after all: {fmt(lv)} by step {step}, more than "
-                           f"{float(p['min_drop']):.0%} below its start")
+                           f"{p.min_drop:.0%} below its start")
                     withdrawn.append((w.start + r, why))
                 continue
             if st.opened is None:
                 if st.flat_since is None or st.flat_since[0] is not seg:
                     st.flat_since = (seg, nn)
-                if nn - st.flat_since[1] < float(p["persist"]) * h:
+                if nn - st.flat_since[1] < p.persist * h:
                     continue  # flat once may be a low draw of the noise: flat for a whole quarter more is not
                 st.told = seg
                 st.opened = f
@@ -324,9 +360,9 @@ class LossFlatFromStart(ArrayRule):
         fall stays below min_drop (the noise band is for calling it, not for keeping it, or a noisy
         flat curve would flap). Each quarter holds at most `quarter_max` points. `tail(k)` gives the
         last k finite values."""
-        if n < need or not head or head_steps[0] > int(self.p["start_within"]):
+        if n < need or not head or head_steps[0] > self.p.start_within:
             return None, None
-        h = max(2, min(n // 4, int(self.p["quarter_max"]), len(head)))
+        h = max(2, min(n // 4, self.p.quarter_max, len(head)))
         known = self._first
         if known is not None and known[0] is seg and known[1] == h:
             first, head_noise = known[2], known[3]  # h stops growing at quarter_max: the start is then fixed
@@ -336,7 +372,7 @@ class LossFlatFromStart(ArrayRule):
             self._first = (seg, h, first, head_noise)
         if first <= 0:
             return None, None
-        min_drop = float(self.p["min_drop"])
+        min_drop = self.p.min_drop
         if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
             few = tail(9)
             if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * min_drop):
@@ -352,7 +388,7 @@ class LossFlatFromStart(ArrayRule):
             return False, last
         noise = max(head_noise, nz(diff_sigma(vals)))
         se = math.hypot(median_se(noise, h), median_se(noise, len(vals)))
-        z_se = float(self.p["noise_z"]) * se / first
+        z_se = self.p.noise_z * se / first
         if drop - z_se >= min_drop:
             return FELL, last  # it fell by more than min_drop, beyond the noise
         if drop + (0.0 if holding else z_se) >= min_drop:
@@ -372,7 +408,7 @@ class LossFlatFromStart(ArrayRule):
             return []  # no loss, or the run ended while its LR was still warming up
         seg = feed.seg
         f, level = self._judge(seg, seg.head, seg.head_steps, s.finite_count - seg.finite_before, s.tail_values,
-                               int(self.p["end_min_history"]), s.last.step)
+                               self.p.end_min_history, s.last.step)
         st = self._states.setdefault(source, _FlatState())
         if level is not None:
             st.level = level

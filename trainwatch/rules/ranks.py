@@ -24,9 +24,22 @@ class _Crash:
     progress_at: float | None  # the rank's last progress when it crashed
 
 
+@dataclass(frozen=True)
+class DeadRankParams:
+    """Parameters of hang.dead_rank; their meaning and defaults are in presets/base-live.yaml."""
+
+    factor: float
+    floor_s: float
+    others_recent_s: float
+    crash_wait_s: float
+    fatal_signatures: tuple[str, ...]
+
+
 @register("hang.dead_rank")
 class DeadRank(Rule):
     id = "hang.dead_rank"
+    params = DeadRankParams
+    p: DeadRankParams
     events = (EventKind.TRACEBACK, EventKind.ERROR, EventKind.EVAL_START, EventKind.CHECKPOINT)
     ticks = True
 
@@ -55,7 +68,7 @@ class DeadRank(Rule):
         return None
 
     def _fatal(self) -> set[str]:
-        return {s.strip() for s in str(self.p["fatal_signatures"]).split(",") if s.strip()}
+        return set(self.p.fatal_signatures)
 
     def on_tick(self, ctx: RuleContext) -> Iterable[tuple[str, str, Finding | None]]:
         self.steps.observe(ctx)
@@ -78,7 +91,7 @@ class DeadRank(Rule):
         if not others or st.ended:
             return None
         quiet = min(ctx.now - s.last_progress_at for s in others)  # type: ignore[operator]
-        if quiet < float(self.p["crash_wait_s"]):
+        if quiet < self.p.crash_wait_s:
             return None
         label = _label(name, st)
         return Finding(message=f"{label} failed at {name}:{crash.line}: {crash.text} -- the other "
@@ -92,11 +105,11 @@ class DeadRank(Rule):
         if st.ended or st.phase != "train":
             return None
         typical = self.steps.typical(name)
-        limit = max(float(self.p["factor"]) * typical if typical else 0.0, float(self.p["floor_s"]))
+        limit = max(self.p.factor * typical if typical else 0.0, self.p.floor_s)
         silent = ctx.now - st.last_progress_at  # type: ignore[operator]
         if silent < limit:
             return None
-        recent = float(self.p["others_recent_s"])
+        recent = self.p.others_recent_s
         moving = [(n, s) for n, s in ranks.items()
                   if n != name and ctx.now - s.last_progress_at <= recent]  # type: ignore[operator]
         if not moving:

@@ -109,17 +109,27 @@ class _AfterResume(Rule):
         return r
 
 
+@dataclass(frozen=True)
+class ResumeSchedResetParams:
+    """Parameters of resume.sched_reset; their meaning and defaults are in presets/base.yaml."""
+
+    tolerance: float
+    rising_points: int
+
+
 @register("resume.sched_reset")
 class ResumeSchedReset(_AfterResume):
     """After a resume the LR is back in warmup, or differs from the LR at that step before."""
 
     id = "resume.sched_reset"
+    params = ResumeSchedResetParams
+    p: ResumeSchedResetParams
     metric = "lr"
     watches = ("lr",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.keep_after = int(self.p["rising_points"])
+        self.keep_after = self.p.rising_points
         self._replayed: set[str] = set()
         self._runs: dict[str, _LrRun] = {}
 
@@ -161,7 +171,7 @@ class ResumeSchedReset(_AfterResume):
         if r.done or not math.isfinite(point.value):
             return None
         after = r.after
-        tol = float(self.p["tolerance"])
+        tol = self.p.tolerance
         ref = [p for p in finite_points(r.before) if p.step <= point.step] if len(after) == 1 else []
         if ref:
             was = ref[-1]
@@ -172,7 +182,7 @@ class ResumeSchedReset(_AfterResume):
                                        f"it was {fmt(was.value)} at step {was.step}: schedule {word}",
                                evidence={"value": point.value, "baseline": was.value, "step": point.step,
                                          "resume_step": r.step})
-        n = int(self.p["rising_points"])
+        n = self.p.rising_points
         if len(after) >= n:
             r.done = True
         if len(after) >= n and r.step > 0:
@@ -381,30 +391,41 @@ class _AfterResumeArrays(ArrayRule):
         return self._found[w.source][row]
 
 
+@dataclass(frozen=True)
+class ResumeLossJumpParams:
+    """Parameters of resume.loss_jump; their meaning and defaults are in presets/base.yaml."""
+
+    ratio: float
+    before: int
+    after: int
+
+
 @register("resume.loss_jump")
 class ResumeLossJump(_AfterResumeArrays):
     """The loss right after a resume is well above the loss just before it."""
 
     id = "resume.loss_jump"
+    params = ResumeLossJumpParams
+    p: ResumeLossJumpParams
     metric = "loss"
     watches = ("loss",)
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.keep_after = int(self.p["after"])
+        self.keep_after = self.p.after
 
     def judge(self, r: _Resume, point: Point) -> Finding | None:
         if r.done or not math.isfinite(point.value):
             return None
         after = r.after
-        if len(after) < int(self.p["after"]):
+        if len(after) < self.p.after:
             return None
         r.done = True
-        pre = [p.value for p in finite_points(r.before)][-int(self.p["before"]):]
+        pre = [p.value for p in finite_points(r.before)][-self.p.before:]
         if not pre:
             return None
         was, now = median(pre), median([p.value for p in after])
-        if was <= 0 or now < float(self.p["ratio"]) * was:
+        if was <= 0 or now < self.p.ratio * was:
             return None
         return Finding(message=f"loss {fmt(now)} after resuming at step {r.step} vs {fmt(was)} before "
                                f"({now / was:.1f}x)",

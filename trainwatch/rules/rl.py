@@ -31,6 +31,15 @@ class _Since:
     last_step: int = 0
 
 
+@dataclass(frozen=True)
+class StaysZeroParams:
+    """Parameters of rl.reward_zero and rl.reward_std_zero; their meaning and defaults are in presets/base.yaml."""
+
+    metric_glob: str
+    eps: float
+    steps: int
+
+
 @register("rl.reward_zero", "rl.reward_std_zero")
 class StaysZero(ArrayRule):
     """A metric (glob) that has been ~0 on every logged step since the start, for `steps` steps.
@@ -40,10 +49,12 @@ class StaysZero(ArrayRule):
     """
 
     id = "rl.stays_zero"
+    params = StaysZeroParams
+    p: StaysZeroParams
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.watches = (str(spec.params["metric_glob"]),)  # type: ignore[misc]
+        self.watches = (spec.params.metric_glob,)  # type: ignore[misc]
         self._since: dict[tuple[str, str], _Since] = {}
         self._rows: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
@@ -69,11 +80,11 @@ class StaysZero(ArrayRule):
         last_step = np.where(carried, st.last_step, steps[np.maximum(pos, 0)])
         first = np.flatnonzero(finite)
         first_step = st.first_step if st.first_step is not None else (int(steps[first[0]]) if len(first) else None)
-        eps = float(self.p["eps"])
+        eps = self.p.eps
         out = np.zeros(m, dtype=bool)
         if first_step is not None:
             near = idx - last < max(SCAN_MIN, 8)  # tail(1) looks this far back for a finite point
-            out = (lo >= -eps) & (hi <= eps) & near & (last_step - first_step >= int(self.p["steps"]))
+            out = (lo >= -eps) & (hi <= eps) & near & (last_step - first_step >= self.p.steps)
             if st.first_step is None:
                 out[:first[0]] = False  # no finite point yet
         self._rows[key] = (last_value, last_step, hi, out)
@@ -90,7 +101,7 @@ class StaysZero(ArrayRule):
         last_value, last_step, hi, _ = self._rows[(w.source, w.name)]
         k = row - w.start
         value, span = float(last_value[k]), int(last_step[k]) - int(self._since[(w.source, w.name)].first_step or 0)
-        eps = float(self.p["eps"])
+        eps = self.p.eps
         return Finding(message=f"{w.name} has stayed at {fmt(value)} (|x| <= {eps:g}) for {span} steps",
                        evidence={"metric": w.name, "value": value, "steps": span, "max": float(hi[k]),
                                  "step": int(w.step[row])})
@@ -105,15 +116,27 @@ def _max_length(ctx: RuleContext, source: str) -> float | None:
     return s.maximum if s is not None and math.isfinite(s.maximum) and s.maximum > 0 else None
 
 
+@dataclass(frozen=True)
+class LengthHackingParams:
+    """Parameters of rl.length_hacking; their meaning and defaults are in presets/base.yaml."""
+
+    window: int
+    near_max: float
+    min_rise: float
+    rising: float
+
+
 @register("rl.length_hacking")
 class LengthHacking(Rule):
     """Mean completion length climbing steadily until it sits near the maximum length."""
 
     id = "rl.length_hacking"
+    params = LengthHackingParams
+    p: LengthHackingParams
     watches = ("completions/mean_length",)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        w = int(self.p["window"])
+        w = self.p.window
         pts = series.tail(w)
         if len(pts) < w:
             return None
@@ -123,8 +146,8 @@ class LengthHacking(Rule):
         first, last = pts[0].value, median([p.value for p in pts[-3:]])
         ups = sum(1 for a, b in zip(pts, pts[1:]) if b.value > a.value) / (len(pts) - 1)
         slope = theil_sen([float(p.step) for p in pts], [p.value for p in pts])
-        if (last < float(self.p["near_max"]) * top or first <= 0 or (last - first) / first < float(self.p["min_rise"])
-                or ups < float(self.p["rising"]) or slope <= 0):
+        if (last < self.p.near_max * top or first <= 0 or (last - first) / first < self.p.min_rise
+                or ups < self.p.rising or slope <= 0):
             return None
         return Finding(message=f"completions/mean_length rose {fmt(first)} -> {fmt(last)} over {w} points, "
                                f"near the maximum {fmt(top)}",
@@ -132,22 +155,32 @@ class LengthHacking(Rule):
                                  "slope": slope, "step": point.step})
 
 
+@dataclass(frozen=True)
+class AlignmentDownParams:
+    """Parameters of ebft.alignment_down; their meaning and defaults are in presets/base.yaml."""
+
+    window: int
+    drop: float
+
+
 @register("ebft.alignment_down")
 class AlignmentDown(Rule):
     """ebft/alignment should trend up; its median falling across the window is a warning."""
 
     id = "ebft.alignment_down"
+    params = AlignmentDownParams
+    p: AlignmentDownParams
     watches = ("ebft/alignment",)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        w = int(self.p["window"])
+        w = self.p.window
         pts = series.tail(w)
         if len(pts) < w:
             return None
         half = w // 2
         a, b = median([p.value for p in pts[:half]]), median([p.value for p in pts[half:]])
         slope = theil_sen([float(p.step) for p in pts], [p.value for p in pts])
-        if a <= 0 or (a - b) / a < float(self.p["drop"]) or slope >= 0:
+        if a <= 0 or (a - b) / a < self.p.drop or slope >= 0:
             return None
         return Finding(message=f"ebft/alignment fell {fmt(a)} -> {fmt(b)} over the last {w} points",
                        evidence={"value": b, "baseline": a, "slope": slope, "step": point.step})
@@ -161,11 +194,22 @@ def _num(facts: dict[str, Any], *keys: str) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class RlLogitsParams:
+    """Parameters of oom.rl_logits; their meaning and defaults are in presets/base.yaml."""
+
+    memory_gib: float
+    ratio: float
+    bytes_per_value: int
+
+
 @register("oom.rl_logits")
 class RlLogits(Rule):
     """GRPO logits: micro batch x generations x sequence x vocab x 2 bytes against the GPU memory."""
 
     id = "oom.rl_logits"
+    params = RlLogitsParams
+    p: RlLogitsParams
     events = (EventKind.INFO,)
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
@@ -177,13 +221,13 @@ class RlLogits(Rule):
         vocab = _num(facts, "vocab_size")
         if None in (micro, gens, seq, vocab):
             return None
-        size = micro * gens * seq * vocab * float(self.p["bytes_per_value"])  # type: ignore[operator]
-        mem_gib = _num(facts, "gpu_memory_gib", "total_gib") or float(self.p["memory_gib"])
+        size = micro * gens * seq * vocab * self.p.bytes_per_value  # type: ignore[operator]
+        mem_gib = _num(facts, "gpu_memory_gib", "total_gib") or self.p.memory_gib
         gib = size / 2**30
-        if gib <= float(self.p["ratio"]) * mem_gib:
+        if gib <= self.p.ratio * mem_gib:
             return None
         return Finding(message=f"logits need {gib:.0f} GiB ({micro:g} x {gens:g} x {seq:g} x {vocab:g} x "
-                               f"{self.p['bytes_per_value']} B) against {mem_gib:g} GiB of GPU memory",
+                               f"{self.p.bytes_per_value} B) against {mem_gib:g} GiB of GPU memory",
                        subject="logits",
                        evidence={"logits_gib": gib, "memory_gib": mem_gib, "micro_batch": micro,
                                  "num_generations": gens, "seq_len": seq, "vocab_size": vocab})

@@ -17,6 +17,7 @@ sees the quiet time itself, on its clock, since the last step arrived.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from trainwatch.model import Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
@@ -27,16 +28,31 @@ from trainwatch.rules.registry import register
 SUBJECT = "run.ended_early"
 
 
+@dataclass(frozen=True)
+class EndedEarlyParams:
+    """Parameters of run.ended_early; their meaning and defaults are in presets/base.yaml."""
+
+    quiet_factor: float
+    floor_s: float
+    unlearned_s: float
+    end_intervals: float
+    end_fraction: float
+    not_fatal: tuple[str, ...]
+    patience: int
+
+
 @register("run.ended_early")
 class EndedEarly(Rule):
     id = "run.ended_early"
+    params = EndedEarlyParams
+    p: EndedEarlyParams
     events = (EventKind.ERROR, EventKind.TRACEBACK)
     ticks = True
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._errors: set[str] = set()  # sources whose log says why they stopped
-        self._benign = set(self.p.get("not_fatal", ()))
+        self._benign = set(self.p.not_fatal)
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
         if event.kind is EventKind.TRACEBACK or event.signature not in self._benign:
@@ -61,19 +77,16 @@ class EndedEarly(Rule):
         total, step = state.total_steps, state.step
         if not total or step is None or state.ended or state.name in self._errors:
             return None
-        if _stopped_by_patience(ctx, state.name, int(self.p["patience"])):
+        if _stopped_by_patience(ctx, state.name, self.p.patience):
             return None
         series = _main_series(ctx, state.name)
         every = _log_every(series)
-        if total - step <= max(float(self.p["end_intervals"]) * every, float(self.p["end_fraction"]) * total):
+        if total - step <= max(self.p.end_intervals * every, self.p.end_fraction * total):
             return None  # it got to the end (or within a logging interval or two of it)
         interval = _time_interval(series)
-        if interval is None:
-            limit = float(self.p["unlearned_s"])
-        else:
-            limit = max(float(self.p["quiet_factor"]) * interval, float(self.p["floor_s"]))
+        limit = self.p.unlearned_s if interval is None else max(self.p.quiet_factor * interval, self.p.floor_s)
         if state.phase != "train":
-            limit = max(limit, float(self.p["unlearned_s"]))  # an evaluation or a checkpoint save may be long
+            limit = max(limit, self.p.unlearned_s)  # an evaluation or a checkpoint save may be long
         if quiet < limit:
             return None
         ev = {"step": step, "total_steps": total, "quiet_s": round(quiet, 1), "limit_s": round(limit, 1)}

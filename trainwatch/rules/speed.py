@@ -31,9 +31,22 @@ class _Levels:
     now: np.ndarray  # per new row, the median of the recent points
 
 
+@dataclass(frozen=True)
+class SpeedDropParams:
+    """Parameters of speed.drop; their meaning and defaults are in presets/base.yaml."""
+
+    skip: int
+    window: int
+    recent: int
+    min_history: int
+    drop: float
+
+
 @register("speed.drop")
 class SpeedDrop(ArrayRule):
     id = "speed.drop"
+    params = SpeedDropParams
+    p: SpeedDropParams
     watches = ("tokens_per_sec", "samples_per_sec", "steps_per_sec", "step_time_ms")
     history = 0  # the rule carries the rows it needs itself (RowTail), however far a NaN stretch reaches
 
@@ -43,7 +56,7 @@ class SpeedDrop(ArrayRule):
         self._levels: dict[tuple[str, str], _Levels] = {}
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
-        recent, window = int(self.p["recent"]), int(self.p["window"])
+        recent, window = self.p.recent, self.p.window
         key = (w.source, w.name)
         tail = self._rows.get(key)
         if tail is None:
@@ -54,14 +67,14 @@ class SpeedDrop(ArrayRule):
         fin_new = finite[held:]
         total = series.finite_count if series is not None else int(finite.sum())
         count = total - (int(fin_new.sum()) - np.cumsum(fin_new))  # the series' finite count at each row
-        usable = count - int(self.p["skip"])  # the first points are warm-up
+        usable = count - self.p.skip  # the first points are warm-up
         wanted = np.clip(usable, 0, window + recent)
         need = min(RECENT_POINTS, max(SCAN_MIN, 8 * (window + recent)))
         lo = max(0, held - need)
         fin = finite[lo:]
         at = np.arange(held - lo, len(fin))
         size = tail_sizes(fin, at, wanted, lo)  # the points tail() gave: a NaN stretch can shorten them
-        ok = fin_new & (usable >= max(int(self.p["min_history"]), recent + 3)) & (size > recent)
+        ok = fin_new & (usable >= max(self.p.min_history, recent + 3)) & (size > recent)
         fv = values[lo:][fin]
         idx = (np.cumsum(fin) - 1)[at]
         m = len(fin_new)
@@ -78,7 +91,7 @@ class SpeedDrop(ArrayRule):
         self._levels[key] = _Levels(w.start, base, now)
         with np.errstate(invalid="ignore"):
             cond = ok & (base > 0) & (now > 0)
-            drop = float(self.p["drop"])
+            drop = self.p.drop
             slower = now > base / drop if w.name in SLOWER_IS_HIGHER else now < base * drop
         return cond & slower
 

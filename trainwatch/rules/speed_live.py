@@ -7,6 +7,7 @@ data/gpu_peaks.yaml (dense bf16), matched against the device name NVML reports.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
@@ -35,9 +36,18 @@ def peak_flops(gpu_name: str) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class MfuParams:
+    """Parameters of speed.mfu; their meaning and defaults are in presets/base-live.yaml."""
+
+    mfu_below: float
+
+
 @register("speed.mfu")
 class Mfu(Rule):
     id = "speed.mfu"
+    params = MfuParams
+    p: MfuParams
     watches = ("tokens_per_sec",)
 
     def gate(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> np.ndarray | None:
@@ -64,7 +74,7 @@ class Mfu(Rule):
         world = st.facts.get("world_size")
         n = int(world) if isinstance(world, int) and world > 0 else len(names)
         mfu = 6.0 * float(params) * point.value / (n * peak)
-        if mfu > 1.2 or mfu >= float(self.p["mfu_below"]):
+        if mfu > 1.2 or mfu >= self.p.mfu_below:
             return None  # above 1.2 the throughput is not what we assumed (per GPU, or not tokens)
         return Finding(message=f"MFU {mfu:.1%} ({point.value:,.0f} tokens/s, {float(params) / 1e9:.2g}B params, "
                                f"{n} x {names[0]} at {peak / 1e12:.0f} TFLOP/s bf16)",

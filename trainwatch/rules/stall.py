@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
+from trainwatch.rules.params import SilenceParams
 from trainwatch.timefmt import span
 from trainwatch.rules.registry import register
 
@@ -105,28 +106,41 @@ class Silence:
 
 
 def judge_silence(clock: StepClock, ctx: RuleContext, source: str, st: SourceState,
-                  p: dict) -> Silence | None:  # type: ignore[type-arg]
+                  p: StallParams) -> Silence | None:
     """How long `source` has been silent and its thresholds; None when it cannot be stalled."""
     if source == GPU_SOURCE or st.ended or st.last_progress_at is None or clock.crashed(source):
         return None
     typical = clock.typical(source)
-    if typical is None or clock.samples(source) < int(p.get("min_intervals", 3)):
-        base_warn, base_crit = float(p["unlearned_warn_s"]), float(p["unlearned_crit_s"])  # not learned yet
+    if typical is None or clock.samples(source) < p.min_intervals:
+        base_warn, base_crit = p.unlearned_warn_s, p.unlearned_crit_s  # not learned yet
     else:
-        base_warn = max(float(p["warn_factor"]) * typical, float(p["warn_floor_s"]))
-        base_crit = max(float(p["crit_factor"]) * typical, float(p["crit_floor_s"]))
+        base_warn = max(p.warn_factor * typical, p.warn_floor_s)
+        base_crit = max(p.crit_factor * typical, p.crit_floor_s)
     phase = st.phase
     if phase != "train":
-        allowance = max(clock.phase_allowance(source, phase) * float(p["phase_factor"]),
-                        float(p["phase_floor_s"]))
+        allowance = max(clock.phase_allowance(source, phase) * p.phase_factor, p.phase_floor_s)
         base_warn += allowance
         base_crit += allowance
     return Silence(source, ctx.now - st.last_progress_at, typical, base_warn, base_crit, phase)
 
 
+@dataclass(frozen=True)
+class StallParams(SilenceParams):
+    """hang.stall: the warning's limits (shared with the GPU stall rules), the critical alert's, and the
+    allowance for an eval or a checkpoint; values in presets/base-live.yaml."""
+
+    crit_factor: float
+    crit_floor_s: float
+    unlearned_crit_s: float
+    phase_factor: float
+    phase_floor_s: float
+
+
 @register("hang.stall")
 class StallRule(Rule):
     id = "hang.stall"
+    params = StallParams
+    p: StallParams
     events = (EventKind.EVAL_START, EventKind.CHECKPOINT, EventKind.TRACEBACK)
     ticks = True
 

@@ -64,13 +64,13 @@ class LossDiverging(Rule):
         if not math.isfinite(point.value):
             return None
         n = seg.finite(series)
-        trusted = int(self.p["min_history"])
-        w = n if n < trusted else scaled_window(n, float(self.p["window_fraction"]), trusted, int(self.p["window"]))
+        trusted = self.p.min_history
+        w = n if n < trusted else scaled_window(n, self.p.window_fraction, trusted, self.p.window)
         vals = last_finite(series, w)
         if not vals:
             return None
         level = median(vals)
-        fast_n = int(self.p["fast_window"])
+        fast_n = self.p.fast_window
         fast = median(vals[-fast_n:]) if len(vals) >= fast_n else math.nan
         if self._episodes.is_open(src):
             if self._holds(st, max(level, fast) if fast == fast else level):
@@ -90,22 +90,22 @@ class LossDiverging(Rule):
             return None
         best = st.best
         floor = self._floor(st)
-        if (best.value > 0 and level >= float(self.p["rise_ratio"]) * best.value
-                and level - best.value >= max(float(self.p["rise_noise"]) * best.noise, floor)):
+        if (best.value > 0 and level >= self.p.rise_ratio * best.value
+                and level - best.value >= max(self.p.rise_noise * best.noise, floor)):
             st.held += 1
         else:
             st.held = 0
-        if st.held >= max(2, int(len(vals) * float(self.p["persist"]))):
-            return self._open(series, st, best, float(self.p["rise_ratio"]), level, point,
+        if st.held >= max(2, int(len(vals) * self.p.persist)):
+            return self._open(series, st, best, self.p.rise_ratio, level, point,
                               f"its median over the last {len(vals)} points",
-                              best.value + float(self.p["rise_noise"]) / 2.0 * best.noise)
+                              best.value + self.p.rise_noise / 2.0 * best.noise)
         return self._fast(series, st, fast, level, point)
 
     def _floor(self, st: _Trend) -> float:
         """A rise smaller than this share of where the run began is not divergence, however tiny the
         noise: a loss memorised to 0.001 that wobbles to 0.01 has not diverged."""
         head = [p.value for p in st.seg.head]
-        return float(self.p["min_rise"]) * abs(median(head)) if head else 0.0
+        return self.p.min_rise * abs(median(head)) if head else 0.0
 
     def _fast(self, series: Series, st: _Trend, fast: float, level: float, point: Point) -> Finding | None:
         """A blow-up shows long before the rolling median moves: most of the last few points far above
@@ -114,13 +114,13 @@ class LossDiverging(Rule):
         if fast != fast or not lows:
             return None
         low = min(lows, key=lambda x: x.value)
-        if low.value <= 0 or fast < float(self.p["fast_ratio"]) * low.value:
+        if low.value <= 0 or fast < self.p.fast_ratio * low.value:
             return None
-        if fast - low.value < max(float(self.p["rise_noise"]) * low.noise, self._floor(st)):
+        if fast - low.value < max(self.p.rise_noise * low.noise, self._floor(st)):
             return None
-        hold = 1.0 + (float(self.p["fast_ratio"]) - 1.0) / 2.0
-        return self._open(series, st, low, float(self.p["fast_ratio"]), fast, point,
-                          f"the median of its last {self.p['fast_window']} points", hold * low.value)
+        hold = 1.0 + (self.p.fast_ratio - 1.0) / 2.0
+        return self._open(series, st, low, self.p.fast_ratio, fast, point,
+                          f"the median of its last {self.p.fast_window} points", hold * low.value)
 
     def _holds(self, st: _Trend, level: float) -> bool:
         """An open episode ends only when the level falls back well below the rise that opened it."""
@@ -150,8 +150,8 @@ class LossDiverging(Rule):
         points since half a window before the low (a rolling median lags the curve by about that much),
         or since the previous episode ended. Runs once per episode."""
         n = st.seg.finite(series)
-        w = scaled_window(n, float(self.p["window_fraction"]), 1, int(self.p["window"]))
-        pts = series.tail(min(n, int(self.p["onset_scan"])))
+        w = scaled_window(n, self.p.window_fraction, 1, self.p.window)
+        pts = series.tail(min(n, self.p.onset_scan))
         i = 0
         for i, p in enumerate(pts):  # noqa: B007  (the oracle is kept as it was)
             if p.step >= low.step:

@@ -26,7 +26,7 @@ class Fp16Overflow(Rule):
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         v = point.value
-        if not math.isfinite(v) or v > float(self.p["min_scale"]):
+        if not math.isfinite(v) or v > self.p.min_scale:
             return None
         if not is_fp16(ctx, series):
             return None
@@ -39,7 +39,7 @@ class Fp16Overflow(Rule):
         if q and step < q[-1]:
             q.clear()  # the step counter went back (a resume): count the new run's overflows
         q.append(step)
-        window = int(self.p["window_steps"])
+        window = self.p.window_steps
         while q[0] <= step - window:  # O(1) per event: steps older than the window leave
             q.popleft()
         recent = len(q)
@@ -48,12 +48,12 @@ class Fp16Overflow(Rule):
         ev = {"overflows": total, "recent": recent, "window_steps": window, "step": step, "line": event.line}
         if isinstance(scale, (int, float)):
             ev["loss_scale"] = scale
-            if scale <= float(self.p["min_scale"]):
+            if scale <= self.p.min_scale:
                 return Finding(message=f"loss scale reduced to {fmt(scale)} after {total} overflows",
                                subject="fp16.overflow", evidence=ev)
         if self._calibrating(event.source, step, window, scale):
             return None
-        if recent < int(self.p["min_events"]):
+        if recent < self.p.min_events:
             return None
         tail = f", loss scale now {fmt(scale)}" if isinstance(scale, (int, float)) else ""
         return Finding(message=f"{recent} gradient overflows (skipped steps) within {window} steps{tail}",
@@ -79,7 +79,7 @@ class Fp16Overflow(Rule):
         if isinstance(scale, (int, float)) and isinstance(last_scale, (int, float)):
             streak = scale < last_scale and step - last_step <= window
         else:
-            streak = step - last_step <= int(self.p["calibration_gap"])
+            streak = step - last_step <= self.p.calibration_gap
         if streak:
             self._calibration[source] = (step, scale)
             return True

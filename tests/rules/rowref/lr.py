@@ -44,8 +44,8 @@ class LrZero(Rule):
         began = int(st[0])
         state = ctx.sources.get(series.source)
         total = state.total_steps if state else None
-        end = float(self.p["end_fraction"])
-        annealed = st[2] > 0 and st[1] == st[1] and st[1] <= float(self.p["annealed_fraction"]) * st[2]
+        end = self.p.end_fraction
+        annealed = st[2] > 0 and st[1] == st[1] and st[1] <= self.p.annealed_fraction * st[2]
         if total:
             if began >= end * total:
                 return None
@@ -101,13 +101,13 @@ class LrNoWarmup(Rule):
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         if series.source in self._judged:
             return None
-        n = int(self.p["points"])
+        n = self.p.points
         pts = series.head[:n]  # the run's first finite points, kept by the store
         if len(pts) < n:
             return None
         self._judged.add(series.source)
         first, peak = pts[0].value, max(p.value for p in pts)
-        if not (pts[0].step <= int(self.p["start_within"]) and first > 0 and first >= 0.999 * peak):
+        if not (pts[0].step <= self.p.start_within and first > 0 and first >= 0.999 * peak):
             return None
         if epoch_level(ctx, series.source, pts):
             return None
@@ -164,7 +164,7 @@ class LrSchedule(Rule):
         if v >= peak and low >= peak:
             st[0] = st[1] = v  # still warming up
             return None
-        if low < float(self.p["decayed"]) * peak and low > 0 and v > float(self.p["jump_ratio"]) * low:
+        if low < self.p.decayed * peak and low > 0 and v > self.p.jump_ratio * low:
             st[0] = st[1] = v  # a new peak: report the jump once
             return Finding(message=f"learning rate jumped from {fmt(low)} to {fmt(v)} at step {point.step} "
                                    f"after decaying from {fmt(peak)}",

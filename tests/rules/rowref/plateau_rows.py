@@ -42,12 +42,12 @@ class LossPlateau(Rule):
         if not math.isfinite(point.value):
             return None
         n = seg.finite(series)
-        if n < int(self.p["min_history"]) or self._late(ctx, src, point.step) or self._annealing(ctx, src):
+        if n < self.p.min_history or self._late(ctx, src, point.step) or self._annealing(ctx, src):
             self._reset(src)
             return None
         if n < self._next.get(src, 0):  # between judgements the last verdict stands
             return self._episodes.repeat(src, self._level.get(src, point.value), point.step)
-        w = scaled_window(n, float(self.p["window_fraction"]), int(self.p["window"]), n)
+        w = scaled_window(n, self.p.window_fraction, self.p.window, n)
         self._next[src] = n + max(1, w // 10)
         if not self._episodes.is_open(src) and self._clearly_low(seg, series):
             self._reset(src, keep_next=True)
@@ -62,7 +62,7 @@ class LossPlateau(Rule):
         if self._episodes.is_open(src):
             return self._episodes.repeat(src, level, point.step)
         since = self._flat_since.setdefault(src, (n, first_step))
-        if n - since[0] < float(self.p["persist"]) * w:
+        if n - since[0] < self.p.persist * w:
             return None
         return self._episodes.open(src, make(since[1], point.step), level, point.step)
 
@@ -70,7 +70,7 @@ class LossPlateau(Rule):
         """The last w points' values and the step of the first. Beyond `window_max` points the run's
         downsampled history stands in, one mean per bucket: the window keeps growing with the run (a
         slow fall shows only over a long stretch) while the points read stay bounded."""
-        if w <= int(self.p["window_max"]):
+        if w <= self.p.window_max:
             pts = series.tail(w)
             return [p.value for p in pts], (pts[0].step if pts else 0)
         out: list[float] = []
@@ -97,12 +97,12 @@ class LossPlateau(Rule):
         recent = median(series.tail_values(9))
         head = [p.value for p in seg.head]
         start = median(head) if head else math.nan
-        return recent < 0.8 * float(self.p["expected_max"]) or recent < 0.8 * float(self.p["still_high"]) * start
+        return recent < 0.8 * self.p.expected_max or recent < 0.8 * self.p.still_high * start
 
     def _late(self, ctx: RuleContext, src: str, step: int) -> bool:
         state = ctx.sources.get(src)
         total = state.total_steps if state else None
-        return bool(total) and step > float(self.p["early_fraction"]) * total  # type: ignore[operator]
+        return bool(total) and step > self.p.early_fraction * total  # type: ignore[operator]
 
     def _annealing(self, ctx: RuleContext, src: str) -> bool:
         """The LR has fallen to a small share of its peak: the schedule is ending and the loss may rest."""
@@ -110,7 +110,7 @@ class LossPlateau(Rule):
         last = lr.last if lr is not None else None
         if lr is None or last is None or not math.isfinite(last.value) or not lr.maximum > 0:
             return False
-        return last.value < float(self.p["anneal_below"]) * lr.maximum
+        return last.value < self.p.anneal_below * lr.maximum
 
     def _judge(self, seg: Segment, vals: list[float], points: int, holding: bool):  # type: ignore[no-untyped-def]
         """(level, finding maker) when the window (`points` points, as `vals`: the points or the means
@@ -121,24 +121,24 @@ class LossPlateau(Rule):
         half = len(vals) // 2
         older, newer = vals[:half], vals[half:]
         then, level = median(older), median(newer)
-        if level <= float(self.p["expected_max"]) or then <= 0:
+        if level <= self.p.expected_max or then <= 0:
             return None
         first = median([p.value for p in seg.head])
-        if not first > 0 or (first - level) / first < float(self.p["fallen"]):
+        if not first > 0 or (first - level) / first < self.p.fallen:
             return None  # never fell: loss.flat_from_start's case
-        if level < float(self.p["still_high"]) * first:
+        if level < self.p.still_high * first:
             return None  # it already fell most of the way: a slow late phase, not an early stop
         noise = nz(diff_sigma(vals))
         se = math.hypot(median_se(noise, len(older)), median_se(noise, len(newer)))
         drop = (then - level) / then
-        margin = 0.0 if holding else float(self.p["noise_z"]) * se / then
-        if drop + margin >= float(self.p["min_drop"]):
+        margin = 0.0 if holding else self.p.noise_z * se / then
+        if drop + margin >= self.p.min_drop:
             return None  # it may still be falling: the noise hides a fall of min_drop
 
         def make(began: int, step: int) -> Finding:
             msg = (f"loss has stayed near {fmt(level)} since about step {began}: its median fell only {drop:.1%} "
                    f"over the last {points} points (noise +-{fmt(noise)}), still {level / first:.0%} of where it "
-                   f"began ({fmt(first)}) and above the expected {self.p['expected_max']:g}")
+                   f"began ({fmt(first)}) and above the expected {self.p.expected_max:g}")
             return Finding(message=msg, step=step, began_step=began,
                            evidence={"value": level, "step": began, "baseline": then, "drop": drop,
                                      "noise": noise, "first": first, "window": points, "detected_step": step})
@@ -161,7 +161,7 @@ class LossFlatFromStart(Rule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self._segments = Segments(keep_head=int(self.p["quarter_max"]))
+        self._segments = Segments(keep_head=self.p.quarter_max)
         self._first: dict[str, tuple[Segment, int, float, float]] = {}  # source -> (segment, h, median, noise)
         self._episodes = Episodes()
         self._next: dict[str, tuple[Segment, int]] = {}  # source -> (segment, points seen at the next judgement)
@@ -181,9 +181,9 @@ class LossFlatFromStart(Rule):
             return None
         n = seg.finite(series)
         head = seg.head
-        if n < need or not head or head[0].step > int(self.p["start_within"]):
+        if n < need or not head or head[0].step > self.p.start_within:
             return None
-        h = max(2, min(n // 4, int(self.p["quarter_max"]), len(head)))
+        h = max(2, min(n // 4, self.p.quarter_max, len(head)))
         known = self._first.get(series.source)
         if known is not None and known[0] is seg and known[1] == h:
             first, head_noise = known[2], known[3]  # h stops growing at quarter_max: the start is then fixed
@@ -195,7 +195,7 @@ class LossFlatFromStart(Rule):
             return None
         if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
             few = series.tail_values(9)
-            if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * float(self.p["min_drop"])):
+            if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * self.p.min_drop):
                 return FELL
         vals = series.tail_values(h)
         if not vals:
@@ -209,10 +209,10 @@ class LossFlatFromStart(Rule):
             return False
         noise = max(head_noise, nz(diff_sigma(vals)))
         se = math.hypot(median_se(noise, h), median_se(noise, len(vals)))
-        z_se = float(self.p["noise_z"]) * se / first
-        if drop - z_se >= float(self.p["min_drop"]):
+        z_se = self.p.noise_z * se / first
+        if drop - z_se >= self.p.min_drop:
             return FELL  # it fell by more than min_drop, beyond the noise
-        if drop + (0.0 if holding else z_se) >= float(self.p["min_drop"]):
+        if drop + (0.0 if holding else z_se) >= self.p.min_drop:
             return False  # it may have fallen: the noise could hide a fall of min_drop
         s0 = head[0].step
         msg = (f"loss has not fallen since its first logged step {s0}: {fmt(first)} over the first {h} points, "
@@ -231,29 +231,29 @@ class LossFlatFromStart(Rule):
         n = seg.finite(series)
         if nxt is not None and nxt[0] is seg and n < nxt[1]:  # between judgements the last verdict stands
             return self._episodes.repeat(src, self._level.get(src, point.value), point.step)
-        h = max(2, min(n // 4, int(self.p["quarter_max"])))
+        h = max(2, min(n // 4, self.p.quarter_max))
         self._next[src] = (seg, n + max(1, h // 8))
         if not self._episodes.is_open(src) and _lr_rising(ctx, src):
             self._flat_since.pop(src, None)
             return None  # a long LR warmup: the loss may rest until the LR is up
         state = ctx.sources.get(src)
         total = state.total_steps if state is not None else None
-        if total and point.step < float(self.p["min_fraction"]) * total and not self._episodes.is_open(src):
+        if total and point.step < self.p.min_fraction * total and not self._episodes.is_open(src):
             return None  # too early in a run of known length: a slow fall has not shown yet
-        f = self._judge(series, int(self.p["min_history"]), point.step, self._episodes.is_open(src))
+        f = self._judge(series, self.p.min_history, point.step, self._episodes.is_open(src))
         if not isinstance(f, Finding):
             self._episodes.close(src)
             self._flat_since.pop(src, None)
             if f is FELL and self._told.pop(src, None) is seg:
                 return Retraction(f"the loss fell after all: {fmt(self._level.get(src, point.value))} by step "
-                                  f"{point.step}, more than {float(self.p['min_drop']):.0%} below its start")
+                                  f"{point.step}, more than {self.p.min_drop:.0%} below its start")
             return None
         if self._episodes.is_open(src):
             return self._episodes.repeat(src, self._level[src], point.step)
         since = self._flat_since.get(src)
         if since is None or since[0] is not seg:
             since = self._flat_since[src] = (seg, n)
-        if n - since[1] < float(self.p["persist"]) * h:
+        if n - since[1] < self.p.persist * h:
             return None  # flat once may be a low draw of the noise: flat for a whole quarter more is not
         self._told[src] = seg
         return self._episodes.open(src, f, self._level[src], point.step)
@@ -262,7 +262,7 @@ class LossFlatFromStart(Rule):
         s = ctx.series("loss", source)
         if s is None or s.last is None or _lr_rising(ctx, source):
             return []  # no loss, or the run ended while its LR was still warming up
-        f = self._judge(s, int(self.p["end_min_history"]), s.last.step)
+        f = self._judge(s, self.p.end_min_history, s.last.step)
         if not isinstance(f, Finding):
             return []
         f.subject = "loss"

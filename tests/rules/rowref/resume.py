@@ -88,7 +88,7 @@ class ResumeSchedReset(_AfterResume):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.keep_after = int(self.p["rising_points"])
+        self.keep_after = self.p.rising_points
         self._replayed: set[str] = set()
         self._runs: dict[str, _LrRun] = {}
 
@@ -99,7 +99,7 @@ class ResumeSchedReset(_AfterResume):
         if r.done or not math.isfinite(point.value):
             return None
         after = r.after
-        tol = float(self.p["tolerance"])
+        tol = self.p.tolerance
         ref = [p for p in finite_points(r.before) if p.step <= point.step] if len(after) == 1 else []
         if ref:
             was = ref[-1]
@@ -110,7 +110,7 @@ class ResumeSchedReset(_AfterResume):
                                        f"it was {fmt(was.value)} at step {was.step}: schedule {word}",
                                evidence={"value": point.value, "baseline": was.value, "step": point.step,
                                          "resume_step": r.step})
-        n = int(self.p["rising_points"])
+        n = self.p.rising_points
         if len(after) >= n:
             r.done = True
         if len(after) >= n and r.step > 0:
@@ -193,21 +193,21 @@ class ResumeLossJump(_AfterResume):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.keep_after = int(self.p["after"])
+        self.keep_after = self.p.after
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         r = self.resume_for(series, point)
         if r is None or r.done or not math.isfinite(point.value):
             return None
         after = r.after
-        if len(after) < int(self.p["after"]):
+        if len(after) < self.p.after:
             return None
         r.done = True
-        pre = [p.value for p in finite_points(r.before)][-int(self.p["before"]):]
+        pre = [p.value for p in finite_points(r.before)][-self.p.before:]
         if not pre:
             return None
         was, now = median(pre), median([p.value for p in after])
-        if was <= 0 or now < float(self.p["ratio"]) * was:
+        if was <= 0 or now < self.p.ratio * was:
             return None
         return Finding(message=f"loss {fmt(now)} after resuming at step {r.step} vs {fmt(was)} before "
                                f"({now / was:.1f}x)",

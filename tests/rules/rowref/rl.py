@@ -19,19 +19,19 @@ class StaysZero(Rule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.watches = (str(spec.params["metric_glob"]),)  # type: ignore[misc]
+        self.watches = (spec.params.metric_glob,)  # type: ignore[misc]
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         if not series.head:
             return None
-        eps = float(self.p["eps"])
+        eps = self.p.eps
         if series.minimum < -eps or series.maximum > eps:
             return None  # it moved at some point
         last = series.tail(1)
         if not last:
             return None
         span = last[-1].step - series.head[0].step
-        if span < int(self.p["steps"]):
+        if span < self.p.steps:
             return None
         return Finding(message=f"{series.name} has stayed at {fmt(last[-1].value)} (|x| <= {eps:g}) "
                                f"for {span} steps",
@@ -55,7 +55,7 @@ class LengthHacking(Rule):
     watches = ("completions/mean_length",)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        w = int(self.p["window"])
+        w = self.p.window
         pts = series.tail(w)
         if len(pts) < w:
             return None
@@ -65,8 +65,8 @@ class LengthHacking(Rule):
         first, last = pts[0].value, median([p.value for p in pts[-3:]])
         ups = sum(1 for a, b in zip(pts, pts[1:]) if b.value > a.value) / (len(pts) - 1)
         slope = theil_sen([float(p.step) for p in pts], [p.value for p in pts])
-        if (last < float(self.p["near_max"]) * top or first <= 0 or (last - first) / first < float(self.p["min_rise"])
-                or ups < float(self.p["rising"]) or slope <= 0):
+        if (last < self.p.near_max * top or first <= 0 or (last - first) / first < self.p.min_rise
+                or ups < self.p.rising or slope <= 0):
             return None
         return Finding(message=f"completions/mean_length rose {fmt(first)} -> {fmt(last)} over {w} points, "
                                f"near the maximum {fmt(top)}",
@@ -81,14 +81,14 @@ class AlignmentDown(Rule):
     watches = ("ebft/alignment",)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        w = int(self.p["window"])
+        w = self.p.window
         pts = series.tail(w)
         if len(pts) < w:
             return None
         half = w // 2
         a, b = median([p.value for p in pts[:half]]), median([p.value for p in pts[half:]])
         slope = theil_sen([float(p.step) for p in pts], [p.value for p in pts])
-        if a <= 0 or (a - b) / a < float(self.p["drop"]) or slope >= 0:
+        if a <= 0 or (a - b) / a < self.p.drop or slope >= 0:
             return None
         return Finding(message=f"ebft/alignment fell {fmt(a)} -> {fmt(b)} over the last {w} points",
                        evidence={"value": b, "baseline": a, "slope": slope, "step": point.step})
@@ -117,13 +117,13 @@ class RlLogits(Rule):
         vocab = _num(facts, "vocab_size")
         if None in (micro, gens, seq, vocab):
             return None
-        size = micro * gens * seq * vocab * float(self.p["bytes_per_value"])  # type: ignore[operator]
-        mem_gib = _num(facts, "gpu_memory_gib", "total_gib") or float(self.p["memory_gib"])
+        size = micro * gens * seq * vocab * self.p.bytes_per_value  # type: ignore[operator]
+        mem_gib = _num(facts, "gpu_memory_gib", "total_gib") or self.p.memory_gib
         gib = size / 2**30
-        if gib <= float(self.p["ratio"]) * mem_gib:
+        if gib <= self.p.ratio * mem_gib:
             return None
         return Finding(message=f"logits need {gib:.0f} GiB ({micro:g} x {gens:g} x {seq:g} x {vocab:g} x "
-                               f"{self.p['bytes_per_value']} B) against {mem_gib:g} GiB of GPU memory",
+                               f"{self.p.bytes_per_value} B) against {mem_gib:g} GiB of GPU memory",
                        subject="logits",
                        evidence={"logits_gib": gib, "memory_gib": mem_gib, "micro_batch": micro,
                                  "num_generations": gens, "seq_len": seq, "vocab_size": vocab})

@@ -21,9 +21,9 @@ class SpeedDrop(Rule):
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         if not math.isfinite(point.value):
             return None
-        recent_n, window = int(self.p["recent"]), int(self.p["window"])
-        usable = series.finite_count - int(self.p["skip"])  # the first points are warm-up
-        if usable < max(int(self.p["min_history"]), recent_n + 3):
+        recent_n, window = self.p.recent, self.p.window
+        usable = series.finite_count - self.p.skip  # the first points are warm-up
+        if usable < max(self.p.min_history, recent_n + 3):
             return None
         vals = series.tail_values(min(usable, window + recent_n))  # the values of tail(), copied at C speed
         if len(vals) <= recent_n:
@@ -32,7 +32,7 @@ class SpeedDrop(Rule):
         now = median(vals[-recent_n:])
         if base <= 0 or now <= 0:
             return None
-        drop = float(self.p["drop"])
+        drop = self.p.drop
         slower = now > base / drop if series.name in SLOWER_IS_HIGHER else now < base * drop
         if not slower:
             return None

@@ -53,7 +53,7 @@ class LossSpikeRows(Rule):
         loss memorised down to 0.002 that shows 0.05 on one batch has not spiked."""
         head = [p.value for p in seg.head]
         start = abs(median(head)) if head else 0.0
-        return found.evidence["value"] - found.evidence["baseline"] >= float(self.p["min_jump"]) * start
+        return found.evidence["value"] - found.evidence["baseline"] >= self.p.min_jump * start
 
     def _keep(self) -> int:
         """Samples a spike alert stays up without a new spike (keep_firing_for, when it counts steps)."""
@@ -61,19 +61,19 @@ class LossSpikeRows(Rule):
 
     def _judge(self, series: Series, point: Point, earlier: int) -> Finding | None:
         v = point.value
-        prev = before(series, point, min(int(self.p["window"]), earlier))
-        if len(prev) < int(self.p["min_history"]):
+        prev = before(series, point, min(self.p.window, earlier))
+        if len(prev) < self.p.min_history:
             return self._early(prev, v, point.step)
         med = median(prev)
-        if med <= 0 or v < float(self.p["ratio"]) * med:
+        if med <= 0 or v < self.p.ratio * med:
             return None  # the cheap test first: the noise estimate only when the ratio already holds
         noise = mad_sigma(prev, med)
-        longer = before(series, point, min(int(self.p["noise_window"]), earlier))
+        longer = before(series, point, min(self.p.noise_window, earlier))
         if len(longer) > len(prev):
             noise = max(noise, diff_sigma(longer))
-        if v - med < float(self.p["mad_k"]) * noise:
+        if v - med < self.p.mad_k * noise:
             return None
-        if not _beyond_log_noise(v, med, longer if len(longer) > len(prev) else prev, float(self.p["log_k"])):
+        if not _beyond_log_noise(v, med, longer if len(longer) > len(prev) else prev, self.p.log_k):
             return None
         return Finding(message=f"loss {fmt(v)} at step {point.step} is {v / med:.1f}x its recent median {fmt(med)} "
                                f"(noise +-{fmt(noise)})",
@@ -83,10 +83,10 @@ class LossSpikeRows(Rule):
 
     def _early(self, prev: list[float], v: float, step: int) -> Finding | None:
         """Too few points for a noise estimate: only a jump far above every earlier point counts."""
-        if len(prev) < int(self.p["early_history"]):
+        if len(prev) < self.p.early_history:
             return None
         top = max(prev)
-        if min(prev) <= 0 or v < float(self.p["early_ratio"]) * top:
+        if min(prev) <= 0 or v < self.p.early_ratio * top:
             return None  # (a loss at or below 0, as RL losses are, has no scale for a ratio)
         med = median(prev)
         return Finding(message=f"loss {fmt(v)} at step {step} is {v / top:.1f}x the highest of the {len(prev)} "
@@ -105,18 +105,18 @@ class GradSpikeRows(Rule):
         v = point.value
         if not math.isfinite(v):
             return None
-        prev = before(series, point, int(self.p["window"]))
-        unstable = float(self.p["unstable_above"])
+        prev = before(series, point, self.p.window)
+        unstable = self.p.unstable_above
         med = median(prev) if prev else math.nan
         ev = {"value": v, "baseline": med, "step": point.step}
-        if len(prev) >= int(self.p["min_history"]) and med > 0:
-            if v >= float(self.p["ratio"]) * med and v - med >= float(self.p["mad_k"]) * mad_sigma(prev, med):
+        if len(prev) >= self.p.min_history and med > 0:
+            if v >= self.p.ratio * med and v - med >= self.p.mad_k * mad_sigma(prev, med):
                 ev["ratio"] = v / med
                 return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is {v / med:.0f}x its recent "
                                        f"median {fmt(med)}", evidence=ev)
-        elif prev and int(self.p["early_history"]) <= len(prev) < int(self.p["min_history"]) and min(prev) > 0:
+        elif prev and self.p.early_history <= len(prev) < self.p.min_history and min(prev) > 0:
             top = max(prev)  # too few points for a noise estimate: far above every earlier one only
-            if v >= float(self.p["early_ratio"]) * top:
+            if v >= self.p.early_ratio * top:
                 ev["ratio"] = v / med
                 ev["max_before"] = top
                 return Finding(message=f"grad_norm {fmt(v)} at step {point.step} is {v / top:.0f}x the highest of "
