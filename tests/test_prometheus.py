@@ -226,20 +226,6 @@ def test_stream_serves_the_node_s_own_metrics_alerts_and_gpus(tmp_path: Path, pr
     assert f"serving Prometheus metrics at http://127.0.0.1:{port}/metrics" in (tmp_path / "stream.out").read_text()
 
 
-def test_stream_port_in_use_is_one_line_and_exit_3(tmp_path: Path) -> None:
-    log = tmp_path / "run.log"
-    log.write_text("Step 1: loss=2.0\n")
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        r = subprocess.run(stream_cmd("--no-gpu", "--prometheus", f"127.0.0.1:{port}", str(log)),
-                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert r.returncode == 3
-    assert r.stderr.strip() == f"trainwatch: error: --prometheus 127.0.0.1:{port}: cannot listen: port already in use"
-    assert r.stdout == ""  # not even the handshake: a client sees the stream fail, not a stream without it
-
-
 def test_resolved_alerts_leave_and_stopped_runs_rate_zero() -> None:
     """Through the Collector over a real engine and an injected clock: an alert is a series only while
     it fires, and a run with no new step for a whole rate window reads 0 steps/s."""
@@ -277,17 +263,20 @@ def test_resolved_alerts_leave_and_stopped_runs_rate_zero() -> None:
     assert fams["trainwatch_last_progress_age_seconds"][0].value == pytest.approx(prometheus.RATE_WINDOW_S + 1)
 
 
-def test_port_in_use_is_one_line_and_exit_3(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["tail", "stream"])
+def test_port_in_use_is_one_line_and_exit_3(tmp_path: Path, command: str) -> None:
     log = tmp_path / "run.log"
     log.write_text("Step 1: loss=2.0\n")
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        r = subprocess.run(tail_cmd(str(log), "--no-gpu", "--prometheus", f"127.0.0.1:{port}"),
-                           capture_output=True, text=True, timeout=60)
+        flags = ("--no-gpu", "--prometheus", f"127.0.0.1:{port}")
+        cmd = tail_cmd(str(log), *flags) if command == "tail" else stream_cmd(*flags, str(log))
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 3
     assert r.stderr.strip() == f"trainwatch: error: --prometheus 127.0.0.1:{port}: cannot listen: port already in use"
+    assert r.stdout == ""  # nothing before the error: a stream client sees it fail, not a stream without a handshake
     assert r.stdout == ""
 
 
