@@ -259,3 +259,20 @@ def test_lines_the_adapter_never_sees_still_count_for_the_prefix_stripper(scanne
     assert by_bytes(SourceParser(HFConsoleAdapter("")), raw) == expected
     with_tags = raw.replace(b"\n\n\n\n", b"\nnode1: a\nnode1: b\n")
     assert by_lines(SourceParser(HFConsoleAdapter("")), with_tags) != expected  # the case is a real one
+
+
+@pytest.mark.parametrize("path", _logs(), ids=lambda p: p.name)
+def test_reading_a_file_with_the_scanner_a_block_ahead_gives_the_same_records(path: Path) -> None:
+    """`read_file` scans the next block on another thread while this one is read: the records are those
+    of the blocks fed one after the other (small blocks, so there are many of them)."""
+    a, b = parsers(path)
+    if a.adapter.whole_file:
+        pytest.skip("a whole-file document is not read in blocks")
+    data = path.read_bytes()
+    block = max(1, len(data) // 37)
+    expected = by_bytes(a, data, list(range(block, len(data), block)))
+    got: list[Record] = []
+    for batch in b.read_file(io.BytesIO(data), block):
+        got.extend(batch.records())
+    got.extend(b.finish())
+    assert [key(r) for r in got] == expected

@@ -153,8 +153,7 @@ def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
             session.feed(records)
         else:
             try:
-                while block := f.read(READ_BLOCK):
-                    batch = parser.read_bytes(block)  # one batch per block: the array rules judge it at once
+                for batch in parser.read_file(f, READ_BLOCK):  # one batch per block, judged at once
                     if not batch.empty:
                         info.records += batch.size
                         session.feed_batch(batch)
