@@ -134,10 +134,10 @@ class JsonLinesAdapter(Adapter):
         out = lines.out
         self._tables.update(keys, out)
         hits = np.asarray(lines.hits, dtype=np.int64)
-        readable = self._readable(chunk, keys)[hits]
+        bounds = entry_bounds(chunk)
+        readable = self._readable(chunk, keys, bounds)[hits]
         ok = readable >= 0
         cuts = np.flatnonzero(ok[1:] != ok[:-1]) + 1
-        bounds = entry_bounds(chunk)
         for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(hits)]):
             if not ok[a]:
                 for i in hits[a:b].tolist():
@@ -153,7 +153,7 @@ class JsonLinesAdapter(Adapter):
                     a += 1
         return []
 
-    def _readable(self, chunk: Chunk, keys: list[str]) -> np.ndarray:
+    def _readable(self, chunk: Chunk, keys: list[str], bounds: np.ndarray) -> np.ndarray:
         """Per line of the chunk, its dict when the arrays say everything `_records` needs of it, else -1:
         a whole-line object of JSON numbers (`array_lines`) that `unsayable` does not rule out, and, when
         it nests objects, no `/` inside and a layout `_nesting_known` accepts."""
@@ -168,8 +168,7 @@ class JsonLinesAdapter(Adapter):
         nested = np.flatnonzero(objects > 0)
         if len(nested):
             bad[nested[byte_counts(chunk, ord("/"), start[nested], end[nested]) > 0]] = True
-            layout, first = layouts(chunk, entry_bounds(chunk), dicts[nested])
-            bounds = entry_bounds(chunk)
+            layout, first = layouts(chunk, bounds, dicts[nested])
             verdict = np.array([self._nesting_known(keys, chunk.ent_key[bounds[d]:bounds[d + 1]].tolist(),
                                                     int(objects[nested[f]]))
                                 for f, d in zip(first.tolist(), dicts[nested][first].tolist())], dtype=bool)
