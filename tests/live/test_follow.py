@@ -260,3 +260,62 @@ def test_a_backlog_larger_than_one_poll_is_read_in_pieces_and_completely(tmp_pat
             break
     assert got == list(range(1, n + 1))
     assert polls >= 3
+
+
+def test_the_backlog_comes_as_bytes_then_lines_follow_with_the_same_numbers(tmp_path, monkeypatch) -> None:
+    """With raw_backlog the complete lines already in the file come as bytes (the byte path reads them,
+    as `check` does), in pieces of at most POLL_BYTES; an unfinished last line with redraws is handed
+    over as the line path would, and what is appended later comes line by line, numbered on."""
+    from trainwatch.sources import tail
+
+    monkeypatch.setattr(tail, "POLL_BYTES", 2 * tail.READ_CHUNK)
+    path = tmp_path / "big.log"
+    line = b"x" * 99 + b"\n"
+    n = (5 * tail.READ_CHUNK) // len(line)
+    path.write_bytes(line * n + b"\rbar 1\rbar 2\rpart")
+    follower = tail.FileFollower(path, raw_backlog=True)
+    raw, lines = b"", []
+    while True:
+        chunk = follower.poll()
+        if chunk.raw:
+            assert chunk.raw_first == raw.count(b"\n") + 1
+            raw += b"".join(chunk.raw)
+        lines.extend(chunk.lines)
+        if not follower.more:
+            break
+    assert raw == line * n
+    assert lines == [(n + 1, "\rbar 1\rbar 2")]  # the redraws of the unfinished line, under its number
+    with open(path, "ab") as f:
+        f.write(b"ial\nnext\n")
+    chunk = follower.poll()
+    assert not chunk.raw and chunk.lines == [(n + 1, "part" + "ial"), (n + 2, "next")]
+
+
+def test_after_a_truncation_the_backlog_is_read_line_by_line(tmp_path: Path) -> None:
+    from trainwatch.sources import tail
+
+    path = tmp_path / "run.log"
+    path.write_bytes(b"a\nb\nc\n")
+    follower = tail.FileFollower(path, raw_backlog=True)
+    assert b"".join(follower.poll().raw) == b"a\nb\nc\n"
+    path.write_bytes(b"d\n")
+    chunk = follower.poll()
+    assert chunk.restarted and not chunk.raw and chunk.lines == [(1, "d")]
+
+
+def test_a_backlog_read_as_bytes_fills_the_ring_and_the_source(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("".join(f"Step {i}: loss={3 - i / 100:.2f}, lr=1e-4\n" for i in range(1, 301)))
+    w = make([log], ring_lines=50)
+    try:
+        assert step_of(w, log) == 300
+        assert w.recent_lines(str(log), 2) == [(299, "Step 299: loss=0.01, lr=1e-4"),
+                                                (300, "Step 300: loss=0.00, lr=1e-4")]
+        with w.lock:
+            st = w.engine.sources[str(log)]
+            assert (st.lines, st.last_line) == (300, "Step 300: loss=0.00, lr=1e-4")
+        append(log, "Step 301: loss=0.00, lr=1e-4")
+        wait_until(lambda: step_of(w, log) == 301, what="step 301")
+        assert w.recent_lines(str(log), 1) == [(301, "Step 301: loss=0.00, lr=1e-4")]
+    finally:
+        w.stop()

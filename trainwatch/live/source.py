@@ -13,6 +13,7 @@ from pathlib import Path
 
 from trainwatch import adapters
 from trainwatch.adapters.path_reader import PathAdapter
+from trainwatch.batch import Batch
 from trainwatch.engine import Engine
 from trainwatch.errors import TrainwatchError
 from trainwatch.model import Event, EventKind, Record
@@ -148,7 +149,8 @@ class LiveSource:
                 self._redetect_at = int(REDETECT_GROWTH * len(head))
         self.opened = opened
         whole = bool(adapters.get(opened.format).whole_file)
-        self.follower = FileFollower(self.path, from_end=self.from_end and not whole, whole_file=whole)
+        self.follower = FileFollower(self.path, from_end=self.from_end and not whole, whole_file=whole,
+                                     raw_backlog=True)
         state = engine.source(self.name, opened.format)
         state.facts.setdefault("label", self.label)
         state.facts.pop("waiting", None)  # read from now on
@@ -198,7 +200,8 @@ class LiveSource:
         self._ring_upto = self.lines[-1][0] if replay and self.lines else 0
         self.follower.close()
         whole = bool(adapters.get(opened.format).whole_file)
-        self.follower = FileFollower(self.path, from_end=not replay and not whole, whole_file=whole)
+        self.follower = FileFollower(self.path, from_end=not replay and not whole, whole_file=whole,
+                                     raw_backlog=True)
         self.opened = opened
         engine.source(self.name, opened.format)
         again = "; reading it again from the start" if replay else ""
@@ -213,8 +216,9 @@ class LiveSource:
             # whole_file adapters remember what they reported: a re-read yields only new entries
             engine.source(self.name).lines = chunk.document.count("\n") + 1  # counted as `check` counts
             return self._records(engine, parser.document(chunk.document))
+        n = self._feed_raw(engine, chunk) if chunk.raw else 0
         if not chunk.lines:
-            return 0
+            return n
         state = engine.source(self.name)
         records: list[Record] = []  # the whole chunk goes to the engine at once: a backlog is one batch
         if chunk.restarted:
@@ -229,7 +233,50 @@ class LiveSource:
             if stripped:
                 last = stripped.rsplit("\r", 1)[-1].strip() or stripped
                 state.last_line = last[:LAST_LINE_CHARS]
-        return self._records(engine, records)
+        return n + self._records(engine, records)
+
+    def _feed_raw(self, engine: Engine, chunk: Chunk) -> int:
+        """A piece of the backlog as bytes: read by the byte path `check` uses (the scanner, the adapters
+        that read its arrays, one batch); only the lines the ring keeps are decoded here."""
+        assert self.opened is not None
+        data = b"".join(chunk.raw)
+        batch = self.opened.parser.read_bytes(data)
+        last = chunk.raw_first + data.count(b"\n") - 1
+        tail = data[:-1].rsplit(b"\n", self.lines.maxlen or 1)[-(self.lines.maxlen or 1):]
+        state = engine.source(self.name)
+        first = last - len(tail) + 1
+        for k, raw in enumerate(tail):
+            lineno = first + k
+            if lineno > self._ring_upto:
+                self._ring_upto = 0
+                self.lines.append((lineno, raw.decode("utf-8", "replace")))
+        for raw in reversed(tail):
+            stripped = raw.decode("utf-8", "replace").rstrip()
+            if stripped:
+                shown = stripped.rsplit("\r", 1)[-1].strip() or stripped
+                state.last_line = shown[:LAST_LINE_CHARS]
+                break
+        state.lines = last
+        return self._batch(engine, batch)
+
+    def _batch(self, engine: Engine, batch: Batch) -> int:
+        """`_records` for a batch: the errors-only reading's events are remembered, and not told twice."""
+        assert self.opened is not None
+        fallback = self.opened.fallback
+        if fallback or self._fed_events:
+            kept = []
+            for pos, e in batch.events:
+                if fallback:
+                    self._fed_events.add(_key(e))
+                elif _key(e) in self._fed_events:
+                    continue
+                kept.append((pos, e))
+            batch.events = kept
+        for _, e in batch.events:
+            if not e.source:
+                e.source = self.name
+        engine.feed_batch(batch)
+        return batch.size
 
     def _records(self, engine: Engine, records: list[Record]) -> int:
         assert self.opened is not None

@@ -30,13 +30,16 @@ class Chunk:
     notices: list[str] = field(default_factory=list)
     restarted: bool = False  # the file was truncated or replaced: line numbers start again
     document: str | None = None  # whole_file mode: the new text of the document
+    raw: list[bytes] = field(default_factory=list)
+    """The backlog's complete lines as bytes, before `lines` (`raw_backlog`): a byte path reads them."""
+    raw_first: int = 0  # the number of the first line in `raw`
 
 
 class FileFollower:
     """Reads one path incrementally. Line numbers are the file's own (1-based)."""
 
     def __init__(self, path: Path, *, from_end: bool = False, whole_file: bool = False,
-                 notice: Callable[[str], None] | None = None) -> None:
+                 notice: Callable[[str], None] | None = None, raw_backlog: bool = False) -> None:
         self.path = path
         self.whole_file = whole_file
         self._fd: int | None = None
@@ -50,6 +53,10 @@ class FileFollower:
         self._unreadable_said = False
         self._doc_sig: tuple[int, int, int] | None = None
         self.more = False  # the last poll stopped at POLL_BYTES with more of the file waiting
+        self._raw = raw_backlog and not from_end and not whole_file
+        """Until the first time the end of the file is reached, complete lines are handed over as bytes
+        (`Chunk.raw`), so a backlog goes through the same byte path as `check`; never again after, nor
+        after a truncation or a rotation (the reader's line count would no longer be the file's)."""
 
     # -- the one entry point --------------------------------------------------------------------
 
@@ -77,6 +84,7 @@ class FileFollower:
         ino = (st.st_dev, st.st_ino)
         if self._fd is not None and ino != self._ino:
             self._drain(out)  # rotated or replaced: finish the old file, then continue with the new one
+            self._end_raw(out)
             self._close()
             out.notices.append(f"{self.path}: file was replaced (rotation); following the new file")
             out.restarted = True
@@ -84,6 +92,7 @@ class FileFollower:
             if not self._open(st, out):
                 return out
         elif st.st_size < self._offset:
+            self._end_raw(out)
             out.notices.append(f"{self.path}: file was truncated; reading it again from the start")
             self._offset = 0
             self._lineno = 0
@@ -127,6 +136,8 @@ class FileFollower:
             out.restarted = self._ino is not None
         if self._unreadable_said:
             out.notices.append(f"{self.path}: readable again; following it")
+        if self._ino is not None:
+            self._raw = False  # opened again: the byte reader's line count started with the first file
         self._fd = fd
         self._ino = (st.st_dev, st.st_ino)
         self._missing_said = self._unreadable_said = False
@@ -176,9 +187,34 @@ class FileFollower:
             if not data:
                 break
             self._offset += len(data)
-            self._split(self._partial + data if self._partial else data, out)
+            joined = self._partial + data if self._partial else data
+            if self._raw:
+                self._take_raw(joined, out)
+            else:
+                self._split(joined, out)
             if len(data) < READ_CHUNK:
                 break
+        self._end_raw(out)  # the end of the file: from here on, line by line
+
+    def _take_raw(self, data: bytes, out: Chunk) -> None:
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            if not out.raw:
+                out.raw_first = self._lineno + 1
+            out.raw.append(data[:cut] if cut < len(data) else data)
+            self._lineno += data.count(b"\n", 0, cut)
+        self._partial = data[cut:]
+        if len(self._partial) > MAX_LINE:  # a line too long to hold whole: the line path's rules take over
+            self._end_raw(out)
+
+    def _end_raw(self, out: Chunk) -> None:
+        """Line by line from now on; the unfinished line held is looked at as the line path would."""
+        if not self._raw:
+            return
+        self._raw = False
+        if self._partial:
+            held, self._partial = self._partial, b""
+            self._split(held, out)
 
     def _split(self, data: bytes, out: Chunk) -> None:
         parts = data.split(b"\n")
