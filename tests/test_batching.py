@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from trainwatch import runner
-from trainwatch.batch import from_records
 from trainwatch.cli.check import LogClock
 from trainwatch.model import Record
 from trainwatch.rules.base import Rule
+
+from tests.rules.rowref.harness import feed_in_cuts
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = sorted(p for p in (ROOT / "examples/logs").glob("*") if p.suffix in (".log", ".jsonl"))
@@ -36,14 +37,7 @@ def findings(src: runner.OpenSource, records: list[Record], cuts: list[int] | No
     None feeds them one at a time."""
     clock = LogClock(1_000_000.0)
     engine = runner.make_engine([src], None, None, clock=clock)
-    fresh = list(from_records(src.name, records).records())
-    if cuts is None:
-        for r in fresh:
-            engine.feed(r)
-    else:
-        bounds = [0, *sorted(set(cuts)), len(fresh)]
-        for lo, hi in zip(bounds, bounds[1:]):
-            engine.feed_batch(from_records(src.name, fresh[lo:hi]))
+    feed_in_cuts(engine, src.name, records, cuts)
     engine.finish(src.name)
     return json.dumps([a.to_dict() for a in engine.alerts()], indent=1, default=str)  # NaN == NaN as text
 

@@ -3,14 +3,15 @@ from __future__ import annotations
 import math
 import tracemalloc
 
-from trainwatch.model import Sample
-from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, MetricStore
+import numpy as np
+
+from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, MetricStore, Point
 
 
 def test_nan_and_inf_are_kept_and_counted() -> None:
     store = MetricStore()
     for i, v in enumerate([1.0, math.nan, 2.0, math.inf, -math.inf]):
-        store.add(Sample("loss", v, source="a"), i)
+        store.series("a", "loss").add(Point(i, v, None, i))
     s = store.get("loss", "a")
     assert s is not None
     assert s.count == 5 and s.nan_count == 1 and s.inf_count == 2
@@ -22,7 +23,7 @@ def test_history_is_bounded_and_keeps_spikes() -> None:
     store = MetricStore()
     n = 100_000
     for i in range(n):
-        store.add(Sample("loss", 1000.0 if i == 63_457 else 1.0, source="a"), i)
+        store.series("a", "loss").add(Point(i, 1000.0 if i == 63_457 else 1.0, None, i))
     s = store.get("loss", "a")
     assert s is not None
     assert len(s.recent) == RECENT_POINTS
@@ -36,8 +37,10 @@ def test_memory_does_not_grow_with_run_length() -> None:
     def used(n: int) -> int:
         store = MetricStore()
         tracemalloc.start()
-        for i in range(n):
-            store.add(Sample("loss", float(i % 7), source="a"), i)
+        series = store.series("a", "loss")
+        for lo in range(0, n, 1000):  # as the engine appends: a batch of rows at a time
+            rows = np.arange(lo, lo + 1000)
+            series.extend(rows, (rows % 7).astype(float), rows, np.full(1000, np.nan), np.zeros(1000, bool))
         size = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
         return size

@@ -10,7 +10,6 @@ from itertools import islice
 
 import numpy as np
 
-from trainwatch.model import Sample
 
 RECENT_POINTS = 2048
 HISTORY_BUCKETS = 1024
@@ -286,11 +285,6 @@ class Series:
         return self._time[lo:self._hi]
 
     @property
-    def held(self) -> int:
-        """Rows `columns` can give: the newest RECENT_POINTS at most."""
-        return self._hi - self._lo
-
-    @property
     def recent(self) -> deque[Point]:
         """The newest RECENT_POINTS rows as points, oldest first. Built on demand, each row once."""
         new = self.count - self._built
@@ -308,11 +302,6 @@ class Series:
     def last(self) -> Point | None:
         recent = self.recent
         return recent[-1] if recent else None
-
-    @property
-    def last_value(self) -> float:
-        """The newest value (NaN when there is none), without building a point."""
-        return float(self._value[self._hi - 1]) if self._hi > self._lo else math.nan
 
     @property
     def finite_count(self) -> int:
@@ -375,17 +364,6 @@ class MetricStore:
         if got is None:
             got = self._series[(source, name)] = Series(name, source)
         return got
-
-    def add(self, sample: Sample, step: int) -> Series:
-        """Stores the sample itself as the series' newest point (its step set to `step`)."""
-        key = (sample.source, sample.name)
-        series = self._series.get(key)
-        if series is None:
-            series = self._series[key] = Series(sample.name, sample.source)
-        if sample.step != step:
-            sample.step = step  # the step the engine settled on (inferred when the log printed none)
-        series.add(sample)  # type: ignore[arg-type]  # a Sample has every field of a Point: no copy per sample
-        return series
 
     def drop_source(self, source: str) -> None:
         """Forgets one source's series: a new training in the same log is not a continuation of the last."""

@@ -8,7 +8,6 @@ import random
 import pytest
 
 from trainwatch import store
-from trainwatch.model import Sample
 from trainwatch.store import MetricStore, Point, Series
 
 
@@ -93,7 +92,7 @@ def test_rule_work_per_sample_does_not_grow_with_the_run(monkeypatch):
 def test_store_add_feeds_head_and_counts():
     m = MetricStore()
     for i, v in enumerate([math.inf, 3.0, math.nan, 2.0]):
-        m.add(Sample("loss", v, i, source="a"), i)
+        m.series("a", "loss").add(Point(i, v, None, i))
     s = m.get("loss", "a")
     assert [p.value for p in s.head] == [3.0, 2.0] and s.finite_count == 2
     assert s.tail_values(5) == [3.0, 2.0]

@@ -88,7 +88,7 @@ def layouts(chunk: Chunk, bounds: np.ndarray, dicts: np.ndarray) -> tuple[np.nda
     owner_pos = np.repeat(np.arange(n), count)
     pos = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
     ent = lo[owner_pos] + pos
-    top = int(count.max()) + 1 if n else 1
+    top = int(count.max()) + 1
     with np.errstate(over="ignore"):
         p1 = np.cumprod(np.full(top, _MULT1, dtype=np.uint64))
         p2 = np.cumprod(np.full(top, _MULT2, dtype=np.uint64))

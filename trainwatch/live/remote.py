@@ -21,7 +21,7 @@ from typing import Any
 from trainwatch import adapters
 from trainwatch.engine import Engine
 from trainwatch.errors import TrainwatchError
-from trainwatch.live.source import DETECT_GIVE_UP_BYTES, LiveSource
+from trainwatch.live.source import LiveSource, too_early_to_tell
 from trainwatch.model import Event, EventKind, Sample
 from trainwatch.runner import open_source
 from trainwatch.sources import remote
@@ -101,7 +101,7 @@ class RemoteSource(LiveSource):
             self.gave_up = True
             return False
         if opened.fallback:
-            if opened.unscored and len(head) < DETECT_GIVE_UP_BYTES and head.count(b"\n") < 50:
+            if too_early_to_tell(opened, head):
                 self._wait("unrecognised", f"{self.name}: format not recognised yet; waiting for more lines")
                 return False
             self.notice(f"{self.name}: no known log format; reading it for errors only")

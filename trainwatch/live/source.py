@@ -27,6 +27,11 @@ MISREAD_LINES = 20  # a forced format that understood nothing in this many lines
 REDETECT_GROWTH = 1.25  # a file read for errors only is scored again each time it grows by this factor
 
 
+def too_early_to_tell(opened: OpenSource, head: bytes) -> bool:
+    """No adapter scored the file and there is too little of it yet to settle for reading errors only."""
+    return opened.unscored and len(head) < DETECT_GIVE_UP_BYTES and head.count(b"\n") < 50
+
+
 class LiveSource:
     def __init__(self, path: Path, *, fmt: str | None, from_end: bool, ring: int,
                  notice: Callable[[str], None], params: float | None = None) -> None:
@@ -136,7 +141,7 @@ class LiveSource:
             self.gave_up = True
             return False
         if opened.fallback:
-            if opened.unscored and len(head) < DETECT_GIVE_UP_BYTES and head.count(b"\n") < 50:
+            if too_early_to_tell(opened, head):
                 self._wait("unrecognised", f"{self.path}: format not recognised yet; waiting for more lines")
                 return False
             # banners, argument dumps or a launcher's output: errors are read now, metrics once an

@@ -33,16 +33,21 @@ def report(rule_id: str, records: Sequence[Record], cuts: Sequence[int] | None, 
     sig = getattr(rule, "signature", "")
     engine._by_signature = {sig: [rule]} if sig else {}
     engine._tickers = [rule] if rule.ticks else []
-    source = records[0].source if records else "run.log"
-    fresh = list(from_records(source, records).records())  # the engine settles steps on its copies
-    if cuts is None:
-        for r in fresh:
-            engine.feed(r)
-    else:
-        bounds = [0, *sorted(set(cuts)), len(fresh)]
-        for lo, hi in zip(bounds, bounds[1:]):
-            engine.feed_batch(from_records(source, fresh[lo:hi]))
+    feed_in_cuts(engine, records[0].source if records else "run.log", records, cuts)
     sources = {r.source for r in records}
     for s in sorted(sources):
         engine.finish(s)
     return json.dumps([a.to_dict() for a in engine.alerts() if a.rule == rule_id], indent=1, default=str)
+
+
+def feed_in_cuts(engine: Engine, source: str, records: list[Record], cuts: list[int] | None) -> None:
+    """Feeds copies of the records (the engine settles steps on them) in batches cut at `cuts`; None feeds
+    them one at a time."""
+    fresh = list(from_records(source, records).records())
+    if cuts is None:
+        for r in fresh:
+            engine.feed(r)
+        return
+    bounds = [0, *sorted(set(cuts)), len(fresh)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        engine.feed_batch(from_records(source, fresh[lo:hi]))
