@@ -109,10 +109,8 @@ def layouts(chunk: Chunk, bounds: np.ndarray, dicts: np.ndarray) -> tuple[np.nda
 
 def byte_counts(chunk: Chunk, byte: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """How many times `byte` occurs in each absolute span [start, end) of the chunk's data."""
-    buf = np.frombuffer(chunk.data, dtype=np.uint8)
-    cum = np.concatenate(([0], np.cumsum(buf == byte, dtype=np.int64)))
-    base = chunk.base_offset
-    return cum[end - base] - cum[start - base]
+    at = np.flatnonzero(np.frombuffer(chunk.data, dtype=np.uint8) == byte) + chunk.base_offset
+    return np.searchsorted(at, end) - np.searchsorted(at, start)  # a running count costs 8x more
 
 
 def emit_rows(chunk: Chunk, tables: KeyTables, bounds: np.ndarray, dicts: np.ndarray, out: BatchBuilder,

@@ -232,12 +232,19 @@ class _Lines:
         self.chunk = chunk
         self.cache: dict[int, str] = {}
         self.all: list[str] | None = None
+        self._misses_left = max(64, len(chunk) // 4)  # lines decoded one by one before all are at once
 
     def text(self, i: int) -> str:
         if self.all is not None:
             return self.all[i]
         got = self.cache.get(i)
         if got is None:
+            self._misses_left -= 1
+            if self._misses_left < 0:  # most lines are being read: one decode for all is cheaper
+                self._misses_left = len(self.chunk) + 1  # once (it does nothing when a line was cut)
+                self.decode_all()
+                if self.all is not None:
+                    return self.all[i]
             got = self.cache[i] = _clean(self.raw(i).decode("utf-8", "replace"))
         return got
 
@@ -285,8 +292,6 @@ class ChunkLines:
         self._next = 0  # the first line not yet accounted for
         self._strip_at: list[int] | None = None  # lines the prefix stripper must see, and how far it got
         self._k = 0
-        if 2 * len(self.hits) > len(chunk):
-            lines.decode_all()  # most lines will be read: one decode for all is cheaper
 
     def lineno(self, i: int) -> int:
         return self.chunk.first_lineno + i
