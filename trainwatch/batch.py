@@ -178,6 +178,13 @@ class BatchBuilder:
     def event(self, event: Event) -> None:
         self._events.append((self.samples, event))
 
+    def events_ahead(self, events: Iterable[tuple[int, Event]]) -> None:
+        """Events that come after the first `k` samples of those the next `columns` call appends, each
+        given as (k, event) in log order: an adapter that collects a run of lines as columns meets the
+        events among them before it has the columns."""
+        base = self.samples
+        self._events.extend((base + k, e) for k, e in events)
+
     def mark(self) -> tuple[int, int, int]:
         """Where the builder is now, for `rollback` and `fill_time`."""
         return len(self._pieces), len(self._value), len(self._events)

@@ -22,9 +22,12 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
-from trainwatch.batch import BatchBuilder, RecordList
+from trainwatch.batch import NO_STEP, BatchBuilder, RecordList
 from trainwatch.model import Event, EventKind, Record
 
 if TYPE_CHECKING:
@@ -56,7 +59,6 @@ CKPT_STEP = re.compile(r"checkpoint-(\d+)")
 GLOBAL_STEP = re.compile(r"global step (\d+)")
 STEP_OF_TOTAL = re.compile(r"""'global_step/max_steps':\s*['"](\d+)\s*/\s*(\d+)['"]""")  # ms-swift
 STEP_KEYS = ("step", "global_step")
-Out = RecordList | BatchBuilder  # where a line's records go: objects (one line) or columns (a chunk)
 EVAL_PREFIXES = ("eval_", "test_", "predict_")
 TRAIN_BARS = frozenset({"train", "training"})  # ms-swift names its training bar
 SUMMARY_KEY = "train_runtime"
@@ -136,6 +138,35 @@ class _StateSteps:
         return None
 
 
+class _Run:
+    """Dict lines read from the arrays since the last line read by `parse`: their samples go to the batch
+    as columns at once, with the events met among them (it takes events as `out` does)."""
+
+    def __init__(self) -> None:
+        self.dicts: list[int] = []
+        self.steps: list[int] = []
+        self.linenos: list[int] = []
+        self.events: list[tuple[int, Event]] = []
+        self.samples = 0
+
+    def append(self, event: Event) -> None:
+        self.events.append((self.samples, event))
+
+    def dict(self, d: int, step: int, lineno: int, entries: int) -> None:
+        self.dicts.append(d)
+        self.steps.append(step)
+        self.linenos.append(lineno)
+        self.samples += entries
+
+    def flush(self, out: BatchBuilder, chunk: Chunk, keys: columns.ConsoleKeys, bounds: np.ndarray) -> None:
+        if self.dicts or self.events:
+            columns.emit(out, chunk, keys, bounds, self.dicts, self.steps, self.linenos, self.events)
+            self.__init__()  # type: ignore[misc]
+
+
+Out = RecordList | BatchBuilder  # where a line's records go: objects (one line) or columns (a chunk)
+
+
 def _kind(d: dict[str, Any]) -> str:
     if SUMMARY_KEY in d:
         return "summary"
@@ -171,6 +202,7 @@ class HFConsoleAdapter(Adapter):
         self.num_examples = 0  # from the banner: with the total batch size, the steps in an epoch
         self.total_batch = 0
         self.state = _StateSteps(source)
+        self._keys = columns.ConsoleKeys(STEP_KEYS, SUMMARY_KEY, KNOWN_KEYS, EVAL_PREFIXES)
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
@@ -193,8 +225,41 @@ class HFConsoleAdapter(Adapter):
     """What `parse` tests a line for; a line with none of them makes no record and changes no state."""
 
     def parse_chunk(self, chunk: Chunk, keys: list[str], lines: ChunkLines) -> list[Record]:
-        for i in lines.hits:
-            lines.parse_into(i)  # dict values go straight into the batch's columns
+        """Lines of nothing but tqdm bars and plain metric dicts are read from the scanner's arrays (see
+        hf_console_columns); every other line through `parse`, its values straight into the batch."""
+        self._keys.update(keys, lines.out)
+        plan = columns.plan(chunk, lines, self._keys)
+        if plan is None:
+            for i in lines.hits:
+                lines.parse_into(i)
+            return []
+        data, first = chunk.data, chunk.first_lineno
+        run = _Run()
+        for h, i in enumerate(lines.hits):
+            how = plan.how[h]
+            if how == columns.SLOW:
+                run.flush(lines.out, chunk, self._keys, plan.bounds)
+                lines.parse_into(i)
+                continue
+            lines.skip_plain(i)
+            lineno = first + i
+            start = plan.bar_from[h]
+            if start >= 0:
+                end = plan.bar_to[h]
+                seg = data[start:end].decode("utf-8", "replace")
+                bar = self._last_bar(seg, 0, len(seg))
+                if bar is None and start > plan.line_from[h]:  # the bars before it, as `_last_bar` looks
+                    whole = data[plan.line_from[h]:end].decode("utf-8", "replace")
+                    bar = self._last_bar(whole, 0, len(whole))
+                self._bar(bar, lineno, run)
+            if how == columns.DICT:
+                d = plan.dict_of[h]
+                if plan.trainer[d]:
+                    step = self._judge("eval" if plan.is_eval[d] else "train", plan.epoch[d], None)
+                    run.dict(d, NO_STEP if step is None else step, lineno,
+                             int(plan.bounds[d + 1] - plan.bounds[d]))
+            self._progress(lineno, run)
+        run.flush(lines.out, chunk, self._keys, plan.bounds)
         return []
 
     # -- per line -----------------------------------------------------------------------------
@@ -282,7 +347,7 @@ class HFConsoleAdapter(Adapter):
             stop = q
         return None
 
-    def _bar(self, bar: tuple[str, int, int] | None, lineno: int, out: Out) -> None:
+    def _bar(self, bar: tuple[str, int, int] | None, lineno: int, out: Out | _Run) -> None:
         if bar is None:
             return
         desc, n, m = bar
@@ -302,7 +367,7 @@ class HFConsoleAdapter(Adapter):
             out.append(Event(EventKind.EVAL_START, self.source, lineno, step=self.bar_step,
                              fields={"total": m}))
 
-    def _progress(self, lineno: int, out: Out) -> None:
+    def _progress(self, lineno: int, out: Out | _Run) -> None:
         if self.total is not None and self.bar_step is not None and self.bar_step != self.progress_sent:
             self.progress_sent = self.bar_step
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=self.bar_step,
@@ -329,7 +394,17 @@ class HFConsoleAdapter(Adapter):
         epoch = values.get("epoch")
         if epoch is not None and not math.isfinite(epoch):
             epoch = None  # a blown-up run can print `'epoch': inf`: the line's `'loss': nan` must still count
+        step = self._judge(kind, epoch, printed)
+        if kind == "summary":
+            out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=step, text=text[:2000], fields=values))
+            return
         inferred = printed is None
+        for k, v in values.items():
+            out.sample(k, v, step, lineno, None, inferred)
+
+    def _judge(self, kind: str, epoch: float | None, printed: int | None) -> int | None:
+        """The step of a Trainer dict of this kind (train, eval, summary), with its finite epoch and the
+        step it printed, if any; moves the reader's state on. Both the line and the array path call it."""
         if kind == "train":
             step = printed if printed is not None else self._train_step(epoch)
             self.train_count += 1
@@ -343,11 +418,7 @@ class HFConsoleAdapter(Adapter):
             self.in_eval = False
         if step is not None:
             self.last_step = max(step, self.last_step or 0) if kind != "train" else step
-        if kind == "summary":
-            out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=step, text=text[:2000], fields=values))
-            return
-        for k, v in values.items():
-            out.sample(k, v, step, lineno, None, inferred)
+        return step
 
     def _train_step(self, epoch: float | None) -> int | None:
         """The step of a train dict: trainer_state.json, then epoch x steps per epoch, the logging

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainwatch.adapters.base import Adapter, json_number
-from trainwatch.adapters.jsonl_columns import KeyTables, byte_counts, emit_rows, entry_bounds, layouts, unsayable
+from trainwatch.adapters.jsonl_columns import KeyTables, emit_rows, layouts, unsayable
+from trainwatch.adapters.spans import byte_counts, entry_bounds
 from trainwatch.model import Event, EventKind, Record, Sample
 
 if TYPE_CHECKING:

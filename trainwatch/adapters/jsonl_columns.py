@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from trainwatch.adapters.spans import ranges
 from trainwatch.batch import NO_STEP
 
 if TYPE_CHECKING:
@@ -54,12 +55,6 @@ class KeyTables:
         self.known = len(keys)
 
 
-def entry_bounds(chunk: Chunk) -> np.ndarray:
-    """Index of each dict's first entry, and one past the last dict's last: entries of dict d are
-    [bounds[d], bounds[d + 1])."""
-    return np.searchsorted(chunk.ent_dict, np.arange(chunk.dict_line.shape[0] + 1))
-
-
 def unsayable(chunk: Chunk, tables: KeyTables, dicts: np.ndarray, safe_int: float) -> np.ndarray:
     """For the given dicts: True where the arrays cannot say what `json` would load, because an entry is
     not finite, a key repeats, a total is printed (read only when it is an int) or a step is too large
@@ -85,9 +80,7 @@ def layouts(chunk: Chunk, bounds: np.ndarray, dicts: np.ndarray) -> tuple[np.nda
     count = hi - lo
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    owner_pos = np.repeat(np.arange(n), count)
-    pos = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-    ent = lo[owner_pos] + pos
+    ent, owner_pos, pos = ranges(lo, count)
     top = int(count.max()) + 1
     with np.errstate(over="ignore"):
         p1 = np.cumprod(np.full(top, _MULT1, dtype=np.uint64))
@@ -105,12 +98,6 @@ def layouts(chunk: Chunk, bounds: np.ndarray, dicts: np.ndarray) -> tuple[np.nda
     wrong[owner_pos[differ]] = True
     layout = np.where(wrong, -1, layout)
     return layout, first
-
-
-def byte_counts(chunk: Chunk, byte: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """How many times `byte` occurs in each absolute span [start, end) of the chunk's data."""
-    at = np.flatnonzero(np.frombuffer(chunk.data, dtype=np.uint8) == byte) + chunk.base_offset
-    return np.searchsorted(at, end) - np.searchsorted(at, start)  # a running count costs 8x more
 
 
 def emit_rows(chunk: Chunk, tables: KeyTables, bounds: np.ndarray, dicts: np.ndarray, out: BatchBuilder,

@@ -22,6 +22,7 @@ from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.prefix import STARTS, PrefixStripper
 from trainwatch.adapters.signatures import SignatureScanner, trigger_keywords
 from trainwatch.batch import Batch, BatchBuilder
+from trainwatch.scan.chunk import MAX_LINE
 from trainwatch.model import Event, Record, Sample
 from trainwatch.textsafe import strip_escapes
 
@@ -37,6 +38,7 @@ _STRIP_FIRST = np.zeros(256, dtype=bool)
 _STRIP_FIRST[[ord(c) for c in STARTS if ord(c) < 128]] = True
 _STRIP_FIRST[0x1B] = True
 _STRIP_FIRST[0xC2] = True  # U+009B, the 8-bit CSI, in UTF-8
+_SRUN_REACH = 10  # `srun -l` tags after blanks: up to 4 blanks, up to 4 digits, then the colon (prefix.SRUN)
 
 
 def has_parse_chunk(adapter: Adapter) -> bool:
@@ -157,6 +159,7 @@ class _ByteReader:
         sig_words = trigger_keywords() if parser.scanner is not None else []
         own_words = list(getattr(parser.adapter, "chunk_keywords", ())) if self.chunked else []
         keywords = list(dict.fromkeys([ESC, CSI8, *sig_words, *own_words]))
+        self.keywords = keywords
         self.scanner = Scanner(keywords)
         self.sig_kw = np.array([w in (ESC, CSI8) or w in sig_words for w in keywords], dtype=bool)
         self.out = BatchBuilder(parser.source)  # one per source: its name table lives as long as the source
@@ -174,7 +177,7 @@ class _ByteReader:
         lines = _Lines(parser, chunk)
         found = self._signatures(chunk, lines) if parser.scanner is not None else []
         if self.chunked:
-            view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw), out)
+            view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw), out, self.keywords)
             try:
                 out.extend(parser.adapter.parse_chunk(chunk, self.scanner.keys if keys is None else keys, view))
             except Exception:  # an adapter bug must cost one chunk, not the watcher
@@ -280,8 +283,9 @@ class ChunkLines:
     """
 
     def __init__(self, parser: SourceParser, chunk: Chunk, lines: _Lines, hits: np.ndarray,
-                 out: BatchBuilder) -> None:
+                 out: BatchBuilder, keywords: list[str]) -> None:
         self.parser = parser
+        self._keywords = keywords
         self.out = out
         """Where an adapter reading the arrays may put whole columns (`BatchBuilder.columns`) instead of
         returning records; it does one or the other, in line order."""
@@ -313,6 +317,64 @@ class ChunkLines:
 
     def skip(self, i: int) -> None:
         self._account(i + 1)
+
+    def skip_plain(self, i: int) -> None:
+        """`skip(i)` for a line `unprefixed` says no launcher prefix starts: it is only counted."""
+        self._account(i)
+        self._next = i + 1
+        stripper = self.parser.prefixes
+        if stripper is None:
+            return
+        if self._strip_at is None:
+            self._strip_at = self._needing_strip()
+        at, k = self._strip_at, self._k
+        while k < len(at) and at[k] <= i:
+            k += 1
+        self._k = k
+        stripper.count(1)
+
+    def with_keyword(self, word: str) -> np.ndarray:
+        """Per line of the chunk, whether it holds `word`: one of the adapter's `chunk_keywords`, or the
+        escape characters ESC and CSI8 (a line with them reads differently once they are stripped)."""
+        found = np.zeros(len(self.chunk), dtype=bool)
+        c = self.chunk
+        found[c.kw_line[c.kw_id == self._keywords.index(word)]] = True
+        return found
+
+    def declared(self) -> tuple[str, ...]:
+        """The adapter's `chunk_keywords`: the words `with_keyword` answers for."""
+        return tuple(getattr(self.parser.adapter, "chunk_keywords", ()))
+
+    def escaped(self) -> np.ndarray:
+        """Per line of the chunk, whether it holds an escape character (ESC, or the 8-bit CSI)."""
+        return self.with_keyword(ESC) | self.with_keyword(CSI8)
+
+    def unprefixed(self) -> np.ndarray:
+        """Per line of the chunk, whether the prefix stripper is sure to take nothing off it and to learn
+        nothing from it: no stripper, or a first byte no prefix starts with, or blanks then no `:` early
+        enough for an `srun -l` rank tag (the only tag after blanks that can start a line)."""
+        c = self.chunk
+        n = len(c)
+        if self.parser.prefixes is None:
+            return np.ones(n, dtype=bool)
+        if not n:
+            return np.zeros(0, dtype=bool)
+        starts = c._cut_line_starts
+        at = (c.line_start - c.base_offset) if starts is None else starts
+        length = np.minimum(c.line_end - c.line_start, MAX_LINE)
+        buf = np.frombuffer(c.data, dtype=np.uint8)
+        first = np.zeros(n, dtype=np.uint8)
+        nonempty = length > 0
+        first[nonempty] = buf[at[nonempty]]
+        plain = ~_STRIP_FIRST[first]
+        blank = np.flatnonzero((first == 0x20) | (first == 0x09))
+        if len(blank):
+            span = np.arange(_SRUN_REACH)
+            pos = at[blank, None] + span
+            inside = span < length[blank, None]
+            colon = (buf[np.minimum(pos, len(buf) - 1)] == 0x3A) & inside
+            plain[blank[~colon.any(axis=1)]] = True
+        return plain
 
     def close(self) -> None:
         self._account(len(self.chunk))

@@ -1,0 +1,215 @@
+"""Which lines of a Trainer console chunk can be read from the scanner's arrays, and what they hold.
+
+The per-line reader (`HFConsoleAdapter._parse`) finds each printed dict with a regex and reads its
+numbers with `float`, which is most of the time a gigabyte log takes. The scanner has found the dicts
+and parsed their numbers already, but its grammar is wider than the reader's (thousands separators,
+`95%`, nested objects, JSON quotes, `'a':1`, repeated keys), so its numbers stand in only for dicts where
+the two readings provably agree: a plain repr of numbers, quoted or not, each key once, nothing else
+inside. The line must also hold nothing but such a dict and tqdm bars before it, carry no escape codes
+and take no launcher prefix. Every other line goes through the per-line reader, so what a line means
+is still decided in one place: the adapter's state machine, which both paths call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from trainwatch.adapters.spans import entry_bounds, ranges
+from trainwatch.batch import BatchBuilder
+
+if TYPE_CHECKING:
+    from trainwatch.adapters.pipeline import ChunkLines
+    from trainwatch.model import Event
+    from trainwatch.scan import Chunk
+
+SLOW, BAR, DICT = 0, 1, 2
+"""What a hit line is: for the per-line reader; a bar and nothing else; a dict (after bars, maybe)."""
+
+# Bytes a plain dict may hold between its braces: printable ASCII, but none the two readers take
+# differently (`"` keys, `%` numbers, `[` lists and Keras histories, `\\` escapes, nested braces).
+_ALLOWED = np.zeros(256, dtype=bool)
+_ALLOWED[0x20:0x7F] = True
+for _ch in "\"%[]\\{}":
+    _ALLOWED[ord(_ch)] = False
+_QUOTE, _COLON, _COMMA, _SPACE = ord("'"), ord(":"), ord(","), ord(" ")
+
+
+class ConsoleKeys:
+    """What each scanner key means to the Trainer reader, as arrays indexed by key id (ids are stable,
+    the table only grows)."""
+
+    def __init__(self, step_keys: tuple[str, ...], summary_key: str, known: tuple[str, ...],
+                 eval_prefixes: tuple[str, ...]) -> None:
+        self._step_keys = frozenset(step_keys)
+        self._summary = summary_key
+        self._known = frozenset(("epoch", "loss", *known))
+        self._eval = eval_prefixes
+        self.size = 0
+        self.slow = np.zeros(0, dtype=bool)  # a dict holding it goes to the per-line reader
+        self.epoch = np.zeros(0, dtype=bool)
+        self.eval = np.zeros(0, dtype=bool)
+        self.known = np.zeros(0, dtype=bool)  # makes a dict the Trainer's
+        self.name = np.zeros(0, dtype=np.int32)  # id in the batch builder's name table
+
+    def update(self, keys: list[str], out: BatchBuilder) -> None:
+        if len(keys) == self.size:
+            return
+        new = keys[self.size:]
+        # a printed step, the end-of-training summary and ms-swift's `global_step/max_steps` each change
+        # what the dict means; an empty key the reader's regex never matches
+        slow = [k in self._step_keys or k == self._summary or "global_step/" in k or not k for k in new]
+        self.slow = np.append(self.slow, slow)
+        self.epoch = np.append(self.epoch, [k == "epoch" for k in new])
+        self.eval = np.append(self.eval, [k.startswith(self._eval) for k in new])
+        self.known = np.append(self.known, [k in self._known or k.startswith(self._eval) for k in new])
+        self.name = np.append(self.name, [out.name_id(k) for k in new]).astype(np.int32)
+        self.size = len(keys)
+
+
+@dataclass
+class LinePlan:
+    """Per hit line of a chunk (in `ChunkLines.hits` order), as lists for a Python loop."""
+
+    how: list[int]
+    """SLOW, BAR or DICT."""
+    bar_from: list[int]
+    """Offset in the chunk's data where the `\\r`-segment of the line's last `%|` before `bar_to` starts;
+    -1 when the line has no `%|` there (no bar to read)."""
+    bar_to: list[int]
+    """Offset the bar is read before: the dict's `{`, or the line's end."""
+    line_from: list[int]
+    """Offset of the line's first byte (a bar not found in its segment is looked for in the whole line)."""
+    dict_of: list[int]
+    """Chunk dict index of a DICT line."""
+    bounds: np.ndarray
+    """Entries of chunk dict d are [bounds[d], bounds[d + 1])."""
+    trainer: list[bool]
+    """Per chunk dict: holds a key that makes it a Trainer log (else the reader ignores it)."""
+    is_eval: list[bool]
+    epoch: list[float | None]
+    """Per chunk dict: its finite `epoch`, else None."""
+
+
+def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
+    """Which hit lines are read from the arrays; None when none can be (a cut line shifts the data)."""
+    if chunk._cut_line_starts is not None or not lines.hits:
+        return None
+    hits = np.asarray(lines.hits, dtype=np.int64)
+    base = chunk.base_offset
+    buf = np.frombuffer(chunk.data, dtype=np.uint8)
+    ls = chunk.line_start[hits] - base
+    le = chunk.line_end[hits] - base
+
+    others = lines.escaped() | ~lines.unprefixed()
+    for word in lines.declared():
+        if word not in ("{'", "%|"):
+            others |= lines.with_keyword(word)
+    fine = ~others[hits]
+    has_dict = lines.with_keyword("{'")[hits]
+    has_bar = lines.with_keyword("%|")[hits]
+
+    # a dict line: the only `{` of the line is a plain dict, and no bar follows it
+    nd = int(chunk.dict_line.shape[0])
+    bounds = entry_bounds(chunk)
+    d = np.minimum(np.searchsorted(chunk.dict_line, hits), max(nd - 1, 0))
+    one_dict = np.zeros(len(hits), dtype=bool)
+    if nd:
+        per_line = np.bincount(chunk.dict_line, minlength=len(chunk))[hits]
+        braces = np.flatnonzero(buf == 0x7B)
+        brace_line = np.searchsorted(chunk.line_start - base, braces, side="right") - 1
+        one_brace = np.bincount(brace_line, minlength=len(chunk))[hits] == 1
+        one_dict = fine & has_dict & (per_line == 1) & one_brace
+        cand = np.flatnonzero(one_dict)
+        one_dict[cand[~_plain_dicts(chunk, buf, d[cand], bounds, keys)]] = False
+    ds = np.where(one_dict, chunk.dict_start[d] - base if nd else 0, le)
+    de = np.where(one_dict, chunk.dict_end[d] - base if nd else 0, le)
+
+    pct = np.flatnonzero((buf[:-1] == 0x25) & (buf[1:] == 0x7C))  # "%|": where tqdm's bar begins
+    last = np.searchsorted(pct, le) - 1
+    bar_after = (last >= 0) & (pct[np.maximum(last, 0)] >= de) & one_dict if len(pct) else np.zeros(len(hits), bool)
+    dict_line = one_dict & ~bar_after
+    bar_line = fine & ~has_dict & has_bar
+
+    limit = np.where(dict_line, ds, le)
+    j = np.searchsorted(pct, limit) - 1
+    p = pct[np.maximum(j, 0)] if len(pct) else np.zeros(len(hits), dtype=np.int64)
+    bar = (j >= 0) & (p >= ls) if len(pct) else np.zeros(len(hits), dtype=bool)
+    bar_line &= bar  # the keyword is there, so is its position: this only guards the arithmetic
+    cr = np.flatnonzero(buf == 0x0D)
+    k = np.searchsorted(cr, p) - 1
+    seg = np.where((k >= 0) & (cr[np.maximum(k, 0)] >= ls), cr[np.maximum(k, 0)] + 1, ls) if len(cr) else ls
+
+    how = np.where(dict_line, DICT, np.where(bar_line, BAR, SLOW))
+    trainer, is_eval, epoch = _dict_facts(chunk, keys, nd)
+    return LinePlan(how.tolist(), np.where(bar, seg, -1).tolist(), limit.tolist(), ls.tolist(), d.tolist(),
+                    bounds, trainer, is_eval, epoch)
+
+
+def _plain_dicts(chunk: Chunk, buf: np.ndarray, dicts: np.ndarray, bounds: np.ndarray,
+                 keys: ConsoleKeys) -> np.ndarray:
+    """For the given chunk dicts: whether the per-line reader would read exactly the scanner's entries.
+
+    Printable ASCII only, without the bytes the two grammars take differently; one `:` per entry, each
+    right after a key's closing quote and before a space (the reader's regex wants `'key': `), so no
+    entry lacks a number and no key holds a colon; one `,` between entries, so no number has thousands
+    separators; the first key right after `{`; each key once, none of those that change a dict's
+    meaning (a printed step, the summary)."""
+    base = chunk.base_offset
+    start = chunk.dict_start[dicts] - base
+    inner = chunk.dict_end[dicts] - base - start - 2  # bytes between the braces
+    n = len(dicts)
+    if not n:
+        return np.zeros(0, dtype=bool)
+    at, owner, _ = ranges(start + 1, np.maximum(inner, 0))
+    sub = buf[at]
+    bad = np.bincount(owner[~_ALLOWED[sub]], minlength=n)
+    is_colon = sub == _COLON
+    colon_at, colon_owner = at[is_colon], owner[is_colon]
+    colons = np.bincount(colon_owner, minlength=n)
+    misplaced = np.bincount(colon_owner[(buf[colon_at - 1] != _QUOTE) | (buf[colon_at + 1] != _SPACE)],
+                            minlength=n)
+    commas = np.bincount(owner[sub == _COMMA], minlength=n)
+    entries = bounds[dicts + 1] - bounds[dicts]
+    opened = buf[np.minimum(start + 1, len(buf) - 1)] == _QUOTE
+
+    # the entries of these dicts: a key that makes the dict slow, or a key twice
+    ent, eowner, _ = ranges(bounds[dicts], entries)
+    key = chunk.ent_key[ent]
+    slow = np.bincount(eowner[keys.slow[key]], minlength=n)
+    pair = eowner.astype(np.int64) * (keys.size + 1) + key
+    pair.sort()
+    twice = np.bincount((pair[1:][pair[1:] == pair[:-1]]) // (keys.size + 1), minlength=n)
+    return ((bad == 0) & (colons == entries) & (misplaced == 0) & (commas == entries - 1) & opened
+            & (entries > 0) & (slow == 0) & (twice == 0))
+
+
+def _dict_facts(chunk: Chunk, keys: ConsoleKeys, nd: int) -> tuple[list[bool], list[bool], list[float | None]]:
+    """Per chunk dict: a Trainer dict, an evaluation's, and its finite epoch (None when absent or not)."""
+    owner, key, value = chunk.ent_dict, chunk.ent_key, chunk.ent_value
+    trainer = np.bincount(owner[keys.known[key]], minlength=nd) > 0
+    is_eval = np.bincount(owner[keys.eval[key]], minlength=nd) > 0
+    epoch = np.full(nd, np.nan)
+    has = keys.epoch[key]
+    epoch[owner[has]] = value[has]
+    finite = np.isfinite(epoch)
+    epochs: list[float | None] = [e if f else None for e, f in zip(epoch.tolist(), finite.tolist())]
+    return trainer.tolist(), is_eval.tolist(), epochs
+
+
+def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray, dicts: list[int],
+         steps: list[int], linenos: list[int], events: list[tuple[int, Event]]) -> None:
+    """The samples of a run of dict lines read from the arrays, as columns, with the events met among
+    them (each after the samples of the dicts before it)."""
+    if events:
+        out.events_ahead(events)
+    if not dicts:
+        return
+    d = np.asarray(dicts, dtype=np.int64)
+    cnt = bounds[d + 1] - bounds[d]
+    ent, _, _ = ranges(bounds[d], cnt)
+    out.columns(keys.name[chunk.ent_key[ent]], np.repeat(np.asarray(steps, dtype=np.int64), cnt),
+                chunk.ent_value[ent], np.repeat(np.asarray(linenos, dtype=np.int64), cnt),
+                inferred=np.ones(len(ent), dtype=bool))
