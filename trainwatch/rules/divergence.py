@@ -115,8 +115,9 @@ class LossDiverging(ArrayRule):
         level, fast, noise, size = self._features(steps, values, finite, held, count, st)
         cond = np.zeros(m, dtype=bool)
         verdicts = _Verdicts(w.start, [None] * m, set(), np.full(m, np.nan))
-        self._run(w.source, st, steps, values, held, new_step.tolist(), fin_new.tolist(), count.tolist(), level, fast,
-                  noise, size, cond, verdicts)
+        quiet = self._quiet(st, new_step, fin_new, count, level, fast, noise, size)
+        self._run(w.source, st, steps, values, held, quiet, new_step.tolist(), fin_new.tolist(), count.tolist(),
+                  level.tolist(), fast.tolist(), noise.tolist(), size.tolist(), cond, verdicts)
         self._verdicts[w.source] = verdicts
         return cond
 
@@ -134,7 +135,7 @@ class LossDiverging(ArrayRule):
     # -- the per-row statistics, for a batch at once ------------------------------------------------
 
     def _features(self, steps: np.ndarray, values: np.ndarray, finite: np.ndarray, held: int, count: np.ndarray,
-                  st: _Trend) -> tuple[list[float], list[float], list[float], list[int]]:
+                  st: _Trend) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per new row: the rolling median, the fast median (NaN with too few points), the point noise
         (0 with too few) and how many points the window held. The runs (and so the window sizes) are
         found by replaying the restarts over the steps; the window is what `Series.tail` gave."""
@@ -174,15 +175,66 @@ class LossDiverging(ArrayRule):
         noise = np.where(np.isnan(noise), 0.0, noise)
         level[~ok] = np.nan
         fast[~ok] = np.nan
-        return level.tolist(), fast.tolist(), noise.tolist(), size.tolist()
+        return level, fast, noise, size
+
+    def _quiet(self, st: _Trend, new_step: np.ndarray, fin_new: np.ndarray, count: np.ndarray, level: np.ndarray,
+               fast: np.ndarray, noise: np.ndarray, size: np.ndarray) -> int:
+        """How many of the new rows, from the first, can change nothing but the low, the smoothed noise
+        and the persistence counter (reset), decided over arrays; their effect is put into `st` and
+        `_run` goes on from the first row after them. A row qualifies when no episode is open, the run's
+        head is full, its trusted phase has begun and no restart came before it, and it either is no
+        point, sets a new low, or is below both the rise and the blow-up thresholds (the noise terms of
+        those tests only ever make them harder to pass, so they need not be known). A healthy run is
+        all such rows."""
+        m = len(new_step)
+        if not m or st.episode is not None or len(st.head) < HEAD or st.last_step is None:
+            return 0
+        p = self.p
+        stop = m
+        back = np.flatnonzero(np.diff(new_step, prepend=st.last_step) < 0)
+        if len(back):
+            stop = int(back[0])
+        used = fin_new[:stop] & (size[:stop] > 0)
+        early = np.flatnonzero(used & (count[:stop] - st.finite_before < p.min_history))
+        if len(early):
+            stop = int(early[0])
+            used = used[:stop]
+        if not stop:
+            return 0
+        inf = math.inf
+        lv = np.where(used, level[:stop], inf)
+        before = np.minimum.accumulate(np.concatenate(([st.best.value if st.best is not None else inf], lv)))[:-1]
+        low = np.minimum(st.early.value if st.early is not None else inf, before)
+        fv = fast[:stop]
+        with np.errstate(invalid="ignore"):
+            lower = lv < before
+            rising = (before > 0) & (lv >= p.rise_ratio * before)
+            calm = np.isnan(fv) | (low <= 0) | (fv < p.fast_ratio * low)
+        loud = np.flatnonzero(used & ~lower & (rising | ~calm))
+        j = int(loud[0]) if len(loud) else stop
+        if not j:
+            return 0
+        ema, best = st.noise, st.best
+        rows = np.flatnonzero(used[:j])
+        for i, nv, k, new in zip(rows.tolist(), noise[rows].tolist(), size[rows].tolist(), lower[rows].tolist()):
+            ema = nv if ema != ema else ema + (nv - ema) * 2.0 / (k + 1)
+            if new:
+                best = _Low(float(lv[i]), int(new_step[i]), max(nv, ema))
+        st.noise, st.best = ema, best
+        if len(rows):
+            st.held = 0
+        st.last_step = int(new_step[j - 1])
+        return j
 
     # -- the sequential state, row by row over plain numbers -----------------------------------------
 
-    def _run(self, source: str, st: _Trend, steps: np.ndarray, values: np.ndarray, held: int, new_step: list[int],
+    def _run(self, source: str, st: _Trend, steps: np.ndarray, values: np.ndarray, held: int, start: int,
+             new_step: list[int],
              fin_new: list[bool], count: list[int], level: list[float], fast: list[float], noise: list[float],
              size: list[int], cond: np.ndarray, out: _Verdicts) -> None:
         """The state machine over the new rows. The state lives in local variables while it runs (this is
-        the one loop per row the rule has) and goes back into `st` around an opening and at the end."""
+        the one loop per row the rule has) and goes back into `st` around an opening and at the end. Rows
+        before `start` were settled by `_quiet`."""
         p = self.p
         trusted = p.min_history
         rise_ratio, rise_noise, persist = p.rise_ratio, p.rise_noise, p.persist
@@ -196,7 +248,8 @@ class LossDiverging(ArrayRule):
         ema, nheld, episode, ended = st.noise, st.held, st.episode, st.ended
         base_v = st.base.value if st.base is not None else math.nan
         hold_ratio, head, fb, last = st.hold_ratio, st.head, st.finite_before, st.last_step
-        for i, step in enumerate(new_step):
+        for i in range(start, len(new_step)):
+            step = new_step[i]
             finite = fin_new[i]
             if last is None or step < last:  # the run (re)started: a new baseline, from its own points only
                 st = self._state[source] = _Trend(finite_before=count[i] - int(finite), rows=st.rows)
