@@ -123,3 +123,28 @@ def test_a_first_loss_above_any_ln_vocab_is_no_sign_of_pretraining() -> None:
     """ln(vocab) is under 13 for any real vocabulary: a first loss of 19.9 is a broken fine-tune."""
     guess = g("".join(f"step {s}: loss={19.9 - s * 0.01:.3f}\n" for s in range(1, 30)) + "trainable%: 0.2971\n")
     assert guess.preset == "sft" and "first loss" not in guess.why()
+
+
+CLUE_TEXTS = [
+    "ebft/loss", "reward_std", "frac_reward_zero_std", "rewards/margins", "completions/mean_length", "'reward': 1",
+    '"reward": 1', "clip_ratio/low", " critic/vf_loss", " actor/pg_loss", " actor/lr", "logps/chosen", "completions/x",
+    "'kl': 0.1", "kl = -0.1", "x/kl ", "box_loss", "cls_loss", "dfl_loss", "obj_loss", "seg_loss", "loss_box_reg",
+    "loss_bbox", "loss_cls", "loss_rpn", "loss_mask", "mAP50", "bbox_mAP", "metrics/mAP", " mAP ", "MAP",
+    "Consumed Tokens", "TOKENS PER ITERATION", "tokens per step", "Tokens_Seen", "train/TokensSeen",
+    "num_input_tokens_seen", "GLOBAL_TOKENS", "lm loss", "LM LOSS", "Pre-Training", "PRETRAIN", "pretrain_gpt",
+    "From Scratch", "SFT", "Fine-Tuning", "finetuned", "Instruction Tuning", "Chat Template", "LoRA", "PEFT",
+    "QLoRA", "Trainable%", "fp16: True", "FP16=True", "--fp16", "dtype=torch.float16", "mixed_precision: fp16",
+    "precision=16", "precision: 16-mixed", "BF16=True", "--bf16", "dtype: bfloat16", "mixed_precision=bf16",
+    "\u017fft", "lo\u212ara", "nothing to see", "",
+]
+
+
+@pytest.mark.parametrize("text", CLUE_TEXTS)
+def test_clue_literals_never_hide_a_match(text: str) -> None:
+    """Each clue skips its pattern when none of its literals is in the sample: that must never lose a match."""
+    clues = [v for v in vars(task).values() if isinstance(v, task._Clue)]
+    assert len(clues) >= 12
+    for clue in clues:
+        for sample in (text, f"x {text} y", text.upper(), text.lower()):
+            assert bool(clue.search(sample)) == bool(clue.pattern.search(sample)), (clue.pattern.pattern, sample)
+            assert [m.group(0) for m in clue.finditer(sample)] == [m.group(0) for m in clue.pattern.finditer(sample)]

@@ -11,9 +11,10 @@ Clues, strongest first: RL and EBFT metric keys; detection losses and mAP (visio
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from trainwatch import adapters
@@ -21,24 +22,59 @@ from trainwatch.model import Sample
 from trainwatch.names import Canonicalizer
 from trainwatch.rules.base import SourceState
 
+
+class _Clue:
+    """A clue's pattern, with literals at least one of which every match contains. A sample holding none
+    of them (most samples, for most clues) is not searched: `re` crawls through alternations at tens of
+    MB/s, and a detection sample is a few hundred KB, a tenth of a second for the lot. Literals of a
+    case-blind pattern (`(?i)`) are lower case and looked for in the case-folded sample."""
+
+    def __init__(self, pattern: str, *needles: str) -> None:
+        self.pattern = re.compile(pattern)
+        self.needles = needles
+        self.blind = bool(self.pattern.flags & re.IGNORECASE)
+
+    def _may(self, text: str) -> bool:
+        hay = _folded(text) if self.blind else text
+        return any(n in hay for n in self.needles)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.pattern.search(text) if self._may(text) else None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.pattern.finditer(text) if self._may(text) else iter(())
+
+
+@functools.lru_cache(maxsize=4)
+def _folded(text: str) -> str:
+    return text.casefold()
+
+
 TASK_PRESET = {"pretrain": "pretrain", "sft": "sft", "rl": "grpo", "ebft": "ebft", "vision": "vision"}
 TASK_NAMES = {"pretrain": "pretraining", "sft": "fine-tuning", "rl": "reinforcement learning",
               "ebft": "EBFT", "vision": "vision"}
 
-_EBFT = re.compile(r"ebft/")
-_RL = re.compile(r"reward_std|frac_reward_zero_std|rewards/|completions/mean_length|['\"]reward['\"]|"
-                 r"clip_ratio/|\bcritic/|\bactor/(?:pg_loss|entropy)")
-_PREFERENCE = re.compile(r"rewards/(?:margins|accuracies|chosen|rejected)\b|logps/(?:chosen|rejected)\b")
-_RL_ONLY = re.compile(r"reward_std|frac_reward_zero_std|completions/|clip_ratio/|\bcritic/|\bactor/")
-_KL = re.compile(r"['\"]kl['\"]\s*:|\bkl\s*[=:]\s*-?\d|/kl\b")
-_VISION = re.compile(r"box_loss|cls_loss|dfl_loss|obj_loss|seg_loss|loss_box_reg|loss_bbox|loss_cls|"
-                     r"loss_rpn|loss_mask|mAP50|bbox_mAP|metrics/mAP|\bmAP\b")
-_TOKENS = re.compile(r"consumed tokens|tokens per iteration|tokens per step|tokens_seen|train/TokensSeen|"
-                     r"num_input_tokens_seen|global_tokens", re.I)
-_LM_LOSS = re.compile(r"\blm loss\b")
-_PRETRAIN_WORDS = re.compile(r"\bpre-?train(?:ing)?\b|\bfrom scratch\b|pretrain_gpt", re.I)
-_SFT_WORDS = re.compile(r"\bsft\b|\bfine-?tun(?:e|ing|ed)\b|\binstruction[- ]tun|\bchat template\b|\blora\b|"
-                        r"\bpeft\b|\bqlora\b|trainable%", re.I)
+_EBFT = _Clue(r"ebft/", "ebft/")
+_RL = _Clue(r"reward_std|frac_reward_zero_std|rewards/|completions/mean_length|['\"]reward['\"]|"
+            r"clip_ratio/|\bcritic/|\bactor/(?:pg_loss|entropy)",
+            "reward", "completions/mean_length", "clip_ratio/", "critic/", "actor/")
+_PREFERENCE = _Clue(r"rewards/(?:margins|accuracies|chosen|rejected)\b|logps/(?:chosen|rejected)\b",
+                    "rewards/", "logps/")
+_RL_ONLY = _Clue(r"reward_std|frac_reward_zero_std|completions/|clip_ratio/|\bcritic/|\bactor/",
+                 "reward_std", "frac_reward_zero_std", "completions/", "clip_ratio/", "critic/", "actor/")
+_KL = _Clue(r"['\"]kl['\"]\s*:|\bkl\s*[=:]\s*-?\d|/kl\b", "kl")
+_VISION = _Clue(r"box_loss|cls_loss|dfl_loss|obj_loss|seg_loss|loss_box_reg|loss_bbox|loss_cls|"
+                r"loss_rpn|loss_mask|mAP50|bbox_mAP|metrics/mAP|\bmAP\b",
+                "box_loss", "cls_loss", "dfl_loss", "obj_loss", "seg_loss", "loss_box_reg", "loss_bbox", "loss_cls",
+                "loss_rpn", "loss_mask", "mAP")
+_TOKENS = _Clue(r"(?i)consumed tokens|tokens per iteration|tokens per step|tokens_seen|train/TokensSeen|"
+                r"num_input_tokens_seen|global_tokens", "tokens")
+_LM_LOSS = _Clue(r"\blm loss\b", "lm loss")
+_PRETRAIN_WORDS = _Clue(r"(?i)\bpre-?train(?:ing)?\b|\bfrom scratch\b|pretrain_gpt", "pretrain", "pre-train",
+                        "from scratch")
+_SFT_WORDS = _Clue(r"(?i)\bsft\b|\bfine-?tun(?:e|ing|ed)\b|\binstruction[- ]tun|\bchat template\b|\blora\b|"
+                   r"\bpeft\b|\bqlora\b|trainable%", "sft", "fine", "instruction", "chat template", "lora", "peft",
+                   "trainable%")
 _LOSS = re.compile(r"""(?<![\w/])(?:lm[ _])?loss['"]?\s*[:=]\s*['"]?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""")
 
 PRETRAIN_FIRST_LOSS = 6.5
@@ -196,11 +232,11 @@ def first_loss(src: SourceSample) -> float | None:
     return None
 
 
-_FP16 = re.compile(r"\bfp16['\"]?\s*[:=.]+\s*['\"]?True\b|--fp16\b(?!\S)|"
-                   r"dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?float16\b|\bmixed_precision['\"]?\s*[:=]\s*['\"]?fp16\b|"
-                   r"\bprecision['\"]?\s*[:=]\s*['\"]?16(?:-mixed)?(?![\w.])", re.I)
-_BF16 = re.compile(r"\bbf16['\"]?\s*[:=.]+\s*['\"]?True\b|--bf16\b|dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?bfloat16\b|"
-                   r"\bmixed_precision['\"]?\s*[:=]\s*['\"]?bf16\b", re.I)
+_FP16 = _Clue(r"(?i)\bfp16['\"]?\s*[:=.]+\s*['\"]?True\b|--fp16\b(?!\S)|"
+              r"dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?float16\b|\bmixed_precision['\"]?\s*[:=]\s*['\"]?fp16\b|"
+              r"\bprecision['\"]?\s*[:=]\s*['\"]?16(?:-mixed)?(?![\w.])", "fp16", "float16", "precision")
+_BF16 = _Clue(r"(?i)\bbf16['\"]?\s*[:=.]+\s*['\"]?True\b|--bf16\b|dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?bfloat16\b|"
+              r"\bmixed_precision['\"]?\s*[:=]\s*['\"]?bf16\b", "bf16", "bfloat16")
 
 
 def precision(text: str) -> str | None:
