@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from trainwatch import yamltext
+
 from trainwatch.errors import ConfigError
 from trainwatch.model import Severity
 from trainwatch.paramcheck import param_fields, shown, typed_params
@@ -94,7 +96,7 @@ class Config:
 
 def _read_yaml(text: str, where: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text)
+        data = yamltext.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-import yaml
+from trainwatch import yamltext
 
 # A loss named by how it was averaged or over what (`EPOCH loss`, `Avg.Loss`, `average train loss`,
 # `mean val loss`) is still the train or eval loss: the alias table cannot list every spelling.
@@ -20,7 +20,7 @@ _EVAL_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:val|valid|validation|eval|eval
 def _table() -> dict[str, str]:
     text = resources.files("trainwatch").joinpath("data/aliases.yaml").read_text(encoding="utf-8")
     out: dict[str, str] = {}
-    for canonical, names in yaml.safe_load(text).items():
+    for canonical, names in yamltext.load(text).items():
         out[canonical.lower()] = canonical
         for n in names:
             out[str(n).lower()] = canonical

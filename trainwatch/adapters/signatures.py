@@ -14,7 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from trainwatch import yamltext
 
 from trainwatch.model import Event, EventKind
 
@@ -55,7 +55,7 @@ class ChildFailedSpec:
 @lru_cache(maxsize=1)
 def _load() -> tuple[tuple[Signature, ...], ChildFailedSpec]:
     text = resources.files("trainwatch").joinpath("data/signatures.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = yamltext.load(text)
     sigs = []
     for entry in data["signatures"]:
         fields = tuple(

@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 
 import numpy as np
-import yaml
+from trainwatch import yamltext
 
 from trainwatch.model import GPU_SOURCE, Finding
 from trainwatch.rules.base import Rule, RuleContext
@@ -23,7 +23,7 @@ from trainwatch.rules.registry import register
 @lru_cache(maxsize=1)
 def peak_table() -> list[tuple[str, float]]:
     text = resources.files("trainwatch").joinpath("data/gpu_peaks.yaml").read_text(encoding="utf-8")
-    table = yaml.safe_load(text)["peaks_tflops"]
+    table = yamltext.load(text)["peaks_tflops"]
     return sorted(((str(k).lower(), float(v) * 1e12) for k, v in table.items()), key=lambda kv: -len(kv[0]))
 
 

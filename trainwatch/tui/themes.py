@@ -12,6 +12,8 @@ import zlib
 from typing import Any
 
 import yaml
+
+from trainwatch import yamltext
 from textual.theme import Theme
 
 from trainwatch.errors import ConfigError
@@ -23,7 +25,7 @@ _FIELDS = ("name", "primary", "secondary", "warning", "error", "success", "accen
 
 def theme_from_yaml(text: str, where: str) -> Theme:
     try:
-        data: Any = yaml.safe_load(text)
+        data: Any = yamltext.load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: not valid YAML: {exc}") from None
     if not isinstance(data, dict) or "name" not in data or "primary" not in data:
