@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trainwatch.scan as scan
+from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.hf_console import HFConsoleAdapter
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.model import Event, EventKind, Sample
@@ -92,3 +96,42 @@ def test_dicts_the_readers_could_disagree_on_go_through_parse(scanner: Any, line
     monkeypatch.setattr(scan, "Scanner", scanner)
     raw = text.encode()
     assert by_bytes(SourceParser(HFConsoleAdapter("")), raw) == by_lines(SourceParser(HFConsoleAdapter("")), raw)
+
+
+BAR_PARTS = st.tuples(
+    st.sampled_from(["", "  ", " ", "\t", "Train: ", "x\r ", "12"]),
+    st.sampled_from(["5", "45", "100", "", "\u0663"]),
+    st.sampled_from(["%|", "%"]),
+    st.sampled_from(["#####     ", "█▌   ", "", "a|b", "x\ry", "#" * 70]),
+    st.sampled_from(["| ", "|", "|\t", "| \u00a0", ""]),
+    st.sampled_from(["5/100", "45/100", "1234567890123456789/2", "5/", "/5", "\u0665/100"]),
+    st.sampled_from([" [", "[", "  [", " x["]),
+    st.sampled_from(["00:01<00:09, 9.9it/s", "00:00<?, ?it/s", "00:05, 1.50s/it", "9.9 examples/s",
+                     "12.3MB/s", "", "00:01<00:09", "x" * 130]),
+    st.sampled_from(["]", "", "] {'loss': 1.0}"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=BAR_PARTS)
+def test_plain_bars_read_only_what_last_bar_reads_alike(parts: tuple[str, ...]) -> None:
+    """The array reader of tqdm bars answers only for bars `_last_bar` reads the same way at once."""
+    text = "".join(parts)
+    raw = text.encode()
+    p = raw.rfind(b"%|")
+    if p < 0:
+        return
+    seg = raw.rfind(b"\r", 0, p) + 1
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    ok, n, m = columns.plain_bars(buf, np.array([p]), np.array([seg]), np.array([len(raw)]))
+    if ok[0]:
+        assert HFConsoleAdapter._last_bar(text, 0, len(text)) == ("", int(n[0]), int(m[0]))
+
+
+def test_plain_bars_take_the_trainers_own_bars() -> None:
+    text = "  5%|#         | 5/100 [00:01<00:09, 9.9it/s]\r 45%|####5     | 45/100 [00:05<00:06, 8.8it/s]"
+    raw = text.encode()
+    p = raw.rfind(b"%|")
+    ok, n, m = columns.plain_bars(np.frombuffer(raw, dtype=np.uint8), np.array([p]),
+                                  np.array([raw.rfind(b"\r") + 1]), np.array([len(raw)]))
+    assert ok.tolist() == [True] and (int(n[0]), int(m[0])) == (45, 100)

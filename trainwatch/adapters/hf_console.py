@@ -244,7 +244,9 @@ class HFConsoleAdapter(Adapter):
             lines.skip_plain(i)
             lineno = first + i
             start = plan.bar_from[h]
-            if start >= 0:
+            if plan.plain_bar[h]:
+                self._bar(("", plan.bar_n[h], plan.bar_m[h]), lineno, run)
+            elif start >= 0:
                 end = plan.bar_to[h]
                 seg = data[start:end].decode("utf-8", "replace")
                 bar = self._last_bar(seg, 0, len(seg))
