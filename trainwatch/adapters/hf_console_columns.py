@@ -249,31 +249,60 @@ def _plain_dicts(chunk: Chunk, buf: np.ndarray, dicts: np.ndarray, bounds: np.nd
     meaning (a printed step, the summary)."""
     base = chunk.base_offset
     start = chunk.dict_start[dicts] - base
-    inner = chunk.dict_end[dicts] - base - start - 2  # bytes between the braces
+    inner = np.maximum(chunk.dict_end[dicts] - base - start - 2, 0)  # bytes between the braces
     n = len(dicts)
     if not n:
         return np.zeros(0, dtype=bool)
-    at, owner, _ = ranges(start + 1, np.maximum(inner, 0))
-    sub = buf[at]
-    bad = np.bincount(owner[~_ALLOWED[sub]], minlength=n)
-    is_colon = sub == _COLON
-    colon_at, colon_owner = at[is_colon], owner[is_colon]
-    colons = np.bincount(colon_owner, minlength=n)
-    misplaced = np.bincount(colon_owner[(buf[colon_at - 1] != _QUOTE) | (buf[colon_at + 1] != _SPACE)],
-                            minlength=n)
-    commas = np.bincount(owner[sub == _COMMA], minlength=n)
+    bad, colons, misplaced, commas = _inner_counts(buf, start + 1, inner)
     entries = bounds[dicts + 1] - bounds[dicts]
     opened = buf[np.minimum(start + 1, len(buf) - 1)] == _QUOTE
 
-    # the entries of these dicts: a key that makes the dict slow, or a key twice
-    ent, eowner, _ = ranges(bounds[dicts], entries)
-    key = chunk.ent_key[ent]
-    slow = np.bincount(eowner[keys.slow[key]], minlength=n)
-    pair = eowner.astype(np.int64) * (keys.size + 1) + key
+    # per dict of the chunk: a key that makes the dict slow, or a key twice
+    nd = int(chunk.dict_line.shape[0])
+    owner, key = chunk.ent_dict, chunk.ent_key
+    slow = np.bincount(owner[keys.slow[key]], minlength=nd)[dicts]
+    pair = owner.astype(np.int64) * (keys.size + 1) + key
     pair.sort()
-    twice = np.bincount((pair[1:][pair[1:] == pair[:-1]]) // (keys.size + 1), minlength=n)
+    twice = np.bincount((pair[1:][pair[1:] == pair[:-1]]) // (keys.size + 1), minlength=nd)[dicts]
     return ((bad == 0) & (colons == entries) & (misplaced == 0) & (commas == entries - 1) & opened
             & (entries > 0) & (slow == 0) & (twice == 0))
+
+
+_SHORT = 256  # dicts up to this many bytes are counted in strided windows, longer ones byte by byte
+
+
+def _inner_counts(buf: np.ndarray, start: np.ndarray, length: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per span [start, start + length) of `buf`: bytes outside `_ALLOWED`, colons, colons not right after
+    a `'` or not right before a blank, and commas."""
+    n = len(start)
+    bad, colons, misplaced, commas = (np.zeros(n, dtype=np.int64) for _ in range(4))
+    short = np.flatnonzero(length <= _SHORT)
+    if len(short):
+        width = int(length[short].max())
+        padded = np.concatenate((buf, np.zeros(width + 2, np.uint8)))
+        view = np.lib.stride_tricks.sliding_window_view(padded, width + 2)
+        win = view[start[short] - 1]  # the byte before each span, the span, the byte after
+        inside = np.arange(width) < length[short, None]
+        sub = win[:, 1:-1]
+        colon = (sub == _COLON) & inside
+        bad[short] = (~_ALLOWED[sub] & inside).sum(axis=1)
+        colons[short] = colon.sum(axis=1)
+        misplaced[short] = (colon & ((win[:, :-2] != _QUOTE) | (win[:, 2:] != _SPACE))).sum(axis=1)
+        commas[short] = ((sub == _COMMA) & inside).sum(axis=1)
+    long = np.flatnonzero(length > _SHORT)
+    if len(long):
+        at, owner, _ = ranges(start[long], length[long])
+        sub = buf[at]
+        m = len(long)
+        bad[long] = np.bincount(owner[~_ALLOWED[sub]], minlength=m)
+        is_colon = sub == _COLON
+        colon_at, colon_owner = at[is_colon], owner[is_colon]
+        colons[long] = np.bincount(colon_owner, minlength=m)
+        misplaced[long] = np.bincount(
+            colon_owner[(buf[colon_at - 1] != _QUOTE) | (buf[colon_at + 1] != _SPACE)], minlength=m)
+        commas[long] = np.bincount(owner[sub == _COMMA], minlength=m)
+    return bad, colons, misplaced, commas
 
 
 def _dict_facts(chunk: Chunk, keys: ConsoleKeys, nd: int) -> tuple[list[bool], list[bool], list[float | None]]:
