@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainwatch.adapters.spans import entry_bounds, ranges
+from trainwatch.adapters.spans import entry_bounds, ranges, repeated_keys
 from trainwatch.batch import BatchBuilder
 
 if TYPE_CHECKING:
@@ -261,11 +261,9 @@ def _plain_dicts(chunk: Chunk, buf: np.ndarray, dicts: np.ndarray, bounds: np.nd
     nd = int(chunk.dict_line.shape[0])
     owner, key = chunk.ent_dict, chunk.ent_key
     slow = np.bincount(owner[keys.slow[key]], minlength=nd)[dicts]
-    pair = owner.astype(np.int64) * (keys.size + 1) + key
-    pair.sort()
-    twice = np.bincount((pair[1:][pair[1:] == pair[:-1]]) // (keys.size + 1), minlength=nd)[dicts]
+    twice = repeated_keys(owner, key, nd)[dicts]
     return ((bad == 0) & (colons == entries) & (misplaced == 0) & (commas == entries - 1) & opened
-            & (entries > 0) & (slow == 0) & (twice == 0))
+            & (entries > 0) & (slow == 0) & ~twice)
 
 
 _SHORT = 256  # dicts up to this many bytes are counted in strided windows, longer ones byte by byte

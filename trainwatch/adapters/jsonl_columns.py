@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainwatch.adapters.spans import ranges
+from trainwatch.adapters.spans import ranges, repeated_keys
 from trainwatch.batch import NO_STEP
 
 if TYPE_CHECKING:
@@ -63,10 +63,7 @@ def unsayable(chunk: Chunk, tables: KeyTables, dicts: np.ndarray, safe_int: floa
     key, value, owner = chunk.ent_key, chunk.ent_value, chunk.ent_dict
     wrong = ~np.isfinite(value) | tables.is_total[key] | (tables.is_step[key] & (np.abs(value) >= safe_int))
     bad[owner[wrong]] = True
-    if len(key) > 1:
-        order = np.lexsort((key, owner))
-        same = (owner[order][1:] == owner[order][:-1]) & (key[order][1:] == key[order][:-1])
-        bad[owner[order][1:][same]] = True
+    bad |= repeated_keys(owner, key, len(bad))
     return bad[dicts]
 
 
@@ -84,13 +81,16 @@ def layouts(chunk: Chunk, bounds: np.ndarray, dicts: np.ndarray) -> tuple[np.nda
     top = int(count.max()) + 1
     with np.errstate(over="ignore"):
         p1 = np.cumprod(np.full(top, _MULT1, dtype=np.uint64))
-        p2 = np.cumprod(np.full(top, _MULT2, dtype=np.uint64))
-        h1 = np.zeros(n, dtype=np.uint64)
-        h2 = np.zeros(n, dtype=np.uint64)
-        np.add.at(h1, owner_pos, (key[ent] + np.uint64(1)) * p1[pos])
-        np.add.at(h2, owner_pos, (key[ent] + np.uint64(7)) * p2[pos])
-    sig = np.stack([count.astype(np.uint64), h1, h2], axis=1)
-    _, first, layout = np.unique(sig, axis=0, return_index=True, return_inverse=True)
+        terms = (key[ent] + np.uint64(1)) * p1[pos]
+        # one hash per dict: the sum of its terms (entries are laid end to end, dict by dict), its count
+        # mixed in; a collision only sends lines to the per-line path, as the exact check below does
+        starts = np.cumsum(count) - count
+        nonempty = count > 0
+        sig = np.zeros(n, dtype=np.uint64)
+        if len(terms):
+            sig[nonempty] = np.add.reduceat(terms, starts[nonempty])
+        sig = sig * _MULT2 + count.astype(np.uint64)
+    _, first, layout = np.unique(sig, return_index=True, return_inverse=True)
     layout = layout.reshape(-1)
     rep = first[layout]  # the group's first dict (as an index into `dicts`)
     differ = key[ent] != key[lo[rep[owner_pos]] + pos]

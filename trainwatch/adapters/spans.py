@@ -28,3 +28,19 @@ def ranges(lo: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     owner = np.repeat(np.arange(len(count)), count)
     place = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
     return np.repeat(np.asarray(lo, dtype=np.int64), count) + place, owner, place
+
+
+def repeated_keys(owner: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
+    """Per owner 0..n-1 (entries sorted by owner), whether one of its entries repeats a key. When keys
+    rise within every owner (the scanner numbers keys in the order it meets them, so a log whose lines
+    share a layout does), nothing repeats and no sort is needed."""
+    out = np.zeros(n, dtype=bool)
+    if len(key) < 2:
+        return out
+    width = int(key.max()) + 1
+    pair = owner.astype(np.int64) * width + key
+    if bool((pair[1:] > pair[:-1]).all()):
+        return out
+    pair.sort()
+    out[pair[1:][pair[1:] == pair[:-1]] // width] = True
+    return out
