@@ -12,7 +12,7 @@ plugin) still get each decoded line through `parse`, exactly as before.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -103,16 +103,21 @@ class SourceParser:
         return self._bytes.chunk(self._bytes.scanner.feed(data))
 
     def read_file(self, f: BinaryIO, block: int) -> Iterator[Batch]:
-        """The batches of a whole file read `block` bytes at a time. The next block is read and scanned on
-        a second thread while this one's batch is made and judged: the native scanner lets go of the
-        GIL, so a backlog uses two cores (the reference scanner gains nothing, and loses nothing)."""
+        """The batches of a whole file read `block` bytes at a time (see `read_blocks`)."""
+        return self.read_blocks(iter(lambda: f.read(block), b""))
+
+    def read_blocks(self, blocks: Iterable[bytes]) -> Iterator[Batch]:
+        """The batches of consecutive pieces of bytes, one per piece. The next piece is read and scanned on
+        a second thread while this one's batch is made and judged: the native scanner lets go of the GIL,
+        so a backlog uses two cores (the reference scanner gains nothing, and loses nothing)."""
         if self._bytes is None:
             self._bytes = _ByteReader(self)
         reader = self._bytes
         scanner = reader.scanner
+        pieces = iter(blocks)
 
         def scan() -> tuple[Chunk, list[str]] | None:
-            data = f.read(block)
+            data = next(pieces, b"")
             if not data:
                 return None
             chunk = scanner.feed(data)

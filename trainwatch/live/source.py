@@ -242,12 +242,20 @@ class LiveSource:
 
     def _feed_raw(self, engine: Engine, chunk: Chunk) -> int:
         """A piece of the backlog as bytes: read by the byte path `check` uses (the scanner, the adapters
-        that read its arrays, one batch); only the lines the ring keeps are decoded here."""
+        that read its arrays, a batch per piece, the next piece scanned on a second thread meanwhile);
+        only the lines the ring keeps are decoded here."""
         assert self.opened is not None
-        data = b"".join(chunk.raw)
-        batch = self.opened.parser.read_bytes(data)
-        last = chunk.raw_first + data.count(b"\n") - 1
-        tail = data[:-1].rsplit(b"\n", self.lines.maxlen or 1)[-(self.lines.maxlen or 1):]
+        last = chunk.raw_first + sum(piece.count(b"\n") for piece in chunk.raw) - 1
+        keep = self.lines.maxlen or 1
+        ends: list[bytes] = []  # the last pieces, enough of them to hold the lines the ring keeps
+        held = 0
+        for piece in reversed(chunk.raw):
+            ends.insert(0, piece)
+            held += piece.count(b"\n")
+            if held > keep:
+                break
+        data = b"".join(ends)
+        tail = data[:-1].rsplit(b"\n", keep)[-keep:]
         state = engine.source(self.name)
         first = last - len(tail) + 1
         for k, raw in enumerate(tail):
@@ -262,7 +270,7 @@ class LiveSource:
                 state.last_line = shown[:LAST_LINE_CHARS]
                 break
         state.lines = last
-        return self._batch(engine, batch)
+        return sum(self._batch(engine, batch) for batch in self.opened.parser.read_blocks(chunk.raw))
 
     def _batch(self, engine: Engine, batch: Batch) -> int:
         """`_records` for a batch: the errors-only reading's events are remembered, and not told twice."""
