@@ -107,27 +107,27 @@ class SourceParser:
         return self.read_blocks(iter(lambda: f.read(block), b""))
 
     def read_blocks(self, blocks: Iterable[bytes]) -> Iterator[Batch]:
-        """The batches of consecutive pieces of bytes, one per piece. The next piece is read and scanned on
-        a second thread while this one's batch is made and judged: the native scanner lets go of the GIL,
-        so a backlog uses two cores (the reference scanner gains nothing, and loses nothing)."""
+        """The batches of consecutive pieces of bytes, one per piece. The next piece is read, scanned and
+        made into a batch on a second thread while the caller judges this one: the native scanner and
+        numpy's array work let go of the GIL, so a backlog uses two cores for part of the time. The
+        parser is only ever used by that thread, one piece at a time, until the caller is done."""
         if self._bytes is None:
             self._bytes = _ByteReader(self)
         reader = self._bytes
         scanner = reader.scanner
         pieces = iter(blocks)
 
-        def scan() -> tuple[Chunk, list[str]] | None:
+        def scan() -> Batch | None:
             data = next(pieces, b"")
             if not data:
                 return None
-            chunk = scanner.feed(data)
-            return chunk, list(scanner.keys)  # the table as this chunk left it (it only grows)
+            return reader.chunk(scanner.feed(data))
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainwatch-scan") as pool:
             ahead = pool.submit(scan)
             while (got := ahead.result()) is not None:
                 ahead = pool.submit(scan)
-                yield reader.chunk(*got)
+                yield got
 
     def feed_bytes(self, data: bytes) -> list[Record]:
         """`read_bytes` as records (for callers that want objects)."""
