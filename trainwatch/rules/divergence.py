@@ -216,10 +216,15 @@ class LossDiverging(ArrayRule):
             return 0
         ema, best = st.noise, st.best
         rows = np.flatnonzero(used[:j])
-        for i, nv, k, new in zip(rows.tolist(), noise[rows].tolist(), size[rows].tolist(), lower[rows].tolist()):
-            ema = nv if ema != ema else ema + (nv - ema) * 2.0 / (k + 1)
-            if new:
-                best = _Low(float(lv[i]), int(new_step[i]), max(nv, ema))
+        nvs, ks = noise[rows].tolist(), (size[rows] + 1).tolist()
+        at = 0
+        for b in [*np.flatnonzero(lower[rows]).tolist(), len(rows) - 1]:  # each new low, then the last row
+            for nv, k1 in zip(nvs[at:b + 1], ks[at:b + 1]):  # the smoothing as `_run` does it, float for float
+                ema = nv if ema != ema else ema + (nv - ema) * 2.0 / k1
+            at = b + 1
+            if b >= 0 and lower[rows[b]]:
+                i = int(rows[b])
+                best = _Low(float(lv[i]), int(new_step[i]), max(nvs[b], ema))
         st.noise, st.best = ema, best
         if len(rows):
             st.held = 0

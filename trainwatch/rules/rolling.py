@@ -33,7 +33,10 @@ def trailing_median(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = 
         return out
     ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (m,))
     src = x if include_self else np.concatenate(([np.nan], x[:-1]))
-    for w in np.unique(ns):
+    live = ns[ns > 0]
+    lo_n, hi_n = (int(live.min()), int(live.max())) if len(live) else (0, 0)
+    sizes = [lo_n] if lo_n == hi_n else np.unique(live).tolist()  # once the window stops growing: one size
+    for w in sizes:
         rows = np.flatnonzero(ns == w)
         if w <= 0:
             continue
