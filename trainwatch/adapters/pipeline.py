@@ -330,9 +330,7 @@ class ChunkLines:
         stripper = self.parser.prefixes
         if stripper is None:
             return
-        if self._strip_at is None:
-            self._strip_at = self._needing_strip()
-        at, k = self._strip_at, self._k
+        at, k = self._stripped_lines(), self._k
         while k < len(at) and at[k] <= i:
             k += 1
         self._k = k
@@ -364,13 +362,9 @@ class ChunkLines:
             return np.ones(n, dtype=bool)
         if not n:
             return np.zeros(0, dtype=bool)
-        starts = c._cut_line_starts
-        at = (c.line_start - c.base_offset) if starts is None else starts
+        at, first = self._first_bytes()
         length = np.minimum(c.line_end - c.line_start, MAX_LINE)
         buf = np.frombuffer(c.data, dtype=np.uint8)
-        first = np.zeros(n, dtype=np.uint8)
-        nonempty = length > 0
-        first[nonempty] = buf[at[nonempty]]
         plain = ~_STRIP_FIRST[first]
         blank = np.flatnonzero((first == 0x20) | (first == 0x09))
         if len(blank):
@@ -393,9 +387,7 @@ class ChunkLines:
         stripper = self.parser.prefixes
         if stripper is None:
             return
-        if self._strip_at is None:
-            self._strip_at = self._needing_strip()
-        at, k = self._strip_at, self._k
+        at, k = self._stripped_lines(), self._k
         looked = 0
         while k < len(at) and at[k] < stop:
             if at[k] >= start:
@@ -405,15 +397,26 @@ class ChunkLines:
         self._k = k
         stripper.count(stop - start - looked)
 
+    def _stripped_lines(self) -> list[int]:
+        """`_needing_strip`, worked out once per chunk."""
+        if self._strip_at is None:
+            self._strip_at = self._needing_strip()
+        return self._strip_at
+
     def _needing_strip(self) -> list[int]:
         """Lines whose first byte can make the prefix stripper look further than its first test."""
-        c = self.chunk
-        if not len(c):
+        if not len(self.chunk):
             return []
+        _, first = self._first_bytes()
+        return np.flatnonzero(_STRIP_FIRST[first]).tolist()
+
+    def _first_bytes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each line starts in the chunk's data, and its first byte (0 for an empty line, which no
+        prefix starts)."""
+        c = self.chunk
         starts = c._cut_line_starts
         at = (c.line_start - c.base_offset) if starts is None else starts
         nonempty = c.line_end > c.line_start
-        buf = np.frombuffer(c.data, dtype=np.uint8)
         first = np.zeros(len(c), dtype=np.uint8)
-        first[nonempty] = buf[at[nonempty]]
-        return np.flatnonzero(nonempty & _STRIP_FIRST[first]).tolist()
+        first[nonempty] = np.frombuffer(c.data, dtype=np.uint8)[at[nonempty]]
+        return at, first
