@@ -98,29 +98,3 @@ def test_points_are_built_once_and_only_when_asked_for():
     col.add(Point(5, 2.0, None, 5))
     assert col.recent[0] is first  # not rebuilt
     assert col.last is not None and col.last.value == 2.0
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 3 * store.RECENT_POINTS), st.lists(st.integers(1, 3 * store.RECENT_POINTS), max_size=12),
-       st.integers(1, 4 * store.RECENT_POINTS))
-def test_a_series_with_a_longer_reach_keeps_that_many_rows_for_windows(extra, cuts, n):
-    """The engine raises `reach` for the series array rules judge: `columns` and `times` then give up to
-    that many rows, while `recent` and `tail` still see only the newest RECENT_POINTS, as before; the
-    buffers stay within a few times the reach whatever the appends."""
-    col, row = Series("loss", "a.log"), store_rows.Series("loss", "a.log")
-    col.reach = store.RECENT_POINTS + extra
-    steps = np.arange(n, dtype=np.int64)
-    vals = np.sin(steps * 0.1)
-    at = 0
-    for c in [*cuts, n]:
-        hi = min(n, at + c)
-        col.extend(steps[at:hi], vals[at:hi], steps[at:hi], steps[at:hi] * 0.5, np.zeros(hi - at, dtype=bool))
-        at = hi
-        assert col._cap <= 3 * col.reach
-    for i in range(n):
-        row.add(store_rows.Point(i, float(vals[i]), i * 0.5, i))
-    _assert_same(col, row)
-    for want in (1, store.RECENT_POINTS, col.reach, 10 * col.reach):
-        got = min(want, col.reach, n)
-        assert col.columns(want)[0].tolist() == list(range(n - got, n))
-        assert col.times(want).tolist() == [i * 0.5 for i in range(n - got, n)]

@@ -31,12 +31,7 @@ from trainwatch.store import RECENT_POINTS, MetricStore, Series
 
 Listener = Callable[[AlertChange], None]
 
-ARRAY_FLUSH = 2 * RECENT_POINTS
-"""Rows of one series held for the array rules before they judge them: each call costs a few dozen numpy
-operations whatever its size, so a backlog is judged in rounds of thousands of rows."""
-ARRAY_REACH = ARRAY_FLUSH + RECENT_POINTS // 2
-"""Rows kept by the series that array rules judge: a round, and up to RECENT_POINTS // 2 rows of the
-history a rule declared (`ArrayRule.history`)."""
+ARRAY_FLUSH = RECENT_POINTS // 2
 """New rows of one series held for the array rules before they are judged: a batch larger than this is
 judged in pieces, so the history a rule declared is still in the store's recent window."""
 
@@ -178,11 +173,8 @@ class Engine:
                 sel = rows[a:z]
                 name = self._names[k]
                 series = self.store.series(src, name)
-                arrays = self._arrays[name]
-                if arrays:
-                    series.reach = ARRAY_REACH
                 series.extend(step[sel], value[sel], line[sel], t[sel], inferred[sel])
-                if arrays:
+                if self._arrays[name]:
                     held = self._held.get((src, name))
                     if held is None:
                         held = self._held[(src, name)] = _Held(series)

@@ -64,7 +64,6 @@ class Series:
     that keep their min and max, halved in resolution whenever they reach HISTORY_BUCKETS."""
 
     __slots__ = (
-        "_base",
         "_built",
         "_cap",
         "_hi",
@@ -87,7 +86,6 @@ class Series:
         "minimum",
         "name",
         "nan_count",
-        "reach",
         "source",
     )
 
@@ -106,11 +104,7 @@ class Series:
         self._pending: Bucket | None = None
         self._pending_n = 0
         self._cap = 0
-        self._lo = self._hi = 0  # the newest RECENT_POINTS rows: [_lo, _hi) of the buffers
-        self._base = 0  # rows kept for `columns` and `times`: [_base, _hi), at most `reach` of them
-        self.reach = RECENT_POINTS
-        """Rows `columns` and `times` can give. The engine raises it for series that array rules judge, so
-        it can hold a few thousand rows for them before they judge, with the history they declared."""
+        self._lo = self._hi = 0  # rows held: [_lo, _hi) of the buffers
         self._step: np.ndarray = np.empty(0, dtype=np.int64)
         self._value: np.ndarray = np.empty(0, dtype=np.float64)
         self._time: np.ndarray = np.empty(0, dtype=np.float64)  # NaN: the log gave no time
@@ -165,17 +159,15 @@ class Series:
     def _append(self, step: np.ndarray, value: np.ndarray, line: np.ndarray, time: np.ndarray,
                 inferred: np.ndarray) -> None:
         k = len(value)
-        reach = self.reach
         if self._hi + k > self._cap:
-            keep = min(self._hi - self._base, reach)  # the rows the newest `reach` need
-            if k >= reach:
+            keep = min(self._hi - self._lo, RECENT_POINTS)  # the rows the newest RECENT_POINTS need
+            if k >= RECENT_POINTS:
                 keep = 0
-                start = k - reach
+                start = k - RECENT_POINTS
                 step, value, line, time, inferred = (step[start:], value[start:], line[start:], time[start:],
                                                      inferred[start:])
-                k = reach
-            # room for a few appends of the size seen before the next move (a move copies `keep` rows)
-            cap = max(self._cap, 2 * RECENT_POINTS, keep + k + max(k, RECENT_POINTS))
+                k = RECENT_POINTS
+            cap = max(self._cap, 2 * RECENT_POINTS, 2 * (keep + k))
             old = (self._step, self._value, self._line, self._time, self._inf)
             lo = self._hi - keep
             fresh: list[np.ndarray] = []
@@ -183,9 +175,8 @@ class Series:
                 new = np.empty(cap, dtype=arr.dtype) if cap != self._cap else arr
                 new[:keep] = arr[lo:self._hi]
                 fresh.append(new)
-            shown = min(self._hi - self._lo, keep)
             self._step, self._value, self._line, self._time, self._inf = fresh
-            self._cap, self._base, self._lo, self._hi = cap, 0, keep - shown, keep
+            self._cap, self._lo, self._hi = cap, 0, keep
         hi = self._hi
         self._step[hi:hi + k] = step
         self._value[hi:hi + k] = value
@@ -195,8 +186,6 @@ class Series:
         self._hi = hi + k
         if self._hi - self._lo > RECENT_POINTS:
             self._lo = self._hi - RECENT_POINTS
-        if self._hi - self._base > reach:
-            self._base = self._hi - reach
 
     def _add_history(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray) -> None:
         """The rows folded into buckets of `bucket_size`, exactly as one row at a time would fold them:
@@ -284,15 +273,15 @@ class Series:
     # -- reading ----------------------------------------------------------------------------------
 
     def columns(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Step, value, line and inferred of the last n rows kept (fewer when fewer are kept: at most
-        `reach`), oldest first: views, valid until the next append."""
-        lo = max(self._base, self._hi - n) if n > 0 else self._hi
+        """Step, value, line and inferred of the last n rows held (fewer when fewer are held), oldest
+        first: views, valid until the next append."""
+        lo = max(self._lo, self._hi - n) if n > 0 else self._hi
         hi = self._hi
         return self._step[lo:hi], self._value[lo:hi], self._line[lo:hi], self._inf[lo:hi]
 
     def times(self, n: int) -> np.ndarray:
-        """The times (NaN: none printed) of the last n rows kept, as `columns` gives the rest."""
-        lo = max(self._base, self._hi - n) if n > 0 else self._hi
+        """The times (NaN: none printed) of the last n rows held, as `columns` gives the rest."""
+        lo = max(self._lo, self._hi - n) if n > 0 else self._hi
         return self._time[lo:self._hi]
 
     @property
