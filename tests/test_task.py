@@ -135,7 +135,8 @@ CLUE_TEXTS = [
     "From Scratch", "SFT", "Fine-Tuning", "finetuned", "Instruction Tuning", "Chat Template", "LoRA", "PEFT",
     "QLoRA", "Trainable%", "fp16: True", "FP16=True", "--fp16", "dtype=torch.float16", "mixed_precision: fp16",
     "precision=16", "precision: 16-mixed", "BF16=True", "--bf16", "dtype: bfloat16", "mixed_precision=bf16",
-    "\u017fft", "lo\u212ara", "nothing to see", "",
+    "\u017fft", "lo\u212ara", "PRETRA\u0130N from", "pretra\u0131n", "F\u0130NE-TUNING the model",
+    "f\u0131ne-tuning", "prec\u0131s\u0131on: 16", "nothing to see", "",
 ]
 
 

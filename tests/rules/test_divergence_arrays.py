@@ -73,3 +73,12 @@ def test_long_runs_across_many_batches_match() -> None:
     want = alerts("loss.diverging", RowLossDiverging, samples("loss", rows), None)
     assert '"id": "loss.diverging"' in want
     assert alerts("loss.diverging", None, samples("loss", rows), random_cuts(len(rows), 3)) == want
+
+
+def test_a_loss_near_the_largest_float_is_judged_without_error() -> None:
+    """Medians of values near 1e308 overflow to inf before any low is known: no rise can be measured."""
+    rows = [(i + 1, 1e308) for i in range(8)] + [(9 + i, 1.0) for i in range(40)]
+    records = samples("loss", rows)
+    want = alerts("loss.diverging", RowLossDiverging, records, None)
+    assert alerts("loss.diverging", None, records, []) == want
+    assert alerts("loss.diverging", None, records, None) == want

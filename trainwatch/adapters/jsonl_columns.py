@@ -93,8 +93,10 @@ def layouts(chunk: Chunk, bounds: np.ndarray, dicts: np.ndarray) -> tuple[np.nda
     _, first, layout = np.unique(sig, return_index=True, return_inverse=True)
     layout = layout.reshape(-1)
     rep = first[layout]  # the group's first dict (as an index into `dicts`)
-    differ = key[ent] != key[lo[rep[owner_pos]] + pos]
-    wrong = np.zeros(n, dtype=bool)
+    wrong = count != count[rep]  # a hash collision between dicts of different lengths
+    inside = pos < count[rep][owner_pos]
+    differ = np.ones(len(ent), dtype=bool)
+    differ[inside] = key[ent[inside]] != key[lo[rep[owner_pos[inside]]] + pos[inside]]
     wrong[owner_pos[differ]] = True
     layout = np.where(wrong, -1, layout)
     return layout, first

@@ -206,7 +206,7 @@ class LossDiverging(ArrayRule):
         before = np.minimum.accumulate(np.concatenate(([st.best.value if st.best is not None else inf], lv)))[:-1]
         low = np.minimum(st.early.value if st.early is not None else inf, before)
         fv = fast[:stop]
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             lower = lv < before
             rising = (before > 0) & (lv >= p.rise_ratio * before)
             calm = np.isnan(fv) | (low <= 0) | (fv < p.fast_ratio * low)
@@ -290,8 +290,8 @@ class LossDiverging(ArrayRule):
                     best, best_v = _Low(lv, step, max(nv, ema)), lv
                     nheld = 0
                     continue
-                if (best_v > 0 and lv >= rise_ratio * best_v
-                        and lv - best_v >= max(rise_noise * best.noise, self._floor(head))):  # type: ignore[union-attr]
+                if (best is not None and best_v > 0 and lv >= rise_ratio * best_v
+                        and lv - best_v >= max(rise_noise * best.noise, self._floor(head))):
                     nheld += 1
                 else:
                     nheld = 0

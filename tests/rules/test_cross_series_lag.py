@@ -1,0 +1,48 @@
+"""Rules that read another series when they judge a row see it as it was at that row, however many rows
+the engine holds before the array rules judge them (a backlog is judged in rounds of rows, and the other
+series has moved on meanwhile). Two long logs where a round's lag once hid what came before the row."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _check(path: Path, *extra: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "trainwatch", "check", "--json", str(path), *extra],
+                         capture_output=True, text=True, check=False)
+    return json.loads(out.stdout)
+
+
+def test_a_nan_is_diagnosed_from_the_grad_norms_logged_just_before_it(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    rows = []
+    for step in range(1, 8001):
+        grad = 250.0 + 50 * (step - 995) if 995 <= step <= 999 else rng.gauss(1.0, 0.05)
+        loss = float("nan") if step == 1000 else 2.0 - step / 20000 + rng.gauss(0, 0.005)
+        rows.append(json.dumps({"step": step, "loss": loss, "grad_norm": grad}))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    nan = [f for f in _check(path)["findings"] if f["id"] == "loss.nonfinite"]
+    assert len(nan) == 1 and nan[0]["step"] == 1000
+    assert nan[0]["evidence"]["diagnosis"] == "blow-up"
+    assert nan[0]["evidence"]["grad_norm_before"][-1] == 450.0
+
+
+def test_an_annealed_lr_explains_a_flat_loss_with_the_lr_rules_off(tmp_path: Path) -> None:
+    """The plateau rule reads the LR itself: with no LR rule on, the LR series is still read whole."""
+    rng = random.Random(4)
+    rows = []
+    for step in range(1, 12001):
+        lr = min(1e-3, 2e-6 * step) if step <= 1500 else 1e-5
+        loss = 3.0 - 0.5 * min(step, 1500) / 1500 + rng.gauss(0, 0.03)  # falls, then rests at the low LR
+        rows.append(json.dumps({"step": step, "loss": round(loss, 4), "lr": lr}))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    config = tmp_path / "off.yaml"
+    config.write_text("rules:\n  lr.no_warmup: {enabled: false}\n  lr.schedule: {enabled: false}\n")
+    ids = [f["id"] for f in _check(path, "--preset", "sft", "--config", str(config))["findings"]]
+    assert "loss.plateau" not in ids
