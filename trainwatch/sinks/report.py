@@ -49,10 +49,10 @@ def metrics_of(engine: Engine, source: str) -> dict[str, dict[str, Any]]:
     for series in engine.store:
         if series.source != source:
             continue
-        last = series.last
+        newest = series.newest()
         out[series.name] = {
-            "last": last.value if last else None,
-            "last_step": last.step if last else None,
+            "last": newest[1] if newest else None,
+            "last_step": newest[0] if newest else None,
             "min": series.minimum if series.count > series.nan_count + series.inf_count else None,
             "max": series.maximum if series.count > series.nan_count + series.inf_count else None,
             "count": series.count,

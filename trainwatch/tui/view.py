@@ -276,21 +276,19 @@ def _metric_view_cached(s: Series, alerts: list[AlertView], multi: bool, cache: 
 
 
 def _metric_view(s: Series, worst: Severity | None, multi: bool) -> MetricView:
-    last = s.last
+    newest = s.newest()
     finite = s.count > s.nan_count + s.inf_count
     return MetricView(
         name=s.name, source=s.source,
         label=f"{s.name} [{_short(s.source)}]" if multi and s.source != GPU_SOURCE else s.name,
-        last=last.value if last else None, minimum=s.minimum if finite else None,
+        last=newest[1] if newest else None, minimum=s.minimum if finite else None,
         maximum=s.maximum if finite else None, count=s.count, nan=s.nan_count, inf=s.inf_count,
         spark=_last_values(s, SPARK_POINTS), severity=worst)
 
 
 def _last_values(s: Series, n: int) -> tuple[float, ...]:
-    """The last n values without copying the whole recent deque."""
-    vals = [p.value for p in islice(reversed(s.recent), n)]
-    vals.reverse()
-    return tuple(vals)
+    """The last n values, from the columns: no point objects for a spark line."""
+    return tuple(s.values(n))
 
 
 def _short(source: str) -> str:
