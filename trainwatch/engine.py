@@ -32,6 +32,7 @@ from trainwatch.store import RECENT_POINTS, MetricStore, Series
 Listener = Callable[[AlertChange], None]
 
 ARRAY_FLUSH = RECENT_POINTS // 2
+ANY = "*"  # a rule switched off for every source (one that judges them all at once, on the clock)
 """New rows of one series held for the array rules before they are judged: a batch larger than this is
 judged in pieces, so the history a rule declared is still in the store's recent window."""
 
@@ -62,6 +63,9 @@ class Engine:
         self._seq = 0  # rows fed so far: the order array rules' transitions reach the book in
         self._cycles: dict[tuple[str, str, str], Cycle] = {}
         self.judged: set[str] = set()  # ids of the rules some sample was shown to (their metric was logged)
+        self.rule_errors: list[tuple[str, str]] = []
+        """(source, what happened) for each rule that raised on a log and was switched off for it."""
+        self._broken: set[tuple[str, str]] = set()  # (rule id, source); source ANY: every source
         self._seen = getattr(clock, "seen", None)
         """Clocks that tell time as the log does (check's) are shown each record's own time."""
         for rule in self.rules:
@@ -201,8 +205,11 @@ class Engine:
             rows = rows_of[k]
             series = self.store.series(src, self._names[k])
             for g in gs:
-                if g.done < len(rows):
-                    g.rule.absorb(self._ctx, series, step[rows[g.done:]], value[rows[g.done:]])
+                if g.done < len(rows) and not self._off(g.rule, src):
+                    try:
+                        g.rule.absorb(self._ctx, series, step[rows[g.done:]], value[rows[g.done:]])
+                    except Exception as exc:  # see `_broke`
+                        self._broke(g.rule, src, exc)
         return out
 
     def _gates(self, src: str, present: list[int], rows_of: dict[int, np.ndarray], step: np.ndarray,
@@ -219,8 +226,14 @@ class Engine:
             gs = []
             for rule, _spec, rule_id in self._hooks[name]:
                 show = None
-                if not (tracked and (rule_id, src, name) in tracked):
-                    show = rule.gate(self._ctx, series, step[rows], value[rows])
+                if self._off(rule, src):
+                    show = np.zeros(len(rows), dtype=bool)
+                elif not (tracked and (rule_id, src, name) in tracked):
+                    try:
+                        show = rule.gate(self._ctx, series, step[rows], value[rows])
+                    except Exception as exc:  # see `_broke`
+                        self._broke(rule, src, exc)
+                        show = np.zeros(len(rows), dtype=bool)
                 gs.append(_Gate(rule, np.ones(len(rows), dtype=bool) if show is None else np.asarray(show, bool)))
             out[k] = gs
         return out
@@ -366,10 +379,18 @@ class Engine:
         for g, (rule, spec, rule_id) in zip(gates, self._hooks[name]):
             if not g.show[j]:
                 continue
-            if g.done < j:
-                rule.absorb(ctx, series, step[g.done:j], value[g.done:j])
-            g.done = j + 1
-            finding = rule.on_sample(ctx, series, point)
+            if self._off(rule, source):
+                g.done = j + 1
+                continue
+            try:
+                if g.done < j:
+                    rule.absorb(ctx, series, step[g.done:j], value[g.done:j])
+                g.done = j + 1
+                finding = rule.on_sample(ctx, series, point)
+            except Exception as exc:  # see `_broke`
+                self._broke(rule, source, exc)
+                g.done = j + 1
+                continue
             if finding is None:
                 if tracked and (rule_id, source, name) in tracked:  # a pending or firing alert to resolve
                     out.extend(self._before_book())
@@ -450,7 +471,13 @@ class Engine:
         ctx.now = now
         out: list[AlertChange] = []
         for rule in rules:
-            finding = rule.on_event(ctx, e)
+            if self._off(rule, e.source):
+                continue
+            try:
+                finding = rule.on_event(ctx, e)
+            except Exception as exc:  # see `_broke`
+                self._broke(rule, e.source, exc)
+                continue
             if finding is None:
                 continue
             finding.source = finding.source or e.source
@@ -469,7 +496,14 @@ class Engine:
         ctx = self._ctx
         ctx.now = self.clock()
         for rule in self._tickers:
-            for source, subject, finding in rule.on_tick(ctx):
+            if self._off(rule, ANY):
+                continue
+            try:
+                told = list(rule.on_tick(ctx))
+            except Exception as exc:  # see `_broke`
+                self._broke(rule, ANY, exc)
+                continue
+            for source, subject, finding in told:
                 if finding is not None:
                     finding.source = finding.source or source
                 out.extend(self.book.judge(rule.spec, source, subject, finding, ctx.now))
@@ -482,7 +516,14 @@ class Engine:
         ctx.now = self.clock()
         for name in [source] if source is not None else list(self.sources):
             for rule in self.rules:
-                for finding in rule.on_end(ctx, name):
+                if self._off(rule, name):
+                    continue
+                try:
+                    ended = list(rule.on_end(ctx, name))
+                except Exception as exc:  # see `_broke`
+                    self._broke(rule, name, exc)
+                    continue
+                for finding in ended:
                     finding.source = finding.source or name
                     out.extend(self.book.judge(rule.spec, name, finding.subject or rule.spec.id, finding,
                                                ctx.now, one_shot=True))
@@ -502,14 +543,46 @@ class Engine:
         for k, h in enumerate(held.values()):
             now = np.concatenate(h.now) if len(h.now) > 1 else h.now[0]
             seqs = np.concatenate(h.seq) if len(h.seq) > 1 else h.seq[0]
+            src = h.series.source
             for r, rule in enumerate(self._arrays[h.series.name]):
-                for n, planned in enumerate(self._plan(rule, h.series, h.n, now)):
+                if self._off(rule, src):
+                    continue
+                try:
+                    made = self._plan(rule, h.series, h.n, now)
+                except Exception as exc:  # see `_broke`
+                    self._broke(rule, src, exc)
+                    continue
+                for n, planned in enumerate(made):
                     plans.append((int(seqs[planned.row]), k, r, n, planned))
         plans.sort(key=lambda p: p[:4])
         out: list[AlertChange] = []
         for *_, planned in plans:
-            out.extend(self._apply(planned))
+            if self._off(planned.rule, planned.w.source):
+                continue
+            try:
+                out.extend(self._apply(planned))
+            except Exception as exc:  # see `_broke`
+                self._broke(planned.rule, planned.w.source, exc)
         return out
+
+    def failures(self, source: str, start: int = 0) -> list[str]:
+        """The rules that failed on `source` (or on every source), from the `start`-th failure on."""
+        return [text for src, text in self.rule_errors[start:] if src in (source, ANY)]
+
+    def _off(self, rule: Rule, source: str) -> bool:
+        return bool(self._broken) and ((rule.spec.id, source) in self._broken or (rule.spec.id, ANY) in self._broken)
+
+    def _broke(self, rule: Rule, source: str, exc: Exception) -> None:
+        """A rule that raised on a log is switched off for that log and said once, in words. Log text is
+        untrusted: a rule meeting a shape of data it was not written for must cost that rule on that
+        log, never the watch, its other rules or its other logs."""
+        key = (rule.spec.id, source)
+        if key in self._broken:
+            return
+        self._broken.add(key)
+        what = f"{type(exc).__name__}: {exc}"[:200]
+        self.rule_errors.append((source, f"rule {rule.spec.id} failed on this log and is off for it ({what}); "
+                                         "its findings here may be missing"))
 
     def _plan(self, rule: ArrayRule, series: Series, rows: int, now: np.ndarray) -> list[_Planned]:
         """The rule's conditions over the new rows, run through the life cycle (up to each withdrawal,

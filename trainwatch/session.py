@@ -48,6 +48,11 @@ class Session:
     def finish(self, source: str | None = None) -> list[AlertChange]:
         return self.engine.finish(source)
 
+    def notes(self, source: str) -> list[str]:
+        """What a report says beside a source's findings: the waits that cannot run on it, and the rules
+        that failed on it (the engine switched them off there)."""
+        return self.untimed_waits(source) + self.engine.failures(source)
+
     def untimed_waits(self, source: str) -> list[str]:
         """Rules whose `for` or `keep_firing_for` is a time, when this source printed no time: the clock of
         a log without timestamps never moves, so such a rule can never fire on it. Said once, not hidden."""

@@ -41,6 +41,7 @@ class LiveSource:
         self.fmt = fmt
         self.from_end = from_end
         self.notice = notice
+        self._failures_seen = 0  # the engine's rule failures already looked at
         self.params = params
         self.opened: OpenSource | None = None
         self.follower: FileFollower | None = None
@@ -289,7 +290,15 @@ class LiveSource:
             if not e.source:
                 e.source = self.name
         engine.feed_batch(batch)
+        self._rule_failures(engine)
         return batch.size
+
+    def _rule_failures(self, engine: Engine) -> None:
+        """A rule that failed on this log since the last look is said once, as a notice."""
+        if len(engine.rule_errors) > self._failures_seen:
+            for text in engine.failures(self.name, self._failures_seen):
+                self.notice(f"{self.path}: {text}")
+            self._failures_seen = len(engine.rule_errors)
 
     def _records(self, engine: Engine, records: list[Record]) -> int:
         assert self.opened is not None
@@ -302,6 +311,7 @@ class LiveSource:
             if not r.source:
                 r.source = self.name
         engine.feed_all(records)
+        self._rule_failures(engine)
         return len(records)
 
 
