@@ -116,8 +116,11 @@ class LossDiverging(ArrayRule):
         cond = np.zeros(m, dtype=bool)
         verdicts = _Verdicts(w.start, [None] * m, set(), np.full(m, np.nan))
         quiet = self._quiet(st, new_step, fin_new, count, level, fast, noise, size)
-        self._run(w.source, st, steps, values, held, quiet, new_step.tolist(), fin_new.tolist(), count.tolist(),
-                  level.tolist(), fast.tolist(), noise.tolist(), size.tolist(), cond, verdicts)
+        if quiet < m:
+            self._run(w.source, st, steps, values, held, quiet, new_step.tolist(), fin_new.tolist(),
+                      count.tolist(), level.tolist(), fast.tolist(), noise.tolist(), size.tolist(), cond, verdicts)
+        elif st.episode is None:
+            st.base = None  # what the row loop leaves when it has no row to look at
         self._verdicts[w.source] = verdicts
         return cond
 
@@ -217,11 +220,18 @@ class LossDiverging(ArrayRule):
         ema, best = st.noise, st.best
         rows = np.flatnonzero(used[:j])
         nvs, ks = noise[rows].tolist(), (size[rows] + 1).tolist()
+        steady = bool(np.isfinite(noise[rows]).all())  # then a smoothed noise once set stays a number
         at = 0
         for b in [*np.flatnonzero(lower[rows]).tolist(), len(rows) - 1]:  # each new low, then the last row
-            for nv, k1 in zip(nvs[at:b + 1], ks[at:b + 1]):  # the smoothing as `_run` does it, float for float
-                ema = nv if ema != ema else ema + (nv - ema) * 2.0 / k1
-            at = b + 1
+            if at <= b and ema != ema:
+                ema, at = nvs[at], at + 1
+            if steady:
+                for nv, k1 in zip(nvs[at:b + 1], ks[at:b + 1]):  # as `_run` smooths it, float for float
+                    ema = ema + (nv - ema) * 2.0 / k1
+            else:
+                for nv, k1 in zip(nvs[at:b + 1], ks[at:b + 1]):
+                    ema = nv if ema != ema else ema + (nv - ema) * 2.0 / k1
+            at = max(at, b + 1)
             if b >= 0 and lower[rows[b]]:
                 i = int(rows[b])
                 best = _Low(float(lv[i]), int(new_step[i]), max(nvs[b], ema))
