@@ -124,6 +124,8 @@ class _StateSteps:
     def step_for(self, kind: str, epoch: float | None) -> int | None:
         if not self.loaded:
             self._load()
+        if self.path is None:
+            return None  # no state file beside the log when it was first looked for: none is looked for again
         for attempt in (0, 1):
             for i in range(self.pos, len(self.entries)):
                 k, ep, step = self.entries[i]
