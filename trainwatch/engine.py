@@ -32,9 +32,9 @@ from trainwatch.store import RECENT_POINTS, MetricStore, Series
 Listener = Callable[[AlertChange], None]
 
 ARRAY_FLUSH = RECENT_POINTS // 2
-ANY = "*"  # a rule switched off for every source (one that judges them all at once, on the clock)
 """New rows of one series held for the array rules before they are judged: a batch larger than this is
 judged in pieces, so the history a rule declared is still in the store's recent window."""
+ANY = "*"  # a rule switched off for every source (one that judges them all at once, on the clock)
 
 
 class Engine:

@@ -145,6 +145,9 @@ class _Run:
     as columns at once, with the events met among them (it takes events as `out` does)."""
 
     def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
         self.dicts: list[int] = []
         self.steps: list[int] = []
         self.linenos: list[int] = []
@@ -163,7 +166,7 @@ class _Run:
     def flush(self, out: BatchBuilder, chunk: Chunk, keys: columns.ConsoleKeys, bounds: np.ndarray) -> None:
         if self.dicts or self.events:
             columns.emit(out, chunk, keys, bounds, self.dicts, self.steps, self.linenos, self.events)
-            self.__init__()  # type: ignore[misc]
+            self._clear()
 
 
 Out = RecordList | BatchBuilder  # where a line's records go: objects (one line) or columns (a chunk)

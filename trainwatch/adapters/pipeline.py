@@ -22,8 +22,8 @@ from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.prefix import STARTS, PrefixStripper
 from trainwatch.adapters.signatures import SignatureScanner, trigger_keywords
 from trainwatch.batch import Batch, BatchBuilder
-from trainwatch.scan.chunk import MAX_LINE
 from trainwatch.model import Event, Record, Sample
+from trainwatch.scan.chunk import MAX_LINE
 from trainwatch.textsafe import strip_escapes
 
 if TYPE_CHECKING:
@@ -170,9 +170,9 @@ class _ByteReader:
         self.out = BatchBuilder(parser.source)  # one per source: its name table lives as long as the source
         self.own_kw = np.array([w in (ESC, CSI8) or w in own_words for w in keywords], dtype=bool)
 
-    def chunk(self, chunk: Chunk, keys: list[str] | None = None) -> Batch:
-        """The batch of one scanned chunk; `keys` is the scanner's key table as it was after scanning it
-        (read there when the next block is being scanned meanwhile)."""
+    def chunk(self, chunk: Chunk) -> Batch:
+        """The batch of one scanned chunk (made before the next chunk is scanned, so the scanner's key
+        table is the one this chunk's ids index)."""
         out = self.out
         n = len(chunk)
         if not n:
@@ -184,7 +184,7 @@ class _ByteReader:
         if self.chunked:
             view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw), out, self.keywords)
             try:
-                out.extend(parser.adapter.parse_chunk(chunk, self.scanner.keys if keys is None else keys, view))
+                out.extend(parser.adapter.parse_chunk(chunk, self.scanner.keys, view))
             except Exception:  # an adapter bug must cost one chunk, not the watcher
                 parser.errors += 1
                 out.build()  # what it made of the chunk is dropped
