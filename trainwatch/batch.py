@@ -205,7 +205,9 @@ class BatchBuilder:
         del self._events[events:]
 
     def fill_time(self, at: tuple[int, int, int], t: float) -> None:
-        """Samples appended one at a time since `mark` without a time get `t` (a launcher prefix's)."""
+        """Samples appended one at a time since `mark` without a time get `t` (a launcher prefix's). Columns
+        appended since then keep the times they came with: an adapter writing a line's values as columns
+        gives them their time itself."""
         pieces, singles, _ = at
         if len(self._pieces) == pieces:
             times = self._time

@@ -197,19 +197,6 @@ class JsonLinesAdapter(Adapter):
             self._shapes[shape] = known
         return known
 
-    @staticmethod
-    def _flat(keys: list[str], ids: list[int], values: list[float]) -> dict[str, Any] | None:
-        """The object as `json` would load it, or None when the arrays cannot say it exactly: a repeated
-        key, a total (read only when printed as an int), a value that is not finite (json keeps a huge
-        int exact), a step too large for a float to hold exactly."""
-        obj = {keys[k]: v for k, v in zip(ids, values)}
-        if len(obj) != len(ids):
-            return None
-        for k, v in obj.items():
-            if not math.isfinite(v) or k in TOTAL_SET or (k in STEP_SET and abs(v) >= SAFE_INT):
-                return None
-        return obj
-
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         if line[:1] != "{":
             line = line.strip()

@@ -230,15 +230,10 @@ class LiveSource:
         if chunk.restarted:
             self._ring_upto = 0
         for lineno, text in chunk.lines:
-            if lineno > self._ring_upto:
-                self._ring_upto = 0
-                self.lines.append((lineno, text))
+            self._ring(lineno, text)
             records.extend(parser.feed(text, lineno))
             state.lines = lineno
-            stripped = text.rstrip()
-            if stripped:
-                last = stripped.rsplit("\r", 1)[-1].strip() or stripped
-                state.last_line = last[:LAST_LINE_CHARS]
+            state.last_line = _shown(text) or state.last_line
         return n + self._records(engine, records)
 
     def _feed_raw(self, engine: Engine, chunk: Chunk) -> int:
@@ -246,52 +241,51 @@ class LiveSource:
         that read its arrays, a batch per piece, the next piece scanned on a second thread meanwhile);
         only the lines the ring keeps are decoded here."""
         assert self.opened is not None
-        last = chunk.raw_first + sum(piece.count(b"\n") for piece in chunk.raw) - 1
+        counts = [piece.count(b"\n") for piece in chunk.raw]
+        last = chunk.raw_first + sum(counts) - 1
         keep = self.lines.maxlen or 1
-        ends: list[bytes] = []  # the last pieces, enough of them to hold the lines the ring keeps
-        held = 0
-        for piece in reversed(chunk.raw):
-            ends.insert(0, piece)
-            held += piece.count(b"\n")
-            if held > keep:
-                break
-        data = b"".join(ends)
+        cut, held = len(counts), 0  # the last pieces, enough of them to hold the lines the ring keeps
+        while cut and held <= keep:
+            cut -= 1
+            held += counts[cut]
+        data = b"".join(chunk.raw[cut:])
         tail = data[:-1].rsplit(b"\n", keep)[-keep:]
         state = engine.source(self.name)
         first = last - len(tail) + 1
         for k, raw in enumerate(tail):
-            lineno = first + k
-            if lineno > self._ring_upto:
-                self._ring_upto = 0
-                self.lines.append((lineno, raw.decode("utf-8", "replace")))
+            self._ring(first + k, raw.decode("utf-8", "replace"))
         for raw in reversed(tail):
-            stripped = raw.decode("utf-8", "replace").rstrip()
-            if stripped:
-                shown = stripped.rsplit("\r", 1)[-1].strip() or stripped
-                state.last_line = shown[:LAST_LINE_CHARS]
+            shown = _shown(raw.decode("utf-8", "replace"))
+            if shown:
+                state.last_line = shown
                 break
         state.lines = last
         return sum(self._batch(engine, batch) for batch in self.opened.parser.read_blocks(chunk.raw))
 
     def _batch(self, engine: Engine, batch: Batch) -> int:
         """`_records` for a batch: the errors-only reading's events are remembered, and not told twice."""
-        assert self.opened is not None
-        fallback = self.opened.fallback
-        if fallback or self._fed_events:
-            kept = []
-            for pos, e in batch.events:
-                if fallback:
-                    self._fed_events.add(_key(e))
-                elif _key(e) in self._fed_events:
-                    continue
-                kept.append((pos, e))
-            batch.events = kept
+        batch.events = [(pos, e) for pos, e in batch.events if self._fresh(e)]
         for _, e in batch.events:
             if not e.source:
                 e.source = self.name
         engine.feed_batch(batch)
         self._rule_failures(engine)
         return batch.size
+
+    def _ring(self, lineno: int, text: str) -> None:
+        """A line for the log pane's ring (after a restart, not the lines it holds already)."""
+        if lineno > self._ring_upto:
+            self._ring_upto = 0
+            self.lines.append((lineno, text))
+
+    def _fresh(self, e: Event) -> bool:
+        """Whether an event is to be fed: the errors-only reading's events are remembered, and not told
+        again once the format is known."""
+        assert self.opened is not None
+        if self.opened.fallback:
+            self._fed_events.add(_key(e))
+            return True
+        return not self._fed_events or _key(e) not in self._fed_events
 
     def _rule_failures(self, engine: Engine) -> None:
         """A rule that failed on this log since the last look is said once, as a notice."""
@@ -301,13 +295,8 @@ class LiveSource:
             self._failures_seen = len(engine.rule_errors)
 
     def _records(self, engine: Engine, records: list[Record]) -> int:
-        assert self.opened is not None
-        fallback = self.opened.fallback
-        if self._fed_events and not fallback:
-            records = [r for r in records if not (isinstance(r, Event) and _key(r) in self._fed_events)]
+        records = [r for r in records if not isinstance(r, Event) or self._fresh(r)]
         for r in records:
-            if fallback and isinstance(r, Event):
-                self._fed_events.add(_key(r))
             if not r.source:
                 r.source = self.name
         engine.feed_all(records)
@@ -317,3 +306,11 @@ class LiveSource:
 
 def _key(e: Event) -> tuple[str, int, str]:
     return (e.kind.value, e.line, e.signature)
+
+
+def _shown(text: str) -> str:
+    """What the status shows of a line: its last non-blank `\r`-segment, cut short ("" for a blank line)."""
+    stripped = text.rstrip()
+    if not stripped:
+        return ""
+    return (stripped.rsplit("\r", 1)[-1].strip() or stripped)[:LAST_LINE_CHARS]

@@ -250,7 +250,7 @@ class LrView:
             return None
         k = lr.count - self.seen
         self.seen = lr.count
-        _, value, line, _ = lr.columns(k) if k > 0 else lr.columns(0)
+        _, value, line, _ = lr.columns(k)
         return value, line
 
     def _rows(self, pl: np.ndarray, answer: np.ndarray, lines: np.ndarray) -> np.ndarray:
