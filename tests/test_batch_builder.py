@@ -57,3 +57,72 @@ def test_record_list_makes_samples_of_its_source() -> None:
     out.sample("loss", math.inf, None, 4, inferred=True)
     s = out[0]
     assert isinstance(s, Sample) and (s.source, s.step, s.line, s.step_inferred) == ("b.log", None, 4, True)
+
+
+def _kinds(batch) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return [(r.name, r.step) if isinstance(r, Sample) else (r.kind.value, r.line, r.step) for r in batch.records()]
+
+
+def test_progress_redraws_are_columns_that_keep_their_place_among_samples_and_events() -> None:
+    b = BatchBuilder("a.log")
+    b.progress(1, 100, 1)
+    b.sample("loss", 2.0, None, 2)
+    b.event(Event(EventKind.EVAL_START, "a.log", 3))
+    b.progress(2, 100, 3)
+    b.event(Event(EventKind.CHECKPOINT, "a.log", 4))
+    at = b.mark()
+    b.progress(3, 100, 5)
+    b.rollback(at)  # a line taken back takes its redraw with it
+    b.progress(4, None, 6)
+    batch = b.build()
+    assert len(batch.events) == 2 and len(batch.redraws) == 3 and batch.size == 6
+    assert _kinds(batch) == [("progress", 1, 1), ("loss", None), ("eval_start", 3, None), ("progress", 3, 2),
+                             ("checkpoint", 4, None), ("progress", 6, 4)]
+    last = list(batch.records())[-1]
+    assert isinstance(last, Event) and last.fields == {"step": 4}  # no total: none said
+
+
+def test_dropping_and_adding_events_leaves_each_redraw_where_the_log_had_it() -> None:
+    b = BatchBuilder("a.log")
+    b.sample("loss", 2.0, None, 1)
+    b.event(Event(EventKind.EVAL_START, "a.log", 1))
+    b.progress(1, 9, 1)
+    b.event(Event(EventKind.CHECKPOINT, "a.log", 2))
+    b.progress(2, 9, 3)
+    batch = b.build()
+    found = [(1, [Event(EventKind.ERROR, "a.log", 1)]), (2, [Event(EventKind.ERROR, "a.log", 2)])]
+    merged = batch.with_events(found)  # found on a line: after that line's own records
+    assert _kinds(merged) == [("loss", None), ("eval_start", 1, None), ("progress", 1, 1), ("error", 1, None),
+                              ("checkpoint", 2, None), ("error", 2, None), ("progress", 3, 2)]
+    merged.keep_events(lambda e: e.kind is not EventKind.ERROR)
+    assert _kinds(merged) == _kinds(batch)
+
+
+def test_the_engine_reads_column_redraws_as_it_reads_redraw_events() -> None:
+    from trainwatch import config
+    from trainwatch.batch import progress_event
+    from trainwatch.engine import Engine
+
+    def state(batch):  # type: ignore[no-untyped-def]
+        ticks = iter(range(10_000))
+        eng = Engine(config.load("sft"), clock=lambda: float(next(ticks)))
+        eng.feed_batch(batch)
+        s = eng.sources["a.log"]
+        return s.step, s.total_steps, s.events, s.phase, s.last_progress_at is not None, [
+            (p.step, p.value) for p in eng.store.series("a.log", "loss").recent]
+
+    b = BatchBuilder("a.log")
+    for i in range(1, 40):
+        if i % 3:
+            b.progress(i, 50 + i // 10, i)
+        else:  # a redraw that came as an object (another adapter's, a plugin's) among the columns
+            b.record(progress_event("a.log", i, i, 50))
+        if i % 4 == 0:
+            b.sample("loss", 1.0 / i, None, i)
+        if i == 20:
+            b.event(Event(EventKind.EVAL_START, "a.log", i))
+    batch = b.build()
+    assert len(batch.redraws) and any(e.kind is EventKind.PROGRESS for _, e in batch.events)
+    got = state(batch)
+    assert got == state(batch.redraws_as_events())  # the last redraw, an object, gives the total
+    assert got[0] == 39 and got[1] == 50 and got[2] == 40 and got[5][0] == (4, 0.25)

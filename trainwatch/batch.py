@@ -5,6 +5,8 @@ rather than one object each, so a gigabyte of backlog crosses from the parser to
 and rules that work over arrays never touch a Python object per value. Events (errors, progress,
 eval and checkpoint markers, the end of training, a resume) are rare next to samples and stay objects;
 each one records how many samples came before it, so the engine can replay the log's order exactly.
+Progress redraws are the exception: a console log redraws its bar for every printed dict, so they are
+columns too (`Redraws`), each placed by the samples and the events before it.
 
 `check` feeds large batches, `tail` feeds whatever arrived, and a batch of one sample is still a
 batch: there is one path for both.
@@ -13,15 +15,50 @@ batch: there is one path for both.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainwatch.model import Event, Record, Sample
+from trainwatch.model import Event, EventKind, Record, Sample
 
 NO_STEP = np.iinfo(np.int64).min
 """A sample whose log printed no step: the engine gives it the source's current step."""
+
+
+@dataclass(frozen=True, eq=False)
+class Redraws:
+    """Progress redraws as columns (what `Event(PROGRESS, step=s, fields={"step": s, "total": t})` says,
+    without an object each). A redraw comes after the first `pos` samples and the first `rank` events of
+    its batch, and before the rest."""
+
+    pos: np.ndarray  # int64
+    rank: np.ndarray  # int64
+    line: np.ndarray  # int64
+    step: np.ndarray  # int64
+    total: np.ndarray  # int64, -1 where the bar gave none
+
+    @classmethod
+    def of(cls, pos: list[int], rank: list[int], line: list[int], step: list[int], total: list[int]) -> Redraws:
+        return cls(*(np.asarray(c, dtype=np.int64) for c in (pos, rank, line, step, total)))
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def event(self, source: str, i: int) -> Event:
+        return progress_event(source, int(self.line[i]), int(self.step[i]), int(self.total[i]))
+
+    def with_rank(self, rank: np.ndarray) -> Redraws:
+        return Redraws(self.pos, np.asarray(rank, dtype=np.int64), self.line, self.step, self.total)
+
+
+NO_REDRAWS = Redraws.of([], [], [], [], [])
+
+
+def progress_event(source: str, line: int, step: int, total: int | None) -> Event:
+    """A redraw as an event object (the line path's, and a batch's for whoever wants objects)."""
+    fields = {"step": step} if total is None or total < 0 else {"step": step, "total": total}
+    return Event(EventKind.PROGRESS, source, line, step=step, fields=fields)
 
 
 @dataclass
@@ -39,23 +76,55 @@ class Batch:
     inferred: np.ndarray  # bool: the adapter inferred the step (the log did not print it)
     events: list[tuple[int, Event]] = field(default_factory=list)
     """(samples before it, event), in log order."""
+    redraws: Redraws = NO_REDRAWS
 
     def __len__(self) -> int:
         return len(self.value)
 
     @property
     def empty(self) -> bool:
-        return not len(self.value) and not self.events
+        return not len(self.value) and not self.events and not len(self.redraws)
 
     @property
     def size(self) -> int:
         """Samples and events: the records the batch stands for."""
-        return len(self.value) + len(self.events)
+        return len(self.value) + len(self.events) + len(self.redraws)
+
+    def all_events(self) -> list[tuple[int, Event]]:
+        """`events` with the redraws among them as event objects, in log order."""
+        red = self.redraws
+        if not len(red):
+            return self.events
+        out: list[tuple[int, Event]] = []
+        r = 0
+        ranks = red.rank.tolist()
+        for i, item in enumerate([*self.events, None]):
+            while r < len(ranks) and ranks[r] <= i:
+                out.append((int(red.pos[r]), red.event(self.source, r)))
+                r += 1
+            if item is not None:
+                out.append(item)
+        return out
+
+    def redraws_as_events(self) -> Batch:
+        """This batch with its redraws as event objects (for a rule that answers progress)."""
+        return Batch(self.source, self.names, self.name, self.step, self.value, self.line, self.time,
+                     self.inferred, self.all_events())
+
+    def keep_events(self, keep: Callable[[Event], bool]) -> None:
+        """Drops the events `keep` refuses; the redraws keep their places among the rest."""
+        kept = [keep(e) for _, e in self.events]
+        if all(kept):
+            return
+        if len(self.redraws):
+            before = np.concatenate(([0], np.cumsum(kept, dtype=np.int64)))
+            self.redraws = self.redraws.with_rank(before[self.redraws.rank])
+        self.events = [item for item, k in zip(self.events, kept) if k]
 
     def records(self) -> Iterator[Record]:
         """The batch as records again, in log order (for sinks and plugins that want objects)."""
         at = 0
-        for pos, event in self.events:
+        for pos, event in self.all_events():
             yield from self._samples(at, pos)
             at = pos
             yield event
@@ -84,8 +153,12 @@ class Batch:
                 k += 1
             out.extend((pos, e) for e in events)
         out.extend(mine[k:])
+        red = self.redraws
+        if len(red):  # a redraw comes after the events found on its line and the lines before it
+            lines = np.repeat([ln for ln, _ in found], [len(ev) for _, ev in found])
+            red = red.with_rank(red.rank + np.searchsorted(lines, red.line, side="left"))
         return Batch(self.source, self.names, self.name, self.step, self.value, self.line, self.time,
-                     self.inferred, out)
+                     self.inferred, out, red)
 
 
 class BatchBuilder:
@@ -104,6 +177,7 @@ class BatchBuilder:
         "_name",
         "_names",
         "_pieces",
+        "_redraws",
         "_step",
         "_time",
         "_value",
@@ -124,11 +198,12 @@ class BatchBuilder:
         self._time: list[float] = []
         self._inferred: list[bool] = []
         self._events: list[tuple[int, Event]] = []
+        self._redraws: tuple[list[int], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
         self._pieces: list[tuple[np.ndarray, ...]] = []
         self._n = 0  # samples in the pieces
 
     def __len__(self) -> int:
-        return self._n + len(self._value) + len(self._events)
+        return self._n + len(self._value) + len(self._events) + len(self._redraws[0])
 
     @property
     def samples(self) -> int:
@@ -185,13 +260,34 @@ class BatchBuilder:
         base = self.samples
         self._events.extend((base + k, e) for k, e in events)
 
-    def mark(self) -> tuple[int, int, int]:
-        """Where the builder is now, for `rollback` and `fill_time`."""
-        return len(self._pieces), len(self._value), len(self._events)
+    def progress(self, step: int, total: int | None, line: int) -> None:
+        """A progress redraw: the bar stands at `step` of `total` (see `Redraws`)."""
+        pos, rank, lines, steps, totals = self._redraws
+        pos.append(self.samples)
+        rank.append(len(self._events))
+        lines.append(line)
+        steps.append(step)
+        totals.append(-1 if total is None else total)
 
-    def rollback(self, at: tuple[int, int, int]) -> None:
+    def redraws_ahead(self, redraws: Iterable[tuple[int, int, int, int, int]]) -> None:
+        """`events_ahead` for redraws, each given as (k, events before it among those given to the next
+        `events_ahead`, line, step, total); call it before `events_ahead`."""
+        pos, rank, lines, steps, totals = self._redraws
+        base, first = self.samples, len(self._events)
+        for k, e, line, step, total in redraws:
+            pos.append(base + k)
+            rank.append(first + e)
+            lines.append(line)
+            steps.append(step)
+            totals.append(total)
+
+    def mark(self) -> tuple[int, int, int, int]:
+        """Where the builder is now, for `rollback` and `fill_time`."""
+        return len(self._pieces), len(self._value), len(self._events), len(self._redraws[0])
+
+    def rollback(self, at: tuple[int, int, int, int]) -> None:
         """Drops what was appended since `mark` (a line whose adapter failed halfway gives nothing)."""
-        pieces, singles, events = at
+        pieces, singles, events, redraws = at
         if len(self._pieces) != pieces:
             self._flush()
             del self._pieces[pieces + (1 if singles else 0):]
@@ -203,12 +299,14 @@ class BatchBuilder:
             for col in (self._name, self._step, self._value, self._line, self._time, self._inferred):
                 del col[singles:]
         del self._events[events:]
+        for col in self._redraws:
+            del col[redraws:]
 
-    def fill_time(self, at: tuple[int, int, int], t: float) -> None:
+    def fill_time(self, at: tuple[int, int, int, int], t: float) -> None:
         """Samples appended one at a time since `mark` without a time get `t` (a launcher prefix's). Columns
         appended since then keep the times they came with: an adapter writing a line's values as columns
         gives them their time itself."""
-        pieces, singles, _ = at
+        pieces, singles = at[0], at[1]
         if len(self._pieces) == pieces:
             times = self._time
             for i in range(singles, len(times)):
@@ -238,7 +336,8 @@ class BatchBuilder:
         else:
             cols = [np.zeros(0, dtype=d) for d in (np.int32, np.int64, np.float64, np.int64, np.float64, bool)]
         name, step, value, line, time, inferred = cols
-        b = Batch(self.source, list(self._names), name, step, value, line, time, inferred, self._events)
+        red = Redraws.of(*self._redraws) if self._redraws[0] else NO_REDRAWS
+        b = Batch(self.source, list(self._names), name, step, value, line, time, inferred, self._events, red)
         self._reset()
         return b
 
@@ -254,6 +353,9 @@ class RecordList(list[Record]):
     def sample(self, name: str, value: float, step: int | None, line: int, time: float | None = None,
                inferred: bool = False) -> None:
         self.append(Sample(name, value, step, time, self.source, line, inferred))
+
+    def progress(self, step: int, total: int | None, line: int) -> None:
+        self.append(progress_event(self.source, line, step, total))
 
 
 def from_records(source: str, records: Iterable[Record]) -> Batch:

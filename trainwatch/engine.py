@@ -113,21 +113,26 @@ class Engine:
         return out
 
     def _feed(self, batch: Batch) -> list[AlertChange]:
+        if len(batch.redraws) and EventKind.PROGRESS in self._by_event:
+            batch = batch.redraws_as_events()  # a rule answers redraws: each one is an event for it
         out: list[AlertChange] = []
         at = 0
-        light: list[tuple[int, Event]] = []
-        for pos, event in batch.events:
+        light: list[tuple[int, Event]] = []  # redraws that came as event objects, since the last event
+        ranks = batch.redraws.rank
+        r0 = 0
+        for i, (pos, event) in enumerate(batch.events):
             if event.kind is EventKind.PROGRESS and event.kind not in self._by_event:
-                light.append((pos, event))  # a redraw: it moves the step, nothing answers it
+                light.append((i, event))  # a redraw: it moves the step, nothing answers it
                 continue
-            if pos > at or light:
-                out.extend(self._rows(batch, at, pos, light))
-                at, light = pos, []
+            r1 = int(np.searchsorted(ranks, i, side="right")) if len(ranks) else 0
+            if pos > at or light or r1 > r0:
+                out.extend(self._rows(batch, at, pos, _Light.of(batch, light, r0, r1)))
+                at, light, r0 = pos, [], r1
             if self._held and self._barrier(event):
                 out.extend(self._tell(self._judge_held()))
             out.extend(self._event(event))
-        if len(batch) > at or light:
-            out.extend(self._rows(batch, at, len(batch), light))
+        if len(batch) > at or light or len(ranks) > r0:
+            out.extend(self._rows(batch, at, len(batch), _Light.of(batch, light, r0, len(ranks))))
         return out
 
     def _barrier(self, e: Event) -> bool:
@@ -138,7 +143,7 @@ class Engine:
 
     # -- rows -------------------------------------------------------------------------------------
 
-    def _rows(self, b: Batch, lo: int, hi: int, light: list[tuple[int, Event]]) -> list[AlertChange]:
+    def _rows(self, b: Batch, lo: int, hi: int, light: _Light | None) -> list[AlertChange]:
         """Rows [lo, hi) of a batch and the progress redraws among them. The source's step, phase and
         clock are settled over the whole stretch at once; the rows go into the store a series at a time
         and are held for the array rules. Only a row that a row rule must see (its gate) stops the
@@ -261,21 +266,16 @@ class Engine:
         return out
 
     def _settle(self, state: SourceState, ids: np.ndarray, given: np.ndarray, inferred: np.ndarray,
-                t: np.ndarray, lo: int, light: list[tuple[int, Event]]
+                t: np.ndarray, lo: int, light: _Light | None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The clock at each row, each row's step (the source's current one where the log printed none,
         then marked inferred) and the source's step, phase and progress time after the stretch, as
         feeding the rows and redraws one at a time would leave them."""
         n = len(given)
-        if light:  # rows and redraws in log order: a redraw at position p comes before row p
-            ev_step = np.array([e.fields.get("step") if type(e.fields.get("step")) is int else NO_STEP
-                                for _, e in light], dtype=np.int64)
-            ev_time = np.array([math.nan if e.time is None else e.time for _, e in light], dtype=np.float64)
-            order = np.argsort(np.concatenate((2 * np.arange(lo, lo + n) + 1,
-                                               2 * np.array([p for p, _ in light], dtype=np.int64))),
-                               kind="stable")
-            m_step = np.concatenate((given, ev_step))[order]
-            m_time = np.concatenate((t, ev_time))[order]
+        if light is not None:  # rows and redraws in log order: a redraw at position p comes before row p
+            order = np.argsort(np.concatenate((2 * np.arange(lo, lo + n) + 1, 2 * light.pos)), kind="stable")
+            m_step = np.concatenate((given, light.step))[order]
+            m_time = np.concatenate((t, light.time))[order]
             is_row = order < n
             m_eval = np.zeros(len(order), dtype=bool)
             m_eval[is_row] = self._is_eval[ids[order[is_row]]]
@@ -306,26 +306,30 @@ class Engine:
             filled = np.where(fill >= 0, m_step[np.maximum(fill, 0)], before if before is not None else 0)
         else:
             filled = np.full(len(m_step), before if before is not None else 0, dtype=np.int64)
-        if light:
+        if light is not None:
             assert order is not None and is_row is not None
-            prev = np.concatenate(([before if before is not None else NO_STEP], filled[:-1]))
-            for j in np.flatnonzero(~is_row).tolist():
-                self._redraw(state, light[int(order[j]) - n][1], int(prev[j]) if prev[j] != NO_STEP else None)
+            state.events += len(light.pos)
+            totals = np.flatnonzero(light.total > 0)
+            if len(totals):
+                state.total_steps = int(light.total[totals[-1]])
+            if light.objects:
+                prev = np.concatenate(([before if before is not None else NO_STEP], filled[:-1]))
+                redraw_at = np.flatnonzero(~is_row)  # the k-th redraw's place among rows and redraws
+                for k, e in light.objects:
+                    j = int(redraw_at[k])
+                    self._redraw(state, e, int(prev[j]) if prev[j] != NO_STEP else None)
             rows = np.empty(n, dtype=np.int64)
             rows[order[is_row]] = np.flatnonzero(is_row)
             now, filled, explicit = now[rows], filled[rows], explicit[rows]
         return now, filled, inferred | ~explicit
 
     def _redraw(self, state: SourceState, e: Event, step_before: int | None) -> None:
-        """What a progress redraw leaves besides the step: the total, the event count, the last line."""
-        state.events += 1
+        """What a redraw that came as an event object leaves besides the step, its total and the count
+        (`_settle` takes those from every redraw): its time, its step where it had none, the last line."""
         if e.time is not None:
             state.timed = True
         if e.step is None:
             e.step = step_before
-        total = e.fields.get("total")
-        if isinstance(total, int) and total > 0:
-            state.total_steps = total
         if e.text:
             state.last_line = e.text.splitlines()[-1] if "\n" in e.text else e.text
 
@@ -731,3 +735,40 @@ class _Planned:
     finding: Finding | None = None
     reason: str = ""
     held_from: int = 0  # `fire`, `resolve` and `hold` count the rows held from here
+
+
+@dataclass
+class _Light:
+    """The progress redraws of a stretch of rows, in log order, as columns: those the batch had as columns
+    and those that came as event objects (`objects`: their index here, and the event)."""
+
+    pos: np.ndarray  # samples of the batch before it
+    step: np.ndarray  # NO_STEP where it gave none
+    time: np.ndarray  # NaN where it gave none
+    total: np.ndarray  # 0 or less where it gave none
+    objects: list[tuple[int, Event]]
+
+    @classmethod
+    def of(cls, b: Batch, events: list[tuple[int, Event]], r0: int, r1: int) -> _Light | None:
+        """The redraws b.redraws[r0:r1] and the redraw events (index in b.events, event) among them."""
+        if not events and r1 == r0:
+            return None
+        red = b.redraws
+        pos, step, total = red.pos[r0:r1], red.step[r0:r1], red.total[r0:r1]
+        time = np.full(r1 - r0, math.nan)
+        if not events:
+            return cls(pos, step, time, total, [])
+        ints = [(e.fields.get("step"), e.fields.get("total")) for _, e in events]
+        e_pos = np.array([b.events[i][0] for i, _ in events], dtype=np.int64)
+        e_step = np.array([s if type(s) is int else NO_STEP for s, _ in ints], dtype=np.int64)
+        e_total = np.array([t if type(t) is int else 0 for _, t in ints], dtype=np.int64)
+        e_time = np.array([math.nan if e.time is None else e.time for _, e in events], dtype=np.float64)
+        # a column redraw of rank r comes before the batch's event r: merge by those places
+        order = np.argsort(np.concatenate((2 * red.rank[r0:r1], 2 * np.array([i for i, _ in events]) + 1)),
+                           kind="stable")
+        where = np.empty(len(order), dtype=np.int64)
+        where[order] = np.arange(len(order))
+        k = r1 - r0
+        objects = [(int(where[k + j]), e) for j, (_, e) in enumerate(events)]
+        return cls(np.concatenate((pos, e_pos))[order], np.concatenate((step, e_step))[order],
+                   np.concatenate((time, e_time))[order], np.concatenate((total, e_total))[order], objects)

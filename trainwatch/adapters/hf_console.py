@@ -152,10 +152,14 @@ class _Run:
         self.steps: list[int] = []
         self.linenos: list[int] = []
         self.events: list[tuple[int, Event]] = []
+        self.redraws: list[tuple[int, int, int, int, int]] = []
         self.samples = 0
 
     def append(self, event: Event) -> None:
         self.events.append((self.samples, event))
+
+    def progress(self, step: int, total: int, lineno: int) -> None:
+        self.redraws.append((self.samples, len(self.events), lineno, step, total))
 
     def dict(self, d: int, step: int, lineno: int, entries: int) -> None:
         self.dicts.append(d)
@@ -164,8 +168,8 @@ class _Run:
         self.samples += entries
 
     def flush(self, out: BatchBuilder, chunk: Chunk, keys: columns.ConsoleKeys, bounds: np.ndarray) -> None:
-        if self.dicts or self.events:
-            columns.emit(out, chunk, keys, bounds, self.dicts, self.steps, self.linenos, self.events)
+        if self.dicts or self.events or self.redraws:
+            columns.emit(out, chunk, keys, bounds, self.dicts, self.steps, self.linenos, self.events, self.redraws)
             self._clear()
 
 
@@ -377,8 +381,7 @@ class HFConsoleAdapter(Adapter):
     def _progress(self, lineno: int, out: Out | _Run) -> None:
         if self.total is not None and self.bar_step is not None and self.bar_step != self.progress_sent:
             self.progress_sent = self.bar_step
-            out.append(Event(EventKind.PROGRESS, self.source, lineno, step=self.bar_step,
-                             fields={"step": self.bar_step, "total": self.total}))
+            out.progress(self.bar_step, self.total, lineno)
 
     def _dict(self, text: str, lineno: int, out: Out) -> None:
         if "[" in text and is_history(text):

@@ -317,9 +317,12 @@ def _dict_facts(chunk: Chunk, keys: ConsoleKeys, nd: int) -> tuple[list[bool], l
 
 
 def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray, dicts: list[int],
-         steps: list[int], linenos: list[int], events: list[tuple[int, Event]]) -> None:
-    """The samples of a run of dict lines read from the arrays, as columns, with the events met among
-    them (each after the samples of the dicts before it)."""
+         steps: list[int], linenos: list[int], events: list[tuple[int, Event]],
+         redraws: list[tuple[int, int, int, int, int]]) -> None:
+    """The samples of a run of dict lines read from the arrays, as columns, with the events and progress
+    redraws met among them (each after the samples of the dicts before it)."""
+    if redraws:
+        out.redraws_ahead(redraws)
     if events:
         out.events_ahead(events)
     if not dicts:

@@ -264,7 +264,7 @@ class LiveSource:
 
     def _batch(self, engine: Engine, batch: Batch) -> int:
         """`_records` for a batch: the errors-only reading's events are remembered, and not told twice."""
-        batch.events = [(pos, e) for pos, e in batch.events if self._fresh(e)]
+        batch.keep_events(self._fresh)
         for _, e in batch.events:
             if not e.source:
                 e.source = self.name
