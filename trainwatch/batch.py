@@ -269,17 +269,17 @@ class BatchBuilder:
         steps.append(step)
         totals.append(-1 if total is None else total)
 
-    def redraws_ahead(self, redraws: Iterable[tuple[int, int, int, int, int]]) -> None:
-        """`events_ahead` for redraws, each given as (k, events before it among those given to the next
-        `events_ahead`, line, step, total); call it before `events_ahead`."""
+    def redraws_ahead(self, k: list[int], e: list[int], line: list[int], step: list[int], total: list[int]) -> None:
+        """`events_ahead` for redraws, as columns: each after the first k[i] samples of those the next
+        `columns` call appends and the first e[i] events of those the next `events_ahead` gives (call it
+        before that), with its line, step and total."""
         pos, rank, lines, steps, totals = self._redraws
         base, first = self.samples, len(self._events)
-        for k, e, line, step, total in redraws:
-            pos.append(base + k)
-            rank.append(first + e)
-            lines.append(line)
-            steps.append(step)
-            totals.append(total)
+        pos.extend([base + x for x in k] if base else k)
+        rank.extend([first + x for x in e] if first else e)
+        lines.extend(line)
+        steps.extend(step)
+        totals.extend(total)
 
     def mark(self) -> tuple[int, int, int, int]:
         """Where the builder is now, for `rollback` and `fill_time`."""

@@ -79,6 +79,7 @@ def by_bytes(parser: SourceParser, data: bytes, cuts: list[int] = ()) -> list[tu
         at = cut
     out.extend(parser.feed_bytes(data[at:]))
     out.extend(parser.finish())
+    assert parser.errors == 0, "an adapter raised on a chunk: its records were dropped"
     return [key(r) for r in out]
 
 

@@ -135,3 +135,79 @@ def test_plain_bars_take_the_trainers_own_bars() -> None:
     ok, n, m = columns.plain_bars(np.frombuffer(raw, dtype=np.uint8), np.array([p]),
                                   np.array([raw.rfind(b"\r") + 1]), np.array([len(raw)]))
     assert ok.tolist() == [True] and (int(n[0]), int(m[0])) == (45, 100)
+
+
+def _bar(n: int, total: int) -> str:
+    return f" {100 * n // max(total, 1):2d}%|#         | {n}/{total} [00:01<00:09, 9.9it/s]"
+
+
+def _steady_line(kind: str, n: int, epoch: str) -> str:
+    """One line of a generated Trainer log: `kind` says what it holds."""
+    total = 1000
+    body = f"'loss': {2 - n / 2000:.4f}, 'grad_norm': 1.5, 'learning_rate': 5e-05, 'epoch': {epoch}"
+    return {
+        "bar": _bar(n, total) + "\r" + _bar(n + 1, total) + "\n",
+        "bar+dict": _bar(n, total) + "\r" + " " * 10 + "{" + body + "}\n",
+        "dict": "{" + body + "}\n",
+        "v5": _bar(n, total) + "\r{" + body.replace(": ", ": '").replace(", '", "', '") + "'}\n",
+        "eval bar": _bar(n % 7, 7) + "\n",
+        "eval dict": "{'eval_loss': 2.5, 'epoch': " + epoch + "}\n",
+        "other dict": "{'lr_scale': 1.0}\n",
+        "logging": "logging_steps=10,\n",
+        "banner": "  Total optimization steps = 1,000\n",
+        "text": "some text\n",
+    }[kind]
+
+
+STEADY_KINDS = st.sampled_from(["bar", "bar+dict", "bar+dict", "bar+dict", "dict", "v5", "eval bar",
+                                "eval dict", "other dict", "logging", "banner", "text"])
+EPOCHS = st.sampled_from(["0.01", "0.5", "1.0", "0.0", "0.1234", "nan", "-0.5", "2.25"])
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+@settings(max_examples=150, deadline=None)
+@given(start=st.booleans(), steps=st.lists(st.tuples(STEADY_KINDS, st.integers(-3, 40), EPOCHS), max_size=60),
+       cuts=st.lists(st.integers(0, 6000), max_size=4))
+def test_steady_runs_read_over_arrays_as_line_by_line(scanner: Any, start: bool, steps: list[tuple[str, int, str]],
+                                                      cuts: list[int]) -> None:
+    """Runs of bars and dicts read at once (`columns.steady`, here from one line on) give the records of the
+    per-line reader: steps, redraws and the state left for the lines after them, whatever the lines."""
+    import trainwatch.adapters.hf_console_columns as cols
+
+    lines = ["***** Running training *****\n  Total optimization steps = 1,000\n"] if start else []
+    n = 0
+    for kind, move, epoch in steps:
+        n = max(0, n + move)
+        lines.append(_steady_line(kind, n, epoch))
+    raw = "".join(lines).encode()
+    old = cols.STEADY_MIN, cols.STEADY_MAX, scan.Scanner
+    try:
+        cols.STEADY_MIN, cols.STEADY_MAX, scan.Scanner = 1, 5, scanner
+        got = by_bytes(SourceParser(HFConsoleAdapter("")), raw, cuts)
+    finally:
+        cols.STEADY_MIN, cols.STEADY_MAX, scan.Scanner = old
+    assert got == by_lines(SourceParser(HFConsoleAdapter("")), raw)
+
+
+def test_a_long_steady_log_is_read_in_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import trainwatch.adapters.hf_console_columns as cols
+
+    taken: list[int] = []
+    steady = cols.steady
+
+    def counting(*args: Any) -> Any:
+        got = steady(*args)
+        if not isinstance(got, int):
+            taken.append(got.end - got.start)
+        return got
+
+    monkeypatch.setattr(cols, "steady", counting)
+    text = "  Total optimization steps = 1,000\n" + "".join(
+        _steady_line("bar+dict", 2 * k, f"{k / 100:.2f}") for k in range(1, 301))
+    adapter, records = _run(SCANNERS[-1].values[0] or SCANNERS[0].values[0], text, monkeypatch)
+    assert adapter.parsed[:1] == ["  Total optimization steps = 1,000"] and len(adapter.parsed) == 1
+    assert sum(taken) > 250  # the first dicts go line by line until the state settles
+    steps = [r.step for r in records if isinstance(r, Sample) and r.name == "loss"]
+    assert steps == [2 * k for k in range(1, 301)]
+    progress = [r.step for r in records if isinstance(r, Event) and r.kind is EventKind.PROGRESS]
+    assert progress == [2 * k for k in range(1, 301)]

@@ -152,14 +152,33 @@ class _Run:
         self.steps: list[int] = []
         self.linenos: list[int] = []
         self.events: list[tuple[int, Event]] = []
-        self.redraws: list[tuple[int, int, int, int, int]] = []
+        self.redraws: tuple[list[int], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
+        """Progress redraws as columns: samples before, events before, line, step, total."""
         self.samples = 0
 
     def append(self, event: Event) -> None:
         self.events.append((self.samples, event))
 
     def progress(self, step: int, total: int, lineno: int) -> None:
-        self.redraws.append((self.samples, len(self.events), lineno, step, total))
+        for col, v in zip(self.redraws, (self.samples, len(self.events), lineno, step, total)):
+            col.append(v)
+
+    def bulk(self, dicts: np.ndarray, steps: np.ndarray, linenos: np.ndarray, entries: np.ndarray,
+             dicts_before: np.ndarray, redraw_lines: np.ndarray, redraw_steps: np.ndarray, total: int) -> None:
+        """`dict` and `progress` for a steady run at once: its dicts, then its redraws, each after the
+        dicts in `dicts_before` of them."""
+        ends = self.samples + np.concatenate(([0], np.cumsum(entries)))
+        k = len(redraw_lines)
+        r_pos, r_rank, r_line, r_step, r_total = self.redraws
+        r_pos.extend(ends[dicts_before].tolist())
+        r_rank.extend([len(self.events)] * k)
+        r_line.extend(redraw_lines.tolist())
+        r_step.extend(redraw_steps.tolist())
+        r_total.extend([total] * k)
+        self.dicts.extend(dicts.tolist())
+        self.steps.extend(steps.tolist())
+        self.linenos.extend(linenos.tolist())
+        self.samples = int(ends[-1])
 
     def dict(self, d: int, step: int, lineno: int, entries: int) -> None:
         self.dicts.append(d)
@@ -168,7 +187,7 @@ class _Run:
         self.samples += entries
 
     def flush(self, out: BatchBuilder, chunk: Chunk, keys: columns.ConsoleKeys, bounds: np.ndarray) -> None:
-        if self.dicts or self.events or self.redraws:
+        if self.dicts or self.events or self.redraws[0]:
             columns.emit(out, chunk, keys, bounds, self.dicts, self.steps, self.linenos, self.events, self.redraws)
             self._clear()
 
@@ -244,27 +263,42 @@ class HFConsoleAdapter(Adapter):
             return []
         data, first = chunk.data, chunk.first_lineno
         run = _Run()
-        for h, i in enumerate(lines.hits):
-            how = plan.how[h]
+        hits = lines.hits
+        h, retry = 0, 0
+        while h < len(hits):
+            if h >= retry and self._steady():
+                assert self.total is not None and self.bar_step is not None
+                got = columns.steady(plan.arrays, h, self.total, self.bar_step, self.bar_used, self.progress_sent,
+                                     self.last_train_step)
+                if isinstance(got, int):
+                    retry = got + 1  # the line it stopped at is read alone first
+                else:
+                    self._take(got, plan, first, run)
+                    lines.skip_plain_many(hits[h:got.end])
+                    h = got.end
+                    continue
+            i = hits[h]
+            h += 1
+            how = plan.how[h - 1]
             if how == columns.SLOW:
                 run.flush(lines.out, chunk, self._keys, plan.bounds)
                 lines.parse_into(i)
                 continue
             lines.skip_plain(i)
             lineno = first + i
-            start = plan.bar_from[h]
-            if plan.plain_bar[h]:
-                self._bar(("", plan.bar_n[h], plan.bar_m[h]), lineno, run)
+            start = plan.bar_from[h - 1]
+            if plan.plain_bar[h - 1]:
+                self._bar(("", plan.bar_n[h - 1], plan.bar_m[h - 1]), lineno, run)
             elif start >= 0:
-                end = plan.bar_to[h]
+                end = plan.bar_to[h - 1]
                 seg = data[start:end].decode("utf-8", "replace")
                 bar = self._last_bar(seg, 0, len(seg))
-                if bar is None and start > plan.line_from[h]:  # the bars before it, as `_last_bar` looks
-                    whole = data[plan.line_from[h]:end].decode("utf-8", "replace")
+                if bar is None and start > plan.line_from[h - 1]:  # the bars before it, as `_last_bar` looks
+                    whole = data[plan.line_from[h - 1]:end].decode("utf-8", "replace")
                     bar = self._last_bar(whole, 0, len(whole))
                 self._bar(bar, lineno, run)
             if how == columns.DICT:
-                d = plan.dict_of[h]
+                d = plan.dict_of[h - 1]
                 if plan.trainer[d]:
                     step = self._judge("eval" if plan.is_eval[d] else "train", plan.epoch[d], None)
                     run.dict(d, NO_STEP if step is None else step, lineno,
@@ -272,6 +306,33 @@ class HFConsoleAdapter(Adapter):
             self._progress(lineno, run)
         run.flush(lines.out, chunk, self._keys, plan.bounds)
         return []
+
+    def _steady(self) -> bool:
+        """Whether the reader's state is in the regime `columns.steady` reads runs of lines in."""
+        return (self.total is not None and self.bar_step is not None and not self.in_eval and not self.buffered
+                and self.logging_steps is None and not self.fine_epochs and self.state.loaded
+                and self.state.path is None)
+
+    def _take(self, got: columns.SteadyRun, plan: columns.LinePlan, first: int, run: _Run) -> None:
+        """The state a steady run leaves, as `_bar`, `_judge` and `_progress` would line by line, and its
+        dicts and redraws into the run buffer."""
+        assert self.total is not None
+        at, epochs = got.bar_at_train, got.epochs
+        if len(at):
+            moved = at > 0  # `_train_step` learns steps per epoch from a bar that is past 0
+            if moved.any():
+                self.spe_floor = max(self.spe_floor, float((at[moved] / epochs[moved]).max()))
+            if self.first_epoch is None and not self.base:
+                self.first_epoch = float(epochs[0])
+            self.bar_used = int(at[-1])
+            self.train_count += len(at)
+            self.last_train_step = self.last_step = int(got.steps[-1])
+        self.bar_step = self.progress_sent = got.bar_step
+        hits = plan.arrays.hits
+        d = plan.arrays.dict_of[got.train]
+        run.bulk(d, got.steps, first + hits[got.train], plan.bounds[d + 1] - plan.bounds[d],
+                 np.searchsorted(got.train, got.redraws, side="right"), first + hits[got.redraws],
+                 got.redraw_steps, self.total)
 
     # -- per line -----------------------------------------------------------------------------
     def parse(self, line: str, lineno: int) -> Iterable[Record]:

@@ -12,6 +12,7 @@ is still decided in one place: the adapter's state machine, which both paths cal
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -95,6 +96,25 @@ class LinePlan:
     """Per hit line: its bar is tqdm's plain shape, read here (`plain_bars`), with N and M below."""
     bar_n: list[int]
     bar_m: list[int]
+    arrays: PlanArrays
+    """The same facts as arrays, for reading runs of lines at once (`Steady`)."""
+
+
+@dataclass
+class PlanArrays:
+    hits: np.ndarray
+    """The hit lines' indices in the chunk."""
+    how: np.ndarray
+    plain: np.ndarray
+    bar_n: np.ndarray
+    bar_m: np.ndarray
+    dict_of: np.ndarray
+    train: np.ndarray
+    """Per hit line: it holds a Trainer train dict (not an evaluation's)."""
+    epoch: np.ndarray
+    """Per hit line: the epoch of its Trainer dict; NaN when none or not finite."""
+    breaks: np.ndarray
+    """Hit lines no steady run crosses, ascending (see `Steady`)."""
 
 
 def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
@@ -154,8 +174,27 @@ def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
     at = np.flatnonzero(read)
     if len(at):
         plain[at], bar_n[at], bar_m[at] = plain_bars(buf, p[at], seg[at], limit[at])
+    facts = _arrays(hits, how, bar, plain, bar_n, bar_m, d, trainer, is_eval, epoch)
     return LinePlan(how.tolist(), np.where(bar, seg, -1).tolist(), limit.tolist(), ls.tolist(), d.tolist(),
-                    bounds, trainer, is_eval, epoch, plain.tolist(), bar_n.tolist(), bar_m.tolist())
+                    bounds, trainer, is_eval, epoch, plain.tolist(), bar_n.tolist(), bar_m.tolist(), facts)
+
+
+def _arrays(hits: np.ndarray, how: np.ndarray, bar: np.ndarray, plain: np.ndarray, bar_n: np.ndarray, bar_m: np.ndarray,
+            d: np.ndarray, trainer: list[bool], is_eval: list[bool], epoch: list[float | None]) -> PlanArrays:
+    is_dict = how == DICT
+    nd = len(trainer)
+    if nd:
+        t = np.asarray(trainer, dtype=bool)[d] & is_dict
+        ev = np.asarray(is_eval, dtype=bool)[d]
+        e = np.array([math.nan if x is None else x for x in epoch], dtype=np.float64)[d]
+    else:
+        t, ev, e = np.zeros(len(how), dtype=bool), np.zeros(len(how), dtype=bool), np.full(len(how), math.nan)
+    e = np.where(t & ~ev, e, math.nan)
+    with np.errstate(invalid="ignore"):
+        fine = np.abs(e * 100 - np.round(e * 100)) > 1e-6
+        unsettled = t & (ev | ~(e > 0) | fine)
+    breaks = np.flatnonzero((how == SLOW) | (bar & ~plain) | unsettled)
+    return PlanArrays(hits, how, plain & bar, bar_n, bar_m, d, t & ~ev, e, breaks)
 
 
 _DIGIT = np.zeros(256, dtype=bool)
@@ -318,11 +357,11 @@ def _dict_facts(chunk: Chunk, keys: ConsoleKeys, nd: int) -> tuple[list[bool], l
 
 def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray, dicts: list[int],
          steps: list[int], linenos: list[int], events: list[tuple[int, Event]],
-         redraws: list[tuple[int, int, int, int, int]]) -> None:
+         redraws: tuple[list[int], list[int], list[int], list[int], list[int]]) -> None:
     """The samples of a run of dict lines read from the arrays, as columns, with the events and progress
     redraws met among them (each after the samples of the dicts before it)."""
-    if redraws:
-        out.redraws_ahead(redraws)
+    if redraws[0]:
+        out.redraws_ahead(*redraws)
     if events:
         out.events_ahead(events)
     if not dicts:
@@ -333,3 +372,71 @@ def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray,
     out.columns(keys.name[chunk.ent_key[ent]], np.repeat(np.asarray(steps, dtype=np.int64), cnt),
                 chunk.ent_value[ent], np.repeat(np.asarray(linenos, dtype=np.int64), cnt),
                 inferred=np.ones(len(ent), dtype=bool))
+
+
+STEADY_MIN = 16
+"""Fewest hit lines read as one steady run: a shorter run costs less read one line at a time."""
+STEADY_MAX = 4096
+"""Most hit lines looked at for one run, so a run cut short early costs a bounded look."""
+
+
+@dataclass
+class SteadyRun:
+    """Hit lines [start, end) of a chunk read at once (see `steady`): what the adapter's state machine
+    would have made of them one line at a time."""
+
+    start: int
+    end: int
+    bar_step: int
+    """The training bar's step after the run."""
+    train: np.ndarray
+    """Hit lines (chunk hit indices) holding a train dict."""
+    bar_at_train: np.ndarray
+    """The bar's step at each of those dicts."""
+    epochs: np.ndarray
+    """The epoch each of them printed."""
+    steps: np.ndarray
+    """The step each of them gets."""
+    redraws: np.ndarray
+    """Hit lines after which a progress redraw is sent (the bar moved)."""
+    redraw_steps: np.ndarray
+
+
+def steady(a: PlanArrays, start: int, total: int, bar_step: int, bar_used: int | None,
+           progress_sent: int | None, last: int | None) -> SteadyRun | int:
+    """The longest run of hit lines from `start` in the Trainer's steady regime, read over arrays; when
+    it is shorter than STEADY_MIN, the hit line it stops at (nothing is read).
+
+    The regime (the caller checks the adapter's state is in it: total known, no evaluation running, no
+    logging interval, epochs rounded, dicts on time, no trainer_state.json) holds while every line is
+    tqdm's plain training bar (M == total) and plain train dicts whose epoch is rounded, positive and
+    finite, each after a bar that moved since the last dict. There `_train_step` gives each dict the
+    bar's step, raised to one past the previous dict's: step[i] = max(bar[i], step[i - 1] + 1), that is
+    i + the running max of bar[j] - j. A redraw is sent after each line where the bar's step changed."""
+    k = int(np.searchsorted(a.breaks, start))
+    end = min(int(a.breaks[k]) if k < len(a.breaks) else len(a.how), start + STEADY_MAX)
+    if end - start < STEADY_MIN:
+        return end
+    plain, n = a.plain[start:end], a.bar_n[start:end]
+    other = np.flatnonzero(plain & (a.bar_m[start:end] != total))  # an evaluation's bar
+    if len(other):
+        end = start + int(other[0])
+    idx = np.maximum.accumulate(np.where(plain[:end - start], np.arange(end - start), -1))
+    bar = np.where(idx >= 0, n[np.maximum(idx, 0)], bar_step)  # the bar's step at each line
+    train = np.flatnonzero(a.train[start:end])
+    at = bar[train]
+    prev = np.concatenate(([-1 if bar_used is None else bar_used], at[:-1]))  # steps are never negative
+    stale = np.flatnonzero(at == prev)
+    if len(stale):  # a dict without a redraw since the last one: stdout is buffered, the regime ends
+        cut = int(train[stale[0]])
+        end, train, at, bar = start + cut, train[:stale[0]], at[:stale[0]], bar[:cut]
+    if end - start < STEADY_MIN:
+        return end
+    j = np.arange(len(at))
+    lift = np.maximum.accumulate(at - j) if len(at) else at
+    if last is not None and len(at):
+        lift = np.maximum(lift, last + 1)
+    before = np.concatenate(([-1 if progress_sent is None else progress_sent], bar[:-1]))
+    redraws = np.flatnonzero(bar != before)
+    return SteadyRun(start, end, int(bar[-1]), train + start, at, a.epoch[train + start], j + lift,
+                     redraws + start, bar[redraws])

@@ -336,6 +336,25 @@ class ChunkLines:
         self._k = k
         stripper.count(1)
 
+    def skip_plain_many(self, lines: list[int]) -> None:
+        """`skip_plain` for each of these lines, in order: when no line between them needs the prefix
+        stripper's look, they and the lines between are only counted."""
+        if not lines:
+            return
+        last = lines[-1]
+        stripper = self.parser.prefixes
+        if stripper is None:
+            self._next = max(self._next, last + 1)
+            return
+        at, k = self._stripped_lines(), self._k
+        if k < len(at) and at[k] <= last:
+            for i in lines:
+                self.skip_plain(i)
+            return
+        if last + 1 > self._next:
+            stripper.count(last + 1 - self._next)
+            self._next = last + 1
+
     def with_keyword(self, word: str) -> np.ndarray:
         """Per line of the chunk, whether it holds `word`: one of the adapter's `chunk_keywords`, or the
         escape characters ESC and CSI8 (a line with them reads differently once they are stripped)."""
