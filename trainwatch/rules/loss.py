@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,7 @@ from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.rolling import (RowTail, before_counts, before_values, restarts, scan_reach,
                                       trailing_median)
 from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
-from trainwatch.store import SCAN_MIN, Point, Series
+from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point, Series
 from trainwatch.rules.registry import register
 
 BLOWUP_FIXES = (
@@ -369,19 +368,13 @@ class LossSpike(ArrayRule):
 
 def _finite_upto(series: Series, step: int, n: int, *, scan: int | None = None) -> list[float] | None:
     """The last n finite values logged at or before `step`, oldest first; None when a NaN/Inf sits
-    among them (a train loss that is not finite says nothing about the eval). `scan` bounds the look back."""
-    out: list[float] = []
-    it = reversed(series.recent)
-    for p in (islice(it, scan) if scan is not None else it):
-        if p.step > step:
-            continue
-        if not math.isfinite(p.value):
-            return None
-        out.append(p.value)
-        if len(out) >= n:
-            break
-    out.reverse()
-    return out
+    among them (a train loss that is not finite says nothing about the eval). `scan` bounds the look back
+    within the series' recent window. Read from the columns: no point objects for a long train loss."""
+    steps, values, _, _ = series.columns(RECENT_POINTS if scan is None else min(scan, RECENT_POINTS))
+    got = values[steps <= step][-max(n, 1):]
+    if not np.isfinite(got).all():
+        return None
+    return got.tolist()
 
 
 @dataclass(frozen=True)
