@@ -11,6 +11,7 @@
 )]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used))]
 
+pub mod bars;
 pub mod bytes;
 pub mod dicts;
 pub mod keys;

@@ -2,7 +2,7 @@
 //! (trainwatch/scan/native.py turns it into a `Chunk`).
 
 use crate::scanner::{ChunkOut, Core};
-use numpy::IntoPyArray;
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -90,9 +90,50 @@ fn to_dict(py: Python<'_>, out: ChunkOut) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
+/// tqdm's plain bars at the given `%|` positions of `data` (see `bars`): (plain, N, M), N and M 0 where
+/// the bar is not plain. Positions outside the data read as no bar.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn plain_bars<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    p: PyReadonlyArray1<'py, i64>,
+    seg: PyReadonlyArray1<'py, i64>,
+    limit: PyReadonlyArray1<'py, i64>,
+) -> PyResult<(
+    Bound<'py, PyArray1<bool>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+)> {
+    let (p, seg, limit) = (p.as_slice()?, seg.as_slice()?, limit.as_slice()?);
+    if seg.len() != p.len() || limit.len() != p.len() {
+        return Err(PyValueError::new_err("p, seg and limit differ in length"));
+    }
+    let bytes: &[u8] = &data;
+    let (ok, n, m) = py.detach(move || {
+        let mut ok = Vec::with_capacity(p.len());
+        let mut n = Vec::with_capacity(p.len());
+        let mut m = Vec::with_capacity(p.len());
+        for ((&p, &seg), &limit) in p.iter().zip(seg).zip(limit) {
+            let pos = |v: i64| usize::try_from(v).ok();
+            let found = match (pos(p), pos(seg), pos(limit)) {
+                (Some(p), Some(seg), Some(limit)) => crate::bars::plain_bar(bytes, p, seg, limit),
+                _ => None,
+            };
+            ok.push(found.is_some());
+            let (a, b) = found.unwrap_or((0, 0));
+            n.push(a);
+            m.push(b);
+        }
+        (ok, n, m)
+    });
+    Ok((ok.into_pyarray(py), n.into_pyarray(py), m.into_pyarray(py)))
+}
+
 #[pymodule]
 fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
+    m.add_function(wrap_pyfunction!(plain_bars, m)?)?;
     m.add("MAX_LINE", crate::lines::MAX_LINE)?;
     Ok(())
 }

@@ -285,3 +285,20 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)))]
+
+    /// The bar reader at any position, segment start and limit, in the data or far outside it: no panic,
+    /// and a bar it reads has its `%|` inside the data.
+    #[test]
+    fn plain_bars_never_panic(data in log_bytes(), p in any::<usize>(), seg in any::<usize>(),
+                              limit in any::<usize>(), near in 0usize..700) {
+        for (p, seg, limit) in [(p, seg, limit), (near, 0, data.len()), (near, near / 2, near + 40)] {
+            if let Some((n, m)) = _scan::bars::plain_bar(&data, p, seg, limit) {
+                prop_assert!(n >= 0 && m >= 0 && p < data.len());
+            }
+        }
+    }
+}

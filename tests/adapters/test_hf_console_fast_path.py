@@ -20,6 +20,8 @@ from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.hf_console import HFConsoleAdapter
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.model import Event, EventKind, Sample
+from trainwatch.scan import bars
+from trainwatch.scan.reference import Scanner as ReferenceScanner
 
 from .test_byte_path import SCANNERS, by_bytes, by_lines
 
@@ -112,9 +114,21 @@ BAR_PARTS = st.tuples(
 )
 
 
+def _bar_readers() -> list[Any]:
+    out = [pytest.param(bars.plain_bars, id="reference")]
+    for scanner in SCANNERS:
+        if scanner.values[0] is not None and scanner.values[0] is not ReferenceScanner:
+            out.append(pytest.param(scanner.values[0].plain_bars, id="native"))
+    return out
+
+
+BAR_READERS = _bar_readers()
+
+
+@pytest.mark.parametrize("read", BAR_READERS)
 @settings(max_examples=400, deadline=None)
 @given(parts=BAR_PARTS)
-def test_plain_bars_read_only_what_last_bar_reads_alike(parts: tuple[str, ...]) -> None:
+def test_plain_bars_read_only_what_last_bar_reads_alike(read: Any, parts: tuple[str, ...]) -> None:
     """The array reader of tqdm bars answers only for bars `_last_bar` reads the same way at once."""
     text = "".join(parts)
     raw = text.encode()
@@ -122,19 +136,64 @@ def test_plain_bars_read_only_what_last_bar_reads_alike(parts: tuple[str, ...]) 
     if p < 0:
         return
     seg = raw.rfind(b"\r", 0, p) + 1
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    ok, n, m = columns.plain_bars(buf, np.array([p]), np.array([seg]), np.array([len(raw)]))
+    ok, n, m = read(raw, np.array([p]), np.array([seg]), np.array([len(raw)]))
     if ok[0]:
         assert HFConsoleAdapter._last_bar(text, 0, len(text)) == ("", int(n[0]), int(m[0]))
 
 
-def test_plain_bars_take_the_trainers_own_bars() -> None:
+@pytest.mark.parametrize("read", BAR_READERS)
+def test_plain_bars_take_the_trainers_own_bars(read: Any) -> None:
     text = "  5%|#         | 5/100 [00:01<00:09, 9.9it/s]\r 45%|####5     | 45/100 [00:05<00:06, 8.8it/s]"
     raw = text.encode()
     p = raw.rfind(b"%|")
-    ok, n, m = columns.plain_bars(np.frombuffer(raw, dtype=np.uint8), np.array([p]),
-                                  np.array([raw.rfind(b"\r") + 1]), np.array([len(raw)]))
+    ok, n, m = read(raw, np.array([p]), np.array([raw.rfind(b"\r") + 1]), np.array([len(raw)]))
     assert ok.tolist() == [True] and (int(n[0]), int(m[0])) == (45, 100)
+
+
+# a plain bar field by field (the first choice of each), and what else each field may be
+_BAR_FIELDS = [
+    ["", "\r", "x", "\r\r", "12"],
+    ["  ", "", " ", " " * 7, " " * 8, " " * 9, "\t"],
+    ["45", "", "5", "100", "1234567", "12345678"],
+    ["%|", "%", "|"],
+    ["#" * 10, "", "#" * 63, "#" * 64, "a\rb", "|"],
+    ["|", "", "\r"],
+    [" ", "", "  ", " " * 30, "\t"],
+    ["45", "", "9" * 18, "9" * 19],
+    ["/", "", "//"],
+    ["100", "", "9" * 18, "9" * 19],
+    [" ", "", " " * 30, "\t"],
+    ["[", "", "]"],
+    ["00:05<00:06, 8.8", "", "x" * 114, "x" * 115, "x" * 116, "x" * 120],
+    ["it/s", "s/it", "it/", "/s", "s/s", ""],
+    ["]", "", "]]"],
+]
+SHAPED_BAR = st.lists(st.tuples(st.integers(0, len(_BAR_FIELDS) - 1), st.integers(0, 9)), max_size=2).map(
+    lambda changes: "".join(
+        f[next((k % len(f) for i, k in changes if i == j), 0)] for j, f in enumerate(_BAR_FIELDS)))
+
+
+@pytest.mark.skipif(len(BAR_READERS) < 2, reason="trainwatch._scan is not built")
+@settings(max_examples=3000, deadline=None)
+@given(pieces=st.lists(SHAPED_BAR, min_size=1, max_size=4),
+       at=st.lists(st.tuples(st.integers(-3, 400), st.integers(-3, 400), st.integers(-3, 400)), max_size=3),
+       short=st.integers(0, 3))
+def test_the_native_bar_reader_is_the_reference_one(pieces: list[str], at: list[tuple[int, int, int]],
+                                                   short: int) -> None:
+    """Same answers from both readers at every `%|`, at any position and limit, in the data or outside it."""
+    raw = "".join(pieces).encode()
+    marks = [i for i in range(len(raw) - 1) if raw[i:i + 2] == b"%|"]
+    at = at + [(p, raw.rfind(b"\r", 0, p) + 1, len(raw) - short) for p in marks]
+    if not at:
+        return
+    p, seg, limit = (np.array(c, dtype=np.int64) for c in zip(*at))
+    inside = (p >= 0) & (p < len(raw)) & (seg >= 0) & (limit >= 0)
+    want = bars.plain_bars(raw, p[inside], seg[inside], limit[inside])
+    got = BAR_READERS[1].values[0](raw, p, seg, limit)
+    assert got[0][~inside].sum() == 0  # a negative position, or a bar past the data, is no bar
+    ok = want[0]
+    assert (got[0][inside] == ok).all()
+    assert (got[1][inside][ok] == want[1][ok]).all() and (got[2][inside][ok] == want[2][ok]).all()
 
 
 def _bar(n: int, total: int) -> str:
@@ -172,28 +231,24 @@ def test_steady_runs_read_over_arrays_as_line_by_line(scanner: Any, start: bool,
                                                       cuts: list[int]) -> None:
     """Runs of bars and dicts read at once (`columns.steady`, here from one line on) give the records of the
     per-line reader: steps, redraws and the state left for the lines after them, whatever the lines."""
-    import trainwatch.adapters.hf_console_columns as cols
-
     lines = ["***** Running training *****\n  Total optimization steps = 1,000\n"] if start else []
     n = 0
     for kind, move, epoch in steps:
         n = max(0, n + move)
         lines.append(_steady_line(kind, n, epoch))
     raw = "".join(lines).encode()
-    old = cols.STEADY_MIN, cols.STEADY_MAX, scan.Scanner
+    old = columns.STEADY_MIN, columns.STEADY_MAX, scan.Scanner
     try:
-        cols.STEADY_MIN, cols.STEADY_MAX, scan.Scanner = 1, 5, scanner
+        columns.STEADY_MIN, columns.STEADY_MAX, scan.Scanner = 1, 5, scanner
         got = by_bytes(SourceParser(HFConsoleAdapter("")), raw, cuts)
     finally:
-        cols.STEADY_MIN, cols.STEADY_MAX, scan.Scanner = old
+        columns.STEADY_MIN, columns.STEADY_MAX, scan.Scanner = old
     assert got == by_lines(SourceParser(HFConsoleAdapter("")), raw)
 
 
 def test_a_long_steady_log_is_read_in_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    import trainwatch.adapters.hf_console_columns as cols
-
     taken: list[int] = []
-    steady = cols.steady
+    steady = columns.steady
 
     def counting(*args: Any) -> Any:
         got = steady(*args)
@@ -201,7 +256,7 @@ def test_a_long_steady_log_is_read_in_runs(monkeypatch: pytest.MonkeyPatch) -> N
             taken.append(got.end - got.start)
         return got
 
-    monkeypatch.setattr(cols, "steady", counting)
+    monkeypatch.setattr(columns, "steady", counting)
     text = "  Total optimization steps = 1,000\n" + "".join(
         _steady_line("bar+dict", 2 * k, f"{k / 100:.2f}") for k in range(1, 301))
     adapter, records = _run(SCANNERS[-1].values[0] or SCANNERS[0].values[0], text, monkeypatch)

@@ -12,7 +12,7 @@ plugin) still get each decoded line through `parse`, exactly as before.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -28,6 +28,8 @@ from trainwatch.textsafe import strip_escapes
 
 if TYPE_CHECKING:
     from trainwatch.scan import Chunk
+
+PlainBars = Callable[[bytes, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 ESC = "\x1b"  # a line with an escape sequence reads differently once stripped: it is always looked at
 CSI8 = "\x9b"  # the 8-bit CSI, which strip_escapes removes too
@@ -182,7 +184,8 @@ class _ByteReader:
         lines = _Lines(parser, chunk)
         found = self._signatures(chunk, lines) if parser.scanner is not None else []
         if self.chunked:
-            view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw), out, self.keywords)
+            view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw), out, self.keywords,
+                              self.scanner.plain_bars)
             try:
                 out.extend(parser.adapter.parse_chunk(chunk, self.scanner.keys, view))
             except Exception:  # an adapter bug must cost one chunk, not the watcher
@@ -288,8 +291,10 @@ class ChunkLines:
     """
 
     def __init__(self, parser: SourceParser, chunk: Chunk, lines: _Lines, hits: np.ndarray,
-                 out: BatchBuilder, keywords: list[str]) -> None:
+                 out: BatchBuilder, keywords: list[str], plain_bars: PlainBars) -> None:
         self.parser = parser
+        self.plain_bars = plain_bars
+        """The scanner's reader of tqdm's plain bars (trainwatch/scan/bars.py), native or reference."""
         self._keywords = keywords
         self.out = out
         """Where an adapter reading the arrays may put whole columns (`BatchBuilder.columns`) instead of

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from trainwatch import _scan  # type: ignore[attr-defined]  # the compiled extension
 from trainwatch.scan.chunk import Chunk
 
@@ -22,6 +24,15 @@ class Scanner:
 
     def __init__(self, keywords: Iterable[str] = ()) -> None:
         self._native = _scan.Scanner(list(keywords))
+
+    @staticmethod
+    def plain_bars(data: bytes, p: np.ndarray, seg: np.ndarray, limit: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """tqdm's plain bars at `%|` positions p (see trainwatch/scan/bars.py): (plain, N, M)."""
+        def int64(a: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(a, dtype=np.int64)
+
+        return _scan.plain_bars(data, int64(p), int64(seg), int64(limit))
 
     def feed(self, data: bytes) -> Chunk:
         """The complete lines of `data` (after the held partial line); a trailing partial line is kept."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from trainwatch.scan import bars
 from trainwatch.scan.chunk import ARRAY_FIELDS, MAX_LINE, Chunk
 
 MAX_KEY_BYTES = 64  # longest `key: value` key
@@ -231,6 +232,8 @@ def _pairs(data: np.ndarray) -> np.ndarray:
 
 class Scanner:
     """Turns log bytes, fed in pieces of any size, into chunks of complete lines and what is in them."""
+
+    plain_bars = staticmethod(bars.plain_bars)
 
     def __init__(self, keywords: Iterable[str] = ()) -> None:
         """Keep the keywords (searched as UTF-8 bytes) and start with an empty key table and no partial line."""

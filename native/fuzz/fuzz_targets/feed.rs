@@ -3,7 +3,7 @@
 //!
 //! Input layout: byte 0 = number of keywords (mod 4), each keyword = 1 length byte (mod 5) + bytes;
 //! then 1 byte = number of cuts (mod 8), each cut = 2 bytes (little-endian, taken mod the data length);
-//! the rest is the log.
+//! the rest is the log. The tqdm bar reader is run at every `%|` of the log as well.
 #![no_main]
 
 use _scan::scanner::{ChunkOut, Core};
@@ -93,4 +93,15 @@ fuzz_target!(|input: &[u8]| {
     let split = run(&mut split_core, log, &cuts);
     assert_eq!(flat(&whole), flat(&split));
     assert_eq!(whole_core.keys(), split_core.keys());
+
+    // the bar reader at every `%|` of the log, with segment starts and limits taken from the cuts
+    for p in (0..log.len().saturating_sub(1)).filter(|&i| log.get(i..i + 2) == Some(b"%|")) {
+        let seg = cuts.iter().copied().filter(|&c| c <= p).max().unwrap_or(0);
+        let limit = cuts.iter().copied().find(|&c| c > p).unwrap_or(log.len());
+        for (s, l) in [(seg, limit), (0, log.len()), (p, usize::MAX)] {
+            if let Some((n, m)) = _scan::bars::plain_bar(log, p, s, l) {
+                assert!(n >= 0 && m >= 0);
+            }
+        }
+    }
 });
