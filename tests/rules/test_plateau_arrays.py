@@ -167,3 +167,33 @@ def test_a_flat_start_that_falls_later_is_withdrawn_in_any_batching() -> None:
     assert '"retracted": "the loss fell after all' in want
     assert _judge(recs, cfg, []) == want
     assert _judge(recs, cfg, [3, 400, 401, 999]) == want
+
+
+def _flat_state(eng: Engine) -> list[tuple]:
+    rule = next(r for r in eng.rules if isinstance(r, LossFlatFromStart))
+    return [(src, st.opened is not None, None if st.next is None else st.next[1], st.flat_since is None, st.level,
+             st.told is None) for src, st in sorted(rule._states.items())]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(records=runs(), cut_seed=st.integers(0, 10**6), quarter=st.sampled_from([8, 16, 200]))
+def test_flat_start_batches_settled_over_arrays_leave_the_state_of_the_row_loop(
+        records: list[Record], cut_seed: int, quarter: int) -> None:
+    """`LossFlatFromStart._quiet` settles a batch without its row loop only when the loop would end in the
+    same state: after every batch the judgement cadence, the flat mark and the level are the loop's."""
+    cfg = _config(**{"loss.flat_from_start": {"quarter_max": quarter, "min_history": 10}})
+    rng = np.random.default_rng(cut_seed)
+    cuts = sorted(set(rng.integers(0, len(records) + 1, size=rng.integers(1, 30)).tolist()))
+    bounds = [0, *cuts, len(records)]
+    quick, slow = _engine(False, cfg), _engine(False, cfg)
+    for r in slow.rules:
+        if isinstance(r, LossFlatFromStart):
+            r._quiet = lambda *args: False  # type: ignore[method-assign]
+    a, b = _fresh(records), _fresh(records)
+    for lo, hi in zip(bounds, bounds[1:]):
+        quick.feed_all(a[lo:hi])
+        slow.feed_all(b[lo:hi])
+        assert _flat_state(quick) == _flat_state(slow)
+    quick.finish("run")
+    slow.finish("run")
+    assert _report(quick) == _report(slow)

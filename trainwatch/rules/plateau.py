@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import bottleneck as bn
 import numpy as np
 
 from trainwatch.model import Finding
@@ -297,6 +298,9 @@ class LossFlatFromStart(ArrayRule):
         early = p.min_fraction * total if total else None
         rows = np.flatnonzero(np.isfinite(new))
         nk = feed.n[rows]
+        few_med = _medians_of_nine(feed.v)
+        if few_med is not None and self._quiet(feed, st, rows, few_med, rising, steps, early):
+            return out.cond
         next_seg = _seg_changes(feed.seg_id[rows])
         count = len(rows)
         k = 0
@@ -320,8 +324,10 @@ class LossFlatFromStart(ArrayRule):
             if early is not None and step < early and st.opened is None:
                 continue  # too early in a run of known length: a slow fall has not shown yet
             head_v, head_s = feed.head(r)
+            at = feed.off + r
+            few = float(few_med[at]) if few_med is not None and at >= 8 else None
             f, level = self._judge(seg, head_v, head_s, nn, partial(_tail_list, feed, r),
-                                   p.min_history, step, st.opened is not None)
+                                   p.min_history, step, st.opened is not None, few)
             if level is not None:
                 st.level = level
             if not isinstance(f, Finding):
@@ -352,9 +358,59 @@ class LossFlatFromStart(ArrayRule):
     def retractions(self, ctx: RuleContext, w: Window) -> list[tuple[int, str]]:
         return self._withdrawn.get(w.source, [])
 
+    def _quiet(self, feed: Feed, st: _FlatState, rows: np.ndarray, few_med: np.ndarray, rising: np.ndarray,
+               steps: np.ndarray, early: float | None) -> bool:
+        """The batch settled over arrays when nothing can come of it, as in a healthy run long past its
+        start: nothing is called flat or told, one segment whose first quarter is full, and every
+        judgement the row loop would make ends at the cheap look (the last nine far below the start), is
+        skipped for a rising LR, or comes too early. Then only the judgement cadence and `flat_since` move;
+        False (nothing changed) when any of that does not hold, and the row loop reads the batch."""
+        p = self.p
+        qmax = p.quarter_max
+        count = len(rows)
+        if not count or st.opened is not None:
+            return False
+        seg_ids = feed.seg_id[rows]
+        seg = feed.segs[int(seg_ids[0])]
+        if seg is None or seg is st.told or (seg_ids != seg_ids[0]).any() or len(seg.head) < qmax:
+            return False
+        nk = feed.n[rows]
+        if int(nk[0]) < 4 * qmax or feed.off + int(rows[0]) < 8 or feed.head_row[int(seg_ids[0])]:
+            return False  # the cadence and the quarters still grow, or the head is still being read
+        if len(seg.head) == 0 or seg.head_steps[0] > p.start_within:
+            return False
+        known = self._first
+        if known is not None and known[0] is seg and known[1] == qmax:
+            first, head_noise = known[2], known[3]
+        else:
+            start = seg.head[:qmax]
+            first, head_noise = median(start), nz(diff_sigma(start))
+        if first <= 0:
+            return False
+        stride = max(1, qmax // 8)
+        nxt = st.next
+        k0 = 0
+        if nxt is not None and nxt[0] is seg:
+            k0 = max(0, int(nxt[1]) - int(nk[0]))
+        judged = np.arange(k0, count, stride)
+        if not len(judged):
+            return True  # between judgements: the last verdict (nothing) stands
+        r = rows[judged]
+        looked = ~rising[r]
+        if early is not None:
+            looked &= ~(steps[r] < early)
+        bar = first * (1 - 2 * p.min_drop)
+        if not (few_med[feed.off + r[looked]] + 3 * median_se(head_noise, 9) < bar).all():
+            return False
+        self._first = (seg, qmax, first, head_noise)
+        st.next = (seg, int(nk[judged[-1]]) + stride)
+        if (looked | rising[r]).any():
+            st.flat_since = None
+        return True
+
     def _judge(self, seg: object, head: list[float], head_steps: list[int], n: int,
                tail: Callable[[int], list[float]], need: int, step: int,
-               holding: bool = False) -> tuple[Finding | bool | str | None, float | None]:
+               holding: bool = False, few: float | None = None) -> tuple[Finding | bool | str | None, float | None]:
         """(verdict, level read): a finding when flat, FELL when it fell beyond the noise, False when not
         flat otherwise, None when it cannot tell yet. A flat curve already told stays flat while its
         fall stays below min_drop (the noise band is for calling it, not for keeping it, or a noisy
@@ -374,9 +430,13 @@ class LossFlatFromStart(ArrayRule):
             return None, None
         min_drop = self.p.min_drop
         if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
-            few = tail(9)
-            if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * min_drop):
-                return FELL, None
+            if few is not None:
+                if few + 3 * median_se(head_noise, 9) < first * (1 - 2 * min_drop):
+                    return FELL, None
+            else:
+                last9 = tail(9)
+                if last9 and median(last9) + 3 * median_se(head_noise, len(last9)) < first * (1 - 2 * min_drop):
+                    return FELL, None
         vals = tail(h)
         if not vals:
             return None, None
@@ -433,6 +493,14 @@ def _lr_rising(ctx: RuleContext, source: str) -> bool:
     lr = ctx.series("lr", source)
     vals = lr.tail_values(4) if lr is not None else []
     return len(vals) >= 2 and all(b > a for a, b in zip(vals, vals[1:]))
+
+
+def _medians_of_nine(v: np.ndarray) -> np.ndarray | None:
+    """Per index i of `v`, the median of v[i - 8:i + 1] (from i = 8): what the cheap look of
+    flat_from_start reads at a row, when every value is finite (so `tail(9)` is those nine)."""
+    if len(v) < 9 or not np.isfinite(v).all():
+        return None
+    return bn.move_median(v, 9)
 
 
 def _tail_list(feed: Feed, row: int, n: int) -> list[float]:

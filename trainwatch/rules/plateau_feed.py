@@ -190,6 +190,8 @@ class Feed:
             return [], []
         arrived = self.head_row[k]
         cut = len(sg.head) - len(arrived) + bisect_right(arrived, row)
+        if cut == len(sg.head):
+            return sg.head, sg.head_steps  # the whole head (readers only read it): no copy per row
         return sg.head[:cut], sg.head_steps[:cut]
 
     def tail(self, row: int, n: int) -> tuple[np.ndarray, np.ndarray]:
