@@ -312,3 +312,42 @@ def test_reading_a_file_with_the_scanner_a_block_ahead_gives_the_same_records(pa
         got.extend(batch.records())
     got.extend(b.finish())
     assert [key(r) for r in got] == expected
+
+
+def test_a_line_longer_than_the_scanner_keeps_reads_alike_by_every_reader(tmp_path: Path) -> None:
+    """A finished line over MAX_LINE (a dump, then a dict) is cut where the scanners cut it by every reader:
+    the byte path, the line path's `iter_lines`, the local follower and the remote node's stream. So
+    `check` and `tail` agree on it: the dict past the cut is not read. (A line of `\r` redraws is handed
+    over live in pieces as it grows, so there every piece is read.)"""
+    from trainwatch.cli.stream import _FileTail
+    from trainwatch.scan.chunk import MAX_LINE
+    from trainwatch.sources.tail import FileFollower
+
+    long_line = "config: " + "x" * (MAX_LINE + 500) + " {'loss': 9.5, 'epoch': 0.5}"
+    text = "{'loss': 2.0, 'epoch': 0.1}\n" + long_line + "\r\n" + long_line + "\n{'loss': 1.0, 'epoch': 0.2}\n"
+    raw = text.encode()
+    expected = by_bytes(SourceParser(HFConsoleAdapter("")), raw)
+    assert by_lines(SourceParser(HFConsoleAdapter("")), raw) == expected
+    assert not any(9.5 in r for r in expected)  # the dicts past the cut are not read by either
+
+    want = [(n, t) for n, t in iter_lines(io.BytesIO(raw))]
+    assert [len(t.encode()) for _, t in want] == [27, MAX_LINE + 1, MAX_LINE, 27]  # the \r of \r\n kept
+    path = tmp_path / "run.log"
+    path.write_bytes(raw)
+    follower = FileFollower(path)
+    got = []
+    while True:
+        got.extend(follower.poll().lines)
+        if not follower.more:
+            break
+    assert got == want
+    out: list[dict[str, Any]] = []
+
+    class Sink:
+        def write(self, obj: dict[str, Any]) -> None:
+            out.append(obj)
+
+    reader = _FileTail(str(path))
+    for _ in range(8):
+        reader.read(Sink())  # type: ignore[arg-type]
+    assert [(o["lineno"], o["line"]) for o in out if "line" in o] == want

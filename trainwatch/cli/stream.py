@@ -32,11 +32,13 @@ from typing import IO, Any
 from trainwatch import __version__
 from trainwatch.errors import UsageError
 from trainwatch.model import Event, Record, Sample
-from trainwatch.sources.files import MAX_LINE
+from trainwatch.scan.chunk import MAX_LINE as SCANNED
+from trainwatch.scan.chunk import kept
 
 PROTOCOL = 1
 HEARTBEAT_S = 2.0
-READ_BYTES = 1 << 20
+READ_BYTES = SCANNED + 2
+"""Bytes read at a time: a read without a line end holds more than a scanned line (its `\r\n` aside)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -68,6 +70,8 @@ class _FileTail:
         self.ino: tuple[int, int] | None = None
         self.partial_sent = b""
         self.said = ""  # the last error told about this file, so a lasting one is told once
+        self.long: bytes | None = None  # the kept head of a line longer than a read, until its end comes
+        self.long_cr = False  # the last byte read of that line was a `\r` (it may be the one before `\n`)
 
     def _say(self, out: _Out, text: str) -> None:
         if text != self.said:
@@ -90,6 +94,7 @@ class _FileTail:
         if (self.ino is not None and ino != self.ino) or st.st_size < self.offset:
             out.write({"path": self.path, "restart": True})  # rotated or truncated: line numbers start again
             self.offset = self.lineno = 0
+            self.long = None
         self.ino = ino
         if st.st_size == self.offset:
             return
@@ -102,22 +107,33 @@ class _FileTail:
             return
         self._say(out, "")
         start = 0
+        if self.long is not None:  # inside a line longer than a read: only its head is kept
+            end = data.find(b"\n")
+            if end < 0:
+                self.offset += len(data)
+                self.long_cr = data.endswith(b"\r")
+                return
+            cr = data[end - 1:end] == b"\r" if end else self.long_cr
+            self.lineno += 1
+            out.write({"path": self.path, "offset": self.offset + end + 1, "lineno": self.lineno,
+                       "line": (self.long + (b"\r" if cr else b"")).decode("utf-8", "replace")})
+            self.long = None
+            start = end + 1
         while True:
             end = data.find(b"\n", start)
             if end < 0:
                 break
             self.lineno += 1
-            raw = data[start:end][:MAX_LINE]
+            raw = kept(data[start:end])
             out.write({"path": self.path, "offset": self.offset + end + 1, "lineno": self.lineno,
                        "line": raw.decode("utf-8", "replace")})
             start = end + 1
         self.offset += start
         rest = data[start:]
-        if len(rest) >= MAX_LINE:  # a "line" this long is not a log line: passed on cut, as the local follower does
-            self.lineno += 1
-            self.offset += len(rest)
-            out.write({"path": self.path, "offset": self.offset, "lineno": self.lineno,
-                       "line": rest[:MAX_LINE].decode("utf-8", "replace")})
+        if start == 0 and len(data) == READ_BYTES:  # no line end in a whole read: a line longer than
+            self.long = data[:SCANNED]  # the scanners keep; the rest of it is skipped up to its end
+            self.long_cr = data.endswith(b"\r")
+            self.offset += len(data)
         elif b"\r" in rest and rest != self.partial_sent:
             done = rest[:rest.rfind(b"\r")]
             if done.strip(b"\r"):

@@ -33,6 +33,17 @@ import numpy as np
 # Bytes of a line that are kept and scanned; the native scanner exports the same value.
 MAX_LINE = 1 << 20
 
+
+def kept(raw: bytes) -> bytes:
+    """What the scanners keep of one complete line (`raw`: its bytes before the `\n`): the whole line, or
+    when it holds more than MAX_LINE bytes (a `\r` right before the `\n` not counted), its first
+    MAX_LINE bytes and that `\r`. The readers that go line by line cut lines here too, so a line reads
+    the same whichever reader met it."""
+    cr = raw.endswith(b"\r")
+    if len(raw) - cr <= MAX_LINE:
+        return raw
+    return raw[:MAX_LINE] + b"\r" if cr else raw[:MAX_LINE]
+
 _I64 = np.int64
 _I32 = np.int32
 _F64 = np.float64

@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 from trainwatch.errors import SourceError
+from trainwatch.scan.chunk import MAX_LINE as SCANNED
+from trainwatch.scan.chunk import kept
 
 CHUNK = 1 << 22
-MAX_LINE = 1 << 22  # longer physical lines are cut here; the rest of the line is skipped
+MAX_LINE = 1 << 22
+"""An unfinished line held past this many bytes is handed over (cut as `kept` cuts) and the rest of it
+skipped: memory stays bounded whatever a writer does."""
 HEAD_BYTES = 1 << 16
 SAMPLE_TAIL = 1 << 16  # the end of the file: where a crash and the last metrics are
 SAMPLE_CHUNKS = 6  # spread pieces between head and tail: metrics that start after long banners
@@ -137,11 +141,24 @@ def looks_binary(head: bytes) -> bool:
     return bad > len(sample) * 0.1
 
 
+def _line_over(body: bytes, limit: int) -> bool:
+    """Whether a line of `body` (split at `\n`) is longer than `limit` bytes: a few `rfind`s, each
+    jumping over every line that ends in the next `limit` bytes."""
+    pos, n = 0, len(body)
+    while n - pos > limit:
+        nl = body.rfind(b"\n", pos, pos + limit + 1)
+        if nl < 0:
+            return True
+        pos = nl + 1
+    return False
+
+
 def iter_lines(f: BinaryIO, start_line: int = 0) -> Iterator[tuple[int, str]]:
     """(line number, text) from a binary file object: invalid UTF-8 replaced, a last line without a newline kept.
 
     Whole chunks are decoded at once (a line never straddles the cut), which keeps the per-line cost to
-    one split; a line longer than MAX_LINE is cut there and the rest of it skipped.
+    one split; a line is cut as the scanners cut it (`kept`), and an unfinished one held past MAX_LINE is
+    handed over then, the rest of it skipped.
     """
     lineno = start_line
     rest = b""
@@ -156,7 +173,11 @@ def iter_lines(f: BinaryIO, start_line: int = 0) -> Iterator[tuple[int, str]]:
             rest = data
         else:
             rest = data[cut + 1:]
-            lines: list[str | None] = list(data[:cut].decode("utf-8", "replace").split("\n"))
+            body = data[:cut]
+            if _line_over(body, SCANNED):  # longer than the scanners keep: cut each line as they do
+                lines: list[str | None] = [kept(raw).decode("utf-8", "replace") for raw in body.split(b"\n")]
+            else:
+                lines = list(body.decode("utf-8", "replace").split("\n"))
             if skipping:
                 lines[0] = None  # the tail of a line cut at MAX_LINE
                 skipping = False
@@ -166,11 +187,11 @@ def iter_lines(f: BinaryIO, start_line: int = 0) -> Iterator[tuple[int, str]]:
                     yield lineno, text
         if len(rest) > MAX_LINE:
             if not skipping:
-                yield lineno + 1, rest[:MAX_LINE].decode("utf-8", "replace")
+                yield lineno + 1, kept(rest).decode("utf-8", "replace")
                 skipping = True
             rest = b""
     if rest and not skipping:
         lineno += 1
-        yield lineno, rest.decode("utf-8", "replace")
+        yield lineno, kept(rest).decode("utf-8", "replace")
     elif skipping:
         lineno += 1

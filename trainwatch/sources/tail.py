@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainwatch.scan.chunk import kept
 from trainwatch.sources.files import MAX_LINE
 
 READ_CHUNK = 1 << 20
@@ -224,10 +225,10 @@ class FileFollower:
                 self._partial_skip = False
                 continue
             self._lineno += 1
-            out.lines.append((self._lineno, raw.decode("utf-8", "replace")))
+            out.lines.append((self._lineno, kept(raw).decode("utf-8", "replace")))
         if len(rest) > MAX_LINE and not self._partial_skip:
             self._lineno += 1
-            out.lines.append((self._lineno, rest[:MAX_LINE].decode("utf-8", "replace")))
+            out.lines.append((self._lineno, kept(rest).decode("utf-8", "replace")))
             self._partial_skip = True
             rest = b""
         elif self._partial_skip:
