@@ -46,3 +46,43 @@ def test_an_annealed_lr_explains_a_flat_loss_with_the_lr_rules_off(tmp_path: Pat
     config.write_text("rules:\n  lr.no_warmup: {enabled: false}\n  lr.schedule: {enabled: false}\n")
     ids = [f["id"] for f in _check(path, "--preset", "sft", "--config", str(config))["findings"]]
     assert "loss.plateau" not in ids
+
+
+def test_a_nan_is_diagnosed_from_grad_norms_logged_more_often_than_the_loss(tmp_path: Path) -> None:
+    """With the grad rules off no array rule holds the grad-norm back, and it is logged eight times per
+    loss: a round still must not let it move so far past the NaN that its points before it are gone."""
+    rng = random.Random(5)
+    rows = []
+    for step in range(1, 40001):
+        row: dict[str, float | int] = {"step": step}
+        row["grad_norm"] = 900.0 if step == 1599 else rng.gauss(1.0, 0.05)
+        if step % 8 == 0:
+            row["loss"] = float("nan") if step == 1600 else 2.0 - step / 80000 + rng.gauss(0, 0.005)
+        rows.append(json.dumps(row))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    config = tmp_path / "off.yaml"
+    config.write_text("rules:\n  grad.nonfinite: {enabled: false}\n  grad.spike: {enabled: false}\n"
+                      "  grad.range: {enabled: false}\n")
+    nan = [f for f in _check(path, "--config", str(config))["findings"] if f["id"] == "loss.nonfinite"]
+    assert len(nan) == 1 and nan[0]["step"] == 1600
+    assert nan[0]["evidence"]["diagnosis"] == "blow-up"
+    assert nan[0]["evidence"]["grad_norm_before"][-1] == 900.0
+
+
+def test_an_annealed_lr_logged_more_often_than_the_loss_explains_a_flat_loss(tmp_path: Path) -> None:
+    """The LR logged on every step, the loss on every fourth, no LR rule on: the plateau rule must still
+    see the LR's warmup peak, however many LR points a round stores before it judges the loss."""
+    rng = random.Random(6)
+    rows = []
+    for step in range(1, 48001):
+        row: dict[str, float | int] = {"step": step, "lr": min(1e-3, 2e-6 * step) if step <= 1500 else 1e-5}
+        if step % 4 == 0:
+            row["loss"] = round(3.0 - 0.5 * min(step, 1500) / 1500 + rng.gauss(0, 0.03), 4)
+        rows.append(json.dumps(row))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    config = tmp_path / "off.yaml"
+    config.write_text("rules:\n  lr.no_warmup: {enabled: false}\n  lr.schedule: {enabled: false}\n")
+    ids = [f["id"] for f in _check(path, "--preset", "sft", "--config", str(config))["findings"]]
+    assert "loss.plateau" not in ids
