@@ -76,7 +76,7 @@ def test_batches_of_any_size_hold_what_rows_one_at_a_time_held(values, cuts, shr
 
 def test_a_long_batch_keeps_the_newest_rows_and_the_whole_run():
     col, row = Series("loss", "a.log"), store_rows.Series("loss", "a.log")
-    n = store.RECENT_POINTS * 3 + 17
+    n = store.KEPT_ROWS + store.RECENT_POINTS + 17
     rng = np.random.default_rng(3)
     vals = rng.normal(size=n)
     vals[rng.integers(0, n, 40)] = np.nan

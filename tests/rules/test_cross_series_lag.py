@@ -1,6 +1,8 @@
 """Rules that read another series when they judge a row see it as it was at that row, however many rows
 the engine holds before the array rules judge them (a backlog is judged in rounds of rows, and the other
-series has moved on meanwhile). Two long logs where a round's lag once hid what came before the row."""
+series has moved on meanwhile). Long logs where a round's lag once hid what came before the row: the
+other series logged as often as the watched one, and far more often with no rule of its own holding it
+back."""
 
 from __future__ import annotations
 
