@@ -134,9 +134,10 @@ class Engine:
 
     def _barrier(self, e: Event) -> bool:
         """Whether the rows held must be judged before this event: rules answer it (their alerts keep the
-        log's order, which inhibition depends on), or it starts a new run in the same log."""
-        return (e.kind in self._by_event or e.kind is EventKind.ERROR
-                or (e.kind is EventKind.INFO and bool(e.fields.get("new_run"))))
+        log's order, which inhibition depends on), or it tells facts (a banner, a new run in the same
+        log) that array rules read as the source's: a row logged before the facts is judged without
+        them, however large the round it is judged in."""
+        return e.kind in self._by_event or e.kind is EventKind.ERROR or e.kind is EventKind.INFO
 
     # -- rows -------------------------------------------------------------------------------------
 

@@ -7,10 +7,14 @@ back."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.rules.rulekit import Run
+from trainwatch.model import Event, EventKind, Sample
 
 
 def _check(path: Path, *extra: str) -> dict:
@@ -88,3 +92,22 @@ def test_an_annealed_lr_logged_more_often_than_the_loss_explains_a_flat_loss(tmp
     config.write_text("rules:\n  lr.no_warmup: {enabled: false}\n  lr.schedule: {enabled: false}\n")
     ids = [f["id"] for f in _check(path, "--preset", "sft", "--config", str(config))["findings"]]
     assert "loss.plateau" not in ids
+
+
+def test_facts_printed_after_a_nan_are_not_read_into_its_finding(tmp_path: Path) -> None:
+    """The batch size told by a banner after the NaN is not what the run had when the NaN was logged:
+    the NaN's finding names no samples, however many rows a round holds (the rule that answers banners
+    is off here, so only the engine can keep the order)."""
+    off = tmp_path / "off.yaml"
+    off.write_text("rules:\n  fp16.overflow: {enabled: false}\n")
+    run = Run("sft", [off])
+    records: list[Sample | Event] = [Sample("loss", math.nan if step == 100 else 2.0, step, source="run.log",
+                                            line=step) for step in range(1, 201)]
+    records.append(Event(EventKind.INFO, source="run.log", line=201,
+                         fields={"batch_size": 8, "grad_accum": 4}))
+    records += [Sample("loss", 2.0, step, source="run.log", line=step + 1) for step in range(201, 400)]
+    run.changes.extend(run.engine.feed_all(records))
+    nan = run.alert("loss.nonfinite")
+    assert nan.first_step == 100
+    assert "samples" not in nan.finding.evidence
+    assert run.engine.sources["run.log"].facts["batch_size"] == 8  # the banner was read, after the NaN
