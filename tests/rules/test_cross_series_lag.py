@@ -29,7 +29,7 @@ def test_a_nan_is_diagnosed_from_the_grad_norms_logged_just_before_it(tmp_path: 
     for step in range(1, 8001):
         grad = 250.0 + 50 * (step - 995) if 995 <= step <= 999 else rng.gauss(1.0, 0.05)
         loss = float("nan") if step == 1000 else 2.0 - step / 20000 + rng.gauss(0, 0.005)
-        rows.append(json.dumps({"step": step, "loss": loss, "grad_norm": grad}))
+        rows.append(json.dumps({"step": step, "grad_norm": grad, "loss": loss}))
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(rows) + "\n")
     nan = [f for f in _check(path)["findings"] if f["id"] == "loss.nonfinite"]
@@ -111,3 +111,22 @@ def test_facts_printed_after_a_nan_are_not_read_into_its_finding(tmp_path: Path)
     assert nan.first_step == 100
     assert "samples" not in nan.finding.evidence
     assert run.engine.sources["run.log"].facts["batch_size"] == 8  # the banner was read, after the NaN
+
+
+def test_a_resume_logged_after_a_nan_lends_it_none_of_its_grad_norms(tmp_path: Path) -> None:
+    """A hundred lines after the NaN the run resumes from step 101 with huge grad-norms: they have lower
+    steps than the NaN's, but were logged after it, so they say nothing of its cause (it came on flat
+    ones). Rounds of 1024 rows read the first of them (stored when a row rule stopped at the resume)."""
+    rng = random.Random(7)
+    rows = []
+    for line in range(1, 1601):
+        step = line if line <= 600 else line - 500
+        grad = 1000.0 if line > 600 else rng.gauss(1.0, 0.05)
+        loss = float("nan") if line == 500 else 2.0 + rng.gauss(0, 0.01)
+        rows.append(json.dumps({"step": step, "grad_norm": grad, "loss": loss}))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    nan = [f for f in _check(path)["findings"] if f["id"] == "loss.nonfinite"]
+    assert nan and nan[0]["step"] == 500
+    assert nan[0]["evidence"]["diagnosis"] == "bad sample or numerics"
+    assert max(nan[0]["evidence"]["grad_norm_before"]) < 2.0
