@@ -130,3 +130,21 @@ def test_a_resume_logged_after_a_nan_lends_it_none_of_its_grad_norms(tmp_path: P
     assert nan and nan[0]["step"] == 500
     assert nan[0]["evidence"]["diagnosis"] == "bad sample or numerics"
     assert max(nan[0]["evidence"]["grad_norm_before"]) < 2.0
+
+
+def test_a_nan_logged_before_the_first_grad_norm_reads_no_grad_norm(tmp_path: Path) -> None:
+    """The grad-norm is first logged fifty lines after the NaN: when the NaN was logged there was no
+    grad-norm series to read, as a round that judges the NaN after both are stored must also find."""
+    rng = random.Random(8)
+    rows = []
+    for line in range(1, 3001):
+        row = {"step": line, "loss": float("nan") if line == 50 else 2.0 + rng.gauss(0, 0.01)}
+        if line > 100:
+            row["grad_norm"] = rng.gauss(1.0, 0.05)
+        rows.append(json.dumps(row))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    nan = [f for f in _check(path)["findings"] if f["id"] == "loss.nonfinite"]
+    assert nan and nan[0]["step"] == 50
+    assert nan[0]["evidence"]["diagnosis"] == "unknown"
+    assert "grad_norm_before" not in nan[0]["evidence"]

@@ -113,10 +113,11 @@ class LossNonFinite(ArrayRule):
         """The cause of a non-finite loss first seen at `step`, judged on `line`: from the grad-norm as
         it was when that line was logged (the round being judged has stored later rows already)."""
         g = ctx.series("grad_norm", source)
-        if g is None:
+        held = _grad_before(g, step, line, self.p.lookback, self.p.baseline) if g is not None else None
+        if held is None:  # no grad-norm logged yet at that line
             ev["diagnosis"] = "unknown"
             return "", ()
-        look, base = _grad_before(g, step, line, self.p.lookback, self.p.baseline)
+        look, base = held
         ev["grad_norm_before"] = [p.value for p in look]
         bad = [p for p in look if not math.isfinite(p.value)]
         if bad:
@@ -154,12 +155,16 @@ class LossNonFinite(ArrayRule):
         return start, start + per_step - 1
 
 
-def _grad_before(g: Series, step: int, line: int, look_n: int, base_n: int) -> tuple[list[Point], list[Point]]:
+def _grad_before(g: Series, step: int, line: int, look_n: int,
+                 base_n: int) -> tuple[list[Point], list[Point]] | None:
     """The last `look_n` grad-norm points logged before `step` (NaN/Inf included), and the `base_n` finite
-    ones before those, among the recent points as they were when `line` was logged. The same step's
-    grad-norm is a consequence, so it is left out; points at or after `step` (logged since, in a batch)
-    are passed over. Bounded scan: at most max(SCAN_MIN, 8 * (look_n + base_n)) points before `step`."""
+    ones before those, among the recent points as they were when `line` was logged (None when none was
+    logged by then: the series was made later in the round being judged). The same step's grad-norm is
+    a consequence, so it is left out; points at or after `step` (logged since, in a batch) are passed
+    over. Bounded scan: at most max(SCAN_MIN, 8 * (look_n + base_n)) points before `step`."""
     steps, values = g.upto_line(line)
+    if not len(steps):
+        return None
     before = np.flatnonzero(steps < step)[::-1][:max(SCAN_MIN, 8 * (look_n + base_n))]  # newest first
     look = before[:look_n]
     rest = before[look_n:]
