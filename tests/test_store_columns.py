@@ -117,6 +117,17 @@ def test_a_series_read_up_to_a_line_is_the_series_as_it_was_then(n, cuts, per_li
         assert v.tolist() == then.values()
 
 
+def test_a_series_whose_line_numbers_start_again_is_read_up_to_its_newest_line():
+    """A followed file truncated and written again numbers its lines from 1 in the same series: the
+    rows up to a line logged since are the newest ones, not those the old numbering ended with."""
+    col = Series("grad_norm", "a.log")
+    old, new = np.arange(1, 3001, dtype=np.int64), np.arange(1, 11, dtype=np.int64)
+    for lines in (old, new):
+        col.extend(lines, lines.astype(float), lines, np.full(len(lines), np.nan), np.zeros(len(lines), bool))
+    s, v = col.upto_line(10)
+    assert len(s) == store.RECENT_POINTS and v[-10:].tolist() == [float(x) for x in new]
+
+
 def test_points_are_built_once_and_only_when_asked_for():
     col = Series("loss", "a.log")
     col.extend(np.arange(5, dtype=np.int64), np.ones(5), np.arange(5, dtype=np.int64), np.full(5, np.nan),

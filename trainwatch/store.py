@@ -144,12 +144,12 @@ class Series:
     """One metric from one source, held as columns.
 
     The newest rows live in numpy arrays (at least the last RECENT_POINTS of them, and those the array
-    rules have still to judge: see KEPT_ROWS), so a backlog is
-    appended a batch at a time (`extend`) and array rules read their windows as slices, with no object
-    per value. `recent`, the view the row rules, the dashboard and the sinks iterate, is made of
-    `Point`s built only when asked for and only for rows not built before, so a series nobody looks at
-    row by row never pays for them. The whole run survives as `history`: buckets of consecutive rows
-    that keep their min and max, halved in resolution whenever they reach HISTORY_BUCKETS."""
+    rules have still to judge: see KEPT_ROWS), so a backlog is appended a batch at a time (`extend`) and
+    array rules read their windows as slices, with no object per value. `recent`, the view the row
+    rules, the dashboard and the sinks iterate, is made of `Point`s built only when asked for and only
+    for rows not built before, so a series nobody looks at row by row never pays for them. The whole
+    run survives as `history`: buckets of consecutive rows that keep their min and max, halved in
+    resolution whenever they reach HISTORY_BUCKETS."""
 
     __slots__ = (
         "_built",
@@ -379,8 +379,10 @@ class Series:
         RECENT_POINTS rows logged on lines up to `line`, oldest first (views, valid until the next
         append). The array rules judge a round of rows after all of them are stored, so a rule that
         reads another series while judging a row reads it here, never at its newest rows."""
-        lines = self._line[self._first:self._hi]
-        hi = self._first + int(np.searchsorted(lines, line, side="right"))
+        # the last row logged on a line up to `line`: a search from the end, not a bisection, as line
+        # numbers start again within a series when a followed file is truncated
+        at = np.flatnonzero(self._line[self._first:self._hi] <= line)
+        hi = self._first + (int(at[-1]) + 1 if len(at) else 0)
         lo = max(self._first, hi - RECENT_POINTS)
         return self._step[lo:hi], self._value[lo:hi]
 
