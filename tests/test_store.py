@@ -49,6 +49,26 @@ def test_memory_does_not_grow_with_run_length() -> None:
     assert big < small * 1.5
 
 
+def test_rows_already_judged_are_kept_only_as_far_as_the_recent_window() -> None:
+    """The arrays keep a round's rows until the array rules have judged them; a log of many metrics, each
+    a few hundred rows a round, must not pay for a whole round's room in every series."""
+    def used(judge: bool) -> int:
+        store = MetricStore()
+        tracemalloc.start()
+        series = [store.series("a", f"m{i}") for i in range(20)]
+        for lo in range(0, 20_000, 200):
+            rows = np.arange(lo, lo + 200)
+            for s in series:
+                s.extend(rows, (rows % 7).astype(float), rows, np.full(200, np.nan), np.zeros(200, bool))
+                if judge:
+                    s.judged()
+        size = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        return size
+
+    assert used(judge=True) < 0.75 * used(judge=False)
+
+
 def test_losses_named_by_their_averaging_are_the_train_or_eval_loss() -> None:
     from trainwatch.names import Canonicalizer
 

@@ -76,7 +76,7 @@ def test_batches_of_any_size_hold_what_rows_one_at_a_time_held(values, cuts, shr
 
 def test_a_long_batch_keeps_the_newest_rows_and_the_whole_run():
     col, row = Series("loss", "a.log"), store_rows.Series("loss", "a.log")
-    n = store.RECENT_POINTS * 3 + 17
+    n = store.KEPT_ROWS + store.RECENT_POINTS + 17
     rng = np.random.default_rng(3)
     vals = rng.normal(size=n)
     vals[rng.integers(0, n, 40)] = np.nan
@@ -85,9 +85,47 @@ def test_a_long_batch_keeps_the_newest_rows_and_the_whole_run():
     col.extend(np.arange(n, dtype=np.int64), vals, np.arange(n, dtype=np.int64), np.full(n, np.nan),
                np.zeros(n, dtype=bool))
     _assert_same(col, row)
-    assert len(col.columns(10 * store.RECENT_POINTS)[0]) == store.RECENT_POINTS  # the newest rows, no more
+    assert len(col.columns(10 * store.RECENT_POINTS)[0]) == store.KEPT_ROWS  # the newest rows, no more
+    assert len(col.values()) == store.RECENT_POINTS  # the recent window is no longer for it
     s, _, _, _ = col.columns(10)
     assert s.tolist() == list(range(n - 10, n))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, store.KEPT_ROWS + 300), st.lists(st.integers(1, store.ROUND_ROWS), min_size=1, max_size=6),
+       st.integers(1, 3))
+def test_a_series_read_up_to_a_line_is_the_series_as_it_was_then(n, cuts, per_line):
+    """However far a series has moved on in a round (up to ROUND_ROWS rows), reading it up to a line gives
+    the recent window a series fed only that far held: a rule judging an old row reads other series so."""
+    col = Series("grad_norm", "a.log")
+    steps = np.arange(n, dtype=np.int64)
+    vals = np.sin(steps * 0.1)
+    lines = steps // per_line + 1  # several rows may share a line
+    at = 0
+    for c in [*cuts, n]:
+        hi = min(n, at + c)
+        col.extend(steps[at:hi], vals[at:hi], lines[at:hi], np.full(hi - at, np.nan), np.zeros(hi - at, bool))
+        at = hi
+    for line in {int(lines[-1]), int(lines[max(0, n - store.ROUND_ROWS)]), int(lines[n // 2]), 0}:
+        then = Series("grad_norm", "a.log")
+        upto = int(np.searchsorted(lines, line, side="right"))
+        then.extend(steps[:upto], vals[:upto], lines[:upto], np.full(upto, np.nan), np.zeros(upto, bool))
+        if n - upto > store.ROUND_ROWS:
+            continue  # moved on further than a round: not promised
+        s, v = col.upto_line(line)
+        assert s.tolist() == then.columns(store.RECENT_POINTS)[0].tolist()[-store.RECENT_POINTS:]
+        assert v.tolist() == then.values()
+
+
+def test_a_series_whose_line_numbers_start_again_is_read_up_to_its_newest_line():
+    """A followed file truncated and written again numbers its lines from 1 in the same series: the
+    rows up to a line logged since are the newest ones, not those the old numbering ended with."""
+    col = Series("grad_norm", "a.log")
+    old, new = np.arange(1, 3001, dtype=np.int64), np.arange(1, 11, dtype=np.int64)
+    for lines in (old, new):
+        col.extend(lines, lines.astype(float), lines, np.full(len(lines), np.nan), np.zeros(len(lines), bool))
+    s, v = col.upto_line(10)
+    assert len(s) == store.RECENT_POINTS and v[-10:].tolist() == [float(x) for x in new]
 
 
 def test_points_are_built_once_and_only_when_asked_for():

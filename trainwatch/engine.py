@@ -27,13 +27,15 @@ from trainwatch.names import Canonicalizer
 from trainwatch.rules import build_rules
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState
-from trainwatch.store import RECENT_POINTS, MetricStore, Series
+from trainwatch.store import ROUND_ROWS, MetricStore, Series
 
 Listener = Callable[[AlertChange], None]
 
-ARRAY_FLUSH = RECENT_POINTS // 2
-"""New rows of one series held for the array rules before they are judged: a batch larger than this is
-judged in pieces, so the history a rule declared is still in the store's recent window."""
+ARRAY_FLUSH = ROUND_ROWS
+"""New rows of any one series stored before the array rules judge those held (a round): a batch larger
+than this is judged in pieces, so the history a rule declared, and the rows of every other series logged
+before a row judged, are still among the rows the store keeps (store.KEPT_ROWS). Why this size: see
+store.ROUND_ROWS."""
 ANY = "*"  # a rule switched off for every source (one that judges them all at once, on the clock)
 
 
@@ -137,9 +139,10 @@ class Engine:
 
     def _barrier(self, e: Event) -> bool:
         """Whether the rows held must be judged before this event: rules answer it (their alerts keep the
-        log's order, which inhibition depends on), or it starts a new run in the same log."""
-        return (e.kind in self._by_event or e.kind is EventKind.ERROR
-                or (e.kind is EventKind.INFO and bool(e.fields.get("new_run"))))
+        log's order, which inhibition depends on), or it tells facts (a banner, a new run in the same
+        log) that array rules read as the source's: a row logged before the facts is judged without
+        them, however large the round it is judged in."""
+        return e.kind in self._by_event or e.kind is EventKind.ERROR or e.kind is EventKind.INFO
 
     # -- rows -------------------------------------------------------------------------------------
 
@@ -183,11 +186,11 @@ class Engine:
                 name = self._names[k]
                 series = self.store.series(src, name)
                 series.extend(step[sel], value[sel], line[sel], t[sel], inferred[sel])
+                held = self._held.get((src, name))
+                if held is None:
+                    held = self._held[(src, name)] = _Held(series)
+                held.n += z - a  # counted for every series: none may move on by more than a round
                 if self._arrays[name]:
-                    held = self._held.get((src, name))
-                    if held is None:
-                        held = self._held[(src, name)] = _Held(series)
-                    held.n += z - a
                     held.seq.append(seq[sel])
                     held.now.append(now[sel])
             if full:
@@ -353,14 +356,12 @@ class Engine:
         return out
 
     def _flush_cut(self, src: str, rows_of: dict[int, np.ndarray], pos: int, end: int) -> tuple[int, bool]:
-        """Where the stretch [pos, end) must stop so no series holds more than ARRAY_FLUSH rows unjudged
-        (the history the array rules declared must still be in the store), and whether it reached that."""
+        """Where the stretch [pos, end) must stop so no series of the source takes more than ARRAY_FLUSH
+        rows before the array rules judge (the rows before a row judged, in its series and in any other a
+        rule reads, must still be kept by the store), and whether it reached that."""
         cut, full = end, False
         for k, rows in rows_of.items():
-            name = self._names[k]
-            if not self._arrays[name]:
-                continue
-            held = self._held.get((src, name))
+            held = self._held.get((src, self._names[k]))
             room = ARRAY_FLUSH - (held.n if held is not None else 0)
             a, z = np.searchsorted(rows, (pos, end)).tolist()
             if z - a >= room:
@@ -545,6 +546,9 @@ class Engine:
         held, self._held = self._held, {}
         plans: list[tuple[int, int, int, int, _Planned]] = []
         for k, h in enumerate(held.values()):
+            h.series.judged()
+            if not h.now:  # a series no array rule watches: only counted
+                continue
             now = np.concatenate(h.now) if len(h.now) > 1 else h.now[0]
             seqs = np.concatenate(h.seq) if len(h.seq) > 1 else h.seq[0]
             src = h.series.source
@@ -711,7 +715,7 @@ class _Gate:
 
 class _Held:
     """Rows of one series stored but not yet judged by its array rules: how many, and each one's feed
-    order and clock time, in pieces as they came."""
+    order and clock time, in pieces as they came (only counted, for a series no array rule watches)."""
 
     __slots__ = ("n", "now", "seq", "series")
 

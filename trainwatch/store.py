@@ -15,6 +15,18 @@ RECENT_POINTS = 2048
 HISTORY_BUCKETS = 1024
 HEAD_POINTS = 64  # the first finite points of a run, kept for rules that compare with the start
 SCAN_MIN = 256  # tail() looks at most max(SCAN_MIN, 8n) points back, so a NaN stretch stays cheap
+ROUND_ROWS = 8192
+"""New rows of one series the engine may store before the array rules judge them (a round). Each
+array rule has a fixed cost per call, about half its time on a JSON-lines backlog in rounds of 1024:
+rounds of 4096 cut the engine's time on such a backlog by about a third, rounds of 8192 by some 40%.
+Larger ones gain nothing there (a 1 MiB block of such a log holds fewer rows of a series, and each block
+ends a round) and would only let one series' kept rows grow (see KEPT_ROWS)."""
+KEPT_ROWS = RECENT_POINTS + ROUND_ROWS
+"""Rows a series' arrays keep at most: when a round is judged, the oldest row of it still finds the
+RECENT_POINTS rows before it, in its own series and in every other series of its source (no series
+takes more than ROUND_ROWS rows in a round), so a rule reads any series as it was at that row. Only the
+rows of the round not yet judged are kept beyond RECENT_POINTS (`Series.judged`): a log of hundreds of
+metrics, each a few hundred rows a round, pays for no more than the recent window."""
 
 
 @dataclass(slots=True)
@@ -131,20 +143,23 @@ class Point:
 class Series:
     """One metric from one source, held as columns.
 
-    The newest rows live in numpy arrays (at least the last RECENT_POINTS of them), so a backlog is
-    appended a batch at a time (`extend`) and array rules read their windows as slices, with no object
-    per value. `recent`, the view the row rules, the dashboard and the sinks iterate, is made of
-    `Point`s built only when asked for and only for rows not built before, so a series nobody looks at
-    row by row never pays for them. The whole run survives as `history`: buckets of consecutive rows
-    that keep their min and max, halved in resolution whenever they reach HISTORY_BUCKETS."""
+    The newest rows live in numpy arrays (at least the last RECENT_POINTS of them, and those the array
+    rules have still to judge: see KEPT_ROWS), so a backlog is appended a batch at a time (`extend`) and
+    array rules read their windows as slices, with no object per value. `recent`, the view the row
+    rules, the dashboard and the sinks iterate, is made of `Point`s built only when asked for and only
+    for rows not built before, so a series nobody looks at row by row never pays for them. The whole
+    run survives as `history`: buckets of consecutive rows that keep their min and max, halved in
+    resolution whenever they reach HISTORY_BUCKETS."""
 
     __slots__ = (
         "_built",
         "_cap",
+        "_first",
         "_hi",
         "_inf",
         "_line",
         "_lo",
+        "_mark",
         "_pending",
         "_pending_n",
         "_points",
@@ -179,7 +194,8 @@ class Series:
         self._pending: Bucket | None = None
         self._pending_n = 0
         self._cap = 0
-        self._lo = self._hi = 0  # rows held: [_lo, _hi) of the buffers
+        self._first = self._lo = self._hi = 0  # rows kept: [_first, _hi); the recent window: [_lo, _hi)
+        self._mark = 0  # rows (counted since the start) the array rules have judged
         self._step: np.ndarray = np.empty(0, dtype=np.int64)
         self._value: np.ndarray = np.empty(0, dtype=np.float64)
         self._time: np.ndarray = np.empty(0, dtype=np.float64)  # NaN: the log gave no time
@@ -235,14 +251,18 @@ class Series:
                 inferred: np.ndarray) -> None:
         k = len(value)
         if self._hi + k > self._cap:
-            keep = min(self._hi - self._lo, RECENT_POINTS)  # the rows the newest RECENT_POINTS need
-            if k >= RECENT_POINTS:
+            # the recent window before the rows not yet judged, and those rows
+            keep = min(self._hi - self._first, KEPT_ROWS, RECENT_POINTS + self.count - k - self._mark)
+            if k >= KEPT_ROWS:
                 keep = 0
-                start = k - RECENT_POINTS
+                start = k - KEPT_ROWS
                 step, value, line, time, inferred = (step[start:], value[start:], line[start:], time[start:],
                                                      inferred[start:])
-                k = RECENT_POINTS
-            cap = max(self._cap, 2 * RECENT_POINTS, 2 * (keep + k))
+                k = KEPT_ROWS
+            need = keep + k
+            # doubling while the series is short (a metric logged a few times costs little); once long,
+            # room for RECENT_POINTS more, so a row is moved a few times at most
+            cap = max(self._cap, min(2 * need, need + RECENT_POINTS), 64)
             old = (self._step, self._value, self._line, self._time, self._inf)
             lo = self._hi - keep
             fresh: list[np.ndarray] = []
@@ -251,7 +271,7 @@ class Series:
                 new[:keep] = arr[lo:self._hi]
                 fresh.append(new)
             self._step, self._value, self._line, self._time, self._inf = fresh
-            self._cap, self._lo, self._hi = cap, 0, keep
+            self._cap, self._first, self._hi = cap, 0, keep
         hi = self._hi
         self._step[hi:hi + k] = step
         self._value[hi:hi + k] = value
@@ -259,8 +279,13 @@ class Series:
         self._time[hi:hi + k] = time
         self._inf[hi:hi + k] = inferred
         self._hi = hi + k
-        if self._hi - self._lo > RECENT_POINTS:
-            self._lo = self._hi - RECENT_POINTS
+        self._first = max(self._first, self._hi - KEPT_ROWS)
+        self._lo = max(self._first, self._hi - RECENT_POINTS)
+
+    def judged(self) -> None:
+        """The array rules have judged every row stored so far: from now on only the recent window of
+        them must be kept (the engine calls it after each round)."""
+        self._mark = self.count
 
     def _add_history(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray) -> None:
         """The rows folded into buckets of `bucket_size`, exactly as one row at a time would fold them:
@@ -338,16 +363,28 @@ class Series:
     # -- reading ----------------------------------------------------------------------------------
 
     def columns(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Step, value, line and inferred of the last n rows held (fewer when fewer are held), oldest
-        first: views, valid until the next append."""
-        lo = max(self._lo, self._hi - n) if n > 0 else self._hi
+        """Step, value, line and inferred of the last n rows kept (up to KEPT_ROWS; fewer when fewer are
+        kept), oldest first: views, valid until the next append."""
+        lo = max(self._first, self._hi - n) if n > 0 else self._hi
         hi = self._hi
         return self._step[lo:hi], self._value[lo:hi], self._line[lo:hi], self._inf[lo:hi]
 
     def times(self, n: int) -> np.ndarray:
-        """The times (NaN: none printed) of the last n rows held, as `columns` gives the rest."""
-        lo = max(self._lo, self._hi - n) if n > 0 else self._hi
+        """The times (NaN: none printed) of the last n rows kept, as `columns` gives the rest."""
+        lo = max(self._first, self._hi - n) if n > 0 else self._hi
         return self._time[lo:self._hi]
+
+    def upto_line(self, line: int) -> tuple[np.ndarray, np.ndarray]:
+        """Steps and values of the recent window as it was when `line` was logged: the last
+        RECENT_POINTS rows logged on lines up to `line`, oldest first (views, valid until the next
+        append). The array rules judge a round of rows after all of them are stored, so a rule that
+        reads another series while judging a row reads it here, never at its newest rows."""
+        # the last row logged on a line up to `line`: a search from the end, not a bisection, as line
+        # numbers start again within a series when a followed file is truncated
+        at = np.flatnonzero(self._line[self._first:self._hi] <= line)
+        hi = self._first + (int(at[-1]) + 1 if len(at) else 0)
+        lo = max(self._first, hi - RECENT_POINTS)
+        return self._step[lo:hi], self._value[lo:hi]
 
     @property
     def recent(self) -> deque[Point]:

@@ -94,7 +94,7 @@ class LossNonFinite(ArrayRule):
             ev.update(known[3])
         else:
             diag: dict[str, Any] = {}
-            cause, fixes = self._diagnose(ctx, w.source, first_bad, diag)
+            cause, fixes = self._diagnose(ctx, w.source, first_bad, int(w.line[row]), diag)
             ev.update(diag)
             if diag.get("diagnosis") != "unknown":
                 self._diagnosed[w.source] = (first_bad, cause, fixes, diag)
@@ -107,13 +107,16 @@ class LossNonFinite(ArrayRule):
             msg += f"; samples {rng[0]}-{rng[1]}"
         return Finding(message=msg, evidence=ev, extra_fixes=fixes)
 
-    def _diagnose(self, ctx: RuleContext, source: str, step: int,
+    def _diagnose(self, ctx: RuleContext, source: str, step: int, line: int,
                   ev: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+        """The cause of a non-finite loss first seen at `step`, judged on `line`: from the grad-norm as
+        it was when that line was logged (the round being judged has stored later rows already)."""
         g = ctx.series("grad_norm", source)
-        if g is None:
+        held = _grad_before(g, step, line, self.p.lookback, self.p.baseline) if g is not None else None
+        if held is None:  # no grad-norm logged yet at that line
             ev["diagnosis"] = "unknown"
             return "", ()
-        look, base = _grad_before(g, step, self.p.lookback, self.p.baseline)
+        look, base = held
         ev["grad_norm_before"] = [p.value for p in look]
         bad = [p for p in look if not math.isfinite(p.value)]
         if bad:
@@ -151,27 +154,25 @@ class LossNonFinite(ArrayRule):
         return start, start + per_step - 1
 
 
-def _grad_before(g: Series, step: int, look_n: int, base_n: int) -> tuple[list[Point], list[Point]]:
+def _grad_before(g: Series, step: int, line: int, look_n: int,
+                 base_n: int) -> tuple[list[Point], list[Point]] | None:
     """The last `look_n` grad-norm points logged before `step` (NaN/Inf included), and the `base_n` finite
-    ones before those. The same step's grad-norm is a consequence, so it is left out. Bounded scan."""
-    look: list[Point] = []
-    base: list[Point] = []
-    budget = max(SCAN_MIN, 8 * (look_n + base_n))
-    for p in reversed(g.recent):  # points at or after `step` (logged since, in a batch) are passed over
-        if p.step >= step:
-            continue
-        budget -= 1
-        if budget < 0:
-            break
-        if len(look) < look_n:
-            look.append(p)
-        elif math.isfinite(p.value):
-            base.append(p)
-            if len(base) >= base_n:
-                break
-    look.reverse()
-    base.reverse()
-    return look, base
+    ones before those, among the recent points as they were when `line` was logged (None when none was
+    logged by then: the series was made later in the round being judged). The same step's grad-norm is
+    a consequence, so it is left out; points at or after `step` (logged since, in a batch) are passed
+    over. Bounded scan: at most max(SCAN_MIN, 8 * (look_n + base_n)) points before `step`."""
+    steps, values = g.upto_line(line)
+    if not len(steps):
+        return None
+    before = np.flatnonzero(steps < step)[::-1][:max(SCAN_MIN, 8 * (look_n + base_n))]  # newest first
+    look = before[:look_n]
+    rest = before[look_n:]
+    base = rest[np.isfinite(values[rest])][:base_n]
+
+    def points(rows: np.ndarray) -> list[Point]:
+        return [Point(int(steps[i]), float(values[i]), None, 0) for i in rows[::-1].tolist()]
+
+    return points(look), points(base)
 
 
 def _beyond_log_noise(v: float, med: float, prev: list[float], k: float) -> bool:
