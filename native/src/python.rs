@@ -76,6 +76,7 @@ fn to_dict(py: Python<'_>, out: ChunkOut) -> PyResult<Bound<'_, PyDict>> {
         dict_start,
         dict_end,
         dict_json,
+        dict_layout,
         ent_dict,
         ent_key,
         ent_value,

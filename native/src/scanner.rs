@@ -5,6 +5,7 @@ use crate::keys::Keys;
 use crate::keywords::Keywords;
 use crate::lines::{LineRec, Split, Splitter};
 use crate::{dicts, kv, progress};
+use std::collections::HashMap;
 
 /// Everything one feed found; field meanings are those of the scanner contract.
 #[derive(Debug, Default)]
@@ -21,6 +22,7 @@ pub struct ChunkOut {
     pub dict_start: Vec<i64>,
     pub dict_end: Vec<i64>,
     pub dict_json: Vec<bool>,
+    pub dict_layout: Vec<i64>,
     pub ent_dict: Vec<i64>,
     pub ent_key: Vec<i32>,
     pub ent_value: Vec<f64>,
@@ -37,6 +39,10 @@ pub struct Core {
     splitter: Splitter,
     keywords: Keywords,
     keys: Keys,
+    /// Each sequence of entry key ids met so far, and its layout id.
+    layouts: HashMap<Vec<i32>, i64, foldhash::fast::RandomState>,
+    /// The key ids of the dict being reported.
+    layout_keys: Vec<i32>,
     dict_scratch: dicts::Found,
     spans: Vec<(usize, usize)>,
 }
@@ -47,6 +53,8 @@ impl Core {
             splitter: Splitter::new(),
             keywords: Keywords::new(keywords)?,
             keys: Keys::default(),
+            layouts: HashMap::default(),
+            layout_keys: Vec::new(),
             dict_scratch: dicts::Found::default(),
             spans: Vec::new(),
         })
@@ -103,17 +111,31 @@ impl Core {
         self.spans.clear();
         let keys = &mut self.keys;
         let spans = &mut self.spans;
+        let layouts = &mut self.layouts;
+        let layout_keys = &mut self.layout_keys;
         dicts::scan(line, &mut self.dict_scratch, |found| {
             let dict_index = out.dict_line.len() as i64;
             out.dict_line.push(index);
             out.dict_start.push(rec.abs_start + found.start as i64);
             out.dict_end.push(rec.abs_start + found.end as i64);
             out.dict_json.push(found.json);
+            layout_keys.clear();
             for (key, value) in found.entries(line) {
+                let id = keys.intern(key);
                 out.ent_dict.push(dict_index);
-                out.ent_key.push(keys.intern(key));
+                out.ent_key.push(id);
                 out.ent_value.push(value);
+                layout_keys.push(id);
             }
+            let next = layouts.len() as i64;
+            let layout = match layouts.get(layout_keys.as_slice()) {
+                Some(&known) => known,
+                None => {
+                    layouts.insert(layout_keys.clone(), next);
+                    next
+                }
+            };
+            out.dict_layout.push(layout);
             spans.push((found.start, found.end));
         });
 

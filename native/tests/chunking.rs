@@ -22,6 +22,7 @@ fn concat(parts: Vec<ChunkOut>) -> ChunkOut {
         all.dict_start.extend(&p.dict_start);
         all.dict_end.extend(&p.dict_end);
         all.dict_json.extend(&p.dict_json);
+        all.dict_layout.extend(&p.dict_layout);
         all.ent_dict.extend(p.ent_dict.iter().map(|d| d + dicts));
         all.ent_key.extend(&p.ent_key);
         all.ent_value.extend(&p.ent_value);
@@ -57,6 +58,7 @@ fn assert_same(a: &ChunkOut, b: &ChunkOut) {
         (&a.dict_line, &a.dict_start, &a.dict_end, &a.dict_json),
         (&b.dict_line, &b.dict_start, &b.dict_end, &b.dict_json)
     );
+    assert_eq!(a.dict_layout, b.dict_layout);
     assert_eq!((&a.ent_dict, &a.ent_key), (&b.ent_dict, &b.ent_key));
     assert_eq!(bits(&a.ent_value), bits(&b.ent_value));
     assert_eq!(
@@ -115,6 +117,8 @@ fn check_invariants(c: &ChunkOut, data: &[u8], keys: usize) {
         .chain(&c.kv_key)
         .all(|&k| (k as usize) < keys));
     assert!(c.ent_dict.iter().all(|&d| (d as usize) < c.dict_line.len()));
+    assert_eq!(c.dict_layout.len(), c.dict_line.len());
+    assert!(c.dict_layout.iter().all(|&l| l >= 0));
     assert!(c.prog_n.iter().chain(&c.prog_total).all(|&n| n >= 0));
 }
 

@@ -169,12 +169,12 @@ class JsonLinesAdapter(Adapter):
         nested = np.flatnonzero(objects > 0)
         if len(nested):
             bad[nested[byte_counts(chunk, ord("/"), start[nested], end[nested]) > 0]] = True
-            layout, first = layouts(chunk, bounds, dicts[nested])
+            layout, first = layouts(chunk, dicts[nested])
             verdict = np.array([self._nesting_known(keys, chunk.ent_key[bounds[d]:bounds[d + 1]].tolist(),
                                                     int(objects[nested[f]]))
                                 for f, d in zip(first.tolist(), dicts[nested][first].tolist())], dtype=bool)
-            same_objects = objects[nested] == objects[nested][first][np.maximum(layout, 0)]
-            fine = (layout >= 0) & same_objects & verdict[np.maximum(layout, 0)]
+            same_objects = objects[nested] == objects[nested][first][layout]
+            fine = same_objects & verdict[layout]
             bad[nested[~fine]] = True
         per_line[at[bad]] = -1
         return per_line

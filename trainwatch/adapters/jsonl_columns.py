@@ -16,15 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainwatch.adapters.spans import ranges, repeated_keys
+from trainwatch.adapters.spans import repeated_keys
 from trainwatch.batch import NO_STEP
 
 if TYPE_CHECKING:
     from trainwatch.batch import BatchBuilder
     from trainwatch.scan import Chunk
-
-_MULT1 = np.uint64(0x9E3779B97F4A7C15)
-_MULT2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
 class KeyTables:
@@ -67,39 +64,13 @@ def unsayable(chunk: Chunk, tables: KeyTables, dicts: np.ndarray, safe_int: floa
     return bad[dicts]
 
 
-def layouts(chunk: Chunk, bounds: np.ndarray, dicts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For the given dicts: a layout id shared by dicts whose entry keys are the same sequence (exactly:
-    two hashes group them, then each is compared with its group's first), and that first dict; a dict
-    that matches no group's first exactly gets layout -1."""
-    key = chunk.ent_key.astype(np.uint64)
-    n = len(dicts)
-    lo, hi = bounds[dicts], bounds[dicts + 1]
-    count = hi - lo
-    if not n:
+def layouts(chunk: Chunk, dicts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the given dicts: a layout shared by dicts whose entry keys are the same sequence (the
+    scanner's `dict_layout`, exact), and each layout's first dict (an index into `dicts`)."""
+    if not len(dicts):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    ent, owner_pos, pos = ranges(lo, count)
-    top = int(count.max()) + 1
-    with np.errstate(over="ignore"):
-        p1 = np.cumprod(np.full(top, _MULT1, dtype=np.uint64))
-        terms = (key[ent] + np.uint64(1)) * p1[pos]
-        # one hash per dict: the sum of its terms (entries are laid end to end, dict by dict), its count
-        # mixed in; a collision only sends lines to the per-line path, as the exact check below does
-        starts = np.cumsum(count) - count
-        nonempty = count > 0
-        sig = np.zeros(n, dtype=np.uint64)
-        if len(terms):
-            sig[nonempty] = np.add.reduceat(terms, starts[nonempty])
-        sig = sig * _MULT2 + count.astype(np.uint64)
-    _, first, layout = np.unique(sig, return_index=True, return_inverse=True)
-    layout = layout.reshape(-1)
-    rep = first[layout]  # the group's first dict (as an index into `dicts`)
-    wrong = count != count[rep]  # a hash collision between dicts of different lengths
-    inside = pos < count[rep][owner_pos]
-    differ = np.ones(len(ent), dtype=bool)
-    differ[inside] = key[ent[inside]] != key[lo[rep[owner_pos[inside]]] + pos[inside]]
-    wrong[owner_pos[differ]] = True
-    layout = np.where(wrong, -1, layout)
-    return layout, first
+    _, first, layout = np.unique(chunk.dict_layout[dicts], return_index=True, return_inverse=True)
+    return layout.reshape(-1), first
 
 
 def emit_rows(chunk: Chunk, tables: KeyTables, bounds: np.ndarray, dicts: np.ndarray, out: BatchBuilder,

@@ -52,7 +52,7 @@ _F64 = np.float64
 ARRAY_FIELDS: tuple[tuple[str, type], ...] = (
     ("line_start", _I64), ("line_end", _I64), ("visible_start", _I64),
     ("kw_line", _I64), ("kw_id", _I32),
-    ("dict_line", _I64), ("dict_start", _I64), ("dict_end", _I64), ("dict_json", np.bool_),
+    ("dict_line", _I64), ("dict_start", _I64), ("dict_end", _I64), ("dict_json", np.bool_), ("dict_layout", _I64),
     ("ent_dict", _I64), ("ent_key", _I32), ("ent_value", _F64),
     ("kv_line", _I64), ("kv_key", _I32), ("kv_value", _F64), ("kv_pos", _I64),
     ("prog_line", _I64), ("prog_n", _I64), ("prog_total", _I64),
@@ -78,6 +78,7 @@ class Chunk:
     dict_start: np.ndarray
     dict_end: np.ndarray
     dict_json: np.ndarray
+    dict_layout: np.ndarray
     ent_dict: np.ndarray
     ent_key: np.ndarray
     ent_value: np.ndarray
@@ -124,9 +125,13 @@ class Chunk:
     @classmethod
     def from_arrays(cls, first_lineno: int, base_offset: int, data: bytes, arrays: Mapping[str, Any]) -> Chunk:
         """A chunk from a mapping of field name to array-like; each is converted to its contract dtype.
-        A mapping without `dict_json` (a format plugin's own chunk) says no dict is known to be plain JSON."""
+        A mapping without `dict_json` (a format plugin's own chunk) says no dict is known to be plain JSON;
+        without `dict_layout`, that no two dicts are known to share their keys (each gets its own
+        negative layout)."""
         if "dict_json" not in arrays:
             arrays = {**arrays, "dict_json": np.zeros(len(arrays["dict_line"]), dtype=bool)}
+        if "dict_layout" not in arrays:  # no layout known: each dict its own
+            arrays = {**arrays, "dict_layout": -1 - np.arange(len(arrays["dict_line"]), dtype=np.int64)}
         converted: dict[str, np.ndarray] = {
             name: np.ascontiguousarray(np.asarray(arrays[name], dtype=dtype)) for name, dtype in ARRAY_FIELDS}
         return cls(first_lineno=int(first_lineno), base_offset=int(base_offset), data=bytes(data), **converted)

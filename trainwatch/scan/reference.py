@@ -245,6 +245,7 @@ class Scanner:
                 raise TypeError(f"keywords must be str, not {type(word).__name__}")
         self._keywords = _Keywords([w.encode("utf-8") for w in words])
         self._key_ids: dict[bytes, int] = {}
+        self._layouts: dict[tuple[int, ...], int] = {}  # sequences of entry key ids -> layout id
         self._keys: list[str] = []
         self._pending = bytearray()  # the held start of the partial line (at most MAX_LINE bytes)
         self._pending_len = 0  # the partial line's full length, dropped bytes included
@@ -360,9 +361,10 @@ class Scanner:
             self._scan_run(run, found)
         ent_key, kv_key = self._intern(found)
         arrays = {name: getattr(found, name) for name, _ in ARRAY_FIELDS
-                  if name not in ("ent_key", "kv_key")}
+                  if name not in ("ent_key", "kv_key", "dict_layout")}
         arrays["ent_key"] = ent_key
         arrays["kv_key"] = kv_key
+        arrays["dict_layout"] = self._layout_ids(found.ent_dict, ent_key, len(found.dict_line))
         data = runs[0].data if len(runs) == 1 else b"".join(run.data for run in runs)
         return Chunk.from_arrays(self._lineno, self._offset, data, arrays)
 
@@ -383,6 +385,19 @@ class Scanner:
         lines, ids = self._keywords.hits(run)
         found.kw_line.extend((lines + first_line).tolist())
         found.kw_id.extend(ids.tolist())
+
+    def _layout_ids(self, owner: list[int], keys: list[int], n: int) -> list[int]:
+        """Per dict, the id of its sequence of entry keys, numbered in the order sequences are first met."""
+        table = self._layouts
+        out: list[int] = []
+        at = 0
+        for d in range(n):
+            end = at
+            while end < len(owner) and owner[end] == d:
+                end += 1
+            out.append(table.setdefault(tuple(keys[at:end]), len(table)))
+            at = end
+        return out
 
     def _intern(self, found: _Found) -> tuple[list[int], list[int]]:
         """Give ids to the keys seen first in this chunk, in order: by line, dict keys before token keys."""

@@ -22,7 +22,7 @@ fn byte(input: &mut &[u8]) -> usize {
 
 /// Every array joined over the parts (chunk-relative indices made absolute), and the data.
 fn flat(parts: &[ChunkOut]) -> Vec<Vec<i64>> {
-    let mut out = vec![Vec::new(); 20];
+    let mut out = vec![Vec::new(); 21];
     let (mut lines, mut dicts) = (0i64, 0i64);
     for p in parts {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits() as i64).collect::<Vec<_>>();
@@ -46,6 +46,7 @@ fn flat(parts: &[ChunkOut]) -> Vec<Vec<i64>> {
         out[17].extend(&p.prog_total);
         out[18].extend(p.data.iter().map(|&b| i64::from(b)));
         out[19].extend(p.dict_json.iter().map(|&j| i64::from(j)));
+        out[20].extend(&p.dict_layout);
         lines += p.line_start.len() as i64;
         dicts += p.dict_line.len() as i64;
     }
