@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainwatch.scan.chunk import Chunk, concat
+from trainwatch.scan.chunk import ARRAY_FIELDS, Chunk, concat
 from trainwatch.scan.reference import MAX_LINE, Scanner, _Keywords
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -409,3 +409,14 @@ def test_the_corpus_is_present_or_the_smoke_test_says_so() -> None:
 def test_dict_json_says_whether_json_reads_the_same_numbers(line: bytes, plain: bool) -> None:
     c, _ = scan(line + b"\n")
     assert c.dict_json.tolist() == [plain]
+
+
+def test_dict_layouts_are_numbered_as_first_met_and_mean_the_same_in_every_chunk() -> None:
+    s = Scanner([])
+    a = s.feed(b'{"a": 1, "b": 2}\n{"b": 2, "a": 1}\n{"a": 3, "b": 4} {"x": "no number"}\n')
+    b = s.feed(b'{"a": 5, "b": 6}\n{"c": 1}\n')
+    assert a.dict_layout.tolist() == [0, 1, 0, 2] and b.dict_layout.tolist() == [0, 3]
+    # a chunk made without layouts (a format plugin's own) says no two dicts share one
+    arrays = {name: getattr(a, name) for name, _ in ARRAY_FIELDS if name != "dict_layout"}
+    own = Chunk.from_arrays(a.first_lineno, a.base_offset, a.data, arrays)
+    assert len(set(own.dict_layout.tolist())) == 4 and (own.dict_layout < 0).all()
