@@ -38,6 +38,13 @@ def test_a_nan_is_diagnosed_from_the_grad_norms_logged_just_before_it(tmp_path: 
     assert nan[0]["evidence"]["grad_norm_before"][-1] == 450.0
 
 
+def _plateau_check_with_lr_rules_off(path: Path) -> list[str]:
+    """The ids `check --preset sft` finds on `path` with both LR rules off."""
+    config = path.with_name("off.yaml")
+    config.write_text("rules:\n  lr.no_warmup: {enabled: false}\n  lr.schedule: {enabled: false}\n")
+    return [f["id"] for f in _check(path, "--preset", "sft", "--config", str(config))["findings"]]
+
+
 def test_an_annealed_lr_explains_a_flat_loss_with_the_lr_rules_off(tmp_path: Path) -> None:
     """The plateau rule reads the LR itself: with no LR rule on, the LR series is still read whole."""
     rng = random.Random(4)
@@ -48,10 +55,7 @@ def test_an_annealed_lr_explains_a_flat_loss_with_the_lr_rules_off(tmp_path: Pat
         rows.append(json.dumps({"step": step, "loss": round(loss, 4), "lr": lr}))
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(rows) + "\n")
-    config = tmp_path / "off.yaml"
-    config.write_text("rules:\n  lr.no_warmup: {enabled: false}\n  lr.schedule: {enabled: false}\n")
-    ids = [f["id"] for f in _check(path, "--preset", "sft", "--config", str(config))["findings"]]
-    assert "loss.plateau" not in ids
+    assert "loss.plateau" not in _plateau_check_with_lr_rules_off(path)
 
 
 def test_a_nan_is_diagnosed_from_grad_norms_logged_more_often_than_the_loss(tmp_path: Path) -> None:
@@ -88,10 +92,7 @@ def test_an_annealed_lr_logged_more_often_than_the_loss_explains_a_flat_loss(tmp
         rows.append(json.dumps(row))
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(rows) + "\n")
-    config = tmp_path / "off.yaml"
-    config.write_text("rules:\n  lr.no_warmup: {enabled: false}\n  lr.schedule: {enabled: false}\n")
-    ids = [f["id"] for f in _check(path, "--preset", "sft", "--config", str(config))["findings"]]
-    assert "loss.plateau" not in ids
+    assert "loss.plateau" not in _plateau_check_with_lr_rules_off(path)
 
 
 def test_facts_printed_after_a_nan_are_not_read_into_its_finding(tmp_path: Path) -> None:
