@@ -266,3 +266,18 @@ def test_a_long_steady_log_is_read_in_runs(monkeypatch: pytest.MonkeyPatch) -> N
     assert steps == [2 * k for k in range(1, 301)]
     progress = [r.step for r in records if isinstance(r, Event) and r.kind is EventKind.PROGRESS]
     assert progress == [2 * k for k in range(1, 301)]
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+def test_a_bar_total_no_int64_holds_reads_as_line_by_line(scanner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Log text is untrusted: a bar may print a total of any length. Its redraws cannot be int64 columns,
+    and must not cost the chunk (or raise): they are what the per-line reader makes of them."""
+    monkeypatch.setattr(scan, "Scanner", scanner)
+    huge = 10**20
+    raw = "".join(f"  0%|          | {k}/{huge} [00:01<00:09, 9.9it/s]\r{{'loss': 1.0, 'epoch': 0.0{k}}}\n"
+                  for k in range(1, 4)).encode()
+    got = by_bytes(SourceParser(HFConsoleAdapter("")), raw)
+    assert got == by_lines(SourceParser(HFConsoleAdapter("")), raw)
+    progress = [r for r in SourceParser(HFConsoleAdapter("")).feed_bytes(raw)
+                if isinstance(r, Event) and r.kind is EventKind.PROGRESS]
+    assert [(e.step, e.fields.get("total")) for e in progress] == [(1, huge), (2, huge), (3, huge)]
