@@ -156,7 +156,7 @@ class Batch:
             out.extend((pos, e) for e in events)
         out.extend(mine[k:])
         red = self.redraws
-        if len(red):  # a redraw comes after the events found on its line and the lines before it
+        if len(red):  # after the events found on the lines before its own, before those found on it
             lines = np.repeat([ln for ln, _ in found], [len(ev) for _, ev in found])
             red = red.with_rank(red.rank + np.searchsorted(lines, red.line, side="left"))
         return Batch(self.source, self.names, self.name, self.step, self.value, self.line, self.time,
