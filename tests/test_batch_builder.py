@@ -126,3 +126,28 @@ def test_the_engine_reads_column_redraws_as_it_reads_redraw_events() -> None:
     got = state(batch)
     assert got == state(batch.redraws_as_events())  # the last redraw, an object, gives the total
     assert got[0] == 39 and got[1] == 50 and got[2] == 40 and got[5][0] == (4, 0.25)
+
+
+def test_a_total_no_int64_holds_is_kept_as_the_log_printed_it() -> None:
+    """Log text is untrusted: a progress event may carry any total (a Keras `Epoch 1/<20 digits>`). The last
+    total in log order is the source's, whether it came from a column redraw or an event object."""
+    from trainwatch import config
+    from trainwatch.batch import progress_event
+    from trainwatch.engine import Engine
+
+    def total(order: list[int | None]) -> int | None:
+        eng = Engine(config.load("sft"), clock=lambda: 0.0)
+        b = BatchBuilder("a.log")
+        for i, t in enumerate(order, 1):
+            if t is None:
+                b.progress(i, 50, i)
+            else:
+                b.record(progress_event("a.log", i, i, t))
+            b.sample("loss", 1.0, None, i)
+        eng.feed_batch(b.build())
+        return eng.sources["a.log"].total_steps
+
+    huge = 10**20
+    assert total([None, huge]) == huge
+    assert total([huge, None]) == 50
+    assert total([huge, 7, None, huge + 1]) == huge + 1

@@ -24,6 +24,8 @@ from trainwatch.model import Event, EventKind, Record, Sample
 
 NO_STEP = np.iinfo(np.int64).min
 """A sample whose log printed no step: the engine gives it the source's current step."""
+INT64_MAX = int(np.iinfo(np.int64).max)
+"""The largest step or total a column holds; a log may print larger ones (they stay objects)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +156,7 @@ class Batch:
             out.extend((pos, e) for e in events)
         out.extend(mine[k:])
         red = self.redraws
-        if len(red):  # a redraw comes after the events found on its line and the lines before it
+        if len(red):  # after the events found on the lines before its own, before those found on it
             lines = np.repeat([ln for ln, _ in found], [len(ev) for _, ev in found])
             red = red.with_rank(red.rank + np.searchsorted(lines, red.line, side="left"))
         return Batch(self.source, self.names, self.name, self.step, self.value, self.line, self.time,
@@ -261,7 +263,8 @@ class BatchBuilder:
         self._events.extend((base + k, e) for k, e in events)
 
     def progress(self, step: int, total: int | None, line: int) -> None:
-        """A progress redraw: the bar stands at `step` of `total` (see `Redraws`)."""
+        """A progress redraw: the bar stands at `step` of `total` (see `Redraws`), both at most INT64_MAX
+        (a larger one goes in as `progress_event`)."""
         pos, rank, lines, steps, totals = self._redraws
         pos.append(self.samples)
         rank.append(len(self._events))

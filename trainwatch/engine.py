@@ -314,7 +314,7 @@ class Engine:
             state.events += len(light.pos)
             totals = np.flatnonzero(light.total > 0)
             if len(totals):
-                state.total_steps = int(light.total[totals[-1]])
+                state.total_steps = light.total_of(int(totals[-1]))
             if light.objects:
                 prev = np.concatenate(([before if before is not None else NO_STEP], filled[:-1]))
                 redraw_at = np.flatnonzero(~is_row)  # the k-th redraw's place among rows and redraws
@@ -749,8 +749,18 @@ class _Light:
     pos: np.ndarray  # samples of the batch before it
     step: np.ndarray  # NO_STEP where it gave none
     time: np.ndarray  # NaN where it gave none
-    total: np.ndarray  # 0 or less where it gave none
+    total: np.ndarray  # 0 or less where it gave none; 1 for an object with one (`total_of` reads it)
     objects: list[tuple[int, Event]]
+
+    def total_of(self, j: int) -> int:
+        """The total of redraw j: an object's from the object, as the log printed it (log text may hold
+        a total no int64 holds)."""
+        for k, e in reversed(self.objects):  # in ascending k
+            if k == j:
+                return e.fields["total"]
+            if k < j:
+                break
+        return int(self.total[j])
 
     @classmethod
     def of(cls, b: Batch, events: list[tuple[int, Event]], r0: int, r1: int) -> _Light | None:
@@ -765,7 +775,7 @@ class _Light:
         ints = [(e.fields.get("step"), e.fields.get("total")) for _, e in events]
         e_pos = np.array([b.events[i][0] for i, _ in events], dtype=np.int64)
         e_step = np.array([s if type(s) is int else NO_STEP for s, _ in ints], dtype=np.int64)
-        e_total = np.array([t if type(t) is int else 0 for _, t in ints], dtype=np.int64)
+        e_total = np.array([1 if isinstance(t, int) and t > 0 else 0 for _, t in ints], dtype=np.int64)
         e_time = np.array([math.nan if e.time is None else e.time for _, e in events], dtype=np.float64)
         # a column redraw of rank r comes before the batch's event r: merge by those places
         order = np.argsort(np.concatenate((2 * red.rank[r0:r1], 2 * np.array([i for i, _ in events]) + 1)),

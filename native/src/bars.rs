@@ -1,6 +1,6 @@
 //! tqdm's plain bar shape, read at a known `%|`: `  5%|#    | 5/100 [00:01<00:09, 9.9it/s]`.
 //!
-//! The same test as the reference (`trainwatch/scan/reference.py`, `plain_bars`): only blanks between
+//! The same test as the reference (`trainwatch/scan/bars.py`, `plain_bars`): only blanks between
 //! the `\r`-segment's start and the percentage's 1 to 7 digits; a body of at most 64 bytes holding
 //! neither `|` nor `\r`, then `|`; blanks, N and M of 1 to 18 digits around `/`, blanks, `[` before
 //! `limit`; a `]` within 120 bytes after it, before `limit`, the 4 bytes before it `it/s` or `s/it`.

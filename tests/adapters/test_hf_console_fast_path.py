@@ -266,3 +266,48 @@ def test_a_long_steady_log_is_read_in_runs(monkeypatch: pytest.MonkeyPatch) -> N
     assert steps == [2 * k for k in range(1, 301)]
     progress = [r.step for r in records if isinstance(r, Event) and r.kind is EventKind.PROGRESS]
     assert progress == [2 * k for k in range(1, 301)]
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+def test_a_bar_total_no_int64_holds_reads_as_line_by_line(scanner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Log text is untrusted: a bar may print a total of any length. Its redraws cannot be int64 columns,
+    and must not cost the chunk (or raise): they are what the per-line reader makes of them."""
+    monkeypatch.setattr(scan, "Scanner", scanner)
+    huge = 10**20
+    raw = "".join(f"  0%|          | {k}/{huge} [00:01<00:09, 9.9it/s]\r{{'loss': 1.0, 'epoch': 0.0{k}}}\n"
+                  for k in range(1, 4)).encode()
+    got = by_bytes(SourceParser(HFConsoleAdapter("")), raw)
+    assert got == by_lines(SourceParser(HFConsoleAdapter("")), raw)
+    progress = [r for r in SourceParser(HFConsoleAdapter("")).feed_bytes(raw)
+                if isinstance(r, Event) and r.kind is EventKind.PROGRESS]
+    assert [(e.step, e.fields.get("total")) for e in progress] == [(1, huge), (2, huge), (3, huge)]
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+def test_lines_between_a_steady_runs_lines_still_teach_the_prefix_stripper(scanner: Any,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run read at once skips its lines, but the lines between them that a launcher prefix may start
+    still reach the prefix stripper (it trusts a host tag by how many lines it started): a later bar
+    behind that tag is the Trainer's once the tag is trusted, as line by line."""
+    monkeypatch.setattr(scan, "Scanner", scanner)
+    lines = ["  Total optimization steps = 1,000\n"]
+    for k in range(1, 41):
+        lines.append("node1: heartbeat\n")
+        lines.append("\r" + _bar(k, 1000) + "\r{'loss': 1.5, 'grad_norm': 1.5, 'epoch': " + f"{k / 100:.2f}" + "}\n")
+    lines.append("node1: Training:" + _bar(45, 1000) + "\n")  # ms-swift names its bar
+    raw = "".join(lines).encode()
+    want = by_lines(SourceParser(HFConsoleAdapter("")), raw)
+    assert [r[1:4] for r in want if r[0] == "Event"][-1] == (EventKind.PROGRESS, "", 82)  # the tagged bar
+    assert by_bytes(SourceParser(HFConsoleAdapter("")), raw) == want
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+def test_a_steady_run_starts_one_step_past_the_last_dict(scanner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bar that went back since the last dict: the next dict, read in a run, still gets the step after
+    the last one (as `_train_step` gives it), not the bar's."""
+    monkeypatch.setattr(scan, "Scanner", scanner)
+    monkeypatch.setattr(columns, "STEADY_MIN", 1)
+    raw = "".join(_bar(n, 1000) + "\r{'loss': 1.5, 'epoch': 0.01}\n" for n in (1, 0, 3)).encode()
+    want = by_lines(SourceParser(HFConsoleAdapter("")), raw)
+    assert [r[3] for r in want if r[0] == "Sample" and r[1] == "loss"] == [1, 2, 3]
+    assert by_bytes(SourceParser(HFConsoleAdapter("")), raw) == want

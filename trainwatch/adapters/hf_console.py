@@ -27,7 +27,7 @@ import numpy as np
 from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
-from trainwatch.batch import NO_STEP, BatchBuilder, RecordList
+from trainwatch.batch import INT64_MAX, NO_STEP, BatchBuilder, RecordList, progress_event
 from trainwatch.model import Event, EventKind, Record
 
 if TYPE_CHECKING:
@@ -442,7 +442,10 @@ class HFConsoleAdapter(Adapter):
     def _progress(self, lineno: int, out: Out | _Run) -> None:
         if self.total is not None and self.bar_step is not None and self.bar_step != self.progress_sent:
             self.progress_sent = self.bar_step
-            out.progress(self.bar_step, self.total, lineno)
+            if max(self.bar_step, self.total) <= INT64_MAX:
+                out.progress(self.bar_step, self.total, lineno)
+            else:  # a number no column holds (log text is untrusted): the redraw goes as an object
+                out.append(progress_event(self.source, lineno, self.bar_step, self.total))
 
     def _dict(self, text: str, lineno: int, out: Out) -> None:
         if "[" in text and is_history(text):

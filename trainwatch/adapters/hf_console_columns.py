@@ -97,11 +97,13 @@ class LinePlan:
     bar_n: list[int]
     bar_m: list[int]
     arrays: PlanArrays
-    """The same facts as arrays, for reading runs of lines at once (`Steady`)."""
+    """The same facts as arrays, for reading runs of lines at once (`steady`)."""
 
 
 @dataclass
 class PlanArrays:
+    """Per hit line, what `steady` reads a run of lines from, as arrays."""
+
     hits: np.ndarray
     """The hit lines' indices in the chunk."""
     how: np.ndarray
@@ -114,7 +116,7 @@ class PlanArrays:
     epoch: np.ndarray
     """Per hit line: the epoch of its Trainer dict; NaN when none or not finite."""
     breaks: np.ndarray
-    """Hit lines no steady run crosses, ascending (see `Steady`)."""
+    """Hit lines no steady run crosses, ascending (see `steady`)."""
 
 
 def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:

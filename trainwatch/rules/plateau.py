@@ -377,7 +377,7 @@ class LossFlatFromStart(ArrayRule):
         nk = feed.n[rows]
         if int(nk[0]) < 4 * qmax or feed.off + int(rows[0]) < 8 or feed.head_row[int(seg_ids[0])]:
             return False  # the cadence and the quarters still grow, or the head is still being read
-        if len(seg.head) == 0 or seg.head_steps[0] > p.start_within:
+        if seg.head_steps[0] > p.start_within:  # the head holds quarter_max points (above)
             return False
         known = self._first
         if known is not None and known[0] is seg and known[1] == qmax:
