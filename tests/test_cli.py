@@ -322,3 +322,20 @@ def test_tail_help_names_themes_severities_and_defaults() -> None:
     for default in ("(default 1)", "(default 10)", "(default 2)", "(default warning)", "(default: never)"):
         assert default in text, default
     assert "--until-done close the dashboard when every run has ended" in text
+
+
+@pytest.mark.parametrize("fmt,first", [
+    ("jsonl", '{"step": 100000000000000000000, "loss": 1.0}'),
+    ("keyvalue", "step 100000000000000000000 loss 1.0"),
+    ("hf_console", "{'step': 100000000000000000000, 'loss': 1.0, 'epoch': 0.1}"),  # a Trainer dict's own step
+    ("hf_console", "  0%|          | 5/100000000000000000000 [00:01<00:09, 9.9it/s]\r{'loss': 1.0, 'epoch': 0.01}"),
+], ids=["jsonl", "keyvalue", "trainer-step", "trainer-bar"])
+def test_a_step_no_int64_holds_is_read_as_no_step(tmp_path: Path, fmt: str, first: str) -> None:
+    """Log text is untrusted: a step of 10**20 makes the row one without a printed step (the engine keeps
+    steps in int64 columns), never a traceback; the rest of the log is read."""
+    path = tmp_path / "big.log"
+    path.write_text(first + "\n" + first.replace("100000000000000000000", "7") + "\n")
+    proc = tw("check", "--json", "--format", fmt, str(path))
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 1, 2), proc.stderr
+    loss = json.loads(proc.stdout)["sources"][0]["metrics"]["loss"]
+    assert loss["count"] == 2 and loss["last"] == 1.0

@@ -57,6 +57,19 @@ class Redraws:
 NO_REDRAWS = Redraws.of([], [], [], [], [])
 
 
+def _fits(step: object) -> bool:
+    return type(step) is not int or NO_STEP < step <= INT64_MAX
+
+
+def _steps_that_fit(event: Event) -> None:
+    """A step no int64 holds (log text is untrusted: `step 10**20`) is no step: the engine keeps steps in
+    int64 columns. Such an event says no step, as a sample with such a step does (`sample`)."""
+    if not _fits(event.step):
+        event.step = None
+    if not _fits(event.fields.get("step")):
+        event.fields["step"] = None
+
+
 def progress_event(source: str, line: int, step: int, total: int | None) -> Event:
     """A redraw as an event object (the line path's, and a batch's for whoever wants objects)."""
     fields = {"step": step} if total is None or total < 0 else {"step": step, "total": total}
@@ -221,7 +234,7 @@ class BatchBuilder:
     def sample(self, name: str, value: float, step: int | None, line: int, time: float | None = None,
                inferred: bool = False) -> None:
         self._name.append(self.name_id(name))
-        self._step.append(NO_STEP if step is None else step)
+        self._step.append(step if step is not None and NO_STEP < step <= INT64_MAX else NO_STEP)
         self._value.append(value)
         self._line.append(line)
         self._time.append(math.nan if time is None else time)
@@ -253,6 +266,7 @@ class BatchBuilder:
         self._name, self._step, self._value, self._line, self._time, self._inferred = [], [], [], [], [], []
 
     def event(self, event: Event) -> None:
+        _steps_that_fit(event)
         self._events.append((self.samples, event))
 
     def events_ahead(self, events: Iterable[tuple[int, Event]]) -> None:
@@ -260,7 +274,9 @@ class BatchBuilder:
         given as (k, event) in log order: an adapter that collects a run of lines as columns meets the
         events among them before it has the columns."""
         base = self.samples
-        self._events.extend((base + k, e) for k, e in events)
+        for k, e in events:
+            _steps_that_fit(e)
+            self._events.append((base + k, e))
 
     def progress(self, step: int, total: int | None, line: int) -> None:
         """A progress redraw: the bar stands at `step` of `total` (see `Redraws`), both at most INT64_MAX

@@ -311,7 +311,8 @@ class HFConsoleAdapter(Adapter):
         """Whether the reader's state is in the regime `columns.steady` reads runs of lines in."""
         return (self.total is not None and self.bar_step is not None and not self.in_eval and not self.buffered
                 and self.logging_steps is None and not self.fine_epochs and self.state.loaded
-                and self.state.path is None)
+                and self.state.path is None and self.total <= INT64_MAX and self.bar_step <= INT64_MAX
+                and (self.last_train_step or 0) < INT64_MAX // 2)  # numbers the arrays hold, with room
 
     def _take(self, got: columns.SteadyRun, plan: columns.LinePlan, first: int, run: _Run) -> None:
         """The state a steady run leaves, as `_bar`, `_judge` and `_progress` would line by line, and its
