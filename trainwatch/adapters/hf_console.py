@@ -277,28 +277,28 @@ class HFConsoleAdapter(Adapter):
                     lines.skip_plain_many(hits[h:got.end])
                     h = got.end
                     continue
-            i = hits[h]
+            k, i = h, hits[h]
             h += 1
-            how = plan.how[h - 1]
+            how = plan.how[k]
             if how == columns.SLOW:
                 run.flush(lines.out, chunk, self._keys, plan.bounds)
                 lines.parse_into(i)
                 continue
             lines.skip_plain(i)
             lineno = first + i
-            start = plan.bar_from[h - 1]
-            if plan.plain_bar[h - 1]:
-                self._bar(("", plan.bar_n[h - 1], plan.bar_m[h - 1]), lineno, run)
+            start = plan.bar_from[k]
+            if plan.plain_bar[k]:
+                self._bar(("", plan.bar_n[k], plan.bar_m[k]), lineno, run)
             elif start >= 0:
-                end = plan.bar_to[h - 1]
+                end = plan.bar_to[k]
                 seg = data[start:end].decode("utf-8", "replace")
                 bar = self._last_bar(seg, 0, len(seg))
-                if bar is None and start > plan.line_from[h - 1]:  # the bars before it, as `_last_bar` looks
-                    whole = data[plan.line_from[h - 1]:end].decode("utf-8", "replace")
+                if bar is None and start > plan.line_from[k]:  # the bars before it, as `_last_bar` looks
+                    whole = data[plan.line_from[k]:end].decode("utf-8", "replace")
                     bar = self._last_bar(whole, 0, len(whole))
                 self._bar(bar, lineno, run)
             if how == columns.DICT:
-                d = plan.dict_of[h - 1]
+                d = plan.dict_of[k]
                 if plan.trainer[d]:
                     step = self._judge("eval" if plan.is_eval[d] else "train", plan.epoch[d], None)
                     run.dict(d, NO_STEP if step is None else step, lineno,
