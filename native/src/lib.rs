@@ -21,6 +21,7 @@ pub mod lines;
 pub mod numbers;
 pub mod progress;
 pub mod scanner;
+pub mod smooth;
 
 #[cfg(feature = "python")]
 mod python;

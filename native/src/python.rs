@@ -131,10 +131,26 @@ fn plain_bars<'py>(
     Ok((ok.into_pyarray(py), n.into_pyarray(py), m.into_pyarray(py)))
 }
 
+/// The smoothed noise after each row (see `smooth`): `ema = ema + (value - ema) * 2.0 / window`.
+#[pyfunction]
+fn ema_path<'py>(
+    py: Python<'py>,
+    ema: f64,
+    values: PyReadonlyArray1<'py, f64>,
+    windows: PyReadonlyArray1<'py, i64>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let (values, windows) = (values.as_slice()?, windows.as_slice()?);
+    if values.len() != windows.len() {
+        return Err(PyValueError::new_err("values and windows differ in length"));
+    }
+    Ok(crate::smooth::ema_path(ema, values, windows).into_pyarray(py))
+}
+
 #[pymodule]
 fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add_function(wrap_pyfunction!(plain_bars, m)?)?;
+    m.add_function(wrap_pyfunction!(ema_path, m)?)?;
     m.add("MAX_LINE", crate::lines::MAX_LINE)?;
     Ok(())
 }

@@ -93,3 +93,29 @@ def test_row_tail_carries_the_rows_the_store_holds_and_starts_afresh_for_a_new_s
     assert held == RECENT_POINTS and values[-1] == 2.0
     steps, values, held = tail.extend(b, np.array([0]), np.array([5.0]))
     assert held == 0 and values.tolist() == [5.0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(ema=st.floats(allow_nan=True, allow_infinity=True, width=64),
+       rows=st.lists(st.tuples(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
+                               st.integers(2, 10**6)), max_size=60))
+def test_the_smoothing_is_the_python_loop_float_for_float(ema: float, rows: list[tuple[float, int]]) -> None:
+    """`smoothed` gives, bit for bit, what the loop it stands in for gives, natively or not."""
+    from trainwatch import scan
+    from trainwatch.rules import rolling
+
+    values = np.array([v for v, _ in rows], dtype=np.float64)
+    windows = np.array([k for _, k in rows], dtype=np.int64)
+    want, e = [], ema
+    for v, k in rows:
+        e = e + (v - e) * 2.0 / k
+        want.append(e)
+    got = rolling.smoothed(ema, values, windows)
+    assert np.array_equal(got, np.array(want, dtype=np.float64), equal_nan=True)
+    if scan.native() is not None:  # and the pure-Python path, as TRAINWATCH_SCANNER=reference runs it
+        original = rolling.native
+        try:
+            rolling.native = lambda: None  # type: ignore[assignment]
+            assert np.array_equal(rolling.smoothed(ema, values, windows), got, equal_nan=True)
+        finally:
+            rolling.native = original

@@ -18,7 +18,8 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
-from trainwatch.rules.rolling import RowTail, restarts, tail_sizes, trailing_diff_sigma, trailing_median
+from trainwatch.rules.rolling import (RowTail, restarts, smoothed, tail_sizes, trailing_diff_sigma,
+                                      trailing_median)
 from trainwatch.rules.stats import cusum_onset, fmt, scaled_window
 from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point
 from trainwatch.rules.registry import register
@@ -219,22 +220,28 @@ class LossDiverging(ArrayRule):
             return 0
         ema, best = st.noise, st.best
         rows = np.flatnonzero(used[:j])
-        nvs, ks = noise[rows].tolist(), (size[rows] + 1).tolist()
-        steady = bool(np.isfinite(noise[rows]).all())  # then a smoothed noise once set stays a number
-        at = 0
-        for b in [*np.flatnonzero(lower[rows]).tolist(), len(rows) - 1]:  # each new low, then the last row
-            if at <= b and ema != ema:
-                ema, at = nvs[at], at + 1
-            if steady:
-                for nv, k1 in zip(nvs[at:b + 1], ks[at:b + 1]):  # as `_run` smooths it, float for float
-                    ema = ema + (nv - ema) * 2.0 / k1
-            else:
-                for nv, k1 in zip(nvs[at:b + 1], ks[at:b + 1]):
-                    ema = nv if ema != ema else ema + (nv - ema) * 2.0 / k1
-            at = max(at, b + 1)
-            if b >= 0 and lower[rows[b]]:
+        lows = np.flatnonzero(lower[rows]).tolist()
+        if len(rows) and bool(np.isfinite(noise[rows]).all()):  # a smoothed noise once set stays a number
+            nv, ks = noise[rows], size[rows] + 1
+            first = 0
+            if ema != ema:
+                ema, first = float(nv[0]), 1
+            path = smoothed(ema, nv[first:], ks[first:])  # as `_run` smooths it, float for float
+            at_row = np.concatenate(([ema], path))  # the smoothed noise after each row (row 0 with `first`)
+            for b in lows:
                 i = int(rows[b])
-                best = _Low(float(lv[i]), int(new_step[i]), max(nvs[b], ema))
+                best = _Low(float(lv[i]), int(new_step[i]), max(float(nv[b]), float(at_row[b + 1 - first])))
+            ema = float(at_row[-1])
+        else:
+            nvs, kl = noise[rows].tolist(), (size[rows] + 1).tolist()
+            at = 0
+            for b in [*lows, len(rows) - 1]:  # each new low, then the last row
+                for v, k1 in zip(nvs[at:b + 1], kl[at:b + 1]):
+                    ema = v if ema != ema else ema + (v - ema) * 2.0 / k1
+                at = max(at, b + 1)
+                if b >= 0 and lower[rows[b]]:
+                    i = int(rows[b])
+                    best = _Low(float(lv[i]), int(new_step[i]), max(nvs[b], ema))
         st.noise, st.best = ema, best
         if len(rows):
             st.held = 0

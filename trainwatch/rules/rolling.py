@@ -15,6 +15,7 @@ import bottleneck as bn
 import numpy as np
 
 from trainwatch.rules.stats import MAD_SIGMA
+from trainwatch.scan import native
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
 
 
@@ -47,6 +48,21 @@ def trailing_median(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = 
         out[rows] = med[rows - lo]
     if not include_self:
         out[0] = np.nan
+    return out
+
+
+def smoothed(ema: float, values: np.ndarray, windows: np.ndarray) -> np.ndarray:
+    """The running smoothing `ema = ema + (v - ema) * 2.0 / k` after each row (v from `values`, k from
+    `windows`), float for float what a Python loop gives: in the native extension when it is in use, as a
+    trend rule smooths its noise over every row of a healthy backlog."""
+    ext = native()
+    if ext is not None:
+        return ext.ema_path(float(ema), np.ascontiguousarray(values, dtype=np.float64),
+                            np.ascontiguousarray(windows, dtype=np.int64))
+    out = np.empty(len(values))
+    for i, (v, k) in enumerate(zip(np.asarray(values, dtype=np.float64).tolist(), np.asarray(windows).tolist())):
+        ema = ema + (v - ema) * 2.0 / k
+        out[i] = ema
     return out
 
 

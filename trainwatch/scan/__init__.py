@@ -59,8 +59,18 @@ def implementation() -> str:
     return _IMPLEMENTATION
 
 
+def native() -> Any | None:
+    """The compiled extension when the native scanner is the one in use (its few numeric helpers go
+    with it, so TRAINWATCH_SCANNER=reference runs pure Python throughout), else None."""
+    if _IMPLEMENTATION != "native":
+        return None
+    from trainwatch import _scan  # type: ignore[attr-defined]
+
+    return _scan
+
+
 def _fail(message: str) -> NoReturn:
     raise UsageError(message)
 
 
-__all__ = ["Chunk", "Scanner", "implementation"]
+__all__ = ["Chunk", "Scanner", "implementation", "native"]
