@@ -13,6 +13,7 @@
 
 pub mod bars;
 pub mod bytes;
+pub mod census;
 pub mod dicts;
 pub mod keys;
 pub mod keywords;

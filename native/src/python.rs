@@ -131,6 +131,63 @@ fn plain_bars<'py>(
     Ok((ok.into_pyarray(py), n.into_pyarray(py), m.into_pyarray(py)))
 }
 
+/// Byte counts over spans (see `census`): (outside `allowed`, marks, misplaced marks, counted bytes).
+#[pyfunction]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn span_census<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    start: PyReadonlyArray1<'py, i64>,
+    length: PyReadonlyArray1<'py, i64>,
+    allowed: PyReadonlyArray1<'py, bool>,
+    mark: u8,
+    before: u8,
+    after: u8,
+    count: u8,
+) -> PyResult<(
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+)> {
+    let (start, length) = (start.as_slice()?, length.as_slice()?);
+    let table: [bool; 256] = allowed
+        .as_slice()?
+        .try_into()
+        .map_err(|_| PyValueError::new_err("allowed must hold 256 flags"))?;
+    if start.len() != length.len() {
+        return Err(PyValueError::new_err("start and length differ in length"));
+    }
+    let bytes: &[u8] = &data;
+    let what = crate::census::Census {
+        allowed: table,
+        mark,
+        before,
+        after,
+        count,
+    };
+    let cols = py.detach(move || {
+        let mut cols: [Vec<i64>; 4] = Default::default();
+        for (&s, &n) in start.iter().zip(length) {
+            let counts = match (usize::try_from(s), usize::try_from(n)) {
+                (Ok(s), Ok(n)) => what.of(bytes, s, n),
+                _ => [0; 4],
+            };
+            for (col, c) in cols.iter_mut().zip(counts) {
+                col.push(c);
+            }
+        }
+        cols
+    });
+    let [a, b, c, d] = cols;
+    Ok((
+        a.into_pyarray(py),
+        b.into_pyarray(py),
+        c.into_pyarray(py),
+        d.into_pyarray(py),
+    ))
+}
+
 /// The smoothed noise after each row (see `smooth`): `ema = ema + (value - ema) * 2.0 / window`.
 #[pyfunction]
 fn ema_path<'py>(
@@ -151,6 +208,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add_function(wrap_pyfunction!(plain_bars, m)?)?;
     m.add_function(wrap_pyfunction!(ema_path, m)?)?;
+    m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add("MAX_LINE", crate::lines::MAX_LINE)?;
     Ok(())
 }

@@ -306,3 +306,21 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)))]
+
+    /// Byte counts over any span, in the data or far outside it: no panic, and no count above the span.
+    #[test]
+    fn span_census_never_panics(data in log_bytes(), start in any::<usize>(), length in any::<usize>(),
+                                near in 0usize..700) {
+        let mut allowed = [false; 256];
+        allowed[0x20..0x7f].iter_mut().for_each(|a| *a = true);
+        let c = _scan::census::Census { allowed, mark: b':', before: b'\'', after: b' ', count: b',' };
+        for (s, n) in [(start, length), (near, length % 900), (0, data.len())] {
+            let got = c.of(&data, s, n);
+            prop_assert!(got.iter().all(|&k| k >= 0 && k as usize <= n));
+        }
+    }
+}

@@ -20,7 +20,7 @@ from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.hf_console import HFConsoleAdapter
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.model import Event, EventKind, Sample
-from trainwatch.scan import bars
+from trainwatch.scan import bars, census
 from trainwatch.scan.reference import Scanner as ReferenceScanner
 
 from .test_byte_path import SCANNERS, by_bytes, by_lines
@@ -311,3 +311,24 @@ def test_a_steady_run_starts_one_step_past_the_last_dict(scanner: Any, monkeypat
     want = by_lines(SourceParser(HFConsoleAdapter("")), raw)
     assert [r[3] for r in want if r[0] == "Sample" and r[1] == "loss"] == [1, 2, 3]
     assert by_bytes(SourceParser(HFConsoleAdapter("")), raw) == want
+
+
+@pytest.mark.skipif(len(BAR_READERS) < 2, reason="trainwatch._scan is not built")
+@settings(max_examples=1500, deadline=None)
+@given(raw=st.lists(st.sampled_from([b"'", b":", b" ", b",", b"a", b"{", b"}", b"\xe9", b"\"", b"%", b"\x00",
+                                     b"'loss': 1.5, ", b"x" * 300]), max_size=30).map(b"".join),
+       spans=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 2000)), min_size=1, max_size=8))
+def test_the_native_byte_census_is_the_reference_one(raw: bytes, spans: list[tuple[int, int]]) -> None:
+    """Spans anywhere in the data, short and long (the reference counts those two ways), touching its
+    start or its end: the same counts from both, marks with neighbours outside the data included."""
+    from trainwatch.adapters.hf_console_columns import _ALLOWED
+
+    n = len(raw)
+    start = np.array([min(a, n) for a, _ in spans], dtype=np.int64)
+    length = np.array([min(b, n - s) for (_, b), s in zip(spans, start.tolist())], dtype=np.int64)
+    args = (_ALLOWED, ord(":"), ord("'"), ord(" "), ord(","))
+    want = census.span_census(raw, start, length, *args)
+    native = next(s.values[0] for s in SCANNERS if s.values[0] not in (None, ReferenceScanner))
+    got = native.span_census(raw, start, length, *args)
+    for w, g in zip(want, got):
+        assert w.tolist() == g.tolist()

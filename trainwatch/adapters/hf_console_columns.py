@@ -22,7 +22,7 @@ from trainwatch.adapters.spans import entry_bounds, ranges, repeated_keys
 from trainwatch.batch import BatchBuilder
 
 if TYPE_CHECKING:
-    from trainwatch.adapters.pipeline import ChunkLines
+    from trainwatch.adapters.pipeline import ChunkLines, SpanCensus
     from trainwatch.model import Event
     from trainwatch.scan import Chunk
 
@@ -149,7 +149,7 @@ def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
         one_brace = np.bincount(brace_line, minlength=len(chunk))[hits] == 1
         one_dict = fine & has_dict & (per_line == 1) & one_brace
         cand = np.flatnonzero(one_dict)
-        one_dict[cand[~_plain_dicts(chunk, buf, d[cand], bounds, keys)]] = False
+        one_dict[cand[~_plain_dicts(chunk, buf, d[cand], bounds, keys, lines.span_census)]] = False
     ds = np.where(one_dict, chunk.dict_start[d] - base if nd else 0, le)
     de = np.where(one_dict, chunk.dict_end[d] - base if nd else 0, le)
 
@@ -201,7 +201,7 @@ def _arrays(hits: np.ndarray, how: np.ndarray, bar: np.ndarray, plain: np.ndarra
 
 
 def _plain_dicts(chunk: Chunk, buf: np.ndarray, dicts: np.ndarray, bounds: np.ndarray,
-                 keys: ConsoleKeys) -> np.ndarray:
+                 keys: ConsoleKeys, census: SpanCensus) -> np.ndarray:
     """For the given chunk dicts: whether the per-line reader would read exactly the scanner's entries.
 
     Printable ASCII only, without the bytes the two grammars take differently; one `:` per entry, each
@@ -215,7 +215,7 @@ def _plain_dicts(chunk: Chunk, buf: np.ndarray, dicts: np.ndarray, bounds: np.nd
     n = len(dicts)
     if not n:
         return np.zeros(0, dtype=bool)
-    bad, colons, misplaced, commas = _inner_counts(buf, start + 1, inner)
+    bad, colons, misplaced, commas = census(chunk.data, start + 1, inner, _ALLOWED, _COLON, _QUOTE, _SPACE, _COMMA)
     entries = bounds[dicts + 1] - bounds[dicts]
     opened = buf[np.minimum(start + 1, len(buf) - 1)] == _QUOTE
 
@@ -226,43 +226,6 @@ def _plain_dicts(chunk: Chunk, buf: np.ndarray, dicts: np.ndarray, bounds: np.nd
     twice = repeated_keys(owner, key, nd)[dicts]
     return ((bad == 0) & (colons == entries) & (misplaced == 0) & (commas == entries - 1) & opened
             & (entries > 0) & (slow == 0) & ~twice)
-
-
-_SHORT = 256  # dicts up to this many bytes are counted in strided windows, longer ones byte by byte
-
-
-def _inner_counts(buf: np.ndarray, start: np.ndarray, length: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per span [start, start + length) of `buf`: bytes outside `_ALLOWED`, colons, colons not right after
-    a `'` or not right before a blank, and commas."""
-    n = len(start)
-    bad, colons, misplaced, commas = (np.zeros(n, dtype=np.int64) for _ in range(4))
-    short = np.flatnonzero(length <= _SHORT)
-    if len(short):
-        width = int(length[short].max())
-        padded = np.concatenate((buf, np.zeros(width + 2, np.uint8)))
-        view = np.lib.stride_tricks.sliding_window_view(padded, width + 2)
-        win = view[start[short] - 1]  # the byte before each span, the span, the byte after
-        inside = np.arange(width) < length[short, None]
-        sub = win[:, 1:-1]
-        colon = (sub == _COLON) & inside
-        bad[short] = (~_ALLOWED[sub] & inside).sum(axis=1)
-        colons[short] = colon.sum(axis=1)
-        misplaced[short] = (colon & ((win[:, :-2] != _QUOTE) | (win[:, 2:] != _SPACE))).sum(axis=1)
-        commas[short] = ((sub == _COMMA) & inside).sum(axis=1)
-    long = np.flatnonzero(length > _SHORT)
-    if len(long):
-        at, owner, _ = ranges(start[long], length[long])
-        sub = buf[at]
-        m = len(long)
-        bad[long] = np.bincount(owner[~_ALLOWED[sub]], minlength=m)
-        is_colon = sub == _COLON
-        colon_at, colon_owner = at[is_colon], owner[is_colon]
-        colons[long] = np.bincount(colon_owner, minlength=m)
-        misplaced[long] = np.bincount(
-            colon_owner[(buf[colon_at - 1] != _QUOTE) | (buf[colon_at + 1] != _SPACE)], minlength=m)
-        commas[long] = np.bincount(owner[sub == _COMMA], minlength=m)
-    return bad, colons, misplaced, commas
 
 
 def _dict_facts(chunk: Chunk, keys: ConsoleKeys, nd: int) -> tuple[list[bool], list[bool], list[float | None]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from trainwatch.scan import Chunk
 
 PlainBars = Callable[[bytes, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+SpanCensus = Callable[[bytes, np.ndarray, np.ndarray, np.ndarray, int, int, int, int],
+                      tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
 
 ESC = "\x1b"  # a line with an escape sequence reads differently once stripped: it is always looked at
 CSI8 = "\x9b"  # the 8-bit CSI, which strip_escapes removes too
@@ -185,7 +187,7 @@ class _ByteReader:
         found = self._signatures(chunk, lines) if parser.scanner is not None else []
         if self.chunked:
             view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw), out, self.keywords,
-                              self.scanner.plain_bars)
+                              self.scanner)
             try:
                 out.extend(parser.adapter.parse_chunk(chunk, self.scanner.keys, view))
             except Exception:  # an adapter bug must cost one chunk, not the watcher
@@ -291,10 +293,12 @@ class ChunkLines:
     """
 
     def __init__(self, parser: SourceParser, chunk: Chunk, lines: _Lines, hits: np.ndarray,
-                 out: BatchBuilder, keywords: list[str], plain_bars: PlainBars) -> None:
+                 out: BatchBuilder, keywords: list[str], scanner: Any) -> None:
         self.parser = parser
-        self.plain_bars = plain_bars
+        self.plain_bars: PlainBars = scanner.plain_bars
         """The scanner's reader of tqdm's plain bars (trainwatch/scan/bars.py), native or reference."""
+        self.span_census: SpanCensus = scanner.span_census
+        """The scanner's byte counts over spans (trainwatch/scan/census.py), native or reference."""
         self._keywords = keywords
         self.out = out
         """Where an adapter reading the arrays may put whole columns (`BatchBuilder.columns`) instead of

@@ -42,6 +42,14 @@ class Scanner:
         """The held partial line as a last line, then an empty chunk from later calls."""
         return _chunk(self._native.finish())
 
+    @staticmethod
+    def span_census(data: bytes, start: np.ndarray, length: np.ndarray, allowed: np.ndarray, mark: int,
+                    before: int, after: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Byte counts over spans of `data` (see trainwatch/scan/census.py)."""
+        return _scan.span_census(data, np.ascontiguousarray(start, dtype=np.int64),
+                                 np.ascontiguousarray(length, dtype=np.int64),
+                                 np.ascontiguousarray(allowed, dtype=bool), mark, before, after, count)
+
     @property
     def keys(self) -> list[str]:
         """The key table; `ent_key` and `kv_key` index it. It only grows."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainwatch.scan import bars
+from trainwatch.scan import bars, census
 from trainwatch.scan.chunk import ARRAY_FIELDS, MAX_LINE, Chunk
 
 MAX_KEY_BYTES = 64  # longest `key: value` key
@@ -234,6 +234,7 @@ class Scanner:
     """Turns log bytes, fed in pieces of any size, into chunks of complete lines and what is in them."""
 
     plain_bars = staticmethod(bars.plain_bars)
+    span_census = staticmethod(census.span_census)
 
     def __init__(self, keywords: Iterable[str] = ()) -> None:
         """Keep the keywords (searched as UTF-8 bytes) and start with an empty key table and no partial line."""
