@@ -82,3 +82,23 @@ def test_a_loss_near_the_largest_float_is_judged_without_error() -> None:
     want = alerts("loss.diverging", RowLossDiverging, records, None)
     assert alerts("loss.diverging", None, records, []) == want
     assert alerts("loss.diverging", None, records, None) == want
+
+
+def test_a_smoothed_noise_that_overflows_starts_again_as_the_row_rule_starts_it() -> None:
+    """Every third loss near the largest float: the point noise jumps to ~1e308 and the smoothing's
+    `(v - ema) * 2.0` overflows to inf, then NaN. The row rule starts the smoothing again from the next
+    row; a batch smoothed in one go must too, or the low's noise band (in the message) comes out wrong."""
+    rng = random.Random(1)
+    rows: list[tuple[int, float]] = []
+    level = 2.0
+    for i in range(460):
+        level *= 0.995 if i < 100 else 0.999 if i < 160 else 0.998
+        huge = 100 <= i < 160 and i % 3 == 0
+        rows.append((i + 1, 1e308 if huge else level * (1.0 + rng.gauss(0.0, 0.02))))
+    for i in range(300):
+        level *= 1.01
+        rows.append((461 + i, level * (1.0 + rng.gauss(0.0, 0.02))))
+    records = samples("loss", rows)
+    want = alerts("loss.diverging", RowLossDiverging, records, None)
+    assert '"id": "loss.diverging"' in want
+    assert alerts("loss.diverging", None, records, [100, 460]) == want

@@ -221,13 +221,9 @@ class LossDiverging(ArrayRule):
         ema, best = st.noise, st.best
         rows = np.flatnonzero(used[:j])
         lows = np.flatnonzero(lower[rows]).tolist()
-        if len(rows) and bool(np.isfinite(noise[rows]).all()):  # a smoothed noise once set stays a number
-            nv, ks = noise[rows], size[rows] + 1
-            first = 0
-            if ema != ema:
-                ema, first = float(nv[0]), 1
-            path = smoothed(ema, nv[first:], ks[first:])  # as `_run` smooths it, float for float
-            at_row = np.concatenate(([ema], path))  # the smoothed noise after each row (row 0 with `first`)
+        at_row = self._steady_noise(ema, noise[rows], size[rows] + 1) if len(rows) else None
+        if at_row is not None:
+            nv, first = noise[rows], int(ema != ema)
             for b in lows:
                 i = int(rows[b])
                 best = _Low(float(lv[i]), int(new_step[i]), max(float(nv[b]), float(at_row[b + 1 - first])))
@@ -247,6 +243,20 @@ class LossDiverging(ArrayRule):
             st.held = 0
         st.last_step = int(new_step[j - 1])
         return j
+
+    @staticmethod
+    def _steady_noise(ema: float, nv: np.ndarray, ks: np.ndarray) -> np.ndarray | None:
+        """The smoothed noise as it stands first (`ema`, or the first row's noise when `ema` is NaN: that
+        row sets it) and after each later row, as `_run` smooths it float for float, when every value of
+        it is a number; None when a noise or the smoothing is not (a noise near the largest float
+        overflows `(v - ema) * 2.0` to inf, then NaN, which `_run` restarts from the next row)."""
+        if not bool(np.isfinite(nv).all()):
+            return None
+        first = 0
+        if ema != ema:
+            ema, first = float(nv[0]), 1
+        path = np.concatenate(([ema], smoothed(ema, nv[first:], ks[first:])))
+        return path if bool(np.isfinite(path).all()) else None
 
     # -- the sequential state, row by row over plain numbers -----------------------------------------
 
