@@ -339,3 +339,15 @@ def test_a_step_no_int64_holds_is_read_as_no_step(tmp_path: Path, fmt: str, firs
     assert "Traceback" not in proc.stderr and proc.returncode in (0, 1, 2), proc.stderr
     loss = json.loads(proc.stdout)["sources"][0]["metrics"]["loss"]
     assert loss["count"] == 2 and loss["last"] == 1.0
+
+
+def test_trainer_dicts_counted_on_past_the_int64_limit_are_read(tmp_path: Path) -> None:
+    """A Trainer dict prints a step just under INT64_MAX (as a float it rounds past it) and the dicts after
+    it print none, so their steps count on from it: the chunk read from the arrays must give those rows
+    no step, not raise (an adapter that raises loses its chunk, and check said nothing was understood)."""
+    path = tmp_path / "near.log"
+    dicts = [f"{{'loss': 1.0, 'epoch': {0.1 + i / 100:.2f}}}" for i in range(1, 6)]
+    path.write_text("\n".join(["{'step': 9223372036854775806, 'loss': 1.0, 'epoch': 0.1}", *dicts]) + "\n")
+    proc = tw("check", "--json", "--format", "hf_console", str(path))
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 1, 2), proc.stderr
+    assert json.loads(proc.stdout)["sources"][0]["metrics"]["loss"]["count"] == 6

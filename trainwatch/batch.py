@@ -61,6 +61,12 @@ def _fits(step: object) -> bool:
     return type(step) is not int or NO_STEP < step <= INT64_MAX
 
 
+def column_step(step: int | None) -> int:
+    """A sample's step as its int64 column holds it: NO_STEP for none, and for one no int64 holds (log
+    text is untrusted; a reader counting on from a printed step near the limit passes it too)."""
+    return step if step is not None and NO_STEP < step <= INT64_MAX else NO_STEP
+
+
 def _steps_that_fit(event: Event) -> None:
     """A step no int64 holds (log text is untrusted: `step 10**20`) is no step: the engine keeps steps in
     int64 columns. Such an event says no step, as a sample with such a step does (`sample`)."""
@@ -234,7 +240,7 @@ class BatchBuilder:
     def sample(self, name: str, value: float, step: int | None, line: int, time: float | None = None,
                inferred: bool = False) -> None:
         self._name.append(self.name_id(name))
-        self._step.append(step if step is not None and NO_STEP < step <= INT64_MAX else NO_STEP)
+        self._step.append(column_step(step))
         self._value.append(value)
         self._line.append(line)
         self._time.append(math.nan if time is None else time)

@@ -27,7 +27,7 @@ import numpy as np
 from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
-from trainwatch.batch import INT64_MAX, NO_STEP, BatchBuilder, RecordList, progress_event
+from trainwatch.batch import INT64_MAX, BatchBuilder, RecordList, column_step, progress_event
 from trainwatch.model import Event, EventKind, Record
 
 if TYPE_CHECKING:
@@ -301,7 +301,7 @@ class HFConsoleAdapter(Adapter):
                 d = plan.dict_of[k]
                 if plan.trainer[d]:
                     step = self._judge("eval" if plan.is_eval[d] else "train", plan.epoch[d], None)
-                    run.dict(d, NO_STEP if step is None else step, lineno,
+                    run.dict(d, column_step(step), lineno,
                              int(plan.bounds[d + 1] - plan.bounds[d]))
             self._progress(lineno, run)
         run.flush(lines.out, chunk, self._keys, plan.bounds)
