@@ -351,3 +351,46 @@ def test_a_line_longer_than_the_scanner_keeps_reads_alike_by_every_reader(tmp_pa
     for _ in range(8):
         reader.read(Sink())  # type: ignore[arg-type]
     assert [(o["lineno"], o["line"]) for o in out if "line" in o] == want
+
+
+def test_a_last_line_without_a_newline_is_cut_as_the_scanner_finishes_it() -> None:
+    """The scanner's last line has no terminator, so a `\r` ending it past MAX_LINE bytes is not kept:
+    `iter_lines` gives the same first MAX_LINE bytes (a `\r` within them stays, as in a short line)."""
+    from trainwatch.scan import Scanner
+    from trainwatch.scan.chunk import MAX_LINE
+
+    for tail in (b"x" * MAX_LINE + b"\r", b"x" * (MAX_LINE + 7) + b"\r", b"x" * 5 + b"\r"):
+        raw = b"a\n" + tail
+        scanner = Scanner([])
+        scanner.feed(raw)
+        last = scanner.finish()
+        assert len(last) == 1
+        assert list(iter_lines(io.BytesIO(raw)))[-1] == (2, last.line(0).decode())
+
+
+def test_a_file_truncated_inside_a_long_line_is_read_again_from_its_first_line(tmp_path: Path) -> None:
+    """The local follower drops the rest of a line held past its limit; a truncation (or rotation) in the
+    middle of one ends it, so the new text's first line is read, numbered 1."""
+    from trainwatch.sources.files import MAX_LINE as HELD
+    from trainwatch.sources.tail import FileFollower
+
+    path = tmp_path / "run.log"
+    path.write_bytes(b"")
+    follower = FileFollower(path)
+
+    def drain() -> list[tuple[int, str]]:
+        got: list[tuple[int, str]] = []
+        while True:
+            got.extend(follower.poll().lines)
+            if not follower.more:
+                return got
+
+    drain()
+    with path.open("ab") as f:
+        f.write(b"x" * (HELD + 100))  # no line end yet
+    assert [n for n, _ in drain()] == [1]
+    os.truncate(path, 0)
+    drain()
+    with path.open("ab") as f:
+        f.write(b"a\nb\n")
+    assert drain() == [(1, "a"), (2, "b")]

@@ -190,8 +190,8 @@ def iter_lines(f: BinaryIO, start_line: int = 0) -> Iterator[tuple[int, str]]:
                 yield lineno + 1, kept(rest).decode("utf-8", "replace")
                 skipping = True
             rest = b""
-    if rest and not skipping:
+    if rest and not skipping:  # no terminator: the scanners keep its first bytes, a last `\r` among them
         lineno += 1
-        yield lineno, kept(rest).decode("utf-8", "replace")
+        yield lineno, rest[:SCANNED].decode("utf-8", "replace")
     elif skipping:
         lineno += 1

@@ -98,6 +98,7 @@ class FileFollower:
             self._offset = 0
             self._lineno = 0
             self._partial = b""
+            self._partial_skip = False  # the new text's first line is no rest of the old long one
             out.restarted = True
         self._drain(out)
         return out
@@ -144,6 +145,7 @@ class FileFollower:
         self._missing_said = self._unreadable_said = False
         self._lineno = 0
         self._partial = b""
+        self._partial_skip = False
         self._offset = 0
         if self._from_end:
             self._from_end = False
