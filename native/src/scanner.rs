@@ -7,6 +7,10 @@ use crate::lines::{LineRec, Split, Splitter};
 use crate::{dicts, kv, progress};
 use std::collections::HashMap;
 
+/// Layouts remembered: past this many, a sequence of keys not met before gets a new id each time it
+/// comes (so memory stays bounded on a log whose lines print their keys in ever new orders).
+pub const MAX_LAYOUTS: usize = 4096;
+
 /// Everything one feed found; field meanings are those of the scanner contract.
 #[derive(Debug, Default)]
 pub struct ChunkOut {
@@ -39,8 +43,10 @@ pub struct Core {
     splitter: Splitter,
     keywords: Keywords,
     keys: Keys,
-    /// Each sequence of entry key ids met so far, and its layout id.
+    /// Each sequence of entry key ids met so far (the first MAX_LAYOUTS of them), and its layout id.
     layouts: HashMap<Vec<i32>, i64, foldhash::fast::RandomState>,
+    /// The next layout id to give.
+    next_layout: i64,
     /// The key ids of the dict being reported.
     layout_keys: Vec<i32>,
     dict_scratch: dicts::Found,
@@ -54,6 +60,7 @@ impl Core {
             keywords: Keywords::new(keywords)?,
             keys: Keys::default(),
             layouts: HashMap::default(),
+            next_layout: 0,
             layout_keys: Vec::new(),
             dict_scratch: dicts::Found::default(),
             spans: Vec::new(),
@@ -112,6 +119,7 @@ impl Core {
         let keys = &mut self.keys;
         let spans = &mut self.spans;
         let layouts = &mut self.layouts;
+        let next_layout = &mut self.next_layout;
         let layout_keys = &mut self.layout_keys;
         dicts::scan(line, &mut self.dict_scratch, |found| {
             let dict_index = out.dict_line.len() as i64;
@@ -127,12 +135,15 @@ impl Core {
                 out.ent_value.push(value);
                 layout_keys.push(id);
             }
-            let next = layouts.len() as i64;
             let layout = match layouts.get(layout_keys.as_slice()) {
                 Some(&known) => known,
                 None => {
-                    layouts.insert(layout_keys.clone(), next);
-                    next
+                    let id = *next_layout;
+                    *next_layout += 1;
+                    if layouts.len() < MAX_LAYOUTS {
+                        layouts.insert(layout_keys.clone(), id);
+                    }
+                    id
                 }
             };
             out.dict_layout.push(layout);
@@ -170,5 +181,24 @@ fn visible_start(line: &[u8]) -> usize {
             return 0;
         }
         end = start - 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_past_the_limit_are_new_each_time() {
+        let mut core = Core::new(&[]).unwrap();
+        let mut text = Vec::new();
+        for i in 0..MAX_LAYOUTS + 2 {
+            text.extend_from_slice(format!("{{\"k{i}\": 1}}\n").as_bytes());
+        }
+        text.extend_from_slice(b"{\"k0\": 2}\n{\"late\": 1}\n{\"late\": 2}\n");
+        let out = core.feed(&text);
+        let n = MAX_LAYOUTS as i64;
+        assert_eq!(out.dict_layout[..3], [0, 1, 2]);
+        assert_eq!(out.dict_layout[MAX_LAYOUTS..], [n, n + 1, 0, n + 2, n + 3]);
     }
 }

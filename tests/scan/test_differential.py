@@ -153,3 +153,19 @@ EDGE_OBJECT = _edge(st.recursive(EDGE_NUMBER, _edge, max_leaves=8))
 @given(st.lists(EDGE_OBJECT, min_size=1, max_size=6).map(lambda xs: b"\n".join(xs) + b"\n"))
 def test_plain_json_flags_agree(data: bytes) -> None:
     assert_same(data, [], [len(data) // 2], [])
+
+
+def test_past_the_layouts_remembered_both_scanners_number_alike() -> None:
+    """A log whose dicts print their keys in ever new orders: past MAX_LAYOUTS a new order gets a new id
+    each time (memory stays bounded), the same ids from both scanners, in any cuts."""
+    from trainwatch.scan.reference import MAX_LAYOUTS
+
+    lines = [f'{{"k{i}": 1, "loss": 2}}\n' for i in range(MAX_LAYOUTS + 3)] + ['{"k0": 5, "loss": 1}\n'] * 2
+    lines += ['{"late": 1}\n'] * 2
+    data = "".join(lines).encode()
+    assert_same(data, [], [], [])
+    assert_same(data, [], [len(data) // 2], [len(data) // 3, len(data) - 5])
+    chunk, _, _ = run(ReferenceScanner, data, [], [])
+    got = chunk.dict_layout.tolist()
+    n = MAX_LAYOUTS
+    assert got[:2] == [0, 1] and got[n:] == [n, n + 1, n + 2, 0, 0, n + 3, n + 4]

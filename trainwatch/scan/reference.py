@@ -19,6 +19,9 @@ import numpy as np
 from trainwatch.scan import bars, census
 from trainwatch.scan.chunk import ARRAY_FIELDS, MAX_LINE, Chunk
 
+MAX_LAYOUTS = 4096
+"""Layouts remembered (the native scanner's MAX_LAYOUTS): past them, a sequence of keys not met before
+gets a new id each time it comes, so memory stays bounded however the keys of a log's lines are ordered."""
 MAX_KEY_BYTES = 64  # longest `key: value` key
 _WORD_BYTES = rb"A-Za-z0-9_./\-"
 
@@ -247,6 +250,7 @@ class Scanner:
         self._keywords = _Keywords([w.encode("utf-8") for w in words])
         self._key_ids: dict[bytes, int] = {}
         self._layouts: dict[tuple[int, ...], int] = {}  # sequences of entry key ids -> layout id
+        self._next_layout = 0
         self._keys: list[str] = []
         self._pending = bytearray()  # the held start of the partial line (at most MAX_LINE bytes)
         self._pending_len = 0  # the partial line's full length, dropped bytes included
@@ -396,7 +400,13 @@ class Scanner:
             end = at
             while end < len(owner) and owner[end] == d:
                 end += 1
-            out.append(table.setdefault(tuple(keys[at:end]), len(table)))
+            seq = tuple(keys[at:end])
+            got = table.get(seq)
+            if got is None:
+                got, self._next_layout = self._next_layout, self._next_layout + 1
+                if len(table) < MAX_LAYOUTS:  # memory stays bounded: past it, a new sequence is not kept
+                    table[seq] = got
+            out.append(got)
             at = end
         return out
 
