@@ -136,3 +136,14 @@ def test_points_are_built_once_and_only_when_asked_for():
     col.add(Point(5, 2.0, None, 5))
     assert col.recent[0] is first  # not rebuilt
     assert col.last is not None and col.last.value == 2.0
+
+
+def test_a_rarely_logged_metric_holds_little_history() -> None:
+    """A log may name tens of thousands of metrics, each logged a few times (log text is untrusted):
+    the whole-run history grows with what a series holds, not to its full size at the first bucket."""
+    s = Series("m", "run.log")
+    n = 40
+    s.extend(np.arange(n, dtype=np.int64), np.ones(n), np.arange(n, dtype=np.int64), np.full(n, np.nan),
+             np.zeros(n, dtype=bool))
+    assert len(s.history) == n
+    assert len(s.history.total) <= 2 * n < store.HISTORY_BUCKETS

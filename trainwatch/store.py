@@ -74,7 +74,7 @@ class History:
     def _room(self, k: int) -> None:
         if self.n + k <= len(self.total):
             return
-        cap = max(self.n + k, HISTORY_BUCKETS, 2 * len(self.total))
+        cap = max(self.n + k, 2 * len(self.total), 16)  # doubling from small: a rarely logged metric costs little
         for name in History.__slots__:
             if name != "n":
                 old = getattr(self, name)
