@@ -58,13 +58,14 @@ NO_REDRAWS = Redraws.of([], [], [], [], [])
 
 
 def _fits(step: object) -> bool:
+    """Whether an int64 column holds this step (anything but a Python int is left as it is)."""
     return type(step) is not int or NO_STEP < step <= INT64_MAX
 
 
 def column_step(step: int | None) -> int:
     """A sample's step as its int64 column holds it: NO_STEP for none, and for one no int64 holds (log
     text is untrusted; a reader counting on from a printed step near the limit passes it too)."""
-    return step if step is not None and NO_STEP < step <= INT64_MAX else NO_STEP
+    return step if step is not None and _fits(step) else NO_STEP
 
 
 def _steps_that_fit(event: Event) -> None:
