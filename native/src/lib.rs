@@ -15,6 +15,7 @@ pub mod bars;
 pub mod bytes;
 pub mod census;
 pub mod dicts;
+pub mod find;
 pub mod keys;
 pub mod keywords;
 pub mod kv;

@@ -203,12 +203,25 @@ fn ema_path<'py>(
     Ok(crate::smooth::ema_path(ema, values, windows).into_pyarray(py))
 }
 
+/// Every offset of `needle` in `data` (see `find`), ascending, overlapping ones included.
+#[pyfunction]
+fn positions<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    needle: PyBackedBytes,
+) -> Bound<'py, PyArray1<i64>> {
+    let (bytes, needle): (&[u8], &[u8]) = (&data, &needle);
+    py.detach(move || crate::find::positions(bytes, needle))
+        .into_pyarray(py)
+}
+
 #[pymodule]
 fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add_function(wrap_pyfunction!(plain_bars, m)?)?;
     m.add_function(wrap_pyfunction!(ema_path, m)?)?;
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
+    m.add_function(wrap_pyfunction!(positions, m)?)?;
     m.add("MAX_LINE", crate::lines::MAX_LINE)?;
     Ok(())
 }

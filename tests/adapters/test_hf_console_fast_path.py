@@ -20,7 +20,7 @@ from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.hf_console import HFConsoleAdapter
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.model import Event, EventKind, Sample
-from trainwatch.scan import bars, census
+from trainwatch.scan import bars, census, find
 from trainwatch.scan.reference import Scanner as ReferenceScanner
 
 from .test_byte_path import SCANNERS, by_bytes, by_lines
@@ -332,3 +332,19 @@ def test_the_native_byte_census_is_the_reference_one(raw: bytes, spans: list[tup
     got = native.span_census(raw, start, length, *args)
     for w, g in zip(want, got):
         assert w.tolist() == g.tolist()
+
+
+@pytest.mark.skipif(len(BAR_READERS) < 2, reason="trainwatch._scan is not built")
+@settings(max_examples=1500, deadline=None)
+@given(raw=st.lists(st.sampled_from([b"{", b"\r", b"%", b"|", b"%|", b"a", b"\xe9", b"\x00", b"x" * 70]),
+                    max_size=40).map(b"".join),
+       needle=st.sampled_from([b"{", b"\r", b"%|", b"||", b"|||", b"%|%", b"", b"\x00"]))
+def test_the_native_byte_finder_is_the_reference_one(raw: bytes, needle: bytes) -> None:
+    """Needles of one byte and longer, self-overlapping ones (`||` in `|||`) and the empty one, at the
+    data's ends and cut by them: the same offsets from both, each a real occurrence."""
+    want = find.positions(raw, needle)
+    native = next(s.values[0] for s in SCANNERS if s.values[0] not in (None, ReferenceScanner))
+    got = native.positions(raw, needle)
+    assert got.dtype == want.dtype == np.int64
+    assert got.tolist() == want.tolist()
+    assert want.tolist() == [i for i in range(len(raw)) if needle and raw.startswith(needle, i)]

@@ -299,8 +299,9 @@ class HFConsoleAdapter(Adapter):
                 self._bar(bar, lineno, run)
             if how == columns.DICT:
                 d = plan.dict_of[k]
-                if plan.trainer[d]:
-                    step = self._judge("eval" if plan.is_eval[d] else "train", plan.epoch[d], None)
+                trainer, is_eval, epoch = plan.facts.of(d)
+                if trainer:
+                    step = self._judge("eval" if is_eval else "train", epoch, None)
                     run.dict(d, column_step(step), lineno,
                              int(plan.bounds[d + 1] - plan.bounds[d]))
             self._progress(lineno, run)

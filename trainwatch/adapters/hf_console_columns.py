@@ -87,17 +87,28 @@ class LinePlan:
     """Chunk dict index of a DICT line."""
     bounds: np.ndarray
     """Entries of chunk dict d are [bounds[d], bounds[d + 1])."""
-    trainer: list[bool]
-    """Per chunk dict: holds a key that makes it a Trainer log (else the reader ignores it)."""
-    is_eval: list[bool]
-    epoch: list[float | None]
-    """Per chunk dict: its finite `epoch`, else None."""
+    facts: DictFacts
+    """Per chunk dict, what the per-line loop asks of it."""
     plain_bar: list[bool]
     """Per hit line: its bar is tqdm's plain shape, read here (`plain_bars`), with N and M below."""
     bar_n: list[int]
     bar_m: list[int]
     arrays: PlanArrays
     """The same facts as arrays, for reading runs of lines at once (`steady`)."""
+
+
+class DictFacts:
+    """Per chunk dict: whether it holds a key that makes it a Trainer log (else the reader ignores it),
+    whether it is an evaluation's, and its epoch (NaN when absent or not finite), as arrays; the per-line
+    loop reads one dict's at a time."""
+
+    def __init__(self, trainer: np.ndarray, is_eval: np.ndarray, epoch: np.ndarray) -> None:
+        self.trainer, self.is_eval, self.epoch = trainer, is_eval, epoch
+
+    def of(self, d: int) -> tuple[bool, bool, float | None]:
+        """Dict d's facts, its epoch None when it has no finite one."""
+        e = float(self.epoch[d])
+        return bool(self.trainer[d]), bool(self.is_eval[d]), None if math.isnan(e) else e
 
 
 @dataclass
@@ -144,7 +155,7 @@ def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
     one_dict = np.zeros(len(hits), dtype=bool)
     if nd:
         per_line = np.bincount(chunk.dict_line, minlength=len(chunk))[hits]
-        braces = np.flatnonzero(buf == 0x7B)
+        braces = lines.positions(chunk.data, b"{")
         brace_line = np.searchsorted(chunk.line_start - base, braces, side="right") - 1
         one_brace = np.bincount(brace_line, minlength=len(chunk))[hits] == 1
         one_dict = fine & has_dict & (per_line == 1) & one_brace
@@ -153,8 +164,7 @@ def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
     ds = np.where(one_dict, chunk.dict_start[d] - base if nd else 0, le)
     de = np.where(one_dict, chunk.dict_end[d] - base if nd else 0, le)
 
-    pct = np.flatnonzero(buf[:-1] == 0x25)
-    pct = pct[buf[pct + 1] == 0x7C]  # "%|": where tqdm's bar begins (found from the rarer `%`: 6x cheaper)
+    pct = lines.positions(chunk.data, b"%|")  # where tqdm's bar begins
     last = np.searchsorted(pct, le) - 1
     bar_after = (last >= 0) & (pct[np.maximum(last, 0)] >= de) & one_dict if len(pct) else np.zeros(len(hits), bool)
     dict_line = one_dict & ~bar_after
@@ -165,31 +175,30 @@ def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
     p = pct[np.maximum(j, 0)] if len(pct) else np.zeros(len(hits), dtype=np.int64)
     bar = (j >= 0) & (p >= ls) if len(pct) else np.zeros(len(hits), dtype=bool)
     bar_line &= bar  # the keyword is there, so is its position: this only guards the arithmetic
-    cr = np.flatnonzero(buf == 0x0D)
+    cr = lines.positions(chunk.data, b"\r")
     k = np.searchsorted(cr, p) - 1
     seg = np.where((k >= 0) & (cr[np.maximum(k, 0)] >= ls), cr[np.maximum(k, 0)] + 1, ls) if len(cr) else ls
 
     how = np.where(dict_line, DICT, np.where(bar_line, BAR, SLOW))
-    trainer, is_eval, epoch = _dict_facts(chunk, keys, nd)
+    facts = _dict_facts(chunk, keys, nd)
     read = bar & (how != SLOW)
     plain, bar_n, bar_m = np.zeros(len(hits), dtype=bool), np.zeros(len(hits), dtype=np.int64), \
         np.zeros(len(hits), dtype=np.int64)
     at = np.flatnonzero(read)
     if len(at):
         plain[at], bar_n[at], bar_m[at] = lines.plain_bars(chunk.data, p[at], seg[at], limit[at])
-    facts = _arrays(hits, how, bar, plain, bar_n, bar_m, d, trainer, is_eval, epoch)
+    arrays = _arrays(hits, how, bar, plain, bar_n, bar_m, d, facts)
     return LinePlan(how.tolist(), np.where(bar, seg, -1).tolist(), limit.tolist(), ls.tolist(), d.tolist(),
-                    bounds, trainer, is_eval, epoch, plain.tolist(), bar_n.tolist(), bar_m.tolist(), facts)
+                    bounds, facts, plain.tolist(), bar_n.tolist(), bar_m.tolist(), arrays)
 
 
 def _arrays(hits: np.ndarray, how: np.ndarray, bar: np.ndarray, plain: np.ndarray, bar_n: np.ndarray, bar_m: np.ndarray,
-            d: np.ndarray, trainer: list[bool], is_eval: list[bool], epoch: list[float | None]) -> PlanArrays:
+            d: np.ndarray, facts: DictFacts) -> PlanArrays:
     is_dict = how == DICT
-    nd = len(trainer)
-    if nd:
-        t = np.asarray(trainer, dtype=bool)[d] & is_dict
-        ev = np.asarray(is_eval, dtype=bool)[d]
-        e = np.array([math.nan if x is None else x for x in epoch], dtype=np.float64)[d]
+    if len(facts.trainer):
+        t = facts.trainer[d] & is_dict
+        ev = facts.is_eval[d]
+        e = facts.epoch[d]
     else:
         t, ev, e = np.zeros(len(how), dtype=bool), np.zeros(len(how), dtype=bool), np.full(len(how), math.nan)
     e = np.where(t & ~ev, e, math.nan)
@@ -228,17 +237,16 @@ def _plain_dicts(chunk: Chunk, buf: np.ndarray, dicts: np.ndarray, bounds: np.nd
             & (entries > 0) & (slow == 0) & ~twice)
 
 
-def _dict_facts(chunk: Chunk, keys: ConsoleKeys, nd: int) -> tuple[list[bool], list[bool], list[float | None]]:
-    """Per chunk dict: a Trainer dict, an evaluation's, and its finite epoch (None when absent or not)."""
+def _dict_facts(chunk: Chunk, keys: ConsoleKeys, nd: int) -> DictFacts:
+    """Per chunk dict: a Trainer dict, an evaluation's, and its finite epoch (NaN when absent or not)."""
     owner, key, value = chunk.ent_dict, chunk.ent_key, chunk.ent_value
     trainer = np.bincount(owner[keys.known[key]], minlength=nd) > 0
     is_eval = np.bincount(owner[keys.eval[key]], minlength=nd) > 0
     epoch = np.full(nd, np.nan)
     has = keys.epoch[key]
     epoch[owner[has]] = value[has]
-    finite = np.isfinite(epoch)
-    epochs: list[float | None] = [e if f else None for e, f in zip(epoch.tolist(), finite.tolist())]
-    return trainer.tolist(), is_eval.tolist(), epochs
+    epoch[~np.isfinite(epoch)] = np.nan
+    return DictFacts(trainer, is_eval, epoch)
 
 
 def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray, dicts: list[int],

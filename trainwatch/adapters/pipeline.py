@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 PlainBars = Callable[[bytes, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 SpanCensus = Callable[[bytes, np.ndarray, np.ndarray, np.ndarray, int, int, int, int],
                       tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+Positions = Callable[[bytes, bytes], np.ndarray]
 
 ESC = "\x1b"  # a line with an escape sequence reads differently once stripped: it is always looked at
 CSI8 = "\x9b"  # the 8-bit CSI, which strip_escapes removes too
@@ -299,6 +300,8 @@ class ChunkLines:
         """The scanner's reader of tqdm's plain bars (trainwatch/scan/bars.py), native or reference."""
         self.span_census: SpanCensus = scanner.span_census
         """The scanner's byte counts over spans (trainwatch/scan/census.py), native or reference."""
+        self.positions: Positions = scanner.positions
+        """The scanner's finder of a byte string's offsets (trainwatch/scan/find.py), native or reference."""
         self._keywords = keywords
         self.out = out
         """Where an adapter reading the arrays may put whole columns (`BatchBuilder.columns`) instead of

@@ -50,6 +50,11 @@ class Scanner:
                                  np.ascontiguousarray(length, dtype=np.int64),
                                  np.ascontiguousarray(allowed, dtype=bool), mark, before, after, count)
 
+    @staticmethod
+    def positions(data: bytes, needle: bytes) -> np.ndarray:
+        """Every offset of `needle` in `data` (see trainwatch/scan/find.py)."""
+        return _scan.positions(data, needle)
+
     @property
     def keys(self) -> list[str]:
         """The key table; `ent_key` and `kv_key` index it. It only grows."""

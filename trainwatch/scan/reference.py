@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainwatch.scan import bars, census
+from trainwatch.scan import bars, census, find
 from trainwatch.scan.chunk import ARRAY_FIELDS, MAX_LINE, Chunk
 
 MAX_LAYOUTS = 4096
@@ -238,6 +238,7 @@ class Scanner:
 
     plain_bars = staticmethod(bars.plain_bars)
     span_census = staticmethod(census.span_census)
+    positions = staticmethod(find.positions)
 
     def __init__(self, keywords: Iterable[str] = ()) -> None:
         """Keep the keywords (searched as UTF-8 bytes) and start with an empty key table and no partial line."""
