@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.rules.rowref import store_rows
@@ -47,8 +47,13 @@ def _assert_same(col: Series, row: store_rows.Series) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(VALUES, max_size=300), st.lists(st.integers(1, 400), max_size=20), st.integers(0, 3))
-def test_batches_of_any_size_hold_what_rows_one_at_a_time_held(values, cuts, shrink):
+@given(st.lists(VALUES, max_size=300), st.lists(st.integers(1, 400), max_size=20), st.integers(0, 3),
+       st.lists(st.booleans(), max_size=21))
+@example([float(i) for i in range(70)], [10, 10, 50], 3, [])  # the arrays move with rows not yet folded
+@example([float(i) for i in range(70)], [10, 10, 50], 3, [False, True])
+def test_batches_of_any_size_hold_what_rows_one_at_a_time_held(values, cuts, shrink, peeks):
+    """`peeks`: the whole run is read after those batches, so the stored rows are folded into the history
+    at those points as well as when the arrays move; where the folds fall changes nothing."""
     old_buckets, old_recent = store.HISTORY_BUCKETS, store.RECENT_POINTS
     store.HISTORY_BUCKETS = store_rows.HISTORY_BUCKETS = 4 << shrink  # small, so halving happens often
     try:
@@ -64,10 +69,12 @@ def test_batches_of_any_size_hold_what_rows_one_at_a_time_held(values, cuts, shr
             row.add(store_rows.Point(int(steps[i]), float(vals[i]), None if t != t else t, int(lines[i]),
                                      bool(inferred[i])))
         at = 0
-        for c in [*cuts, n]:
+        for j, c in enumerate([*cuts, n]):
             hi = min(n, at + c)
             col.extend(steps[at:hi], vals[at:hi], lines[at:hi], times[at:hi], inferred[at:hi])
             at = hi
+            if j < len(peeks) and peeks[j]:
+                col.whole_run()
         _assert_same(col, row)
     finally:
         store.HISTORY_BUCKETS = store_rows.HISTORY_BUCKETS = old_buckets

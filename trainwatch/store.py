@@ -152,10 +152,12 @@ class Series:
     resolution whenever they reach HISTORY_BUCKETS."""
 
     __slots__ = (
+        "_bucket_size",
         "_built",
         "_cap",
         "_first",
         "_hi",
+        "_history",
         "_inf",
         "_line",
         "_lo",
@@ -165,12 +167,11 @@ class Series:
         "_points",
         "_step",
         "_time",
+        "_unfolded",
         "_value",
-        "bucket_size",
         "count",
         "first",
         "head",
-        "history",
         "inf_count",
         "maximum",
         "minimum",
@@ -182,8 +183,9 @@ class Series:
     def __init__(self, name: str, source: str) -> None:
         self.name = name
         self.source = source
-        self.history = History()
-        self.bucket_size = 1
+        self._history = History()
+        self._bucket_size = 1
+        self._unfolded = 0  # the newest rows stored, not yet folded into the history (see `extend`)
         self.count = 0
         self.nan_count = 0
         self.inf_count = 0
@@ -244,8 +246,35 @@ class Series:
             nan = int(np.count_nonzero(np.isnan(value)))
             self.nan_count += nan
             self.inf_count += k - n_fin - nan
-        self._append(step, value, line, time, inferred)
-        self._add_history(step, value, finite)
+        if self._hi + k > self._cap:  # the arrays are about to be moved: fold what they hold first
+            self._fold()
+            self._append(step, value, line, time, inferred)  # (it may keep only the batch's newest rows)
+            self._add_history(step, value, finite)
+        else:  # folded later, many rows in one go: a backlog's small stretches each cost a fold otherwise
+            self._append(step, value, line, time, inferred)
+            self._unfolded += k
+
+    def _fold(self) -> None:
+        """The stored rows not yet in the history folded into it (they are always the newest rows, all
+        still stored: the arrays are never moved with rows unfolded)."""
+        n = self._unfolded
+        if n:
+            self._unfolded = 0
+            lo = self._hi - n
+            value = self._value[lo:self._hi]
+            self._add_history(self._step[lo:self._hi], value, np.isfinite(value))
+
+    @property
+    def history(self) -> History:
+        """The whole run's finished buckets, oldest first (the unfinished one is in `whole_run`)."""
+        self._fold()
+        return self._history
+
+    @property
+    def bucket_size(self) -> int:
+        """Rows per history bucket: 1 at first, doubled each time the buckets are halved."""
+        self._fold()
+        return self._bucket_size
 
     def _append(self, step: np.ndarray, value: np.ndarray, line: np.ndarray, time: np.ndarray,
                 inferred: np.ndarray) -> None:
@@ -293,27 +322,27 @@ class Series:
         at, k = 0, len(value)
         while at < k:
             p = self._pending
-            if p is None and k - at >= self.bucket_size:
-                n = min((k - at) // self.bucket_size, HISTORY_BUCKETS - len(self.history))
-                stop = at + n * self.bucket_size
+            if p is None and k - at >= self._bucket_size:
+                n = min((k - at) // self._bucket_size, HISTORY_BUCKETS - len(self._history))
+                stop = at + n * self._bucket_size
                 self._full_buckets(step[at:stop], value[at:stop], finite[at:stop], n)
                 at = stop
-                if len(self.history) >= HISTORY_BUCKETS:
+                if len(self._history) >= HISTORY_BUCKETS:
                     self._halve()
                 continue
-            m = min(self.bucket_size - self._pending_n, k - at)
+            m = min(self._bucket_size - self._pending_n, k - at)
             self._fill_pending(step[at:at + m], value[at:at + m], finite[at:at + m])
             at += m
-            if self._pending_n >= self.bucket_size:
+            if self._pending_n >= self._bucket_size:
                 assert self._pending is not None
-                self.history.append(self._pending)
+                self._history.append(self._pending)
                 self._pending = None
                 self._pending_n = 0
-                if len(self.history) >= HISTORY_BUCKETS:
+                if len(self._history) >= HISTORY_BUCKETS:
                     self._halve()
 
     def _full_buckets(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray, n: int) -> None:
-        b = self.bucket_size
+        b = self._bucket_size
         v = value.reshape(n, b)
         fin = finite.reshape(n, b)
         only = np.where(fin, v, np.nan)
@@ -325,7 +354,7 @@ class Series:
         totals = np.add.accumulate(addends, axis=1)[:, -1]
         nfin = fin.sum(axis=1)
         s = step.reshape(n, b)
-        self.history.extend(s[:, 0], s[:, -1], lows, highs, v[:, -1], totals, nfin, b - nfin)
+        self._history.extend(s[:, 0], s[:, -1], lows, highs, v[:, -1], totals, nfin, b - nfin)
 
     def _fill_pending(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray) -> None:
         m = len(value)
@@ -357,8 +386,8 @@ class Series:
         self._pending_n += m
 
     def _halve(self) -> None:
-        self.history.halve()
-        self.bucket_size *= 2
+        self._history.halve()
+        self._bucket_size *= 2
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -458,7 +487,8 @@ class Series:
 
     def whole_run(self) -> list[Bucket]:
         """The downsampled history of the whole run, oldest first, the unfinished bucket last."""
-        return self.history.buckets() + ([self._pending] if self._pending is not None else [])
+        self._fold()
+        return self._history.buckets() + ([self._pending] if self._pending is not None else [])
 
 
 class MetricStore:
