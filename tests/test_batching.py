@@ -85,3 +85,25 @@ def test_row_rule_gates_leave_out_only_rows_that_change_nothing(log: Path | str,
         if "gate" in vars(cls):
             monkeypatch.setattr(cls, "gate", Rule.gate)
     assert findings(src, records, []) == gated
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[p.name for p in LOGS])
+def test_a_backlog_judged_in_rounds_finds_what_blocks_judged_one_by_one_find(log: Path) -> None:
+    """`check` and `tail`'s backlog feed their blocks with `more`, so rows wait to be judged with the next
+    blocks' rows: the same findings as judging each block at once, and the rows really did wait."""
+    data = log.read_bytes()
+    blocks = [data[i:i + 2048] for i in range(0, len(data), 2048)]
+    out = []
+    waited = False
+    for more in (False, True):
+        src = runner.open_source(log)
+        engine = runner.make_engine([src], None, None, clock=LogClock(1_000_000.0))
+        for batch in src.parser.read_blocks(blocks):
+            engine.feed_batch(batch, more=more)
+            waited |= bool(engine._held)
+        engine.settle()
+        engine.feed_all(src.parser.finish())
+        engine.finish(src.name)
+        out.append(json.dumps([a.to_dict() for a in engine.alerts()], indent=1, default=str))
+    assert out[0] == out[1]
+    assert waited

@@ -41,9 +41,14 @@ class Session:
         """Records of one or more sources, in the order read; judged as one batch."""
         return self.engine.feed_all(records) if records else []
 
-    def feed_batch(self, batch: Batch) -> list[AlertChange]:
-        """One source's batch, as an adapter read it from a block of bytes."""
-        return self.engine.feed_batch(batch)
+    def feed_batch(self, batch: Batch, *, more: bool = False) -> list[AlertChange]:
+        """One source's batch, as an adapter read it from a block of bytes (`more`: see
+        `Engine.feed_batch`)."""
+        return self.engine.feed_batch(batch, more=more)
+
+    def settle(self) -> list[AlertChange]:
+        """The rows batches fed with `more` left held, judged now."""
+        return self.engine.settle()
 
     def finish(self, source: str | None = None) -> list[AlertChange]:
         return self.engine.finish(source)

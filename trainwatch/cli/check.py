@@ -153,12 +153,13 @@ def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
             session.feed(records)
         else:
             try:
-                for batch in parser.read_file(f, READ_BLOCK):  # one batch per block, judged at once
+                for batch in parser.read_file(f, READ_BLOCK):  # one batch per block, judged in rounds
                     if not batch.empty:
                         info.records += batch.size
-                        session.feed_batch(batch)
+                        session.feed_batch(batch, more=True)
             except OSError as exc:
                 raise SourceError(f"{src.path}: read failed: {exc.strerror or exc}") from None
+            session.settle()
     rest = parser.finish()
     info.records += len(rest)
     session.feed(rest)

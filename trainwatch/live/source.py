@@ -260,15 +260,19 @@ class LiveSource:
                 state.last_line = shown
                 break
         state.lines = last
-        return sum(self._batch(engine, batch) for batch in self.opened.parser.read_blocks(chunk.raw))
+        n = sum(self._batch(engine, batch) for batch in self.opened.parser.read_blocks(chunk.raw))
+        engine.settle()  # the backlog's blocks were judged in rounds: the last one now
+        self._rule_failures(engine)
+        return n
 
     def _batch(self, engine: Engine, batch: Batch) -> int:
-        """`_records` for a batch: the errors-only reading's events are remembered, and not told twice."""
+        """`_records` for a block of the backlog: the errors-only reading's events are remembered, and not
+        told twice. More blocks follow, so its rows may wait to be judged in a round with theirs."""
         batch.keep_events(self._fresh)
         for _, e in batch.events:
             if not e.source:
                 e.source = self.name
-        engine.feed_batch(batch)
+        engine.feed_batch(batch, more=True)
         self._rule_failures(engine)
         return batch.size
 
