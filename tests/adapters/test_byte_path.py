@@ -394,3 +394,17 @@ def test_a_file_truncated_inside_a_long_line_is_read_again_from_its_first_line(t
     with path.open("ab") as f:
         f.write(b"a\nb\n")
     assert drain() == [(1, "a"), (2, "b")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(st.binary(max_size=9), max_size=12), size=st.integers(1, 20))
+def test_backlog_pieces_are_joined_into_blocks_of_at_least_the_size(pieces: list[bytes], size: int) -> None:
+    """`tail` joins its backlog's reads into blocks of BACKLOG_BLOCK before the byte path reads them:
+    the same bytes, every block but the last at least `size` and made of whole pieces."""
+    from trainwatch.adapters.pipeline import joined
+
+    blocks = list(joined(pieces, size))
+    assert b"".join(blocks) == b"".join(pieces)
+    assert all(len(b) >= size for b in blocks[:-1]) and all(blocks)
+    ends = {sum(len(p) for p in pieces[:i]) for i in range(len(pieces) + 1)}
+    assert all(sum(len(b) for b in blocks[:i]) in ends for i in range(len(blocks) + 1))

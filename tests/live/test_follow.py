@@ -279,6 +279,7 @@ def test_the_backlog_comes_as_bytes_then_lines_follow_with_the_same_numbers(tmp_
         chunk = follower.poll()
         if chunk.raw:
             assert chunk.raw_first == raw.count(b"\n") + 1
+            assert chunk.raw_lines == [piece.count(b"\n") for piece in chunk.raw]
             raw += b"".join(chunk.raw)
         lines.extend(chunk.lines)
         if not follower.more:

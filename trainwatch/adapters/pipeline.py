@@ -34,6 +34,12 @@ SpanCensus = Callable[[bytes, np.ndarray, np.ndarray, np.ndarray, int, int, int,
                       tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
 Positions = Callable[[bytes, bytes], np.ndarray]
 
+BACKLOG_BLOCK = 2 << 20
+"""Bytes a backlog is read, scanned and judged in. One block's records are all that is held before the
+engine gets them, and each block costs the adapter's line planning and the engine's batch a fixed part:
+on a 1 GB console log `check` took 2.8 s with 2 MiB blocks and 3.2 s with 1 MiB; 4 MiB read no faster,
+and the peak RSS on JSON lines grows with the block (66 MB at 1 MiB, 82 at 2, 107 at 4)."""
+
 ESC = "\x1b"  # a line with an escape sequence reads differently once stripped: it is always looked at
 CSI8 = "\x9b"  # the 8-bit CSI, which strip_escapes removes too
 
@@ -156,6 +162,20 @@ class SourceParser:
         if self.scanner is not None:
             out.extend(self.scanner.finish())
         return out
+
+
+def joined(pieces: Iterable[bytes], size: int) -> Iterator[bytes]:
+    """Consecutive pieces joined into blocks of at least `size` bytes (the last one may be shorter)."""
+    held: list[bytes] = []
+    n = 0
+    for piece in pieces:
+        held.append(piece)
+        n += len(piece)
+        if n >= size:
+            yield held[0] if len(held) == 1 else b"".join(held)
+            held, n = [], 0
+    if n:
+        yield b"".join(held)
 
 
 class _ByteReader:

@@ -10,15 +10,13 @@ import numpy as np
 
 from trainwatch import runner
 from trainwatch.adapters.path_reader import reads_path
+from trainwatch.adapters.pipeline import BACKLOG_BLOCK
 from trainwatch.errors import SourceError
 from trainwatch.session import Session
 from trainwatch.sinks import report
 from trainwatch.sources.files import discover, open_checked
 
 MAX_DOCUMENT = 256 << 20
-# Bytes per read. The scanner keeps only a partial line between reads; one block's records are all that is
-# held before the engine gets them (4 MiB blocks read no faster and doubled the peak RSS on JSON lines).
-READ_BLOCK = 1 << 20
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -153,7 +151,7 @@ def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
             session.feed(records)
         else:
             try:
-                for batch in parser.read_file(f, READ_BLOCK):  # one batch per block, judged in rounds
+                for batch in parser.read_file(f, BACKLOG_BLOCK):  # one batch per block, judged in rounds
                     if not batch.empty:
                         info.records += batch.size
                         session.feed_batch(batch, more=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from trainwatch import adapters
 from trainwatch.adapters.path_reader import PathAdapter
+from trainwatch.adapters.pipeline import BACKLOG_BLOCK, joined
 from trainwatch.batch import Batch
 from trainwatch.engine import Engine
 from trainwatch.errors import TrainwatchError
@@ -241,7 +242,7 @@ class LiveSource:
         that read its arrays, a batch per piece, the next piece scanned on a second thread meanwhile);
         only the lines the ring keeps are decoded here."""
         assert self.opened is not None
-        counts = [piece.count(b"\n") for piece in chunk.raw]
+        counts = chunk.raw_lines
         last = chunk.raw_first + sum(counts) - 1
         keep = self.lines.maxlen or 1
         cut, held = len(counts), 0  # the last pieces, enough of them to hold the lines the ring keeps
@@ -260,8 +261,10 @@ class LiveSource:
                 state.last_line = shown
                 break
         state.lines = last
-        n = sum(self._batch(engine, batch) for batch in self.opened.parser.read_blocks(chunk.raw))
-        engine.settle()  # the backlog's blocks were judged in rounds: the last one now
+        blocks = joined(chunk.raw, BACKLOG_BLOCK)
+        n = sum(self._batch(engine, batch) for batch in self.opened.parser.read_blocks(blocks))
+        if not (self.follower is not None and self.follower.more):  # more backlog waits: its rounds go on
+            engine.settle()  # the backlog's blocks were judged in rounds: the last one now
         self._rule_failures(engine)
         return n
 
