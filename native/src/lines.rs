@@ -43,7 +43,14 @@ pub struct Splitter {
     next_abs: i64,
     /// Number of the partial (or next) line.
     next_lineno: i64,
+    /// Buffers of an earlier split handed back (`recycle`): reused, so a scan of many chunks does not
+    /// ask the system for fresh pages (and fault them in) at every chunk.
+    spare_data: Vec<u8>,
+    spare_lines: Vec<LineRec>,
 }
+
+/// Buffers larger than this are not kept for reuse: one long chunk must not pin its size for good.
+const SPARE_MAX: usize = 64 << 20;
 
 impl Splitter {
     pub fn new() -> Self {
@@ -124,12 +131,35 @@ impl Splitter {
         out
     }
 
-    fn start_split(&self, capacity: usize) -> Split {
+    fn start_split(&mut self, capacity: usize) -> Split {
+        let mut data = std::mem::take(&mut self.spare_data);
+        data.clear();
+        data.reserve(capacity + self.held.len());
+        let mut lines = std::mem::take(&mut self.spare_lines);
+        lines.clear();
         Split {
             first_lineno: self.next_lineno,
             base_offset: self.next_abs,
-            data: Vec::with_capacity(capacity + self.held.len()),
-            lines: Vec::new(),
+            data,
+            lines,
+        }
+    }
+
+    /// A split's data, once its caller is done with it, for the next split to fill.
+    pub fn recycle_data(&mut self, data: Vec<u8>) {
+        if data.capacity() <= SPARE_MAX {
+            self.spare_data = data;
+        }
+    }
+
+    /// A split's line records, likewise.
+    pub fn recycle_lines(&mut self, lines: Vec<LineRec>) {
+        if lines
+            .capacity()
+            .saturating_mul(std::mem::size_of::<LineRec>())
+            <= SPARE_MAX
+        {
+            self.spare_lines = lines;
         }
     }
 

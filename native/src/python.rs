@@ -29,14 +29,14 @@ impl Scanner {
         let bytes: &[u8] = &data;
         let core = &mut self.core;
         let out = py.detach(move || core.feed(bytes));
-        to_dict(py, out)
+        self.hand_over(py, out)
     }
 
     /// The held partial line as a last line, then nothing is held.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let core = &mut self.core;
         let out = py.detach(move || core.finish());
-        to_dict(py, out)
+        self.hand_over(py, out)
     }
 
     /// The key table, decoded with replacement characters; ids index it.
@@ -56,11 +56,25 @@ impl Scanner {
     }
 }
 
-fn to_dict(py: Python<'_>, out: ChunkOut) -> PyResult<Bound<'_, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("first_lineno", out.first_lineno)?;
-    d.set_item("base_offset", out.base_offset)?;
-    d.set_item("data", PyBytes::new(py, &out.data))?;
+impl Scanner {
+    /// The chunk as a dict of numpy arrays (moved, not copied) and its data as bytes (copied, and the
+    /// buffer handed back to the core for the next chunk).
+    fn hand_over<'py>(
+        &mut self,
+        py: Python<'py>,
+        mut out: ChunkOut,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("first_lineno", out.first_lineno)?;
+        d.set_item("base_offset", out.base_offset)?;
+        d.set_item("data", PyBytes::new(py, &out.data))?;
+        self.core.recycle(std::mem::take(&mut out.data));
+        out_arrays(py, &d, out)?;
+        Ok(d)
+    }
+}
+
+fn out_arrays(py: Python<'_>, d: &Bound<'_, PyDict>, out: ChunkOut) -> PyResult<()> {
     macro_rules! arrays {
         ($($name:ident),*) => {
             $( d.set_item(stringify!($name), out.$name.into_pyarray(py))?; )*
@@ -88,7 +102,7 @@ fn to_dict(py: Python<'_>, out: ChunkOut) -> PyResult<Bound<'_, PyDict>> {
         prog_n,
         prog_total
     );
-    Ok(d)
+    Ok(())
 }
 
 /// tqdm's plain bars at the given `%|` positions of `data` (see `bars`): (plain, N, M), N and M 0 where

@@ -106,7 +106,13 @@ impl Core {
             self.scan_line(&mut out, index as i64, rec, line);
         }
         out.data = split.data;
+        self.splitter.recycle_lines(split.lines);
         out
+    }
+
+    /// A chunk's data once the caller has copied it out: the next chunk is built in it.
+    pub fn recycle(&mut self, data: Vec<u8>) {
+        self.splitter.recycle_data(data);
     }
 
     fn scan_line(&mut self, out: &mut ChunkOut, index: i64, rec: &LineRec, line: &[u8]) {
