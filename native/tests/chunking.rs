@@ -79,7 +79,9 @@ fn scan(data: &[u8], keywords: &[Vec<u8>], cuts: &[usize]) -> (ChunkOut, usize) 
     let mut parts = Vec::new();
     let mut start = 0;
     for &b in bounds.iter().chain(std::iter::once(&data.len())) {
-        parts.push(core.feed(&data[start..b]));
+        let part = core.feed(&data[start..b]);
+        core.recycle(part.data.clone()); // as the Python binding does: the next piece is built in it
+        parts.push(part);
         start = b;
     }
     parts.push(core.finish());

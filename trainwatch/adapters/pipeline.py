@@ -255,7 +255,10 @@ def _hit_lines(chunk: Chunk, wanted: np.ndarray) -> np.ndarray:
     """Chunk line indices (sorted, unique) holding at least one of the wanted keywords."""
     if not chunk.kw_line.shape[0] or not wanted.any():
         return np.zeros(0, dtype=np.int64)
-    return np.unique(chunk.kw_line[wanted[chunk.kw_id]])
+    lines = chunk.kw_line[wanted[chunk.kw_id]]  # sorted (the contract): repeats are neighbours
+    if len(lines) < 2:
+        return lines
+    return lines[np.concatenate(([True], lines[1:] != lines[:-1]))]
 
 
 class _Lines:
