@@ -22,7 +22,7 @@ from trainwatch.adapters.spans import byte_counts, entry_bounds
 from trainwatch.model import Event, EventKind, Record, Sample
 
 if TYPE_CHECKING:
-    from trainwatch.adapters.pipeline import ChunkLines
+    from trainwatch.adapters.pipeline import ChunkLines, Positions
     from trainwatch.scan import Chunk
 
 try:  # optional speed-up; it rejects NaN literals, so json stays the fallback
@@ -136,7 +136,7 @@ class JsonLinesAdapter(Adapter):
         self._tables.update(keys, out)
         hits = np.asarray(lines.hits, dtype=np.int64)
         bounds = entry_bounds(chunk)
-        readable = self._readable(chunk, keys, bounds)[hits]
+        readable = self._readable(chunk, keys, bounds, lines.positions)[hits]
         ok = readable >= 0
         cuts = np.flatnonzero(ok[1:] != ok[:-1]) + 1
         for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(hits)]):
@@ -154,7 +154,7 @@ class JsonLinesAdapter(Adapter):
                     a += 1
         return []
 
-    def _readable(self, chunk: Chunk, keys: list[str], bounds: np.ndarray) -> np.ndarray:
+    def _readable(self, chunk: Chunk, keys: list[str], bounds: np.ndarray, positions: Positions) -> np.ndarray:
         """Per line of the chunk, its dict when the arrays say everything `_records` needs of it, else -1:
         a whole-line object of JSON numbers (`array_lines`) that `unsayable` does not rule out, and, when
         it nests objects, no `/` inside and a layout `_nesting_known` accepts."""
@@ -165,10 +165,10 @@ class JsonLinesAdapter(Adapter):
         dicts = per_line[at]
         bad = unsayable(chunk, self._tables, dicts, SAFE_INT)
         start, end = chunk.dict_start[dicts], chunk.dict_end[dicts]
-        objects = byte_counts(chunk, ord("{"), start, end) - 1
+        objects = byte_counts(chunk, positions, b"{", start, end) - 1
         nested = np.flatnonzero(objects > 0)
         if len(nested):
-            bad[nested[byte_counts(chunk, ord("/"), start[nested], end[nested]) > 0]] = True
+            bad[nested[byte_counts(chunk, positions, b"/", start[nested], end[nested]) > 0]] = True
             layout, first = layouts(chunk, dicts[nested])
             verdict = np.array([self._nesting_known(keys, chunk.ent_key[bounds[d]:bounds[d + 1]].tolist(),
                                                     int(objects[nested[f]]))

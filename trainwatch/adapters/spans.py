@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from trainwatch.adapters.pipeline import Positions
     from trainwatch.scan import Chunk
 
 
@@ -16,9 +17,10 @@ def entry_bounds(chunk: Chunk) -> np.ndarray:
     return np.searchsorted(chunk.ent_dict, np.arange(chunk.dict_line.shape[0] + 1))
 
 
-def byte_counts(chunk: Chunk, byte: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """How many times `byte` occurs in each absolute span [start, end) of the chunk's data."""
-    at = np.flatnonzero(np.frombuffer(chunk.data, dtype=np.uint8) == byte) + chunk.base_offset
+def byte_counts(chunk: Chunk, positions: Positions, byte: bytes, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many times `byte` occurs in each absolute span [start, end) of the chunk's data, from its
+    offsets (`positions`: the scanner's finder, native or reference)."""
+    at = positions(chunk.data, byte) + chunk.base_offset
     return np.searchsorted(at, end) - np.searchsorted(at, start)  # a running count costs 8x more
 
 
