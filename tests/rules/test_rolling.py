@@ -8,8 +8,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trainwatch.rules import rolling
 from trainwatch.rules.base import median
-from trainwatch.rules.rolling import (restarts, run_lengths, trailing_diff_sigma, trailing_median, value_before)
+from trainwatch.rules.rolling import (restarts, run_lengths, spike_medians, trailing_diff_sigma, trailing_median,
+                                      trailing_median_where, trailing_min, value_before)
 from trainwatch.rules.stats import diff_sigma
 
 floats = st.floats(-1e6, 1e6, allow_nan=False, width=32)
@@ -119,3 +121,50 @@ def test_the_smoothing_is_the_python_loop_float_for_float(ema: float, rows: list
             assert np.array_equal(rolling.smoothed(ema, values, windows), got, equal_nan=True)
         finally:
             rolling.native = original
+
+
+@settings(max_examples=400, deadline=None)
+@given(xs=st.lists(st.one_of(floats, st.sampled_from([0.0, -0.0, 1.0, 2.0, -1.0])), max_size=60), data=st.data(),
+       self_=st.booleans())
+def test_the_median_at_some_rows_is_the_rolling_ones_and_the_minimum_bounds_it(
+        xs: list[float], data: st.DataObject, self_: bool) -> None:
+    """Windows of any size per row, few rows wanted or many (the two ways it is computed): the same
+    medians to the bit at the wanted rows, NaN at the others; the rolling minimum never above them."""
+    x = np.array(xs)
+    ns = np.array(data.draw(st.lists(st.integers(-1, 12), min_size=len(xs), max_size=len(xs))), dtype=np.int64)
+    want = np.array(data.draw(st.lists(st.booleans(), min_size=len(xs), max_size=len(xs))), dtype=bool)
+    few = data.draw(st.booleans())  # each wanted row's window on its own, however many rows want one
+    full = trailing_median(x, ns, include_self=self_)
+    saved = rolling.FEW
+    rolling.FEW = 0 if few else saved
+    try:
+        got = trailing_median_where(x, ns, want, include_self=self_)
+    finally:
+        rolling.FEW = saved
+    assert np.array_equal(np.where(want, full, np.nan), got, equal_nan=True)
+    low = trailing_min(x, ns, include_self=self_)
+    assert np.array_equal(np.isnan(low), np.isnan(full))
+    assert (low[~np.isnan(full)] <= full[~np.isnan(full)]).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(xs=st.lists(st.one_of(floats, st.sampled_from([math.nan, 0.0, 1.0, 3.0, -2.0])), max_size=60),
+       data=st.data(), ratio=st.sampled_from([1.0, 2.0, 10.0]))
+def test_spike_medians_leave_out_only_rows_that_cannot_pass_the_test(
+        xs: list[float], data: st.DataObject, ratio: float) -> None:
+    """The spike rules' test over the medians left out gives what it gives over every median."""
+    v = np.array(xs)
+    fin = np.isfinite(v)
+    count = np.array(data.draw(st.lists(st.integers(0, 9), min_size=len(xs), max_size=len(xs))), dtype=np.int64)
+    s = data.draw(st.integers(0, len(xs)))
+    med = spike_medians(v, fin, count, s, ratio, 3)
+    full = np.full(len(v), np.nan)
+    full[fin] = trailing_median(v[fin], count[fin], include_self=False)
+
+    def passes(m: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return fin[s:] & (count[s:] >= 3) & (m[s:] > 0) & (v[s:] >= ratio * m[s:] * (1 - 1e-9))
+
+    assert passes(med).tolist() == passes(full).tolist()
+    kept = ~np.isnan(med)
+    assert np.array_equal(med[kept], full[kept])

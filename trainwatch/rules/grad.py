@@ -10,7 +10,7 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
-from trainwatch.rules.rolling import RowTail, before_counts, before_values, scan_reach, trailing_median
+from trainwatch.rules.rolling import RowTail, before_counts, before_values, scan_reach, spike_medians
 from trainwatch.rules.stats import fmt, mad_sigma
 from trainwatch.rules.registry import register
 
@@ -86,8 +86,7 @@ class GradSpike(ArrayRule):
         want = np.zeros(len(v), dtype=np.int64)
         want[s:] = self.p.window
         count = before_counts(fin, want)
-        med = np.full(len(v), np.nan)
-        med[fin] = trailing_median(v[fin], count[fin], include_self=False)
+        med = spike_medians(v, fin, count, s, self.p.ratio, self.p.min_history)
         vn, cn, mn, fn = v[s:], count[s:], med[s:], fin[s:]
         with np.errstate(invalid="ignore"):
             out = fn & (vn > self.p.unstable_above)

@@ -17,7 +17,7 @@ from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.rolling import (RowTail, before_counts, before_values, restarts, scan_reach,
-                                      trailing_median)
+                                      spike_medians)
 from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
 from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point, Series
 from trainwatch.rules.registry import register
@@ -257,8 +257,7 @@ class LossSpike(ArrayRule):
         want = np.zeros(len(v), dtype=np.int64)
         want[s:] = np.minimum(self.p.window, earlier)
         count = before_counts(fin, want)
-        med = np.full(len(v), np.nan)
-        med[fin] = trailing_median(v[fin], count[fin], include_self=False)
+        med = spike_medians(v, fin, count, s, self.p.ratio, self.p.min_history)
         vn, cn, mn, fn = v[s:], count[s:], med[s:], fin[s:]
         with np.errstate(invalid="ignore"):
             # a little slack: the rows it lets through are judged exactly below, one by one

@@ -10,6 +10,7 @@ row); everything else is numpy.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import bottleneck as bn
 import numpy as np
@@ -28,6 +29,16 @@ def trailing_median(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = 
     """Per row i, the median of the last `n` values of `x` up to i (before i when not `include_self`),
     fewer at the start; NaN where there are none. `n` may vary per row (a window that grows with the
     run): rows are grouped by window size and each group costs one rolling pass."""
+    return _trailing(x, n, include_self, bn.move_median)
+
+
+def trailing_min(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = True) -> np.ndarray:
+    """`trailing_median`'s windows, their least value: a bound below the median at a seventh of its cost
+    (a rolling minimum is a deque, a rolling median two heaps)."""
+    return _trailing(x, n, include_self, bn.move_min)
+
+
+def _trailing(x: np.ndarray, n: int | np.ndarray, include_self: bool, move: Any) -> np.ndarray:
     m = len(x)
     out = np.full(m, np.nan)
     if not m:
@@ -44,11 +55,56 @@ def trailing_median(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = 
         hi = int(rows[-1]) + 1
         lo = max(0, int(rows[0]) - int(w) + 1)
         seg = src[lo:hi]
-        med = bn.move_median(seg, window=min(int(w), len(seg)), min_count=1)
-        out[rows] = med[rows - lo]
+        got = move(seg, window=min(int(w), len(seg)), min_count=1)
+        out[rows] = got[rows - lo]
     if not include_self:
         out[0] = np.nan
     return out
+
+
+FEW = 16
+"""`trailing_median_where` takes each wanted row's window on its own while at most one row in FEW wants
+one; past that, the one rolling pass costs less."""
+
+
+def trailing_median_where(x: np.ndarray, n: int | np.ndarray, want: np.ndarray, *,
+                          include_self: bool = True) -> np.ndarray:
+    """`trailing_median` at the rows in `want` (a mask), NaN at the others, the same numbers: for a rule
+    that has ruled most rows out already (`trailing_min` bounds the median from below). A wanted row's
+    median comes from bottleneck on its window alone, so it is the rolling pass's to the bit."""
+    rows = np.flatnonzero(want)
+    if len(rows) * FEW > len(x):
+        out = trailing_median(x, n, include_self=include_self)
+        out[~want] = np.nan
+        return out
+    out = np.full(len(x), np.nan)
+    ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (len(x),))
+    for i, w in zip(rows.tolist(), ns[rows].tolist()):
+        if w <= 0:
+            continue
+        a, b = (max(0, i - w + 1), i + 1) if include_self else (max(0, i - w), i)
+        if b > a:
+            out[i] = bn.move_median(x[a:b], window=b - a, min_count=1)[-1]
+    return out
+
+
+def spike_medians(v: np.ndarray, finite: np.ndarray, count: np.ndarray, s: int, ratio: float,
+                  min_history: int) -> np.ndarray:
+    """For a spike rule's test `count >= min_history and med > 0 and v >= ratio * med * (1 - 1e-9)`, med
+    the median of the `count` finite values before the row: med at the new rows (from `s`) that can pass
+    it, NaN at every other row. A row below `ratio` times its window's least value (when that is above
+    0) cannot, as the median is no less than it and the products round the same way; in a healthy run
+    that is nearly every row, so the medians cost a rolling minimum and a few windows."""
+    xs, cs = v[finite], count[finite]
+    low = np.full(len(v), np.nan)
+    low[finite] = trailing_min(xs, cs, include_self=False)
+    want = np.zeros(len(v), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        ruled_out = (low[s:] > 0) & (v[s:] < ratio * low[s:] * (1 - 1e-9))
+    want[s:] = finite[s:] & (count[s:] >= min_history) & ~ruled_out
+    med = np.full(len(v), np.nan)
+    med[finite] = trailing_median_where(xs, cs, want[finite], include_self=False)
+    return med
 
 
 def smoothed(ema: float, values: np.ndarray, windows: np.ndarray) -> np.ndarray:
