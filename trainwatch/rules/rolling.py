@@ -38,6 +38,11 @@ def trailing_min(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = Tru
     return _trailing(x, n, include_self, bn.move_min)
 
 
+def trailing_max(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = True) -> np.ndarray:
+    """`trailing_median`'s windows, their greatest value: a bound above the median."""
+    return _trailing(x, n, include_self, bn.move_max)
+
+
 def _trailing(x: np.ndarray, n: int | np.ndarray, include_self: bool, move: Any) -> np.ndarray:
     m = len(x)
     out = np.full(m, np.nan)

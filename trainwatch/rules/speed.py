@@ -14,7 +14,7 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext
-from trainwatch.rules.rolling import RowTail, tail_sizes, trailing_median
+from trainwatch.rules.rolling import RowTail, tail_sizes, trailing_max, trailing_median_where, trailing_min
 from trainwatch.rules.stats import fmt
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
 from trainwatch.rules.registry import register
@@ -80,20 +80,43 @@ class SpeedDrop(ArrayRule):
         m = len(fin_new)
         base = np.full(m, np.nan)
         now = np.full(m, np.nan)
+        higher = w.name in SLOWER_IS_HIGHER
+        drop = self.p.drop
         if ok.any():
             # the level: the older points of the window, all but the `recent` newest
-            ns = np.zeros(len(fv), dtype=np.int64)
-            ns[idx[ok] - recent] = size[ok] - recent
-            base[ok] = trailing_median(fv, ns)[idx[ok] - recent]
-            ns = np.zeros(len(fv), dtype=np.int64)
-            ns[idx[ok]] = recent
-            now[ok] = trailing_median(fv, ns)[idx[ok]]
-        self._levels[key] = _Levels(w.start, base, now)
+            ns_base = np.zeros(len(fv), dtype=np.int64)
+            ns_base[idx[ok] - recent] = size[ok] - recent
+            ns_now = np.zeros(len(fv), dtype=np.int64)
+            ns_now[idx[ok]] = recent
+            can = ok.copy()
+            can[ok] = self._may_drop(fv, ns_base, ns_now, idx[ok], recent, higher, drop)
+            at = idx[can]
+            want = np.zeros(len(fv), dtype=bool)
+            want[at - recent] = True
+            base[can] = trailing_median_where(fv, ns_base, want)[at - recent]
+            want[:] = False
+            want[at] = True
+            now[can] = trailing_median_where(fv, ns_now, want)[at]
+        self._levels[key] = _Levels(w.start, base, now)  # read back only at rows whose condition held
         with np.errstate(invalid="ignore"):
             cond = ok & (base > 0) & (now > 0)
-            drop = self.p.drop
-            slower = now > base / drop if w.name in SLOWER_IS_HIGHER else now < base * drop
+            slower = now > base / drop if higher else now < base * drop
         return cond & slower
+
+    @staticmethod
+    def _may_drop(fv: np.ndarray, ns_base: np.ndarray, ns_now: np.ndarray, idx: np.ndarray, recent: int,
+                  higher: bool, drop: float) -> np.ndarray:
+        """Per judged row (`idx`: its finite point), False where the recent median cannot be past the
+        level's drop whatever the medians are: the recent window's least value not below the level
+        window's greatest times `drop` (its greatest not above the level's least over `drop`, for a step
+        time). The medians lie between those bounds and the products round the same way, so only the
+        other rows need them: in a steady run, few."""
+        if not drop > 0:
+            return np.ones(len(idx), dtype=bool)
+        with np.errstate(invalid="ignore"):
+            if higher:
+                return ~(trailing_max(fv, ns_now)[idx] <= trailing_min(fv, ns_base)[idx - recent] / drop)
+            return ~(trailing_min(fv, ns_now)[idx] >= trailing_max(fv, ns_base)[idx - recent] * drop)
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
         lv = self._levels[(w.source, w.name)]
