@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from trainwatch.batch import BatchBuilder, RecordList
+from trainwatch.batch import BatchBuilder, RecordList, RedrawColumns
 from trainwatch.model import Event, EventKind, Sample
 
 
@@ -151,3 +153,30 @@ def test_a_total_no_int64_holds_is_kept_as_the_log_printed_it() -> None:
     assert total([None, huge]) == huge
     assert total([huge, None]) == 50
     assert total([huge, 7, None, huge + 1]) == huge + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.one_of(st.tuples(st.just("one"), st.integers(0, 9)),
+                              st.tuples(st.just("run"), st.integers(0, 5)),
+                              st.tuples(st.just("cut"), st.integers(0, 30))), max_size=25))
+def test_redraw_columns_keep_single_redraws_and_runs_in_order(ops: list[tuple[str, int]]) -> None:
+    """Redraws added one at a time and as arrays, cut back anywhere (a rollback): the columns hold
+    what a plain list of rows holds."""
+    cols, model = RedrawColumns(), []
+    for i, (kind, x) in enumerate(ops):
+        if kind == "one":
+            row = (i, x, 10 * i, x + 1, -1)
+            cols.add(*row)
+            model.append(row)
+        elif kind == "run":
+            rows = [(i, j, 10 * i + j, j, 7) for j in range(x)]
+            cols.add_arrays(*(np.array(c, dtype=np.int64) for c in zip(*rows)) if rows else
+                            (np.zeros(0, dtype=np.int64),) * 5)
+            model.extend(rows)
+        else:
+            cols.cut(x)
+            del model[x:]
+        assert len(cols) == len(model)
+    got = cols.columns()
+    assert all(c.dtype == np.int64 for c in got)
+    assert list(zip(*(c.tolist() for c in got))) == model

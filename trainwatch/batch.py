@@ -57,6 +57,62 @@ class Redraws:
 NO_REDRAWS = Redraws.of([], [], [], [], [])
 
 
+class RedrawColumns:
+    """Redraws being collected as the five columns of `Redraws` (samples before, events before, line,
+    step, total), one at a time or a run of them as arrays, kept in the order they came. A steady run of
+    a console log hands over thousands at once: as arrays they are never turned into lists and back."""
+
+    __slots__ = ("_n", "_pieces", "_single")
+
+    def __init__(self) -> None:
+        self._single: tuple[list[int], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
+        self._pieces: list[tuple[np.ndarray, ...]] = []
+        self._n = 0  # redraws in the pieces
+
+    def __len__(self) -> int:
+        return self._n + len(self._single[0])
+
+    def add(self, pos: int, rank: int, line: int, step: int, total: int) -> None:
+        for col, v in zip(self._single, (pos, rank, line, step, total)):
+            col.append(v)
+
+    def add_arrays(self, pos: np.ndarray, rank: np.ndarray, line: np.ndarray, step: np.ndarray,
+                   total: np.ndarray) -> None:
+        if not len(pos):
+            return
+        self._flush()
+        self._pieces.append(tuple(np.asarray(c, dtype=np.int64) for c in (pos, rank, line, step, total)))
+        self._n += len(pos)
+
+    def columns(self) -> tuple[np.ndarray, ...]:
+        """The five columns of every redraw so far, in order."""
+        self._flush()
+        if len(self._pieces) == 1:
+            return self._pieces[0]
+        if not self._pieces:
+            return tuple(np.zeros(0, dtype=np.int64) for _ in range(5))
+        return tuple(np.concatenate([p[i] for p in self._pieces]) for i in range(5))
+
+    def cut(self, n: int) -> None:
+        """Keeps the first n redraws only."""
+        self._flush()
+        kept: list[tuple[np.ndarray, ...]] = []
+        left = n
+        for piece in self._pieces:
+            if left <= 0:
+                break
+            kept.append(piece if len(piece[0]) <= left else tuple(c[:left] for c in piece))
+            left -= len(piece[0])
+        self._pieces = kept
+        self._n = sum(len(p[0]) for p in kept)
+
+    def _flush(self) -> None:
+        if self._single[0]:
+            self._pieces.append(tuple(np.asarray(c, dtype=np.int64) for c in self._single))
+            self._n += len(self._single[0])
+            self._single = ([], [], [], [], [])
+
+
 def _fits(step: object) -> bool:
     """Whether an int64 column holds this step (anything but a Python int is left as it is)."""
     return type(step) is not int or NO_STEP < step <= INT64_MAX
@@ -220,12 +276,12 @@ class BatchBuilder:
         self._time: list[float] = []
         self._inferred: list[bool] = []
         self._events: list[tuple[int, Event]] = []
-        self._redraws: tuple[list[int], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
+        self._redraws = RedrawColumns()
         self._pieces: list[tuple[np.ndarray, ...]] = []
         self._n = 0  # samples in the pieces
 
     def __len__(self) -> int:
-        return self._n + len(self._value) + len(self._events) + len(self._redraws[0])
+        return self._n + len(self._value) + len(self._events) + len(self._redraws)
 
     @property
     def samples(self) -> int:
@@ -288,28 +344,18 @@ class BatchBuilder:
     def progress(self, step: int, total: int | None, line: int) -> None:
         """A progress redraw: the bar stands at `step` of `total` (see `Redraws`), both at most INT64_MAX
         (a larger one goes in as `progress_event`)."""
-        pos, rank, lines, steps, totals = self._redraws
-        pos.append(self.samples)
-        rank.append(len(self._events))
-        lines.append(line)
-        steps.append(step)
-        totals.append(-1 if total is None else total)
+        self._redraws.add(self.samples, len(self._events), line, step, -1 if total is None else total)
 
-    def redraws_ahead(self, k: list[int], e: list[int], line: list[int], step: list[int], total: list[int]) -> None:
+    def redraws_ahead(self, k: np.ndarray, e: np.ndarray, line: np.ndarray, step: np.ndarray,
+                      total: np.ndarray) -> None:
         """`events_ahead` for redraws, as columns: each after the first k[i] samples of those the next
         `columns` call appends and the first e[i] events of those the next `events_ahead` gives (call it
         before that), with its line, step and total."""
-        pos, rank, lines, steps, totals = self._redraws
-        base, first = self.samples, len(self._events)
-        pos.extend([base + x for x in k] if base else k)
-        rank.extend([first + x for x in e] if first else e)
-        lines.extend(line)
-        steps.extend(step)
-        totals.extend(total)
+        self._redraws.add_arrays(k + self.samples, e + len(self._events), line, step, total)
 
     def mark(self) -> tuple[int, int, int, int]:
         """Where the builder is now, for `rollback` and `fill_time`."""
-        return len(self._pieces), len(self._value), len(self._events), len(self._redraws[0])
+        return len(self._pieces), len(self._value), len(self._events), len(self._redraws)
 
     def rollback(self, at: tuple[int, int, int, int]) -> None:
         """Drops what was appended since `mark` (a line whose adapter failed halfway gives nothing)."""
@@ -325,8 +371,8 @@ class BatchBuilder:
             for col in (self._name, self._step, self._value, self._line, self._time, self._inferred):
                 del col[singles:]
         del self._events[events:]
-        for col in self._redraws:
-            del col[redraws:]
+        if len(self._redraws) != redraws:
+            self._redraws.cut(redraws)
 
     def fill_time(self, at: tuple[int, int, int, int], t: float) -> None:
         """Samples appended one at a time since `mark` without a time get `t` (a launcher prefix's). Columns
@@ -362,7 +408,7 @@ class BatchBuilder:
         else:
             cols = [np.zeros(0, dtype=d) for d in (np.int32, np.int64, np.float64, np.int64, np.float64, bool)]
         name, step, value, line, time, inferred = cols
-        red = Redraws.of(*self._redraws) if self._redraws[0] else NO_REDRAWS
+        red = Redraws(*self._redraws.columns()) if len(self._redraws) else NO_REDRAWS
         b = Batch(self.source, list(self._names), name, step, value, line, time, inferred, self._events, red)
         self._reset()
         return b

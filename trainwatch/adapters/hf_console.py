@@ -27,7 +27,7 @@ import numpy as np
 from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
-from trainwatch.batch import INT64_MAX, BatchBuilder, RecordList, column_step, progress_event
+from trainwatch.batch import INT64_MAX, BatchBuilder, RecordList, RedrawColumns, column_step, progress_event
 from trainwatch.model import Event, EventKind, Record
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ class _Run:
         self.steps: list[int] = []
         self.linenos: list[int] = []
         self.events: list[tuple[int, Event]] = []
-        self.redraws: tuple[list[int], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
+        self.redraws = RedrawColumns()
         """Progress redraws as columns: samples before, events before, line, step, total."""
         self.samples = 0
 
@@ -160,8 +160,7 @@ class _Run:
         self.events.append((self.samples, event))
 
     def progress(self, step: int, total: int, lineno: int) -> None:
-        for col, v in zip(self.redraws, (self.samples, len(self.events), lineno, step, total)):
-            col.append(v)
+        self.redraws.add(self.samples, len(self.events), lineno, step, total)
 
     def bulk(self, dicts: np.ndarray, steps: np.ndarray, linenos: np.ndarray, entries: np.ndarray,
              dicts_before: np.ndarray, redraw_lines: np.ndarray, redraw_steps: np.ndarray, total: int) -> None:
@@ -169,12 +168,8 @@ class _Run:
         dicts in `dicts_before` of them."""
         ends = self.samples + np.concatenate(([0], np.cumsum(entries)))
         k = len(redraw_lines)
-        r_pos, r_rank, r_line, r_step, r_total = self.redraws
-        r_pos.extend(ends[dicts_before].tolist())
-        r_rank.extend([len(self.events)] * k)
-        r_line.extend(redraw_lines.tolist())
-        r_step.extend(redraw_steps.tolist())
-        r_total.extend([total] * k)
+        self.redraws.add_arrays(ends[dicts_before], np.full(k, len(self.events)), redraw_lines, redraw_steps,
+                                np.full(k, total))
         self.dicts.extend(dicts.tolist())
         self.steps.extend(steps.tolist())
         self.linenos.extend(linenos.tolist())
@@ -187,7 +182,7 @@ class _Run:
         self.samples += entries
 
     def flush(self, out: BatchBuilder, chunk: Chunk, keys: columns.ConsoleKeys, bounds: np.ndarray) -> None:
-        if self.dicts or self.events or self.redraws[0]:
+        if self.dicts or self.events or len(self.redraws):
             columns.emit(out, chunk, keys, bounds, self.dicts, self.steps, self.linenos, self.events, self.redraws)
             self._clear()
 

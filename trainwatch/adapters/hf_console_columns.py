@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainwatch.adapters.spans import entry_bounds, ranges, repeated_keys
-from trainwatch.batch import BatchBuilder
+from trainwatch.batch import BatchBuilder, RedrawColumns
 
 if TYPE_CHECKING:
     from trainwatch.adapters.pipeline import ChunkLines, SpanCensus
@@ -251,11 +251,11 @@ def _dict_facts(chunk: Chunk, keys: ConsoleKeys, nd: int) -> DictFacts:
 
 def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray, dicts: list[int],
          steps: list[int], linenos: list[int], events: list[tuple[int, Event]],
-         redraws: tuple[list[int], list[int], list[int], list[int], list[int]]) -> None:
+         redraws: RedrawColumns) -> None:
     """The samples of a run of dict lines read from the arrays, as columns, with the events and progress
     redraws met among them (each after the samples of the dicts before it)."""
-    if redraws[0]:
-        out.redraws_ahead(*redraws)
+    if len(redraws):
+        out.redraws_ahead(*redraws.columns())
     if events:
         out.events_ahead(events)
     if not dicts:
