@@ -67,9 +67,24 @@ class SourceParser:
         # between the metric lines; a whole-file document (JSON) holds no such lines
         self.scanner = None if adapter.whole_file else SignatureScanner(adapter.source)
         self.errors = 0  # lines an adapter choked on (only third-party adapters should ever do this)
+        self.first_error: str | None = None  # what the first of them raised, for `notes`
         self.prefixes = PrefixStripper() if adapter.strip_prefixes else None
         self.lines = 0  # lines read through feed_bytes so far (the last line number)
         self._bytes: _ByteReader | None = None
+
+    def failed(self, exc: Exception) -> None:
+        """The adapter raised: what it was reading is dropped, and counted, and the first error kept."""
+        self.errors += 1
+        if self.first_error is None:
+            self.first_error = f"{type(exc).__name__}: {exc}"[:200]
+
+    def notes(self) -> list[str]:
+        """What a report says of this source's reading: the adapter's failures, which cost the lines it
+        failed on (a line, or a block of a backlog), so findings there may be missing. Said, not hidden."""
+        if not self.errors:
+            return []
+        return [f"the {self.adapter.name} reader failed {self.errors} time(s) on this log ({self.first_error}); "
+                "the lines it failed on were not judged, so findings there may be missing"]
 
     # -- one decoded line ---------------------------------------------------------------------------
     def feed(self, line: str, lineno: int) -> list[Record]:
@@ -84,8 +99,8 @@ class SourceParser:
         text, prefix = (line, None) if self.prefixes is None else self.prefixes.strip(line)
         try:
             out = list(self.adapter.parse(text, lineno))
-        except Exception:  # an adapter bug must cost one line, not the watcher
-            self.errors += 1
+        except Exception as exc:  # an adapter bug must cost one line, not the watcher
+            self.failed(exc)
             out = []
         if prefix is not None and prefix.time is not None and out:
             for r in out:  # the adapter saw the line without its timestamp: give the samples theirs
@@ -99,8 +114,8 @@ class SourceParser:
         at = out.mark()
         try:
             self.adapter.parse_into(text, lineno, out)
-        except Exception:  # an adapter bug must cost one line, not the watcher
-            self.errors += 1
+        except Exception as exc:  # an adapter bug must cost one line, not the watcher
+            self.failed(exc)
             out.rollback(at)
             return
         if prefix is not None and prefix.time is not None:
@@ -147,8 +162,8 @@ class SourceParser:
     def document(self, text: str) -> list[Record]:
         try:
             return list(self.adapter.parse_document(text))
-        except Exception:
-            self.errors += 1
+        except Exception as exc:
+            self.failed(exc)
             return []
 
     def finish(self) -> list[Record]:
@@ -157,8 +172,8 @@ class SourceParser:
             out.extend(self._bytes.chunk(self._bytes.scanner.finish()).records())
         try:
             out.extend(self.adapter.finish())
-        except Exception:
-            self.errors += 1
+        except Exception as exc:
+            self.failed(exc)
         if self.scanner is not None:
             out.extend(self.scanner.finish())
         return out
@@ -211,8 +226,8 @@ class _ByteReader:
                               self.scanner)
             try:
                 out.extend(parser.adapter.parse_chunk(chunk, self.scanner.keys, view))
-            except Exception:  # an adapter bug must cost one chunk, not the watcher
-                parser.errors += 1
+            except Exception as exc:  # an adapter bug must cost one chunk, not the watcher
+                parser.failed(exc)
                 out.build()  # what it made of the chunk is dropped
             view.close()
             return out.build().with_events(found)

@@ -132,7 +132,7 @@ def feed_path(session: Session, src: runner.OpenSource) -> report.SourceInfo:
     info.records = len(records)
     session.feed(records)
     session.finish(src.name)
-    info.skipped.extend(session.notes(src.name))
+    info.skipped.extend(src.parser.notes() + session.notes(src.name))
     return info
 
 
@@ -168,7 +168,7 @@ def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
     if not parser.adapter.whole_file:  # a log that grows; a whole-file document is a snapshot
         state.facts.setdefault("quiet_s", _quiet_for(src.path))
     session.finish(src.name)
-    info.skipped.extend(session.notes(src.name))
+    info.skipped.extend(src.parser.notes() + session.notes(src.name))
     return info
 
 

@@ -43,6 +43,7 @@ class LiveSource:
         self.from_end = from_end
         self.notice = notice
         self._failures_seen = 0  # the engine's rule failures already looked at
+        self._reader_failure_said = False
         self.params = params
         self.opened: OpenSource | None = None
         self.follower: FileFollower | None = None
@@ -295,11 +296,17 @@ class LiveSource:
         return not self._fed_events or _key(e) not in self._fed_events
 
     def _rule_failures(self, engine: Engine) -> None:
-        """A rule that failed on this log since the last look is said once, as a notice."""
+        """A rule that failed on this log since the last look is said once, as a notice; so is the first
+        failure of the format's reader (an adapter bug costs the lines it failed on)."""
         if len(engine.rule_errors) > self._failures_seen:
             for text in engine.failures(self.name, self._failures_seen):
                 self.notice(f"{self.path}: {text}")
             self._failures_seen = len(engine.rule_errors)
+        parser = self.opened.parser if self.opened is not None else None
+        if parser is not None and parser.errors and not self._reader_failure_said:
+            self._reader_failure_said = True
+            self.notice(f"{self.path}: the {parser.adapter.name} reader failed on this log ({parser.first_error}); "
+                        "the lines it fails on are not judged, so findings there may be missing")
 
     def _records(self, engine: Engine, records: list[Record]) -> int:
         records = [r for r in records if not isinstance(r, Event) or self._fresh(r)]
