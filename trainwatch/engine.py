@@ -319,8 +319,11 @@ class Engine:
             state.step = int(steps[-1])
             if len(moved):
                 state.phase = "train"
-            fill = np.maximum.accumulate(np.where(explicit, np.arange(len(m_step)), -1))
-            filled = np.where(fill >= 0, m_step[np.maximum(fill, 0)], before if before is not None else 0)
+            if len(at) == len(m_step):  # every row printed its step (JSON lines): nothing to carry forward
+                filled = m_step
+            else:
+                fill = np.maximum.accumulate(np.where(explicit, np.arange(len(m_step)), -1))
+                filled = np.where(fill >= 0, m_step[np.maximum(fill, 0)], before if before is not None else 0)
         else:
             filled = np.full(len(m_step), before if before is not None else 0, dtype=np.int64)
         if light is not None:

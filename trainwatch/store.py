@@ -229,7 +229,7 @@ class Series:
         n_fin = int(np.count_nonzero(finite))
         self.count += k
         if n_fin:
-            fv = value[finite]
+            fv = value if n_fin == k else value[finite]
             lo, hi = float(fv.min()), float(fv.max())
             if lo < self.minimum:
                 self.minimum = lo
