@@ -14,7 +14,11 @@ if TYPE_CHECKING:
 def entry_bounds(chunk: Chunk) -> np.ndarray:
     """Index of each dict's first entry, and one past the last dict's last: entries of dict d are
     [bounds[d], bounds[d + 1])."""
-    return np.searchsorted(chunk.ent_dict, np.arange(chunk.dict_line.shape[0] + 1))
+    nd = chunk.dict_line.shape[0]
+    out = np.zeros(nd + 1, dtype=np.int64)
+    if len(chunk.ent_dict):  # entries come sorted by dict: a count per dict, summed, bounds them
+        np.cumsum(np.bincount(chunk.ent_dict, minlength=nd), out=out[1:])
+    return out
 
 
 def byte_counts(chunk: Chunk, positions: Positions, byte: bytes, start: np.ndarray, end: np.ndarray) -> np.ndarray:
