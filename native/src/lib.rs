@@ -22,6 +22,7 @@ pub mod kv;
 pub mod lines;
 pub mod numbers;
 pub mod progress;
+pub mod rows;
 pub mod scanner;
 pub mod smooth;
 

@@ -229,6 +229,57 @@ fn positions<'py>(
         .into_pyarray(py)
 }
 
+/// JSON-lines rows from a run of consecutive dicts' entries (see `rows`): the metric entries' name,
+/// step, value, line and time columns, how many rows were taken and the last step they set.
+#[pyfunction]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn jsonl_rows<'py>(
+    py: Python<'py>,
+    key: PyReadonlyArray1<'py, i32>,
+    value: PyReadonlyArray1<'py, f64>,
+    row: PyReadonlyArray1<'py, i64>,
+    lineno: PyReadonlyArray1<'py, i64>,
+    is_step: PyReadonlyArray1<'py, bool>,
+    rank: PyReadonlyArray1<'py, i64>,
+    is_time: PyReadonlyArray1<'py, bool>,
+    name: PyReadonlyArray1<'py, i32>,
+    last_step: Option<i64>,
+) -> PyResult<(
+    Bound<'py, PyArray1<i32>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+    usize,
+    Option<i64>,
+)> {
+    let (key, value, row, lineno) = (
+        key.as_slice()?,
+        value.as_slice()?,
+        row.as_slice()?,
+        lineno.as_slice()?,
+    );
+    if value.len() != key.len() || row.len() != key.len() {
+        return Err(PyValueError::new_err("key, value and row differ in length"));
+    }
+    let meaning = crate::rows::Meaning {
+        is_step: is_step.as_slice()?,
+        rank: rank.as_slice()?,
+        is_time: is_time.as_slice()?,
+        name: name.as_slice()?,
+    };
+    let out = py.detach(|| crate::rows::emit_rows(key, value, row, lineno, &meaning, last_step));
+    Ok((
+        out.name.into_pyarray(py),
+        out.step.into_pyarray(py),
+        out.value.into_pyarray(py),
+        out.line.into_pyarray(py),
+        out.time.into_pyarray(py),
+        out.take,
+        out.last_step,
+    ))
+}
+
 #[pymodule]
 fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
@@ -236,6 +287,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ema_path, m)?)?;
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add_function(wrap_pyfunction!(positions, m)?)?;
+    m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
     m.add("MAX_LINE", crate::lines::MAX_LINE)?;
     Ok(())
 }

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trainwatch.scan as scan
 from trainwatch.adapters import jsonl
@@ -70,3 +73,41 @@ def test_lines_the_arrays_cannot_say_go_through_parse(scanner: Any, line: str,
 
 def test_the_scanner_flattens_exactly_as_deep_as_the_adapter() -> None:
     assert reference.MAX_LEVEL == jsonl.MAX_DEPTH + 1  # _flatten's depth counts from the first nested object
+
+
+def _native_rows() -> Any:
+    try:
+        from trainwatch import _scan  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _scan.jsonl_rows
+
+
+@pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
+@settings(max_examples=1500, deadline=None)
+@given(rows=st.lists(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(
+           [0.0, 1.0, 7.9, 8.2, -3.0, 99.0, 1e8, 1e8 + 1, 1.7e9, 1e11, 1.7e12, 2.5])), max_size=6), max_size=12),
+       step_keys=st.permutations([0, 1, 2, 3, 4, 5]).map(lambda p: p[:3]), time_keys=st.sets(st.integers(0, 5)),
+       n_step=st.integers(0, 3), last=st.one_of(st.none(), st.integers(-5, 100)))
+def test_the_native_jsonl_rows_are_the_reference_ones(rows: list[list[tuple[int, float]]], step_keys: list[int],
+                                                      time_keys: set[int], n_step: int, last: int | None) -> None:
+    """Dicts of any keys: several step keys of different priority (or none), a key that is a step and
+    a time at once, times either side of 1e8 and 1e11, steps that go back, empty dicts, any last step
+    before them: the same columns, rows taken and last step from the native pass and the numpy one."""
+    from trainwatch.adapters.jsonl_columns import KeyTables, rows_reference
+    from trainwatch.batch import BatchBuilder
+
+    names = [f"k{i}" for i in range(6)]
+    tables = KeyTables(tuple(names[k] for k in step_keys[:n_step]), frozenset(names[k] for k in time_keys),
+                       frozenset())
+    tables.update(names, BatchBuilder("x"))
+    key = np.array([k for r in rows for k, _ in r], dtype=np.int32)
+    value = np.array([v for r in rows for _, v in r], dtype=np.float64)
+    row = np.array([i for i, r in enumerate(rows) for _ in r], dtype=np.int64)
+    lineno = np.arange(len(rows), dtype=np.int64) + 3
+    want = rows_reference(key, value, row, lineno, tables, last)
+    got = _native_rows()(key, value, row, lineno, tables.is_step, tables.rank, tables.is_time, tables.name, last)
+    for w, g in zip(want[:5], got[:5]):
+        assert np.asarray(w).tolist() == np.asarray(g).tolist() or np.array_equal(w, g, equal_nan=True)
+    assert got[0].dtype == np.int32 and got[1].dtype == np.int64
+    assert want[5:] == got[5:]

@@ -18,6 +18,7 @@ import numpy as np
 
 from trainwatch.adapters.spans import repeated_keys
 from trainwatch.batch import NO_STEP
+from trainwatch.scan import native
 
 if TYPE_CHECKING:
     from trainwatch.batch import BatchBuilder
@@ -77,12 +78,34 @@ def emit_rows(chunk: Chunk, tables: KeyTables, bounds: np.ndarray, dicts: np.nda
               last_step: int | None) -> tuple[int, int | None]:
     """The samples of consecutive readable lines (their dicts `dicts`, consecutive) as columns, up to the
     first line whose step goes below the step before it (the per-line path decides what such a line
-    is). Returns how many lines were emitted and the last step they set."""
+    is). Returns how many lines were emitted and the last step they set. The native extension does it in
+    one pass without the GIL when it is in use (native/src/rows.rs); `rows_reference` is its oracle."""
     e0, e1 = int(bounds[dicts[0]]), int(bounds[dicts[-1] + 1])
     key = chunk.ent_key[e0:e1]
     value = chunk.ent_value[e0:e1]
     row = chunk.ent_dict[e0:e1] - dicts[0]
-    n = len(dicts)
+    lineno = chunk.first_lineno + chunk.dict_line[dicts]
+    ext = native()
+    if ext is not None:
+        *cols, take, last_step = ext.jsonl_rows(
+            np.ascontiguousarray(key, dtype=np.int32), np.ascontiguousarray(value, dtype=np.float64),
+            np.ascontiguousarray(row, dtype=np.int64), np.ascontiguousarray(lineno, dtype=np.int64),
+            tables.is_step, tables.rank, tables.is_time, tables.name, last_step)
+    else:
+        *cols, take, last_step = rows_reference(key, value, row, lineno, tables, last_step)
+    out.columns(*cols)
+    return take, last_step
+
+
+def rows_reference(key: np.ndarray, value: np.ndarray, row: np.ndarray, lineno: np.ndarray, tables: KeyTables,
+                   last_step: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                   int, int | None]:
+    """`emit_rows` over numpy arrays, for entries `key`/`value` of dicts `row` (0..len(lineno), ascending)
+    printed on lines `lineno`: the metric entries' name ids, steps, values, lines and times, how many
+    rows were taken and the last step they set. Each row's step is its lowest-ranked step key
+    (truncated), its time its first time key above 1e8 (milliseconds read as such); both are consumed,
+    every other entry is a metric."""
+    n = len(lineno)
     step = np.full(n, NO_STEP, dtype=np.int64)
     consumed = tables.is_step[key].copy()
     stepped = np.flatnonzero(consumed)
@@ -110,7 +133,5 @@ def emit_rows(chunk: Chunk, tables: KeyTables, bounds: np.ndarray, dicts: np.nda
         if len(before):
             last_step = int(step[before[-1]])
     keep = ~consumed & (row < take)
-    lineno = chunk.first_lineno + chunk.dict_line[dicts]
     r = row[keep]
-    out.columns(tables.name[key[keep]], step[r], value[keep], lineno[r], when[r])
-    return take, last_step
+    return tables.name[key[keep]], step[r], value[keep], lineno[r], when[r], take, last_step
