@@ -71,7 +71,10 @@ def test_batches_of_any_size_hold_what_rows_one_at_a_time_held(values, cuts, shr
         at = 0
         for j, c in enumerate([*cuts, n]):
             hi = min(n, at + c)
-            col.extend(steps[at:hi], vals[at:hi], lines[at:hi], times[at:hi], inferred[at:hi])
+            if j % 2:  # the engine's way: rows picked out of a stretch's columns, gathered in place
+                col.extend_rows(np.arange(at, hi), steps, vals, lines, times, inferred)
+            else:
+                col.extend(steps[at:hi], vals[at:hi], lines[at:hi], times[at:hi], inferred[at:hi])
             at = hi
             if j < len(peeks) and peeks[j]:
                 col.whole_run()

@@ -199,7 +199,7 @@ class Engine:
                 sel = rows[a:z]
                 name = self._names[k]
                 series = self.store.series(src, name)
-                series.extend(step[sel], value[sel], line[sel], t[sel], inferred[sel])
+                series.extend_rows(sel, step, value, line, t, inferred)
                 held = self._held.get((src, name))
                 if held is None:
                     held = self._held[(src, name)] = _Held(series)

@@ -225,6 +225,39 @@ class Series:
         k = len(value)
         if not k:
             return
+        finite = self._count(step, value, line, time, inferred)
+        if self._hi + k > self._cap:  # the arrays are about to be moved: fold what they hold first
+            self._fold()
+            self._append(step, value, line, time, inferred)  # (it may keep only the batch's newest rows)
+            self._add_history(step, value, finite)
+        else:  # folded later, many rows in one go: a backlog's small stretches each cost a fold otherwise
+            self._append(step, value, line, time, inferred)
+            self._unfolded += k
+
+    def extend_rows(self, rows: np.ndarray, step: np.ndarray, value: np.ndarray, line: np.ndarray,
+                    time: np.ndarray, inferred: np.ndarray) -> None:
+        """`extend` with the rows `rows` (ascending indices) of the given columns: gathered straight into
+        the series' arrays while they have room, with no copy made first (a backlog's stretch holds the
+        rows of every metric of its source, and each series takes its own)."""
+        k = len(rows)
+        if not k:
+            return
+        hi = self._hi
+        if hi + k > self._cap:
+            self.extend(step[rows], value[rows], line[rows], time[rows], inferred[rows])
+            return
+        for col, into in ((step, self._step), (value, self._value), (line, self._line), (time, self._time),
+                          (inferred, self._inf)):
+            np.take(col, rows, out=into[hi:hi + k], mode="clip")  # clip: no buffer (the rows are in range)
+        self._count(self._step[hi:hi + k], self._value[hi:hi + k], self._line[hi:hi + k], self._time[hi:hi + k],
+                    self._inf[hi:hi + k])
+        self._stored(k)
+        self._unfolded += k
+
+    def _count(self, step: np.ndarray, value: np.ndarray, line: np.ndarray, time: np.ndarray,
+               inferred: np.ndarray) -> np.ndarray:
+        """The new rows' share of the whole-run counts, extremes, first value and head; their finite mask."""
+        k = len(value)
         finite = np.isfinite(value)
         n_fin = int(np.count_nonzero(finite))
         self.count += k
@@ -246,13 +279,7 @@ class Series:
             nan = int(np.count_nonzero(np.isnan(value)))
             self.nan_count += nan
             self.inf_count += k - n_fin - nan
-        if self._hi + k > self._cap:  # the arrays are about to be moved: fold what they hold first
-            self._fold()
-            self._append(step, value, line, time, inferred)  # (it may keep only the batch's newest rows)
-            self._add_history(step, value, finite)
-        else:  # folded later, many rows in one go: a backlog's small stretches each cost a fold otherwise
-            self._append(step, value, line, time, inferred)
-            self._unfolded += k
+        return finite
 
     def _fold(self) -> None:
         """The stored rows not yet in the history folded into it (they are always the newest rows, all
@@ -307,7 +334,11 @@ class Series:
         self._line[hi:hi + k] = line
         self._time[hi:hi + k] = time
         self._inf[hi:hi + k] = inferred
-        self._hi = hi + k
+        self._stored(k)
+
+    def _stored(self, k: int) -> None:
+        """k rows were written after the last one kept."""
+        self._hi += k
         self._first = max(self._first, self._hi - KEPT_ROWS)
         self._lo = max(self._first, self._hi - RECENT_POINTS)
 
