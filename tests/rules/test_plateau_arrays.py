@@ -197,3 +197,22 @@ def test_flat_start_batches_settled_over_arrays_leave_the_state_of_the_row_loop(
     quick.finish("run")
     slow.finish("run")
     assert _report(quick) == _report(slow)
+
+
+@settings(max_examples=300, deadline=None)
+@given(v=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=9, max_size=60), data=st.data())
+def test_the_medians_of_nine_at_some_rows_are_the_rolling_ones(v: list[float], data: st.DataObject) -> None:
+    """flat_from_start's cheap look takes the median of the last nine only at the rows it judges: the
+    same numbers a rolling median gives there."""
+    import bottleneck as bn
+
+    from trainwatch.rules.plateau import _medians_of_nine
+
+    x = np.array(v)
+    rows = np.array(data.draw(st.lists(st.integers(8, len(v) - 1), min_size=1, max_size=10)))
+    nines = _medians_of_nine(x)
+    assert nines is not None
+    want = bn.move_median(x, 9)[rows]
+    assert nines.at(rows).tolist() == want.tolist()
+    assert nines[int(rows[0])] == want[0]
+    assert _medians_of_nine(np.append(x, np.nan)) is None

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import bottleneck as bn
 import numpy as np
 
 from trainwatch.model import Finding
@@ -325,7 +324,7 @@ class LossFlatFromStart(ArrayRule):
                 continue  # too early in a run of known length: a slow fall has not shown yet
             head_v, head_s = feed.head(r)
             at = feed.off + r
-            few = float(few_med[at]) if few_med is not None and at >= 8 else None
+            few = few_med[at] if few_med is not None and at >= 8 else None
             f, level = self._judge(seg, head_v, head_s, nn, partial(_tail_list, feed, r),
                                    p.min_history, step, st.opened is not None, few)
             if level is not None:
@@ -358,7 +357,7 @@ class LossFlatFromStart(ArrayRule):
     def retractions(self, ctx: RuleContext, w: Window) -> list[tuple[int, str]]:
         return self._withdrawn.get(w.source, [])
 
-    def _quiet(self, feed: Feed, st: _FlatState, rows: np.ndarray, few_med: np.ndarray, rising: np.ndarray,
+    def _quiet(self, feed: Feed, st: _FlatState, rows: np.ndarray, few_med: _NineMedians, rising: np.ndarray,
                steps: np.ndarray, early: float | None) -> bool:
         """The batch settled over arrays when nothing can come of it, as in a healthy run long past its
         start: nothing is called flat or told, one segment whose first quarter is full, and every
@@ -400,7 +399,7 @@ class LossFlatFromStart(ArrayRule):
         if early is not None:
             looked &= ~(steps[r] < early)
         bar = first * (1 - 2 * p.min_drop)
-        if not (few_med[feed.off + r[looked]] + 3 * median_se(head_noise, 9) < bar).all():
+        if not (few_med.at(feed.off + r[looked]) + 3 * median_se(head_noise, 9) < bar).all():
             return False
         self._first = (seg, qmax, first, head_noise)
         st.next = (seg, int(nk[judged[-1]]) + stride)
@@ -495,12 +494,26 @@ def _lr_rising(ctx: RuleContext, source: str) -> bool:
     return len(vals) >= 2 and all(b > a for a, b in zip(vals, vals[1:]))
 
 
-def _medians_of_nine(v: np.ndarray) -> np.ndarray | None:
-    """Per index i of `v`, the median of v[i - 8:i + 1] (from i = 8): what the cheap look of
-    flat_from_start reads at a row, when every value is finite (so `tail(9)` is those nine)."""
+class _NineMedians:
+    """Per index i of `v` (from i = 8), the median of v[i - 8:i + 1]: what the cheap look of
+    flat_from_start reads at a row. Taken only at the rows asked for (the look runs at every few rows, on
+    the judgement cadence), each the middle of its nine values, as a rolling pass would give it."""
+
+    def __init__(self, v: np.ndarray) -> None:
+        self._nines = np.lib.stride_tricks.sliding_window_view(v, 9)
+
+    def at(self, idx: np.ndarray) -> np.ndarray:
+        return np.partition(self._nines[np.asarray(idx) - 8], 4, axis=1)[:, 4]
+
+    def __getitem__(self, i: int) -> float:
+        return float(self.at(np.array([i]))[0])
+
+
+def _medians_of_nine(v: np.ndarray) -> _NineMedians | None:
+    """The medians of nine, when every value is finite (so `tail(9)` is those nine)."""
     if len(v) < 9 or not np.isfinite(v).all():
         return None
-    return bn.move_median(v, 9)
+    return _NineMedians(v)
 
 
 def _tail_list(feed: Feed, row: int, n: int) -> list[float]:
