@@ -13,7 +13,7 @@ import pytest
 
 from trainwatch import runner
 from trainwatch.cli.check import LogClock
-from trainwatch.model import Record
+from trainwatch.model import Record, Sample
 from trainwatch.rules.base import Rule
 
 from tests.rules.rowref.harness import feed_in_cuts
@@ -107,3 +107,21 @@ def test_a_backlog_judged_in_rounds_finds_what_blocks_judged_one_by_one_find(log
         out.append(json.dumps([a.to_dict() for a in engine.alerts()], indent=1, default=str))
     assert out[0] == out[1]
     assert waited
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[p.name for p in LOGS])
+def test_the_store_lists_metrics_in_log_order_however_batched(log: Path) -> None:
+    """`check --json` lists a source's metrics in the store's order: the order the log first gives them,
+    whether the backlog came as one batch, one record at a time or in blocks of any size (a metric that
+    row rules watch was made first when its batch also held earlier metrics)."""
+    src, records = records_of(log)
+    orders = []
+    for cuts in ([], None):
+        engine = runner.make_engine([src], None, None, clock=LogClock(1_000_000.0))
+        feed_in_cuts(engine, src.name, records, cuts)
+        orders.append([s.name for s in engine.store])
+    first: dict[str, None] = {}
+    for r in records:
+        if isinstance(r, Sample):
+            first.setdefault(engine.canon(r.name), None)
+    assert orders[0] == orders[1] == list(first)

@@ -177,6 +177,10 @@ class Engine:
         self._seq += n
         present = np.flatnonzero(np.bincount(ids)).tolist()  # ids are small: a count beats a sort
         rows_of = {k: (np.flatnonzero(ids == k) if len(present) > 1 else np.arange(n)) for k in present}
+        for k in sorted(present, key=lambda k: int(rows_of[k][0])):
+            # made in the order the log first gives them (the report lists them so), not the gated ones
+            # first: the order must not depend on where a backlog's blocks were cut
+            self.store.series(src, self._names[k])
         gates = self._gates(src, present, rows_of, step, value)
         stop = np.zeros(n, dtype=bool)
         for k, gs in gates.items():
