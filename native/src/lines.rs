@@ -152,6 +152,16 @@ impl Splitter {
         }
     }
 
+    /// The buffers kept for the next split given back to the system, and their bytes before that: a
+    /// source whose backlog is read holds none while it waits (a check of many files, a follower).
+    pub fn release(&mut self) -> usize {
+        let held = self.spare_data.capacity()
+            + self.spare_lines.capacity() * std::mem::size_of::<LineRec>();
+        self.spare_data = Vec::new();
+        self.spare_lines = Vec::new();
+        held
+    }
+
     /// A split's line records, likewise.
     pub fn recycle_lines(&mut self, lines: Vec<LineRec>) {
         if lines

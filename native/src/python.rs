@@ -54,6 +54,11 @@ impl Scanner {
     fn pending(&self) -> u64 {
         self.core.pending()
     }
+
+    /// The buffers kept for the next chunk given back; the bytes they held.
+    fn release(&mut self) -> usize {
+        self.core.release()
+    }
 }
 
 impl Scanner {

@@ -115,6 +115,11 @@ impl Core {
         self.splitter.recycle_data(data);
     }
 
+    /// The buffers kept for the next chunk given back (see `Splitter::release`); their bytes.
+    pub fn release(&mut self) -> usize {
+        self.splitter.release()
+    }
+
     fn scan_line(&mut self, out: &mut ChunkOut, index: i64, rec: &LineRec, line: &[u8]) {
         let visible = visible_start(line);
         out.line_start.push(rec.abs_start);

@@ -408,3 +408,22 @@ def test_backlog_pieces_are_joined_into_blocks_of_at_least_the_size(pieces: list
     assert all(len(b) >= size for b in blocks[:-1]) and all(blocks)
     ends = {sum(len(p) for p in pieces[:i]) for i in range(len(pieces) + 1)}
     assert all(sum(len(b) for b in blocks[:i]) in ends for i in range(len(blocks) + 1))
+
+
+def test_a_read_backlog_leaves_its_source_no_block_sized_buffer(scanner_class: Any, tmp_path: Path) -> None:
+    """The native scanner builds each chunk in the last one's buffers. Once a backlog's blocks are read
+    (`read_blocks`: check's whole file, one poll of tail's backlog) they are given back, or a check of
+    many files held a block's worth per file until its end, and a follower for as long as it follows.
+    Right after a feed the buffers are there: `release` gives them back and says their size."""
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(b'{"step": %d, "loss": 1.5}\n' % i for i in range(1, 40001)))
+    data = path.read_bytes()
+    fed = scanner_class([])
+    fed.feed(data)
+    assert fed.release() >= (0 if scanner_class is ReferenceScanner else len(data))
+    assert fed.release() == 0
+    parser = runner.open_source(path).parser
+    with path.open("rb") as f:
+        rows = sum(batch.size for batch in parser.read_file(f, 1 << 16))
+    assert rows == 40000
+    assert parser._bytes is not None and parser._bytes.scanner.release() == 0

@@ -149,11 +149,14 @@ class SourceParser:
                 return None
             return reader.chunk(scanner.feed(data))
 
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainwatch-scan") as pool:
-            ahead = pool.submit(scan)
-            while (got := ahead.result()) is not None:
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainwatch-scan") as pool:
                 ahead = pool.submit(scan)
-                yield got
+                while (got := ahead.result()) is not None:
+                    ahead = pool.submit(scan)
+                    yield got
+        finally:  # the scan thread is done: the scanner's buffers kept for a next block are not needed
+            scanner.release()  # (each a block's size: a check of many files held one per file)
 
     def feed_bytes(self, data: bytes) -> list[Record]:
         """`read_bytes` as records (for callers that want objects)."""

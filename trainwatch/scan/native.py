@@ -42,6 +42,12 @@ class Scanner:
         """The held partial line as a last line, then an empty chunk from later calls."""
         return _chunk(self._native.finish())
 
+    def release(self) -> int:
+        """The buffers kept to build the next chunk in given back (a later feed makes fresh ones); the
+        bytes they held. Each one is the size of a block read: a source that is done reading its
+        backlog should not hold one while it waits."""
+        return int(self._native.release())
+
     @staticmethod
     def span_census(data: bytes, start: np.ndarray, length: np.ndarray, allowed: np.ndarray, mark: int,
                     before: int, after: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -286,6 +286,10 @@ class Scanner:
         self._hold(data[last_nl + 1:])
         return chunk
 
+    def release(self) -> int:
+        """The native scanner's: no buffer is kept between chunks here, so none is given back."""
+        return 0
+
     def finish(self) -> Chunk:
         """The held partial line as a last line (it has no `\\n`, so a trailing `\\r` stays in it)."""
         if not self._pending_len:
