@@ -149,10 +149,11 @@ def test_the_median_at_some_rows_is_the_rolling_ones_and_the_minimum_bounds_it(
 
 @settings(max_examples=300, deadline=None)
 @given(xs=st.lists(st.one_of(floats, st.sampled_from([math.nan, 0.0, 1.0, 3.0, -2.0])), max_size=60),
-       data=st.data(), ratio=st.sampled_from([1.0, 2.0, 10.0]))
+       data=st.data(), ratio=st.sampled_from([1.0, 2.0, 10.0, 0.5, 0.0, -1.0]))
 def test_spike_medians_leave_out_only_rows_that_cannot_pass_the_test(
         xs: list[float], data: st.DataObject, ratio: float) -> None:
-    """The spike rules' test over the medians left out gives what it gives over every median."""
+    """The spike rules' test over the medians left out gives what it gives over every median, whatever
+    ratio a user's config sets (below 0 a larger median lowers the bar, so the minimum bounds nothing)."""
     v = np.array(xs)
     fin = np.isfinite(v)
     count = np.array(data.draw(st.lists(st.integers(0, 9), min_size=len(xs), max_size=len(xs))), dtype=np.int64)
@@ -168,3 +169,11 @@ def test_spike_medians_leave_out_only_rows_that_cannot_pass_the_test(
     assert passes(med).tolist() == passes(full).tolist()
     kept = ~np.isnan(med)
     assert np.array_equal(med[kept], full[kept])
+
+
+def test_spike_medians_rule_out_nothing_when_the_ratio_is_below_zero() -> None:
+    """A config may set a ratio below 0: then -2 is below ratio times its window's minimum (-1) yet not
+    below ratio times its median (-3), so the test can pass and the minimum may leave out no row."""
+    v = np.array([1.0, 3.0, 3.0, -2.0])
+    med = spike_medians(v, np.isfinite(v), np.array([0, 0, 0, 3]), 3, -1.0, 3)
+    assert med[3] == 3.0

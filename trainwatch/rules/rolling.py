@@ -99,13 +99,14 @@ def spike_medians(v: np.ndarray, finite: np.ndarray, count: np.ndarray, s: int, 
     the median of the `count` finite values before the row: med at the new rows (from `s`) that can pass
     it, NaN at every other row. A row below `ratio` times its window's least value (when that is above
     0) cannot, as the median is no less than it and the products round the same way; in a healthy run
-    that is nearly every row, so the medians cost a rolling minimum and a few windows."""
+    that is nearly every row, so the medians cost a rolling minimum and a few windows. Below 0 a ratio
+    turns the bound around (a config may set one): then every row that can pass keeps its median."""
     xs, cs = v[finite], count[finite]
     low = np.full(len(v), np.nan)
     low[finite] = trailing_min(xs, cs, include_self=False)
     want = np.zeros(len(v), dtype=bool)
     with np.errstate(invalid="ignore"):
-        ruled_out = (low[s:] > 0) & (v[s:] < ratio * low[s:] * (1 - 1e-9))
+        ruled_out = (low[s:] > 0) & (v[s:] < ratio * low[s:] * (1 - 1e-9)) & (ratio >= 0)
     want[s:] = finite[s:] & (count[s:] >= min_history) & ~ruled_out
     med = np.full(len(v), np.nan)
     med[finite] = trailing_median_where(xs, cs, want[finite], include_self=False)
