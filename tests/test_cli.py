@@ -351,3 +351,17 @@ def test_trainer_dicts_counted_on_past_the_int64_limit_are_read(tmp_path: Path) 
     proc = tw("check", "--json", "--format", "hf_console", str(path))
     assert "Traceback" not in proc.stderr and proc.returncode in (0, 1, 2), proc.stderr
     assert json.loads(proc.stdout)["sources"][0]["metrics"]["loss"]["count"] == 6
+
+
+def test_values_near_the_largest_float_print_no_numpy_warning(tmp_path: Path) -> None:
+    """Log text is untrusted: a loss or grad-norm near the largest float makes the spike rules' ratio
+    times the window's minimum or median overflow, which is only a row that is no spike, never a numpy
+    warning on stderr (tw() silences warnings, so the command runs without that here)."""
+    p = tmp_path / "run.jsonl"
+    p.write_text("".join(json.dumps({"step": s, "loss": 1e308 if s % 3 else 1.0,
+                                     "grad_norm": 1.7e308 if s % 2 else 2.0}) + "\n" for s in range(1, 400)))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(p)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode in (1, 2), proc.stdout
+    assert proc.stderr == ""

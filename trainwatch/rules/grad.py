@@ -88,7 +88,7 @@ class GradSpike(ArrayRule):
         count = before_counts(fin, want)
         med = spike_medians(v, fin, count, s, self.p.ratio, self.p.min_history)
         vn, cn, mn, fn = v[s:], count[s:], med[s:], fin[s:]
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             out = fn & (vn > self.p.unstable_above)
             # a little slack: the rows it lets through are judged exactly below, one by one
             ratio = (cn >= self.p.min_history) & (mn > 0) & (vn >= self.p.ratio * mn * (1 - 1e-9))

@@ -105,7 +105,7 @@ def spike_medians(v: np.ndarray, finite: np.ndarray, count: np.ndarray, s: int, 
     low = np.full(len(v), np.nan)
     low[finite] = trailing_min(xs, cs, include_self=False)
     want = np.zeros(len(v), dtype=bool)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # past the largest float: no spike, no warning
         ruled_out = (low[s:] > 0) & (v[s:] < ratio * low[s:] * (1 - 1e-9)) & (ratio >= 0)
     want[s:] = finite[s:] & (count[s:] >= min_history) & ~ruled_out
     med = np.full(len(v), np.nan)
