@@ -320,3 +320,20 @@ def test_a_backlog_read_as_bytes_fills_the_ring_and_the_source(tmp_path: Path) -
         assert w.recent_lines(str(log), 1) == [(301, "Step 301: loss=0.00, lr=1e-4")]
     finally:
         w.stop()
+
+
+def test_a_file_removed_mid_backlog_leaves_nothing_waiting(tmp_path, monkeypatch) -> None:
+    """Removed while more than a poll of its backlog was unread: the old file's last poll is read and it
+    is let go of, so the follower must not say more is waiting (the watcher woke it again without end,
+    and `stop`, which reads until nothing waits, never returned)."""
+    from trainwatch.sources import tail
+
+    monkeypatch.setattr(tail, "POLL_BYTES", 2 * tail.READ_CHUNK)
+    path = tmp_path / "big.log"
+    path.write_bytes((b"x" * 99 + b"\n") * ((6 * tail.READ_CHUNK) // 100))
+    follower = tail.FileFollower(path, raw_backlog=True)
+    assert follower.poll().raw and follower.more
+    path.unlink()
+    assert any("removed" in n for n in follower.poll().notices)
+    assert not follower.more
+    assert not follower.poll().raw and not follower.more

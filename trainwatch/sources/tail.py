@@ -286,6 +286,7 @@ class FileFollower:
             self._unreadable_said = True
 
     def _close(self) -> None:
+        self.more = False  # a file let go of has nothing waiting: readers stop asking (tail's stop loops on it)
         if self._fd is not None:
             try:
                 os.close(self._fd)
