@@ -114,10 +114,11 @@ class Engine:
         `more`: more of the same backlog follows at once, so the rows held at the batch's end may wait
         and be judged with the next batch's in one round, as if the two were one batch (which changes no
         finding: tests/test_batching.py). A round still ends where it would inside a batch: at
-        ARRAY_FLUSH rows of a series, before an event rules must see in order, and at `finish` or the
-        next batch fed without `more`; and the rows wait only while no series holds half a round, so a
-        batch of many rows is not cut in two by a round's end. A backlog read in blocks of a megabyte
-        pays the rules' fixed cost per round of thousands of rows, not per block."""
+        ARRAY_FLUSH rows of a series, before an event rules must see in order, and at `settle`, `finish`,
+        `tick` (a live follower's held rows wait no longer than its timer) or anything fed without
+        `more`; and the rows wait only while no series holds half a round, so a batch of many rows is
+        not cut in two by a round's end. A backlog read in blocks (BACKLOG_BLOCK) pays the rules' fixed
+        cost per round of thousands of rows, not per block."""
         out = self._feed(batch)
         if not more or any(2 * h.n >= ARRAY_FLUSH for h in self._held.values()):
             out.extend(self.settle())

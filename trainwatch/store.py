@@ -19,8 +19,8 @@ ROUND_ROWS = 8192
 """New rows of one series the engine may store before the array rules judge them (a round). Each
 array rule has a fixed cost per call, about half its time on a JSON-lines backlog in rounds of 1024:
 rounds of 4096 cut the engine's time on such a backlog by about a third, rounds of 8192 by some 40%.
-Larger ones gain nothing there (a 1 MiB block of such a log holds fewer rows of a series, and each block
-ends a round) and would only let one series' kept rows grow (see KEPT_ROWS)."""
+Larger ones gained nothing there (measured when each 1 MiB block ended a round; a backlog's rounds now
+span blocks, `Engine.feed_batch`) and would only let one series' kept rows grow (see KEPT_ROWS)."""
 KEPT_ROWS = RECENT_POINTS + ROUND_ROWS
 """Rows a series' arrays keep at most: when a round is judged, the oldest row of it still finds the
 RECENT_POINTS rows before it, in its own series and in every other series of its source (no series
