@@ -359,7 +359,10 @@ def test_values_near_the_largest_float_print_no_numpy_warning(tmp_path: Path) ->
     warning on stderr (tw() silences warnings, so the command runs without that here)."""
     p = tmp_path / "run.jsonl"
     p.write_text("".join(json.dumps({"step": s, "loss": 1e308 if s % 3 else 1.0,
-                                     "grad_norm": 1.7e308 if s % 2 else 2.0}) + "\n" for s in range(1, 400)))
+                                     "grad_norm": 1.7e308 if s % 2 else 2.0,
+                                     "step_time_ms": 1.7e308 if s % 5 else 2.0,
+                                     "tokens_per_sec": 1.7e308 if s % 4 else 1e-300}) + "\n"
+                         for s in range(1, 400)))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(p)], capture_output=True, text=True,
                           env=env, timeout=120)

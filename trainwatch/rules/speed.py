@@ -98,7 +98,7 @@ class SpeedDrop(ArrayRule):
             want[at] = True
             now[can] = trailing_median_where(fv, ns_now, want)[at]
         self._levels[key] = _Levels(w.start, base, now)  # read back only at rows whose condition held
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             cond = ok & (base > 0) & (now > 0)
             slower = now > base / drop if higher else now < base * drop
         return cond & slower
@@ -113,7 +113,7 @@ class SpeedDrop(ArrayRule):
         other rows need them: in a steady run, few."""
         if not drop > 0:
             return np.ones(len(idx), dtype=bool)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             if higher:
                 return ~(trailing_max(fv, ns_now)[idx] <= trailing_min(fv, ns_base)[idx - recent] / drop)
             return ~(trailing_min(fv, ns_now)[idx] >= trailing_max(fv, ns_base)[idx - recent] * drop)
