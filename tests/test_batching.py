@@ -125,3 +125,26 @@ def test_the_store_lists_metrics_in_log_order_however_batched(log: Path) -> None
         if isinstance(r, Sample):
             first.setdefault(engine.canon(r.name), None)
     assert orders[0] == orders[1] == list(first)
+
+
+def test_rows_waiting_for_the_next_block_stay_bounded_over_all_series(tmp_path: Path) -> None:
+    """A backlog of many metrics fed with `more`: the rows left waiting after each block, over all its
+    series together, stay under WAIT_ROWS (each waiting row is held in its series' arrays), and the
+    blocks are still judged with more than one block's rows waiting between rounds."""
+    from trainwatch import engine as engine_module
+
+    path = tmp_path / "wide.jsonl"
+    path.write_text("".join(json.dumps({"step": s, **{f"layer{i}/norm": 1.0 + i + s * 1e-3 for i in range(60)}})
+                            + "\n" for s in range(1, 3001)))
+    src = runner.open_source(path)
+    engine = runner.make_engine([src], None, None, clock=LogClock(1_000_000.0))
+    data = path.read_bytes()
+    waited = 0
+    for batch in src.parser.read_blocks(data[i:i + 65536] for i in range(0, len(data), 65536)):
+        engine.feed_batch(batch, more=True)
+        held = sum(h.n for h in engine._held.values())
+        assert held < engine_module.WAIT_ROWS
+        waited = max(waited, held)
+    assert waited > 0
+    engine.settle()
+    assert not engine._held

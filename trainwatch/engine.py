@@ -31,6 +31,12 @@ from trainwatch.store import ROUND_ROWS, MetricStore, Series
 
 Listener = Callable[[AlertChange], None]
 
+WAIT_ROWS = 2 * ROUND_ROWS
+"""Rows of all series together that may wait for a backlog's next block (`feed_batch(more=True)`): each
+waiting row stays in its series' arrays, so on a log of hundreds of metrics a wait bounded per series
+held tens of megabytes (a 303-metric log peaked at 181 MB instead of 139); a console log's seven series
+still wait a block."""
+
 ARRAY_FLUSH = ROUND_ROWS
 """New rows of any one series stored before the array rules judge those held (a round): a batch larger
 than this is judged in pieces, so the history a rule declared, and the rows of every other series logged
@@ -117,10 +123,12 @@ class Engine:
         ARRAY_FLUSH rows of a series, before an event rules must see in order, and at `settle`, `finish`,
         `tick` (a live follower's held rows wait no longer than its timer) or anything fed without
         `more`; and the rows wait only while no series holds half a round, so a batch of many rows is
-        not cut in two by a round's end. A backlog read in blocks (BACKLOG_BLOCK) pays the rules' fixed
-        cost per round of thousands of rows, not per block."""
+        not cut in two by a round's end, and while all series together hold fewer than WAIT_ROWS. A
+        backlog read in blocks (BACKLOG_BLOCK) pays the rules' fixed cost per round of thousands of rows,
+        not per block."""
         out = self._feed(batch)
-        if not more or any(2 * h.n >= ARRAY_FLUSH for h in self._held.values()):
+        held = self._held.values()
+        if not more or sum(h.n for h in held) >= WAIT_ROWS or any(2 * h.n >= ARRAY_FLUSH for h in held):
             out.extend(self.settle())
         return out
 
