@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainwatch.adapters.spans import repeated_keys
-from trainwatch.batch import NO_STEP
+from trainwatch.batch import INT64_MAX, NO_STEP
 from trainwatch.scan import native
+
+_INT64_MIN = -INT64_MAX - 1
 
 if TYPE_CHECKING:
     from trainwatch.batch import BatchBuilder
@@ -86,7 +88,7 @@ def emit_rows(chunk: Chunk, tables: KeyTables, bounds: np.ndarray, dicts: np.nda
     row = chunk.ent_dict[e0:e1] - dicts[0]
     lineno = chunk.first_lineno + chunk.dict_line[dicts]
     ext = native()
-    if ext is not None:
+    if ext is not None and (last_step is None or _INT64_MIN <= last_step <= INT64_MAX):  # else: Python ints
         *cols, take, last_step = ext.jsonl_rows(
             np.ascontiguousarray(key, dtype=np.int32), np.ascontiguousarray(value, dtype=np.float64),
             np.ascontiguousarray(row, dtype=np.int64), np.ascontiguousarray(lineno, dtype=np.int64),
