@@ -322,18 +322,40 @@ def test_a_backlog_read_as_bytes_fills_the_ring_and_the_source(tmp_path: Path) -
         w.stop()
 
 
-def test_a_file_removed_mid_backlog_leaves_nothing_waiting(tmp_path, monkeypatch) -> None:
-    """Removed while more than a poll of its backlog was unread: the old file's last poll is read and it
-    is let go of, so the follower must not say more is waiting (the watcher woke it again without end,
-    and `stop`, which reads until nothing waits, never returned)."""
+@pytest.mark.parametrize("how", ["removed", "rotated"])
+def test_a_file_let_go_of_mid_backlog_is_read_to_its_end_then_nothing_waits(tmp_path, monkeypatch,
+                                                                            how: str) -> None:
+    """Removed (or rotated away) while more than a poll of its backlog was unread: the open descriptor
+    reads the old file to its end over the next polls, every line of it, and only then is it let go of
+    and said so; after that the follower must not say more is waiting (the watcher woke it again without
+    end, and `stop`, which reads until nothing waits, never returned)."""
     from trainwatch.sources import tail
 
     monkeypatch.setattr(tail, "POLL_BYTES", 2 * tail.READ_CHUNK)
     path = tmp_path / "big.log"
-    path.write_bytes((b"x" * 99 + b"\n") * ((6 * tail.READ_CHUNK) // 100))
+    data = (b"x" * 99 + b"\n") * ((6 * tail.READ_CHUNK) // 100)
+    path.write_bytes(data)
     follower = tail.FileFollower(path, raw_backlog=True)
-    assert follower.poll().raw and follower.more
-    path.unlink()
-    assert any("removed" in n for n in follower.poll().notices)
+    first = follower.poll()
+    assert first.raw and follower.more
+    got, notices, lines = b"".join(first.raw), [], []
+    if how == "removed":
+        path.unlink()
+    else:
+        path.rename(tmp_path / "big.log.1")
+        path.write_bytes(b"fresh\n")
+    for _ in range(10):
+        chunk = follower.poll()
+        got += b"".join(chunk.raw)
+        notices += chunk.notices
+        lines += [t for _, t in chunk.lines]
+        if not follower.more:
+            break
+    assert got == data
+    said = [n for n in notices if ("removed" if how == "removed" else "rotation") in n]
+    assert len(said) == 1
     assert not follower.more
-    assert not follower.poll().raw and not follower.more
+    again = follower.poll()
+    assert not again.raw and not follower.more
+    lines += [t for _, t in again.lines]
+    assert lines == (["fresh"] if how == "rotated" else [])  # the new file follows the old one's end

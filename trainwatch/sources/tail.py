@@ -79,6 +79,8 @@ class FileFollower:
         except FileNotFoundError:
             if self._fd is not None:
                 self._drain(out)  # the old file's last words first
+                if self.more:  # more than a poll of it was unread: the open descriptor still reads it
+                    return out
                 self._close()
                 out.notices.append(f"{self.path}: file was removed; waiting for it to return")
                 self._missing_said = True
@@ -95,6 +97,8 @@ class FileFollower:
         ino = (st.st_dev, st.st_ino)
         if self._fd is not None and ino != self._ino:
             self._drain(out)  # rotated or replaced: finish the old file, then continue with the new one
+            if self.more:  # more than a poll of the old file was unread: it is finished over the next polls
+                return out
             self._end_raw(out)
             self._close()
             out.notices.append(f"{self.path}: file was replaced (rotation); following the new file")
