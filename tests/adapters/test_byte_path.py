@@ -401,9 +401,7 @@ def test_a_file_truncated_inside_a_long_line_is_read_again_from_its_first_line(t
 def test_backlog_pieces_are_joined_into_blocks_of_at_least_the_size(pieces: list[bytes], size: int) -> None:
     """`tail` joins its backlog's reads into blocks of BACKLOG_BLOCK before the byte path reads them:
     the same bytes, every block but the last at least `size` and made of whole pieces."""
-    from trainwatch.adapters.pipeline import joined
-
-    blocks = list(joined(pieces, size))
+    blocks = list(pipeline.joined(pieces, size))
     assert b"".join(blocks) == b"".join(pieces)
     assert all(len(b) >= size for b in blocks[:-1]) and all(blocks)
     ends = {sum(len(p) for p in pieces[:i]) for i in range(len(pieces) + 1)}

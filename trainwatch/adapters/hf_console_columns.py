@@ -97,13 +97,15 @@ class LinePlan:
     """The same facts as arrays, for reading runs of lines at once (`steady`)."""
 
 
+@dataclass
 class DictFacts:
     """Per chunk dict: whether it holds a key that makes it a Trainer log (else the reader ignores it),
     whether it is an evaluation's, and its epoch (NaN when absent or not finite), as arrays; the per-line
     loop reads one dict's at a time."""
 
-    def __init__(self, trainer: np.ndarray, is_eval: np.ndarray, epoch: np.ndarray) -> None:
-        self.trainer, self.is_eval, self.epoch = trainer, is_eval, epoch
+    trainer: np.ndarray
+    is_eval: np.ndarray
+    epoch: np.ndarray
 
     def of(self, d: int) -> tuple[bool, bool, float | None]:
         """Dict d's facts, its epoch None when it has no finite one."""
