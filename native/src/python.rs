@@ -219,7 +219,9 @@ fn ema_path<'py>(
     if values.len() != windows.len() {
         return Err(PyValueError::new_err("values and windows differ in length"));
     }
-    Ok(crate::smooth::ema_path(ema, values, windows).into_pyarray(py))
+    Ok(py
+        .detach(|| crate::smooth::ema_path(ema, values, windows))
+        .into_pyarray(py))
 }
 
 /// Every offset of `needle` in `data` (see `find`), ascending, overlapping ones included.
