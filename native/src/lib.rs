@@ -14,6 +14,7 @@
 pub mod bars;
 pub mod bytes;
 pub mod census;
+pub mod console;
 pub mod dicts;
 pub mod find;
 pub mod keys;

@@ -287,6 +287,147 @@ fn jsonl_rows<'py>(
     ))
 }
 
+/// The Trainer console's line plan of a chunk's hit lines (see `console`), as a dict of arrays named
+/// as the reference's `LinePlan` and `PlanArrays` fields.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn console_plan<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    base: i64,
+    lines: (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>),
+    dicts: (
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i64>,
+    ),
+    entries: (
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i32>,
+        PyReadonlyArray1<'py, f64>,
+    ),
+    hits: PyReadonlyArray1<'py, i64>,
+    flags: (
+        PyReadonlyArray1<'py, bool>,
+        PyReadonlyArray1<'py, bool>,
+        PyReadonlyArray1<'py, bool>,
+    ),
+    keys: (
+        PyReadonlyArray1<'py, bool>,
+        PyReadonlyArray1<'py, bool>,
+        PyReadonlyArray1<'py, bool>,
+        PyReadonlyArray1<'py, bool>,
+    ),
+) -> PyResult<Bound<'py, PyDict>> {
+    let c = crate::console::ChunkView {
+        data: &data,
+        base,
+        line_start: lines.0.as_slice()?,
+        line_end: lines.1.as_slice()?,
+        dict_line: dicts.0.as_slice()?,
+        dict_start: dicts.1.as_slice()?,
+        dict_end: dicts.2.as_slice()?,
+        ent_dict: entries.0.as_slice()?,
+        ent_key: entries.1.as_slice()?,
+        ent_value: entries.2.as_slice()?,
+    };
+    let hits = hits.as_slice()?;
+    let flags = crate::console::HitFlags {
+        fine: flags.0.as_slice()?,
+        has_dict: flags.1.as_slice()?,
+        has_bar: flags.2.as_slice()?,
+    };
+    let keys = crate::console::KeyFlags {
+        slow: keys.0.as_slice()?,
+        known: keys.1.as_slice()?,
+        eval: keys.2.as_slice()?,
+        epoch: keys.3.as_slice()?,
+    };
+    if flags.fine.len() != hits.len()
+        || flags.has_dict.len() != hits.len()
+        || flags.has_bar.len() != hits.len()
+    {
+        return Err(PyValueError::new_err(
+            "hits and their flags differ in length",
+        ));
+    }
+    let p = py.detach(|| crate::console::plan(&c, hits, &flags, &keys));
+    let d = PyDict::new(py);
+    d.set_item("how", p.how.into_pyarray(py))?;
+    d.set_item("bar_from", p.bar_from.into_pyarray(py))?;
+    d.set_item("limit", p.limit.into_pyarray(py))?;
+    d.set_item("line_from", p.line_from.into_pyarray(py))?;
+    d.set_item("dict_of", p.dict_of.into_pyarray(py))?;
+    d.set_item("plain", p.plain.into_pyarray(py))?;
+    d.set_item("bar_n", p.bar_n.into_pyarray(py))?;
+    d.set_item("bar_m", p.bar_m.into_pyarray(py))?;
+    d.set_item("train", p.train.into_pyarray(py))?;
+    d.set_item("train_epoch", p.train_epoch.into_pyarray(py))?;
+    d.set_item("breaks", p.breaks.into_pyarray(py))?;
+    d.set_item("bounds", p.bounds.into_pyarray(py))?;
+    d.set_item("trainer", p.trainer.into_pyarray(py))?;
+    d.set_item("is_eval", p.is_eval.into_pyarray(py))?;
+    d.set_item("epoch", p.epoch.into_pyarray(py))?;
+    Ok(d)
+}
+
+/// A steady run of a console plan from hit line `start` (see `console::steady`): the hit line it
+/// stops at when too short, else (end, bar step after, train lines, the bar at each, their epochs,
+/// their steps, redraw lines, redraw steps).
+#[pyfunction]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn console_steady<'py>(
+    py: Python<'py>,
+    rows: (
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, bool>,
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, bool>,
+        PyReadonlyArray1<'py, f64>,
+    ),
+    start: usize,
+    run: (usize, usize),
+    total: i64,
+    bar_step: i64,
+    bar_used: Option<i64>,
+    progress_sent: Option<i64>,
+    last: Option<i64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let a = crate::console::PlanRows {
+        breaks: rows.0.as_slice()?,
+        plain: rows.1.as_slice()?,
+        bar_n: rows.2.as_slice()?,
+        bar_m: rows.3.as_slice()?,
+        train: rows.4.as_slice()?,
+        epoch: rows.5.as_slice()?,
+    };
+    let st = crate::console::SteadyState {
+        min_run: run.0,
+        max_run: run.1,
+        total,
+        bar_step,
+        bar_used,
+        progress_sent,
+        last,
+    };
+    match crate::console::steady(&a, start, &st) {
+        Err(end) => Ok(end.into_pyobject(py)?.into_any()),
+        Ok(r) => Ok((
+            r.end,
+            r.bar_step,
+            r.train.into_pyarray(py),
+            r.bar_at_train.into_pyarray(py),
+            r.epochs.into_pyarray(py),
+            r.steps.into_pyarray(py),
+            r.redraws.into_pyarray(py),
+            r.redraw_steps.into_pyarray(py),
+        )
+            .into_pyobject(py)?
+            .into_any()),
+    }
+}
+
 #[pymodule]
 fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
@@ -295,6 +436,8 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add_function(wrap_pyfunction!(positions, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(console_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(console_steady, m)?)?;
     m.add("MAX_LINE", crate::lines::MAX_LINE)?;
     Ok(())
 }

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trainwatch.scan as scan
@@ -348,3 +348,117 @@ def test_the_native_byte_finder_is_the_reference_one(raw: bytes, needle: bytes) 
     assert got.dtype == want.dtype == np.int64
     assert got.tolist() == want.tolist()
     assert want.tolist() == [i for i in range(len(raw)) if needle and raw.startswith(needle, i)]
+
+
+def _same(got: Any, want: Any) -> None:
+    """Two plans or steady runs field by field (arrays as values, NaN equal to NaN)."""
+    assert type(got) is type(want)
+    if got is None or isinstance(got, int):
+        assert got == want
+        return
+    for name in got.__dataclass_fields__:
+        a, b = getattr(got, name), getattr(want, name)
+        if isinstance(b, (columns.DictFacts, columns.PlanArrays)):
+            _same(a, b)
+        elif isinstance(b, np.ndarray):
+            np.testing.assert_array_equal(np.asarray(a), b, err_msg=name)
+        else:
+            assert a == b, name
+
+
+@pytest.fixture
+def both_plans(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Every plan and steady run the adapter asks for is worked out natively and over numpy arrays
+    (`plan_reference`, `steady_reference`), and the two must be the same."""
+    if scan.native() is None:
+        pytest.skip("the native extension is not in use")
+    seen = {"plans": 0, "runs": 0}
+    plan, steady = columns.plan, columns.steady
+
+    def plan_both(chunk: Any, lines: Any, keys: Any) -> Any:
+        got = plan(chunk, lines, keys)
+        monkeypatch.setattr(columns, "native", lambda: None)
+        try:
+            want = plan(chunk, lines, keys)
+        finally:
+            monkeypatch.setattr(columns, "native", scan.native)
+        _same(got, want)
+        seen["plans"] += got is not None
+        return got
+
+    def steady_both(*args: Any) -> Any:
+        got = steady(*args)
+        _same(got, columns.steady_reference(*args))
+        seen["runs"] += not isinstance(got, int)
+        return got
+
+    monkeypatch.setattr(columns, "plan", plan_both)
+    monkeypatch.setattr(columns, "steady", steady_both)
+    return seen
+
+
+def _console_logs() -> list[Any]:
+    from pathlib import Path
+
+    from trainwatch.adapters import detect
+
+    root = Path(__file__).resolve().parents[2]
+    paths = sorted((root / "examples" / "logs").glob("*")) + sorted((root.parent / "shared" / "corpus").rglob("*"))
+    out = []
+    for p in paths:
+        if p.is_file() and p.suffix not in (".md", ".json") and p.stat().st_size < 64 << 20:
+            head = p.read_bytes()[:65536].decode("utf-8", "replace")
+            if detect(head, str(p)) == "hf_console":
+                out.append(pytest.param(p, id=p.name))
+    return out
+
+
+@pytest.mark.parametrize("path", _console_logs())
+def test_the_native_plan_is_the_reference_one_on_real_logs(path: Any, both_plans: dict[str, int]) -> None:
+    parser = SourceParser(HFConsoleAdapter(""))
+    with open(path, "rb") as f:
+        for _ in parser.read_file(f, 1 << 16):
+            pass
+    parser.finish()
+    assert both_plans["plans"] > 0
+
+
+BARS = st.sampled_from([_bar(3, 100), _bar(4, 100), _bar(4, 100), _bar(5, 7), "Map: " + _bar(2, 9), "  %|x| 1/2 [",
+                        " 50%|##| 5/10 [00:01<00:01, 9.9 examples/s]", "", "\x1b[A"])
+DICTS = st.sampled_from([
+    "{'loss': 1.5, 'epoch': 0.01}", "{'loss': '1.5', 'grad_norm': '2', 'epoch': '0.02'}", "{'loss': 1.5}",
+    "{'eval_loss': 2.5, 'epoch': 1.0}", "{'loss': 1,234, 'epoch': 0.5}", "{'loss': 2.0, 'loss': 3.0}",
+    "{'train_runtime': 5.0, 'epoch': 1.0}", "{'step': 7, 'loss': 1.0}", "{'a': {'b': 1}}",
+    "{'loss': nan, 'epoch': inf}",
+    "{'loss':1.0}", "{ 'loss': 1.0}", "{'loss': 1.0, 'epoch': 0.1234}", "{'loss': 1.0, 'epoch': -0.5}",
+    "{'loss': 1.0, 'epoch': 0.0}", "{'loss': 1.0, 'epoch': 0.015}", "{'lr_scale': 1.0}", "{'loss': 1.0, 'x': 'é'}",
+    "{'loss': 1.0, 'epoch': 1e-09}", "{'loss': 1.0, 'epoch': 0.01000005}",
+    "{'loss': 95%}", "{\"loss\": 1.0}", "{'loss': [1]}", "{}", "",
+])
+TAILS = st.sampled_from(["", "", " {", "}", "\r" + _bar(6, 100), " " + _bar(6, 100), "\x1b[0m", "é",
+                         "{'loss': 2.0}", " ***** Running Evaluation *****", " Saving model checkpoint to x"])
+HEADS = st.sampled_from(["", "", "", "[rank0]: ", "node1: ", "\x1b[31m", "\r", "  ", "logging_steps=5, "])
+CONSOLE_LINE = st.builds(lambda head, bars, d, tail: head + "\r".join(bars) + ("\r" if bars else "") + d + tail + "\n",
+                         HEADS, st.lists(BARS, max_size=3), DICTS, TAILS)
+
+
+def test_the_native_steady_runs_are_the_reference_ones(both_plans: dict[str, int]) -> None:
+    text = "  Total optimization steps = 1,000\n" + "".join(
+        _steady_line("bar+dict", 2 * k, f"{k / 100:.2f}") for k in range(1, 301))
+    by_bytes(SourceParser(HFConsoleAdapter("")), text.encode(), [5000, 9000])
+    assert both_plans["runs"] > 2
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(banner=st.booleans(), lines=st.lists(CONSOLE_LINE, max_size=60), cuts=st.lists(st.integers(0, 6000), max_size=3))
+def test_the_native_plan_is_the_reference_one_on_any_mix(banner: bool, lines: list[str], cuts: list[int],
+                                                         both_plans: dict[str, int]) -> None:
+    """Bars, dicts of every shape the two readers could take differently, redraws, escape codes, launcher
+    prefixes and other keywords, in any order and cut anywhere: the same plan and runs either way."""
+    old = columns.STEADY_MIN
+    head = "  Total optimization steps = 100\n" if banner else ""
+    try:
+        columns.STEADY_MIN = 2
+        by_bytes(SourceParser(HFConsoleAdapter("")), (head + "".join(lines)).encode(), cuts)
+    finally:
+        columns.STEADY_MIN = old

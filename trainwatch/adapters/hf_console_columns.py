@@ -20,6 +20,7 @@ import numpy as np
 
 from trainwatch.adapters.spans import entry_bounds, ranges, repeated_keys
 from trainwatch.batch import BatchBuilder, RedrawColumns
+from trainwatch.scan import native
 
 if TYPE_CHECKING:
     from trainwatch.adapters.pipeline import ChunkLines, SpanCensus
@@ -133,15 +134,12 @@ class PlanArrays:
 
 
 def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
-    """Which hit lines are read from the arrays; None when none can be (a cut line shifts the data)."""
+    """Which hit lines are read from the arrays; None when none can be (a cut line shifts the data).
+    Worked out in the native extension when it is in use (native/src/console.rs), else over numpy
+    arrays (`plan_reference`): the same plan either way."""
     if chunk._cut_line_starts is not None or not lines.hits:
         return None
     hits = np.asarray(lines.hits, dtype=np.int64)
-    base = chunk.base_offset
-    buf = np.frombuffer(chunk.data, dtype=np.uint8)
-    ls = chunk.line_start[hits] - base
-    le = chunk.line_end[hits] - base
-
     others = lines.escaped() | ~lines.unprefixed()
     for word in lines.declared():
         if word not in ("{'", "%|"):
@@ -149,6 +147,29 @@ def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
     fine = ~others[hits]
     has_dict = lines.with_keyword("{'")[hits]
     has_bar = lines.with_keyword("%|")[hits]
+    ext = native()
+    if ext is None:
+        return plan_reference(chunk, lines, keys, hits, fine, has_dict, has_bar)
+    i64, c = np.int64, np.ascontiguousarray
+    got = ext.console_plan(chunk.data, chunk.base_offset, (c(chunk.line_start, i64), c(chunk.line_end, i64)),
+                           (c(chunk.dict_line, i64), c(chunk.dict_start, i64), c(chunk.dict_end, i64)),
+                           (c(chunk.ent_dict, i64), c(chunk.ent_key, np.int32), c(chunk.ent_value, np.float64)),
+                           hits, (fine, has_dict, has_bar), (keys.slow, keys.known, keys.eval, keys.epoch))
+    how, plain, bar_n, bar_m, dict_of = got["how"], got["plain"], got["bar_n"], got["bar_m"], got["dict_of"]
+    arrays = PlanArrays(hits, how, plain, bar_n, bar_m, dict_of, got["train"], got["train_epoch"], got["breaks"])
+    return LinePlan(how.tolist(), got["bar_from"].tolist(), got["limit"].tolist(), got["line_from"].tolist(),
+                    dict_of.tolist(), got["bounds"], DictFacts(got["trainer"], got["is_eval"], got["epoch"]),
+                    plain.tolist(), bar_n.tolist(), bar_m.tolist(), arrays)
+
+
+def plan_reference(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys, hits: np.ndarray, fine: np.ndarray,
+                   has_dict: np.ndarray, has_bar: np.ndarray) -> LinePlan:
+    """`plan` over numpy arrays, given each hit line's flags: `fine` (no escape code, no launcher prefix,
+    none of the per-line reader's other keywords), a `{'` and a `%|`."""
+    base = chunk.base_offset
+    buf = np.frombuffer(chunk.data, dtype=np.uint8)
+    ls = chunk.line_start[hits] - base
+    le = chunk.line_end[hits] - base
 
     # a dict line: the only `{` of the line is a plain dict, and no bar follows it
     nd = int(chunk.dict_line.shape[0])
@@ -300,6 +321,22 @@ class SteadyRun:
 
 def steady(a: PlanArrays, start: int, total: int, bar_step: int, bar_used: int | None,
            progress_sent: int | None, last: int | None) -> SteadyRun | int:
+    """`steady_reference`, in the native extension when it is in use (and every number fits its int64)."""
+    ext = native()
+    if ext is not None:
+        try:
+            got = ext.console_steady((a.breaks, a.plain, a.bar_n, a.bar_m, a.train, a.epoch), start,
+                                     (STEADY_MIN, STEADY_MAX), total,
+                                     bar_step, bar_used, progress_sent, last)
+        except OverflowError:
+            pass
+        else:
+            return got if isinstance(got, int) else SteadyRun(start, *got)
+    return steady_reference(a, start, total, bar_step, bar_used, progress_sent, last)
+
+
+def steady_reference(a: PlanArrays, start: int, total: int, bar_step: int, bar_used: int | None,
+                     progress_sent: int | None, last: int | None) -> SteadyRun | int:
     """The longest run of hit lines from `start` in the Trainer's steady regime, read over arrays; when
     it is shorter than STEADY_MIN, the hit line it stops at (nothing is read).
 
