@@ -516,6 +516,11 @@ class Series:
             return []
         return self._value[self._hi - self._finite_tail(n, skip_newest)].tolist()
 
+    def tail_columns(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Steps and values of tail(n), without building points (copies)."""
+        at = self._hi - self._finite_tail(n, False) if n > 0 else np.zeros(0, dtype=np.int64)
+        return self._step[at], self._value[at]
+
     def whole_run(self) -> list[Bucket]:
         """The downsampled history of the whole run, oldest first, the unfinished bucket last."""
         self._fold()

@@ -22,11 +22,17 @@ impl Census {
     pub fn of(&self, data: &[u8], start: usize, length: usize) -> [i64; 4] {
         let mut out = [0i64; 4];
         let end = start.saturating_add(length).min(data.len());
-        for i in start..end {
-            let b = at(data, i);
-            if !self.allowed.get(usize::from(b)).copied().unwrap_or(false) {
-                out[0] += 1;
+        let Some(span) = data.get(start..end) else {
+            return out;
+        };
+        // one table lookup per byte; marks and counted bytes are rare, so their tests come after
+        let mut bad = 0i64;
+        for (k, &b) in span.iter().enumerate() {
+            bad += i64::from(!self.allowed.get(usize::from(b)).copied().unwrap_or(false));
+            if b != self.mark && b != self.count {
+                continue;
             }
+            let i = start + k;
             if b == self.mark {
                 out[1] += 1;
                 let prev = if i == 0 { 0 } else { at(data, i - 1) };
@@ -38,6 +44,7 @@ impl Census {
                 out[3] += 1;
             }
         }
+        out[0] = bad;
         out
     }
 }

@@ -107,7 +107,8 @@ class LossOverfit(Rule):
         """Median of the last w finite train-loss points logged at or before `step` (bounded scan)."""
         if train is None:
             return math.nan
-        vals = [p.value for p in train.tail(w * 4) if p.step <= step][-w:]
+        steps, values = train.tail_columns(w * 4)  # read as columns: points for every train row cost more
+        vals = values[steps <= step][-w:].tolist()
         return median(vals) if vals else math.nan
 
     def _judge(self, st: _Evals, train: Series | None, point: Point, w: int, holding: bool) -> Finding | None:

@@ -250,24 +250,28 @@ class _LrRun:
         to `pre` (with the old peak and the values after it), the rest is `post`."""
         if not len(values):
             return
-        vals = values.tolist()
+        # a bounded deque keeps the last maxlen of whatever it is given: only those are made into floats
+        keep_pre, keep_post = self.pre.maxlen or len(values), self.post.maxlen or len(values)
         peaks = np.flatnonzero(values > np.maximum.accumulate(np.concatenate(([self.peak], values)))[:-1])
         if len(peaks):
             p = int(peaks[-1])
             if self.n > 0:
                 self.pre.append(self.peak)
             self.pre.extend(self.post)
-            self.pre.extend(vals[:p])
+            self.pre.extend(values[max(0, p - keep_pre):p].tolist())
             self.post.clear()
-            self.peak = self.low = vals[p]
-            rest = vals[p + 1:]
+            self.peak = self.low = float(values[p])
+            rest = values[p + 1:]
         else:
-            rest = vals
-        self.post.extend(rest)
-        if rest:
-            self.low = min(self.low, min(rest))
-        self.n += len(vals)
-        self.last = vals[-1]
+            rest = values
+        self.post.extend(rest[len(rest) - keep_post:].tolist() if len(rest) > keep_post else rest.tolist())
+        if len(rest):
+            low = float(rest.min())
+            if low == 0.0:  # which zero: the first, as `min` of the values in order gives it
+                low = min(rest[rest == 0.0].tolist())
+            self.low = min(self.low, low)
+        self.n += len(values)
+        self.last = float(values[-1])
 
     def replayed(self, v: float) -> tuple[float, float, float] | None:
         """(low, peak, warmup value matched) when `v` jumps from the low back to a warmup value."""
