@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.rules.rowref import store_rows
 from trainwatch import store
-from trainwatch.store import Point, Series
+from trainwatch.scan import native
+from trainwatch.store import Point, Series, fold_buckets, fold_buckets_reference
 
 VALUES = st.one_of(st.floats(-1e6, 1e6), st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0]))
 
@@ -157,3 +159,19 @@ def test_a_rarely_logged_metric_holds_little_history() -> None:
              np.zeros(n, dtype=bool))
     assert len(s.history) == n
     assert len(s.history.total) <= 2 * n < store.HISTORY_BUCKETS
+
+
+@pytest.mark.skipif(native() is None, reason="the native extension is not in use")
+@settings(max_examples=400, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0, 1e308, -1e308, math.inf, -math.inf, math.nan, 3.25]),
+                       max_size=60),
+       size=st.integers(1, 9))
+def test_the_native_bucket_fold_is_the_reference_one(values: list[float], size: int) -> None:
+    """Signed zeros, overflowing sums, NaN and infinities: the same numbers, the sums bit for bit (which
+    zero an extreme is, numpy's own reductions do not settle)."""
+    v = np.array(values, dtype=np.float64)
+    got = fold_buckets(v, np.isfinite(v), size)
+    want = fold_buckets_reference(v, np.isfinite(v), size)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(np.signbit(got[2]), np.signbit(want[2]))

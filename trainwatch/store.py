@@ -10,6 +10,8 @@ from itertools import islice
 
 import numpy as np
 
+from trainwatch.scan import native
+
 
 RECENT_POINTS = 2048
 HISTORY_BUCKETS = 1024
@@ -375,15 +377,7 @@ class Series:
     def _full_buckets(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray, n: int) -> None:
         b = self._bucket_size
         v = value.reshape(n, b)
-        fin = finite.reshape(n, b)
-        only = np.where(fin, v, np.nan)
-        with np.errstate(invalid="ignore"):
-            lows = np.fmin.reduce(only, axis=1)
-            highs = np.fmax.reduce(only, axis=1)
-        addends = np.where(fin, v, -0.0)  # x + -0.0 == x, signed zeros included
-        addends[:, 0] = np.where(fin[:, 0], v[:, 0], 0.0)  # a bucket that starts non-finite starts at 0.0
-        totals = np.add.accumulate(addends, axis=1)[:, -1]
-        nfin = fin.sum(axis=1)
+        lows, highs, totals, nfin = fold_buckets(value, finite, b)
         s = step.reshape(n, b)
         self._history.extend(s[:, 0], s[:, -1], lows, highs, v[:, -1], totals, nfin, b - nfin)
 
@@ -525,6 +519,30 @@ class Series:
         """The downsampled history of the whole run, oldest first, the unfinished bucket last."""
         self._fold()
         return self._history.buckets() + ([self._pending] if self._pending is not None else [])
+
+
+def fold_buckets(value: np.ndarray, finite: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
+    """Per whole bucket of `size` rows: the least and greatest finite value (NaN when none), the finite
+    values summed one at a time in row order, and how many were finite. In the native extension when it
+    is in use (one pass; the ordered sums cost numpy a 2-D accumulate), else `fold_buckets_reference`."""
+    ext = native()
+    if ext is None:
+        return fold_buckets_reference(value, finite, size)
+    return tuple(ext.fold_buckets(np.ascontiguousarray(value, dtype=np.float64), size))
+
+
+def fold_buckets_reference(value: np.ndarray, finite: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
+    n = len(value) // size
+    v = value[:n * size].reshape(n, size)
+    fin = finite[:n * size].reshape(n, size)
+    only = np.where(fin, v, np.nan)
+    addends = np.where(fin, v, -0.0)  # x + -0.0 == x, signed zeros included
+    addends[:, 0] = np.where(fin[:, 0], v[:, 0], 0.0)  # a bucket that starts non-finite starts at 0.0
+    with np.errstate(invalid="ignore", over="ignore"):  # sums past the largest float are inf, said nowhere
+        lows = np.fmin.reduce(only, axis=1)
+        highs = np.fmax.reduce(only, axis=1)
+        totals = np.add.accumulate(addends, axis=1)[:, -1]
+    return lows, highs, totals, fin.sum(axis=1)
 
 
 class MetricStore:

@@ -12,6 +12,7 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used))]
 
 pub mod bars;
+pub mod buckets;
 pub mod bytes;
 pub mod census;
 pub mod console;

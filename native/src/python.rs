@@ -224,6 +224,30 @@ fn ema_path<'py>(
         .into_pyarray(py))
 }
 
+/// The store's history buckets of `size` rows over `values` (see `buckets`): (lows, highs, totals,
+/// finite counts), whole buckets only.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn fold_buckets<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray1<'py, f64>,
+    size: usize,
+) -> PyResult<(
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<i64>>,
+)> {
+    let values = values.as_slice()?;
+    let (lo, hi, total, n) = py.detach(|| crate::buckets::fold(values, size));
+    Ok((
+        lo.into_pyarray(py),
+        hi.into_pyarray(py),
+        total.into_pyarray(py),
+        n.into_pyarray(py),
+    ))
+}
+
 /// Every offset of `needle` in `data` (see `find`), ascending, overlapping ones included.
 #[pyfunction]
 fn positions<'py>(
@@ -435,6 +459,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ema_path, m)?)?;
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add_function(wrap_pyfunction!(positions, m)?)?;
+    m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
     m.add_function(wrap_pyfunction!(console_plan, m)?)?;
     m.add_function(wrap_pyfunction!(console_steady, m)?)?;
