@@ -57,44 +57,44 @@ class Redraws:
 NO_REDRAWS = Redraws.of([], [], [], [], [])
 
 
-class RedrawColumns:
-    """Redraws being collected as the five columns of `Redraws` (samples before, events before, line,
-    step, total), one at a time or a run of them as arrays, kept in the order they came. A steady run of
-    a console log hands over thousands at once: as arrays they are never turned into lists and back."""
+class IntColumns:
+    """int64 columns being collected, one row at a time or a run of rows as arrays, kept in the order
+    they came. A steady run of a console log hands over thousands of rows at once: as arrays they are
+    never turned into lists and back."""
 
-    __slots__ = ("_n", "_pieces", "_single")
+    __slots__ = ("_n", "_pieces", "_single", "_width")
 
-    def __init__(self) -> None:
-        self._single: tuple[list[int], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
+    def __init__(self, width: int) -> None:
+        self._width = width
+        self._single: tuple[list[int], ...] = tuple([] for _ in range(width))
         self._pieces: list[tuple[np.ndarray, ...]] = []
-        self._n = 0  # redraws in the pieces
+        self._n = 0  # rows in the pieces
 
     def __len__(self) -> int:
         return self._n + len(self._single[0])
 
-    def add(self, pos: int, rank: int, line: int, step: int, total: int) -> None:
-        for col, v in zip(self._single, (pos, rank, line, step, total)):
+    def add(self, *row: int) -> None:
+        for col, v in zip(self._single, row):
             col.append(v)
 
-    def add_arrays(self, pos: np.ndarray, rank: np.ndarray, line: np.ndarray, step: np.ndarray,
-                   total: np.ndarray) -> None:
-        if not len(pos):
+    def add_arrays(self, *cols: np.ndarray) -> None:
+        if not len(cols[0]):
             return
         self._flush()
-        self._pieces.append(tuple(np.asarray(c, dtype=np.int64) for c in (pos, rank, line, step, total)))
-        self._n += len(pos)
+        self._pieces.append(tuple(np.asarray(c, dtype=np.int64) for c in cols))
+        self._n += len(cols[0])
 
     def columns(self) -> tuple[np.ndarray, ...]:
-        """The five columns of every redraw so far, in order."""
+        """Every column of the rows so far, in order."""
         self._flush()
         if len(self._pieces) == 1:
             return self._pieces[0]
         if not self._pieces:
-            return tuple(np.zeros(0, dtype=np.int64) for _ in range(5))
-        return tuple(np.concatenate([p[i] for p in self._pieces]) for i in range(5))
+            return tuple(np.zeros(0, dtype=np.int64) for _ in range(self._width))
+        return tuple(np.concatenate([p[i] for p in self._pieces]) for i in range(self._width))
 
     def cut(self, n: int) -> None:
-        """Keeps the first n redraws only."""
+        """Keeps the first n rows only."""
         self._flush()
         kept: list[tuple[np.ndarray, ...]] = []
         left = n
@@ -110,7 +110,17 @@ class RedrawColumns:
         if self._single[0]:
             self._pieces.append(tuple(np.asarray(c, dtype=np.int64) for c in self._single))
             self._n += len(self._single[0])
-            self._single = ([], [], [], [], [])
+            self._single = tuple([] for _ in range(self._width))
+
+
+class RedrawColumns(IntColumns):
+    """Progress redraws as the five columns of `Redraws`: samples before, events before, line, step,
+    total."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(5)
 
 
 def _fits(step: object) -> bool:

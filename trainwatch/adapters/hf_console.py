@@ -27,7 +27,8 @@ import numpy as np
 from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
-from trainwatch.batch import INT64_MAX, BatchBuilder, RecordList, RedrawColumns, column_step, progress_event
+from trainwatch.batch import (INT64_MAX, BatchBuilder, IntColumns, RecordList, RedrawColumns, column_step,
+                              progress_event)
 from trainwatch.model import Event, EventKind, Record
 
 if TYPE_CHECKING:
@@ -148,9 +149,8 @@ class _Run:
         self._clear()
 
     def _clear(self) -> None:
-        self.dicts: list[int] = []
-        self.steps: list[int] = []
-        self.linenos: list[int] = []
+        self.dicts = IntColumns(3)
+        """Dict lines read: chunk dict, step, line number."""
         self.events: list[tuple[int, Event]] = []
         self.redraws = RedrawColumns()
         """Progress redraws as columns: samples before, events before, line, step, total."""
@@ -170,20 +170,16 @@ class _Run:
         k = len(redraw_lines)
         self.redraws.add_arrays(ends[dicts_before], np.full(k, len(self.events)), redraw_lines, redraw_steps,
                                 np.full(k, total))
-        self.dicts.extend(dicts.tolist())
-        self.steps.extend(steps.tolist())
-        self.linenos.extend(linenos.tolist())
+        self.dicts.add_arrays(dicts, steps, linenos)
         self.samples = int(ends[-1])
 
     def dict(self, d: int, step: int, lineno: int, entries: int) -> None:
-        self.dicts.append(d)
-        self.steps.append(step)
-        self.linenos.append(lineno)
+        self.dicts.add(d, step, lineno)
         self.samples += entries
 
     def flush(self, out: BatchBuilder, chunk: Chunk, keys: columns.ConsoleKeys, bounds: np.ndarray) -> None:
-        if self.dicts or self.events or len(self.redraws):
-            columns.emit(out, chunk, keys, bounds, self.dicts, self.steps, self.linenos, self.events, self.redraws)
+        if len(self.dicts) or self.events or len(self.redraws):
+            columns.emit(out, chunk, keys, bounds, *self.dicts.columns(), self.events, self.redraws)
             self._clear()
 
 
@@ -274,26 +270,26 @@ class HFConsoleAdapter(Adapter):
                     continue
             k, i = h, hits[h]
             h += 1
-            how = plan.how[k]
+            how = int(plan.how[k])
             if how == columns.SLOW:
                 run.flush(lines.out, chunk, self._keys, plan.bounds)
                 lines.parse_into(i)
                 continue
             lines.skip_plain(i)
             lineno = first + i
-            start = plan.bar_from[k]
+            start = int(plan.bar_from[k])
             if plan.plain_bar[k]:
-                self._bar(("", plan.bar_n[k], plan.bar_m[k]), lineno, run)
+                self._bar(("", int(plan.bar_n[k]), int(plan.bar_m[k])), lineno, run)
             elif start >= 0:
-                end = plan.bar_to[k]
+                end = int(plan.bar_to[k])
                 seg = data[start:end].decode("utf-8", "replace")
                 bar = self._last_bar(seg, 0, len(seg))
-                if bar is None and start > plan.line_from[k]:  # the bars before it, as `_last_bar` looks
-                    whole = data[plan.line_from[k]:end].decode("utf-8", "replace")
+                if bar is None and start > int(plan.line_from[k]):  # the bars before it, as `_last_bar` looks
+                    whole = data[int(plan.line_from[k]):end].decode("utf-8", "replace")
                     bar = self._last_bar(whole, 0, len(whole))
                 self._bar(bar, lineno, run)
             if how == columns.DICT:
-                d = plan.dict_of[k]
+                d = int(plan.dict_of[k])
                 trainer, is_eval, epoch = plan.facts.of(d)
                 if trainer:
                     step = self._judge("eval" if is_eval else "train", epoch, None)

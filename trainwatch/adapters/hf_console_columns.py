@@ -73,27 +73,28 @@ class ConsoleKeys:
 
 @dataclass
 class LinePlan:
-    """Per hit line of a chunk (in `ChunkLines.hits` order), as lists for a Python loop."""
+    """Per hit line of a chunk (in `ChunkLines.hits` order); the Python loop reads only the lines no steady
+    run takes, one element at a time."""
 
-    how: list[int]
+    how: np.ndarray
     """SLOW, BAR or DICT."""
-    bar_from: list[int]
+    bar_from: np.ndarray
     """Offset in the chunk's data where the `\\r`-segment of the line's last `%|` before `bar_to` starts;
     -1 when the line has no `%|` there (no bar to read)."""
-    bar_to: list[int]
+    bar_to: np.ndarray
     """Offset the bar is read before: the dict's `{`, or the line's end."""
-    line_from: list[int]
+    line_from: np.ndarray
     """Offset of the line's first byte (a bar not found in its segment is looked for in the whole line)."""
-    dict_of: list[int]
+    dict_of: np.ndarray
     """Chunk dict index of a DICT line."""
     bounds: np.ndarray
     """Entries of chunk dict d are [bounds[d], bounds[d + 1])."""
     facts: DictFacts
     """Per chunk dict, what the per-line loop asks of it."""
-    plain_bar: list[bool]
+    plain_bar: np.ndarray
     """Per hit line: its bar is tqdm's plain shape, read here (`plain_bars`), with N and M below."""
-    bar_n: list[int]
-    bar_m: list[int]
+    bar_n: np.ndarray
+    bar_m: np.ndarray
     arrays: PlanArrays
     """The same facts as arrays, for reading runs of lines at once (`steady`)."""
 
@@ -157,9 +158,8 @@ def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
                            hits, (fine, has_dict, has_bar), (keys.slow, keys.known, keys.eval, keys.epoch))
     how, plain, bar_n, bar_m, dict_of = got["how"], got["plain"], got["bar_n"], got["bar_m"], got["dict_of"]
     arrays = PlanArrays(hits, how, plain, bar_n, bar_m, dict_of, got["train"], got["train_epoch"], got["breaks"])
-    return LinePlan(how.tolist(), got["bar_from"].tolist(), got["limit"].tolist(), got["line_from"].tolist(),
-                    dict_of.tolist(), got["bounds"], DictFacts(got["trainer"], got["is_eval"], got["epoch"]),
-                    plain.tolist(), bar_n.tolist(), bar_m.tolist(), arrays)
+    return LinePlan(how, got["bar_from"], got["limit"], got["line_from"], dict_of, got["bounds"],
+                    DictFacts(got["trainer"], got["is_eval"], got["epoch"]), plain, bar_n, bar_m, arrays)
 
 
 def plan_reference(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys, hits: np.ndarray, fine: np.ndarray,
@@ -211,8 +211,7 @@ def plan_reference(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys, hits: np.
     if len(at):
         plain[at], bar_n[at], bar_m[at] = lines.plain_bars(chunk.data, p[at], seg[at], limit[at])
     arrays = _arrays(hits, how, bar, plain, bar_n, bar_m, d, facts)
-    return LinePlan(how.tolist(), np.where(bar, seg, -1).tolist(), limit.tolist(), ls.tolist(), d.tolist(),
-                    bounds, facts, plain.tolist(), bar_n.tolist(), bar_m.tolist(), arrays)
+    return LinePlan(how, np.where(bar, seg, -1), limit, ls, d, bounds, facts, plain, bar_n, bar_m, arrays)
 
 
 def _arrays(hits: np.ndarray, how: np.ndarray, bar: np.ndarray, plain: np.ndarray, bar_n: np.ndarray, bar_m: np.ndarray,
@@ -272,8 +271,8 @@ def _dict_facts(chunk: Chunk, keys: ConsoleKeys, nd: int) -> DictFacts:
     return DictFacts(trainer, is_eval, epoch)
 
 
-def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray, dicts: list[int],
-         steps: list[int], linenos: list[int], events: list[tuple[int, Event]],
+def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray, dicts: np.ndarray,
+         steps: np.ndarray, linenos: np.ndarray, events: list[tuple[int, Event]],
          redraws: RedrawColumns) -> None:
     """The samples of a run of dict lines read from the arrays, as columns, with the events and progress
     redraws met among them (each after the samples of the dicts before it)."""
@@ -281,13 +280,11 @@ def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray,
         out.redraws_ahead(*redraws.columns())
     if events:
         out.events_ahead(events)
-    if not dicts:
+    if not len(dicts):
         return
-    d = np.asarray(dicts, dtype=np.int64)
-    cnt = bounds[d + 1] - bounds[d]
-    ent, _, _ = ranges(bounds[d], cnt)
-    out.columns(keys.name[chunk.ent_key[ent]], np.repeat(np.asarray(steps, dtype=np.int64), cnt),
-                chunk.ent_value[ent], np.repeat(np.asarray(linenos, dtype=np.int64), cnt),
+    cnt = bounds[dicts + 1] - bounds[dicts]
+    ent, _, _ = ranges(bounds[dicts], cnt)
+    out.columns(keys.name[chunk.ent_key[ent]], np.repeat(steps, cnt), chunk.ent_value[ent], np.repeat(linenos, cnt),
                 inferred=np.ones(len(ent), dtype=bool))
 
 
