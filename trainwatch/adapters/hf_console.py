@@ -179,7 +179,8 @@ class _Run:
 
     def flush(self, out: BatchBuilder, chunk: Chunk, keys: columns.ConsoleKeys, bounds: np.ndarray) -> None:
         if len(self.dicts) or self.events or len(self.redraws):
-            columns.emit(out, chunk, keys, bounds, *self.dicts.columns(), self.events, self.redraws)
+            dicts, steps, linenos = self.dicts.columns()
+            columns.emit(out, chunk, keys, bounds, dicts, steps, linenos, self.events, self.redraws)
             self._clear()
 
 
