@@ -200,13 +200,13 @@ class Engine:
         pos = 0
         while pos < n:
             end = n
-            s = int(np.searchsorted(stops, pos))
+            s = int(stops.searchsorted(pos))
             if s < len(stops):
                 end = int(stops[s]) + 1
             end, full = self._flush_cut(src, rows_of, pos, end)
             for k in present:
                 rows = rows_of[k]
-                a, z = np.searchsorted(rows, (pos, end)).tolist()
+                a, z = rows.searchsorted((pos, end)).tolist()
                 if a == z:
                     continue
                 sel = rows[a:z]
@@ -226,7 +226,7 @@ class Engine:
             if stop[last]:
                 k = int(ids[last])
                 rows = rows_of[k]
-                j = int(np.searchsorted(rows, last))
+                j = int(rows.searchsorted(last))
                 out.extend(self._row_rules(src, self._names[k], float(now[last]), gates[k], j, step[rows],
                                            value[rows]))
                 more = [g for g in gates[k] if not g.show[j + 1:].all() and not self._still_gated(g, src, k)]
@@ -393,7 +393,7 @@ class Engine:
         for k, rows in rows_of.items():
             held = self._held.get((src, self._names[k]))
             room = ARRAY_FLUSH - (held.n if held is not None else 0)
-            a, z = np.searchsorted(rows, (pos, end)).tolist()
+            a, z = rows.searchsorted((pos, end)).tolist()
             if z - a >= room:
                 at = int(rows[a + room - 1]) + 1
                 if at <= cut:

@@ -250,7 +250,7 @@ class Series:
             return
         for col, into in ((step, self._step), (value, self._value), (line, self._line), (time, self._time),
                           (inferred, self._inf)):
-            np.take(col, rows, out=into[hi:hi + k], mode="clip")  # clip: no buffer (the rows are in range)
+            col.take(rows, out=into[hi:hi + k], mode="clip")  # clip: no buffer (the rows are in range)
         self._count(self._step[hi:hi + k], self._value[hi:hi + k], self._line[hi:hi + k], self._time[hi:hi + k],
                     self._inf[hi:hi + k])
         self._stored(k)
