@@ -224,6 +224,37 @@ fn ema_path<'py>(
         .into_pyarray(py))
 }
 
+/// The median of each row's trailing `window` values, NaN left out (see `median`): bottleneck's
+/// `move_median(x, window, min_count=1)`.
+#[pyfunction]
+fn move_median<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray1<'py, f64>,
+    window: usize,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let x = x.as_slice()?;
+    Ok(py
+        .detach(|| crate::median::move_median(x, window))
+        .into_pyarray(py))
+}
+
+/// The median of each span `x[start..end]`, NaN left out (see `median`).
+#[pyfunction]
+fn span_medians<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray1<'py, f64>,
+    start: PyReadonlyArray1<'py, i64>,
+    end: PyReadonlyArray1<'py, i64>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let (x, start, end) = (x.as_slice()?, start.as_slice()?, end.as_slice()?);
+    if start.len() != end.len() {
+        return Err(PyValueError::new_err("start and end differ in length"));
+    }
+    Ok(py
+        .detach(|| crate::median::span_medians(x, start, end))
+        .into_pyarray(py))
+}
+
 /// Every offset of `needle` in `data` (see `find`), ascending, overlapping ones included.
 #[pyfunction]
 fn positions<'py>(
@@ -292,6 +323,8 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add_function(wrap_pyfunction!(plain_bars, m)?)?;
     m.add_function(wrap_pyfunction!(ema_path, m)?)?;
+    m.add_function(wrap_pyfunction!(move_median, m)?)?;
+    m.add_function(wrap_pyfunction!(span_medians, m)?)?;
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add_function(wrap_pyfunction!(positions, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
