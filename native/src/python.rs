@@ -329,5 +329,6 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(positions, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
     m.add("MAX_LINE", crate::lines::MAX_LINE)?;
+    m.add("MEDIAN_WINDOW_MAX", crate::median::window_max())?;
     Ok(())
 }

@@ -4,8 +4,8 @@ restarts, and causal look-ups into another series.
 Each function answers for every row at once what the row-at-a-time helpers in trainwatch.rules.stats
 answer for one row (`last_finite`, `before`, `diff_sigma`, `Segments`), with the same numbers, so a rule
 moved to arrays keeps its findings. Rolling medians come from the native extension's sorted window for the
-short windows (`NATIVE_MEDIAN_MAX`) when it is in use, from bottleneck's two heaps otherwise, the same
-numbers either way; everything else is numpy.
+short windows when it is in use, from bottleneck's two heaps otherwise, the same numbers either way;
+everything else is numpy.
 """
 
 from __future__ import annotations
@@ -44,18 +44,14 @@ def trailing_max(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = Tru
     return _trailing(x, n, include_self, bn.move_max)
 
 
-NATIVE_MEDIAN_MAX = 64
-"""The longest window whose rolling median the native extension takes; bottleneck takes the longer ones.
-The extension rewrites its sorted window in one pass of compares per row (O(window), in vector registers),
-bottleneck's heaps cost O(log window) a row but with a mispredicted branch at each step. On 600k random
-floats the native pass is 2-3x faster up to 30 values and 1.2x at 64; the two level at about 75."""
-
-
 def _move_median(x: np.ndarray, window: int, min_count: int) -> np.ndarray:
     """`bn.move_median(x, window=window, min_count=min_count)`, number for number (a zero's sign aside):
-    in the native extension when it is in use and the window is short enough for it to win."""
+    in the native extension when it is in use and the window is at most its MEDIAN_WINDOW_MAX. Its kernel
+    rewrites a sorted window in one vector pass per row, cost growing with the window, where bottleneck's
+    two heaps grow with its logarithm: about 3x faster for short windows, slower past that limit (64, or
+    256 on a CPU with AVX2; measured, see native/src/median.rs)."""
     ext = native()
-    if ext is not None and min_count == 1 and window <= NATIVE_MEDIAN_MAX and x.dtype == np.float64:
+    if ext is not None and min_count == 1 and window <= ext.MEDIAN_WINDOW_MAX and x.dtype == np.float64:
         return ext.move_median(np.ascontiguousarray(x), window)
     return bn.move_median(x, window=window, min_count=min_count)
 
