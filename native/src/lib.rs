@@ -22,6 +22,7 @@ pub mod keys;
 pub mod keywords;
 pub mod kv;
 pub mod lines;
+pub mod median;
 pub mod numbers;
 pub mod progress;
 pub mod rows;

@@ -248,6 +248,37 @@ fn fold_buckets<'py>(
     ))
 }
 
+/// The median of each row's trailing `window` values, NaN left out (see `median`): bottleneck's
+/// `move_median(x, window, min_count=1)`.
+#[pyfunction]
+fn move_median<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray1<'py, f64>,
+    window: usize,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let x = x.as_slice()?;
+    Ok(py
+        .detach(|| crate::median::move_median(x, window))
+        .into_pyarray(py))
+}
+
+/// The median of each span `x[start..end]`, NaN left out (see `median`).
+#[pyfunction]
+fn span_medians<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray1<'py, f64>,
+    start: PyReadonlyArray1<'py, i64>,
+    end: PyReadonlyArray1<'py, i64>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let (x, start, end) = (x.as_slice()?, start.as_slice()?, end.as_slice()?);
+    if start.len() != end.len() {
+        return Err(PyValueError::new_err("start and end differ in length"));
+    }
+    Ok(py
+        .detach(|| crate::median::span_medians(x, start, end))
+        .into_pyarray(py))
+}
+
 /// Every offset of `needle` in `data` (see `find`), ascending, overlapping ones included.
 #[pyfunction]
 fn positions<'py>(
@@ -457,6 +488,8 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add_function(wrap_pyfunction!(plain_bars, m)?)?;
     m.add_function(wrap_pyfunction!(ema_path, m)?)?;
+    m.add_function(wrap_pyfunction!(move_median, m)?)?;
+    m.add_function(wrap_pyfunction!(span_medians, m)?)?;
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add_function(wrap_pyfunction!(positions, m)?)?;
     m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;
@@ -464,5 +497,6 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(console_plan, m)?)?;
     m.add_function(wrap_pyfunction!(console_steady, m)?)?;
     m.add("MAX_LINE", crate::lines::MAX_LINE)?;
+    m.add("MEDIAN_WINDOW_MAX", crate::median::window_max())?;
     Ok(())
 }

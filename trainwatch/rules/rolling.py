@@ -3,8 +3,9 @@ restarts, and causal look-ups into another series.
 
 Each function answers for every row at once what the row-at-a-time helpers in trainwatch.rules.stats
 answer for one row (`last_finite`, `before`, `diff_sigma`, `Segments`), with the same numbers, so a rule
-moved to arrays keeps its findings. Rolling medians come from bottleneck (a sorted window, O(log n) per
-row); everything else is numpy.
+moved to arrays keeps its findings. Rolling medians come from the native extension's sorted window for the
+short windows when it is in use, from bottleneck's two heaps otherwise, the same numbers either way;
+everything else is numpy.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def trailing_median(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = 
     """Per row i, the median of the last `n` values of `x` up to i (before i when not `include_self`),
     fewer at the start; NaN where there are none. `n` may vary per row (a window that grows with the
     run): rows are grouped by window size and each group costs one rolling pass."""
-    return _trailing(x, n, include_self, bn.move_median)
+    return _trailing(x, n, include_self, _move_median)
 
 
 def trailing_min(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = True) -> np.ndarray:
@@ -41,6 +42,18 @@ def trailing_min(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = Tru
 def trailing_max(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = True) -> np.ndarray:
     """`trailing_median`'s windows, their greatest value: a bound above the median."""
     return _trailing(x, n, include_self, bn.move_max)
+
+
+def _move_median(x: np.ndarray, window: int, min_count: int) -> np.ndarray:
+    """`bn.move_median(x, window=window, min_count=min_count)`, number for number (a zero's sign aside):
+    in the native extension when it is in use and the window is at most its MEDIAN_WINDOW_MAX. Its kernel
+    rewrites a sorted window in one vector pass per row, cost growing with the window, where bottleneck's
+    two heaps grow with its logarithm: about 3x faster for short windows, slower past that limit (64, or
+    256 on a CPU with AVX2; measured, see native/src/median.rs)."""
+    ext = native()
+    if ext is not None and min_count == 1 and window <= ext.MEDIAN_WINDOW_MAX and x.dtype == np.float64:
+        return ext.move_median(np.ascontiguousarray(x), window)
+    return bn.move_median(x, window=window, min_count=min_count)
 
 
 def _trailing(x: np.ndarray, n: int | np.ndarray, include_self: bool, move: Any) -> np.ndarray:
@@ -76,7 +89,8 @@ def trailing_median_where(x: np.ndarray, n: int | np.ndarray, want: np.ndarray, 
                           include_self: bool = True) -> np.ndarray:
     """`trailing_median` at the rows in `want` (a mask), NaN at the others, the same numbers: for a rule
     that has ruled most rows out already (`trailing_min` bounds the median from below). A wanted row's
-    median comes from bottleneck on its window alone, so it is the rolling pass's to the bit."""
+    median comes from its window alone (all wanted windows in one native call when the extension is in
+    use, else bottleneck on each), the rolling pass's number (a zero's sign aside)."""
     rows = np.flatnonzero(want)
     if len(rows) * FEW > len(x):
         out = trailing_median(x, n, include_self=include_self)
@@ -84,6 +98,13 @@ def trailing_median_where(x: np.ndarray, n: int | np.ndarray, want: np.ndarray, 
         return out
     out = np.full(len(x), np.nan)
     ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (len(x),))
+    ext = native()
+    if ext is not None and x.dtype == np.float64:
+        ws = ns[rows]
+        end = rows + 1 if include_self else rows
+        start = np.where(ws > 0, np.maximum(end - np.maximum(ws, 1), 0), end)  # no window: an empty span
+        out[rows] = ext.span_medians(np.ascontiguousarray(x), start, end)
+        return out
     for i, w in zip(rows.tolist(), ns[rows].tolist()):
         if w <= 0:
             continue
