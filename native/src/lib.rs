@@ -17,6 +17,7 @@ pub mod bytes;
 pub mod census;
 pub mod console;
 pub mod dicts;
+pub mod extremes;
 pub mod find;
 pub mod keys;
 pub mod keywords;

@@ -262,6 +262,21 @@ fn move_median<'py>(
         .into_pyarray(py))
 }
 
+/// The least (`greatest` false) or greatest value of each row's trailing `window` values, NaN left out
+/// (see `extremes`): bottleneck's `move_min` / `move_max(x, window, min_count=1)`.
+#[pyfunction]
+fn move_extreme<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray1<'py, f64>,
+    window: usize,
+    greatest: bool,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let x = x.as_slice()?;
+    Ok(py
+        .detach(|| crate::extremes::move_extreme(x, window, greatest))
+        .into_pyarray(py))
+}
+
 /// The median of each span `x[start..end]`, NaN left out (see `median`).
 #[pyfunction]
 fn span_medians<'py>(
@@ -490,6 +505,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ema_path, m)?)?;
     m.add_function(wrap_pyfunction!(move_median, m)?)?;
     m.add_function(wrap_pyfunction!(span_medians, m)?)?;
+    m.add_function(wrap_pyfunction!(move_extreme, m)?)?;
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add_function(wrap_pyfunction!(positions, m)?)?;
     m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;

@@ -111,3 +111,18 @@ def test_windows_around_the_limit_give_the_same_medians_either_way() -> None:
         finally:
             rolling.native = original
         np.testing.assert_array_equal(rolling.trailing_median(x, w), plain)
+
+
+@settings(max_examples=600, deadline=None)
+@given(xs=st.lists(values, max_size=300), window=st.one_of(st.integers(1, 12), st.integers(13, 300)),
+       greatest=st.booleans())
+def test_the_rolling_extremes_are_bottlenecks(xs: list[float], window: int, greatest: bool) -> None:
+    """Row for row what `bn.move_min` / `bn.move_max(x, window, min_count=1)` give (the spike and speed
+    rules' bounds), NaN left out, infinities and repeats included."""
+    x = np.array(xs, dtype=np.float64)
+    got = _scan.move_extreme(x, window, greatest)
+    if not len(x):
+        assert len(got) == 0
+        return
+    move = bn.move_max if greatest else bn.move_min
+    np.testing.assert_array_equal(got, move(x, window=min(window, len(x)), min_count=1))
