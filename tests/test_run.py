@@ -263,3 +263,19 @@ def test_child_output_keeps_its_order_and_the_status_is_known(tmp_path: Path, pt
     assert child.mode == ("pty" if pty else "pipe")
     assert (tmp_path / "child.log").read_text().splitlines() == ["out 0", "err 0", "out 1", "err 1", "out 2", "err 2"]
     assert seen == [ExitStatus(code=9)] and seen[0].shell_code == 9 and not child.running
+
+
+def test_the_child_gets_the_users_environment(tmp_path: Path) -> None:
+    """The CLI loads numpy's BLAS with one thread through OPENBLAS_NUM_THREADS, then takes the variable
+    away: the training run it starts must not inherit it (nor miss one the user set)."""
+    show = "import os; print('blas=' + str(os.environ.get('OPENBLAS_NUM_THREADS')))"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    r = subprocess.run(_cmd("--headless", "--no-gpu", "--log", "a.log", "--", sys.executable, "-c", show),
+                       cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    assert "blas=None" in (tmp_path / "a.log").read_text()
+    r = subprocess.run(_cmd("--headless", "--no-gpu", "--log", "b.log", "--", sys.executable, "-c", show),
+                       cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                       env={**env, "OPENBLAS_NUM_THREADS": "3"})
+    assert "blas=3" in (tmp_path / "b.log").read_text()

@@ -8,13 +8,31 @@ errors is replaced by 3, and every TrainwatchError becomes one line on stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping
 from importlib import import_module
 from typing import Any
 
-from trainwatch import __version__
-from trainwatch.errors import TrainwatchError, UsageError
+
+def _quiet_blas() -> None:
+    """numpy loads OpenBLAS, which starts a thread per core at import (some 50 ms of a command's start
+    on a small machine) and spins them after any call: trainwatch makes no BLAS call, so the CLI loads
+    it with one thread. The variable is read only then, and is taken away again at once, so a training
+    run that `trainwatch run` starts, a hook or ssh gets the environment the user gave."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
+_quiet_blas()
+
+from trainwatch import __version__  # noqa: E402
+from trainwatch.errors import TrainwatchError, UsageError  # noqa: E402
 
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL, EXIT_UNKNOWN = 0, 1, 2, 3
 COMMANDS = ("check", "tail", "run", "stream", "formats", "rules", "gpus", "demo")
