@@ -106,16 +106,25 @@ fn last_bar(finder: &memmem::FinderRev, data: &[u8], from: usize, to: usize) -> 
 /// Whether a chunk dict is one the per-line reader reads exactly as the scanner did (see
 /// `_plain_dicts` in the reference).
 fn plain_dict(c: &ChunkView, census: &Census, keys: &KeyFlags, bounds: &[i64], d: usize) -> bool {
-    let start = get(c.dict_start, d, 0) - c.base;
-    let inner = (get(c.dict_end, d, 0) - c.base - start - 2).max(0);
+    // offsets from the scanner lie in the data; garbage ones wrap rather than panic
+    let start = get(c.dict_start, d, 0).wrapping_sub(c.base);
+    let inner = get(c.dict_end, d, 0)
+        .wrapping_sub(c.base)
+        .wrapping_sub(start)
+        .wrapping_sub(2)
+        .max(0);
     let (lo, hi) = (pos(get(bounds, d, 0)), pos(get(bounds, d + 1, 0)));
     let entries = i64::try_from(hi.saturating_sub(lo)).unwrap_or(i64::MAX);
-    let [bad, colons, misplaced, commas] = census.of(c.data, pos(start + 1), pos(inner));
-    let opened = at(c.data, pos(start + 1).min(c.data.len().saturating_sub(1))) == b'\'';
+    let [bad, colons, misplaced, commas] =
+        census.of(c.data, pos(start.wrapping_add(1)), pos(inner));
+    let opened = at(
+        c.data,
+        pos(start.wrapping_add(1)).min(c.data.len().saturating_sub(1)),
+    ) == b'\'';
     if !(bad == 0
         && colons == entries
         && misplaced == 0
-        && commas == entries - 1
+        && commas == entries.wrapping_sub(1)
         && opened
         && entries > 0)
     {
@@ -207,8 +216,8 @@ pub fn plan(c: &ChunkView, hits: &[i64], flags: &HitFlags, keys: &KeyFlags) -> P
     }
     for (h, &i) in hits.iter().enumerate() {
         let li = pos(i);
-        let ls = get(c.line_start, li, 0) - c.base;
-        let le = get(c.line_end, li, 0) - c.base;
+        let ls = get(c.line_start, li, 0).wrapping_sub(c.base);
+        let le = get(c.line_end, li, 0).wrapping_sub(c.base);
         let fine = get(flags.fine, h, false);
         let has_dict = get(flags.has_dict, h, false);
         // hits and dicts both come in line order: the first dict at or after the line is found by
@@ -233,14 +242,14 @@ pub fn plan(c: &ChunkView, hits: &[i64], flags: &HitFlags, keys: &KeyFlags) -> P
             let next = c
                 .line_start
                 .get(li + 1)
-                .map_or(data.len(), |&s| pos(s - c.base));
+                .map_or(data.len(), |&s| pos(s.wrapping_sub(c.base)));
             let braces = memchr::memchr_iter(b'{', data.get(pos(ls)..next).unwrap_or(&[])).count();
             one_dict = braces == 1 && plain_dict(c, &census, keys, &out.bounds, d);
         }
         let (ds, de) = if one_dict {
             (
-                get(c.dict_start, d, 0) - c.base,
-                get(c.dict_end, d, 0) - c.base,
+                get(c.dict_start, d, 0).wrapping_sub(c.base),
+                get(c.dict_end, d, 0).wrapping_sub(c.base),
             )
         } else {
             (le, le)
@@ -259,7 +268,7 @@ pub fn plan(c: &ChunkView, hits: &[i64], flags: &HitFlags, keys: &KeyFlags) -> P
         };
         let seg = p.map(|p| {
             memchr::memrchr(b'\r', data.get(pos(ls)..p).unwrap_or(&[]))
-                .map_or(ls, |k| ls + i64::try_from(k).unwrap_or(0) + 1)
+                .map_or(ls, |k| ls.wrapping_add(i64::try_from(k).unwrap_or(0) + 1))
         });
         let (mut plain, mut bn, mut bm) = (false, 0, 0);
         if let (Some(p), Some(s), true) = (p, seg, how != SLOW) {
@@ -393,6 +402,76 @@ pub fn steady(a: &PlanRows, start: usize, st: &SteadyState) -> Result<Run, usize
     run.end = end;
     run.bar_step = bar.last().copied().unwrap_or(st.bar_step);
     Ok(run)
+}
+
+/// Where a steady run's rows go: the plan's per-hit dict and line, where each chunk dict's entries
+/// begin, and the run buffer's state (see the reference's `run_columns`).
+pub struct RunPlace<'a> {
+    pub dict_of: &'a [i64],
+    pub hits: &'a [i64],
+    pub bounds: &'a [i64],
+    /// Line number of the chunk's first line.
+    pub first: i64,
+    /// Samples and events the run buffer holds before the run.
+    pub samples: i64,
+    pub events: i64,
+    pub total: i64,
+}
+
+/// A steady run as the run buffer's columns, and what the reader's state takes from it.
+#[derive(Debug, Default, PartialEq)]
+pub struct RunColumns {
+    /// Per train dict: chunk dict, step, line number.
+    pub dict: Vec<i64>,
+    pub line: Vec<i64>,
+    /// Per redraw: samples before it, events before it, line number (its step is `Run::redraw_steps`,
+    /// its total the place's).
+    pub redraw_samples: Vec<i64>,
+    pub redraw_lines: Vec<i64>,
+    /// Samples the run adds.
+    pub entries: i64,
+    /// The most steps per epoch a bar past 0 shows (NaN when none is past 0).
+    pub per_epoch: f64,
+}
+
+/// The columns of a run (the reference's `run_columns`).
+pub fn columns(run: &Run, at: &RunPlace) -> RunColumns {
+    let mut out = RunColumns::default();
+    let mut per_epoch: Option<f64> = None; // numpy's max: NaN if any ratio is
+    for (&b, &e) in run.bar_at_train.iter().zip(&run.epochs) {
+        if b > 0 {
+            let r = b as f64 / e;
+            per_epoch = Some(match per_epoch {
+                None => r,
+                Some(m) if m.is_nan() || r.is_nan() => f64::NAN,
+                Some(m) => m.max(r),
+            });
+        }
+    }
+    out.per_epoch = per_epoch.unwrap_or(f64::NAN);
+    let mut sums = Vec::with_capacity(run.train.len());
+    let mut sum = 0i64;
+    for &h in &run.train {
+        let h = pos(h);
+        let d = get(at.dict_of, h, 0);
+        let d_at = pos(d);
+        sum = sum.wrapping_add(get(at.bounds, d_at + 1, 0).wrapping_sub(get(at.bounds, d_at, 0)));
+        sums.push(sum);
+        out.dict.push(d);
+        out.line.push(at.first.wrapping_add(get(at.hits, h, 0)));
+    }
+    out.entries = sum;
+    let mut k = 0;
+    for &r in &run.redraws {
+        while run.train.get(k).is_some_and(|&t| t <= r) {
+            k += 1;
+        }
+        let before = if k == 0 { 0 } else { get(&sums, k - 1, 0) };
+        out.redraw_samples.push(at.samples.wrapping_add(before));
+        out.redraw_lines
+            .push(at.first.wrapping_add(get(at.hits, pos(r), 0)));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -442,8 +442,9 @@ fn console_plan<'py>(
 }
 
 /// A steady run of a console plan from hit line `start` (see `console::steady`): the hit line it
-/// stops at when too short, else (end, bar step after, train lines, the bar at each, their epochs,
-/// their steps, redraw lines, redraw steps).
+/// stops at when too short, else ((end, bar step after, train lines, the bar at each, their epochs,
+/// their steps, redraw lines, redraw steps), (the run buffer's columns, see `console::columns`: dict,
+/// line, redraw samples, events, lines and totals, samples added, steps per epoch)).
 #[pyfunction]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn console_steady<'py>(
@@ -463,6 +464,14 @@ fn console_steady<'py>(
     bar_used: Option<i64>,
     progress_sent: Option<i64>,
     last: Option<i64>,
+    place: (
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i64>,
+        i64,
+        i64,
+        i64,
+    ),
 ) -> PyResult<Bound<'py, PyAny>> {
     let a = crate::console::PlanRows {
         breaks: rows.0.as_slice()?,
@@ -481,20 +490,47 @@ fn console_steady<'py>(
         progress_sent,
         last,
     };
-    match crate::console::steady(&a, start, &st) {
+    let at = crate::console::RunPlace {
+        dict_of: place.0.as_slice()?,
+        hits: place.1.as_slice()?,
+        bounds: place.2.as_slice()?,
+        first: place.3,
+        samples: place.4,
+        events: place.5,
+        total,
+    };
+    let got = py.detach(|| {
+        crate::console::steady(&a, start, &st).map(|r| {
+            let c = crate::console::columns(&r, &at);
+            (r, c)
+        })
+    });
+    match got {
         Err(end) => Ok(end.into_pyobject(py)?.into_any()),
-        Ok(r) => Ok((
-            r.end,
-            r.bar_step,
-            r.train.into_pyarray(py),
-            r.bar_at_train.into_pyarray(py),
-            r.epochs.into_pyarray(py),
-            r.steps.into_pyarray(py),
-            r.redraws.into_pyarray(py),
-            r.redraw_steps.into_pyarray(py),
-        )
-            .into_pyobject(py)?
-            .into_any()),
+        Ok((r, c)) => {
+            let k = r.redraws.len();
+            let run = (
+                r.end,
+                r.bar_step,
+                r.train.into_pyarray(py),
+                r.bar_at_train.into_pyarray(py),
+                r.epochs.into_pyarray(py),
+                r.steps.into_pyarray(py),
+                r.redraws.into_pyarray(py),
+                r.redraw_steps.into_pyarray(py),
+            );
+            let cols = (
+                c.dict.into_pyarray(py),
+                c.line.into_pyarray(py),
+                c.redraw_samples.into_pyarray(py),
+                vec![at.events; k].into_pyarray(py),
+                c.redraw_lines.into_pyarray(py),
+                vec![total; k].into_pyarray(py),
+                c.entries,
+                c.per_epoch,
+            );
+            Ok((run, cols).into_pyobject(py)?.into_any())
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! The console plan and steady runs never panic, whatever the arrays hold (offsets outside the data or
 //! negative, unsorted lines and dicts, key ids past the tables), and give one entry per hit line.
 
-use _scan::console::{plan, steady, ChunkView, HitFlags, KeyFlags, PlanRows, SteadyState};
+use _scan::console::{
+    columns, plan, steady, ChunkView, HitFlags, KeyFlags, PlanRows, RunPlace, SteadyState,
+};
 use proptest::prelude::*;
 
 fn offsets() -> impl Strategy<Value = Vec<i64>> {
@@ -50,6 +52,7 @@ proptest! {
         total in -1i64..3, bar_step in any::<i64>(),
         used in proptest::option::of(any::<i64>()), sent in proptest::option::of(any::<i64>()),
         last in proptest::option::of(any::<i64>()),
+        dict_of in offsets(), hits in offsets(), bounds in offsets(), first in any::<i64>(),
     ) {
         let plain: Vec<bool> = rows.iter().map(|r| r.0).collect();
         let n: Vec<i64> = rows.iter().map(|r| r.1).collect();
@@ -63,6 +66,11 @@ proptest! {
                 prop_assert!(run.end <= rows.len() && run.end >= start + min_run);
                 prop_assert_eq!(run.train.len(), run.steps.len());
                 prop_assert!(run.train.iter().chain(&run.redraws).all(|&h| h >= start as i64 && (h as usize) < run.end));
+                let place = RunPlace { dict_of: &dict_of, hits: &hits, bounds: &bounds, first, samples: 5,
+                                       events: 0, total };
+                let cols = columns(&run, &place);
+                prop_assert_eq!(cols.dict.len(), run.train.len());
+                prop_assert_eq!(cols.redraw_samples.len(), run.redraws.len());
             }
             Err(stop) => prop_assert!(stop <= rows.len().max(start)),
         }

@@ -162,16 +162,15 @@ class _Run:
     def progress(self, step: int, total: int, lineno: int) -> None:
         self.redraws.add(self.samples, len(self.events), lineno, step, total)
 
-    def bulk(self, dicts: np.ndarray, steps: np.ndarray, linenos: np.ndarray, entries: np.ndarray,
-             dicts_before: np.ndarray, redraw_lines: np.ndarray, redraw_steps: np.ndarray, total: int) -> None:
-        """`dict` and `progress` for a steady run at once: its dicts, then its redraws, each after the
-        dicts in `dicts_before` of them."""
-        ends = self.samples + np.concatenate(([0], np.cumsum(entries)))
-        k = len(redraw_lines)
-        self.redraws.add_arrays(ends[dicts_before], np.full(k, len(self.events)), redraw_lines, redraw_steps,
-                                np.full(k, total))
-        self.dicts.add_arrays(dicts, steps, linenos)
-        self.samples = int(ends[-1])
+    def place(self, bounds: np.ndarray, first: int) -> columns.RunPlace:
+        """Where a steady run read now puts its rows."""
+        return columns.RunPlace(bounds, first, self.samples, len(self.events))
+
+    def bulk(self, cols: columns.RunColumns) -> None:
+        """`dict` and `progress` for a steady run at once (its columns made for this buffer, `place`)."""
+        self.redraws.add_arrays(*cols.redraws)
+        self.dicts.add_arrays(*cols.dicts)
+        self.samples += cols.entries
 
     def dict(self, d: int, step: int, lineno: int, entries: int) -> None:
         self.dicts.add(d, step, lineno)
@@ -261,11 +260,11 @@ class HFConsoleAdapter(Adapter):
             if h >= retry and self._steady():
                 assert self.total is not None and self.bar_step is not None
                 got = columns.steady(plan.arrays, h, self.total, self.bar_step, self.bar_used, self.progress_sent,
-                                     self.last_train_step)
+                                     self.last_train_step, run.place(plan.bounds, first))
                 if isinstance(got, int):
                     retry = got + 1  # the line it stopped at is read alone first
                 else:
-                    self._take(got, plan, first, run)
+                    self._take(got, run)
                     lines.skip_plain_many(hits[h:got.end])
                     h = got.end
                     continue
@@ -307,26 +306,21 @@ class HFConsoleAdapter(Adapter):
                 and self.state.path is None and self.total <= INT64_MAX and self.bar_step <= INT64_MAX
                 and (self.last_train_step or 0) < INT64_MAX // 2)  # numbers the arrays hold, with room
 
-    def _take(self, got: columns.SteadyRun, plan: columns.LinePlan, first: int, run: _Run) -> None:
+    def _take(self, got: columns.SteadyRun, run: _Run) -> None:
         """The state a steady run leaves, as `_bar`, `_judge` and `_progress` would line by line, and its
         dicts and redraws into the run buffer."""
-        assert self.total is not None
-        at, epochs = got.bar_at_train, got.epochs
+        at = got.bar_at_train
         if len(at):
-            moved = at > 0  # `_train_step` learns steps per epoch from a bar that is past 0
-            if moved.any():
-                self.spe_floor = max(self.spe_floor, float((at[moved] / epochs[moved]).max()))
+            per_epoch = got.columns.per_epoch
+            if per_epoch == per_epoch:
+                self.spe_floor = max(self.spe_floor, per_epoch)
             if self.first_epoch is None and not self.base:
-                self.first_epoch = float(epochs[0])
+                self.first_epoch = float(got.epochs[0])
             self.bar_used = int(at[-1])
             self.train_count += len(at)
             self.last_train_step = self.last_step = int(got.steps[-1])
         self.bar_step = self.progress_sent = got.bar_step
-        hits = plan.arrays.hits
-        d = plan.arrays.dict_of[got.train]
-        run.bulk(d, got.steps, first + hits[got.train], plan.bounds[d + 1] - plan.bounds[d],
-                 np.searchsorted(got.train, got.redraws, side="right"), first + hits[got.redraws],
-                 got.redraw_steps, self.total)
+        run.bulk(got.columns)
 
     # -- per line -----------------------------------------------------------------------------
     def parse(self, line: str, lineno: int) -> Iterable[Record]:

@@ -295,6 +295,20 @@ STEADY_MAX = 4096
 
 
 @dataclass
+class RunColumns:
+    """A steady run as the run buffer takes it, and what the reader's state takes from it."""
+
+    dicts: tuple[np.ndarray, np.ndarray, np.ndarray]
+    """Per train dict: chunk dict, step, line number."""
+    redraws: tuple[np.ndarray, ...]
+    """Per redraw, `RedrawColumns`' five: samples before, events before, line number, step, total."""
+    entries: int
+    """Samples the run adds."""
+    per_epoch: float
+    """The most steps per epoch a bar past 0 shows; NaN when none is past 0."""
+
+
+@dataclass
 class SteadyRun:
     """Hit lines [start, end) of a chunk read at once (see `steady`): what the adapter's state machine
     would have made of them one line at a time."""
@@ -314,26 +328,58 @@ class SteadyRun:
     redraws: np.ndarray
     """Hit lines after which a progress redraw is sent (the bar moved)."""
     redraw_steps: np.ndarray
+    columns: RunColumns
+
+
+@dataclass
+class RunPlace:
+    """Where a steady run's rows go: the chunk's dict bounds and first line number, and how many samples
+    and events the run buffer holds before it."""
+
+    bounds: np.ndarray
+    first: int
+    samples: int
+    events: int
 
 
 def steady(a: PlanArrays, start: int, total: int, bar_step: int, bar_used: int | None,
-           progress_sent: int | None, last: int | None) -> SteadyRun | int:
+           progress_sent: int | None, last: int | None, place: RunPlace) -> SteadyRun | int:
     """`steady_reference`, in the native extension when it is in use (and every number fits its int64)."""
     ext = native()
     if ext is not None:
         try:
             got = ext.console_steady((a.breaks, a.plain, a.bar_n, a.bar_m, a.train, a.epoch), start,
-                                     (STEADY_MIN, STEADY_MAX), total,
-                                     bar_step, bar_used, progress_sent, last)
+                                     (STEADY_MIN, STEADY_MAX), total, bar_step, bar_used, progress_sent, last,
+                                     (a.dict_of, a.hits, place.bounds, place.first, place.samples, place.events))
         except OverflowError:
             pass
         else:
-            return got if isinstance(got, int) else SteadyRun(start, *got)
-    return steady_reference(a, start, total, bar_step, bar_used, progress_sent, last)
+            if isinstance(got, int):
+                return got
+            (end, bar, train, at, epochs, steps, redraws, redraw_steps), cols = got
+            dicts, lines, r_samples, r_events, r_lines, r_totals, entries, per_epoch = cols
+            return SteadyRun(start, end, bar, train, at, epochs, steps, redraws, redraw_steps,
+                             RunColumns((dicts, steps, lines), (r_samples, r_events, r_lines, redraw_steps, r_totals),
+                                        entries, per_epoch))
+    return steady_reference(a, start, total, bar_step, bar_used, progress_sent, last, place)
+
+
+def run_columns(a: PlanArrays, run: SteadyRun, place: RunPlace, total: int) -> RunColumns:
+    """The run buffer's columns of a steady run, over numpy arrays."""
+    at = run.bar_at_train
+    moved = at > 0  # `_train_step` learns steps per epoch from a bar that is past 0
+    per_epoch = float((at[moved] / run.epochs[moved]).max()) if moved.any() else math.nan
+    d = a.dict_of[run.train]
+    ends = place.samples + np.concatenate(([0], np.cumsum(place.bounds[d + 1] - place.bounds[d])))
+    k = len(run.redraws)
+    return RunColumns((d, run.steps, place.first + a.hits[run.train]),
+                      (ends[np.searchsorted(run.train, run.redraws, side="right")], np.full(k, place.events),
+                       place.first + a.hits[run.redraws], run.redraw_steps, np.full(k, total)),
+                      int(ends[-1]) - place.samples, per_epoch)
 
 
 def steady_reference(a: PlanArrays, start: int, total: int, bar_step: int, bar_used: int | None,
-                     progress_sent: int | None, last: int | None) -> SteadyRun | int:
+                     progress_sent: int | None, last: int | None, place: RunPlace) -> SteadyRun | int:
     """The longest run of hit lines from `start` in the Trainer's steady regime, read over arrays; when
     it is shorter than STEADY_MIN, the hit line it stops at (nothing is read).
 
@@ -368,5 +414,7 @@ def steady_reference(a: PlanArrays, start: int, total: int, bar_step: int, bar_u
         lift = np.maximum(lift, last + 1)
     before = np.concatenate(([-1 if progress_sent is None else progress_sent], bar[:-1]))
     redraws = np.flatnonzero(bar != before)
-    return SteadyRun(start, end, int(bar[-1]), train + start, at, a.epoch[train + start], j + lift,
-                     redraws + start, bar[redraws])
+    run = SteadyRun(start, end, int(bar[-1]), train + start, at, a.epoch[train + start], j + lift,
+                    redraws + start, bar[redraws], RunColumns((a.dict_of[:0],) * 3, (), 0, math.nan))
+    run.columns = run_columns(a, run, place, total)
+    return run
