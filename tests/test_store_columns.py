@@ -175,3 +175,27 @@ def test_the_native_bucket_fold_is_the_reference_one(values: list[float], size: 
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(np.signbit(got[2]), np.signbit(want[2]))
+
+
+@pytest.mark.skipif(native() is None, reason="the native extension is not in use")
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, 1.5, -2.0, 1e308, math.inf, -math.inf, math.nan, 3.25]), min_size=1,
+                       max_size=40),
+       picks=st.lists(st.integers(0, 39), max_size=30))
+def test_the_native_gather_is_numpys(values: list[float], picks: list[int]) -> None:
+    """The store's rows written by the native gather are numpy's `take`, and its tallies are `_count`'s."""
+    n = len(values)
+    rows = np.array(sorted({p % n for p in picks}), dtype=np.int64)
+    cols = (np.arange(n, dtype=np.int64) * 3, np.array(values), np.arange(n, dtype=np.int64) + 100,
+            np.linspace(0.0, 1.0, n), np.arange(n) % 2 == 0)
+    into = tuple(np.zeros(len(rows) + 2, dtype=c.dtype) for c in cols)
+    finite, nan, lo, hi = native().gather_rows(rows, cols, into, 2)
+    for c, got in zip(cols, into):
+        np.testing.assert_array_equal(got[2:], c[rows])
+    v = cols[1][rows]
+    fin = v[np.isfinite(v)]
+    assert (finite, nan) == (len(fin), int(np.isnan(v).sum()))
+    if len(fin):
+        assert (lo, hi) == (fin.min(), fin.max())
+    with pytest.raises(ValueError):
+        native().gather_rows(np.array([n], dtype=np.int64), cols, into, 0)

@@ -248,13 +248,30 @@ class Series:
         if hi + k > self._cap:
             self.extend(step[rows], value[rows], line[rows], time[rows], inferred[rows])
             return
-        for col, into in ((step, self._step), (value, self._value), (line, self._line), (time, self._time),
-                          (inferred, self._inf)):
-            col.take(rows, out=into[hi:hi + k], mode="clip")  # clip: no buffer (the rows are in range)
-        self._count(self._step[hi:hi + k], self._value[hi:hi + k], self._line[hi:hi + k], self._time[hi:hi + k],
-                    self._inf[hi:hi + k])
+        ext = native()
+        if ext is not None and len(self.head) >= HEAD_POINTS:  # once the head is kept: tallies are all it needs
+            finite, nan, lo, top = ext.gather_rows(rows, (step, value, line, time, inferred),
+                                                   (self._step, self._value, self._line, self._time, self._inf), hi)
+            self._tally(k, finite, nan, lo, top)
+        else:
+            for col, into in ((step, self._step), (value, self._value), (line, self._line), (time, self._time),
+                              (inferred, self._inf)):
+                col.take(rows, out=into[hi:hi + k], mode="clip")  # clip: no buffer (the rows are in range)
+            self._count(self._step[hi:hi + k], self._value[hi:hi + k], self._line[hi:hi + k],
+                        self._time[hi:hi + k], self._inf[hi:hi + k])
         self._stored(k)
         self._unfolded += k
+
+    def _tally(self, k: int, finite: int, nan: int, lo: float, hi: float) -> None:
+        """`_count`'s totals from the native gather's tallies (the head is full, so it is not added to)."""
+        self.count += k
+        if finite:
+            if lo < self.minimum:
+                self.minimum = lo
+            if hi > self.maximum:
+                self.maximum = hi
+        self.nan_count += nan
+        self.inf_count += k - finite - nan
 
     def _count(self, step: np.ndarray, value: np.ndarray, line: np.ndarray, time: np.ndarray,
                inferred: np.ndarray) -> np.ndarray:

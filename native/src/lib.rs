@@ -19,6 +19,7 @@ pub mod console;
 pub mod dicts;
 pub mod extremes;
 pub mod find;
+pub mod gather;
 pub mod keys;
 pub mod keywords;
 pub mod kv;

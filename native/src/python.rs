@@ -2,7 +2,7 @@
 //! (trainwatch/scan/native.py turns it into a `Chunk`).
 
 use crate::scanner::{ChunkOut, Core};
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -260,6 +260,51 @@ fn move_median<'py>(
     Ok(py
         .detach(|| crate::median::move_median(x, window))
         .into_pyarray(py))
+}
+
+/// A series' rows of a stretch (see `gather`): rows `rows` of the stretch's five columns written into
+/// the series' from `at` on; (finite, NaN, least, greatest) of the values taken. ValueError, with
+/// nothing written, when a row or the room is out of range.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn gather_rows(
+    py: Python<'_>,
+    rows: PyReadonlyArray1<'_, i64>,
+    from: (
+        PyReadonlyArray1<'_, i64>,
+        PyReadonlyArray1<'_, f64>,
+        PyReadonlyArray1<'_, i64>,
+        PyReadonlyArray1<'_, f64>,
+        PyReadonlyArray1<'_, bool>,
+    ),
+    mut into: (
+        PyReadwriteArray1<'_, i64>,
+        PyReadwriteArray1<'_, f64>,
+        PyReadwriteArray1<'_, i64>,
+        PyReadwriteArray1<'_, f64>,
+        PyReadwriteArray1<'_, bool>,
+    ),
+    at: usize,
+) -> PyResult<(i64, i64, f64, f64)> {
+    let rows = rows.as_slice()?;
+    let from = crate::gather::Columns {
+        step: from.0.as_slice()?,
+        value: from.1.as_slice()?,
+        line: from.2.as_slice()?,
+        time: from.3.as_slice()?,
+        inferred: from.4.as_slice()?,
+    };
+    let mut to = crate::gather::ColumnsMut {
+        step: into.0.as_slice_mut()?,
+        value: into.1.as_slice_mut()?,
+        line: into.2.as_slice_mut()?,
+        time: into.3.as_slice_mut()?,
+        inferred: into.4.as_slice_mut()?,
+    };
+    let t = py
+        .detach(|| crate::gather::gather(rows, &from, &mut to, at))
+        .ok_or_else(|| PyValueError::new_err("a row or the room to write it is out of range"))?;
+    Ok((t.finite, t.nan, t.least, t.greatest))
 }
 
 /// The least (`greatest` false) or greatest value of each row's trailing `window` values, NaN left out
@@ -545,6 +590,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add_function(wrap_pyfunction!(positions, m)?)?;
     m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;
+    m.add_function(wrap_pyfunction!(gather_rows, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
     m.add_function(wrap_pyfunction!(console_plan, m)?)?;
     m.add_function(wrap_pyfunction!(console_steady, m)?)?;
