@@ -474,6 +474,56 @@ pub fn columns(run: &Run, at: &RunPlace) -> RunColumns {
     out
 }
 
+/// The samples of dict lines read from the arrays (the reference's `emit`): every entry of each dict
+/// `dicts[i]` (entries [bounds[d], bounds[d + 1])), in order, with its key's batch name id (`names`, by
+/// key id; -1 past the table), the dict's step and line: (name, step, value, line).
+pub fn dict_entries(
+    dicts: &[i64],
+    steps: &[i64],
+    lines: &[i64],
+    bounds: &[i64],
+    ent_key: &[i32],
+    ent_value: &[f64],
+    names: &[i32],
+) -> (Vec<i32>, Vec<i64>, Vec<f64>, Vec<i64>) {
+    let span = |d: i64| {
+        let d = pos(d);
+        (pos(get(bounds, d, 0)), pos(get(bounds, d + 1, 0)))
+    };
+    let total: usize = dicts
+        .iter()
+        .map(|&d| {
+            let (a, b) = span(d);
+            b.saturating_sub(a)
+        })
+        .fold(0usize, usize::saturating_add)
+        .min(ent_value.len());
+    let mut out = (
+        Vec::with_capacity(total),
+        Vec::with_capacity(total),
+        Vec::with_capacity(total),
+        Vec::with_capacity(total),
+    );
+    for ((&d, &step), &line) in dicts.iter().zip(steps).zip(lines) {
+        let (a, b) = span(d);
+        let keys = ent_key.get(a..b).unwrap_or(&[]);
+        let values = ent_value.get(a..b).unwrap_or(&[]);
+        for (&k, &v) in keys.iter().zip(values) {
+            out.0.push(
+                usize::try_from(k)
+                    .ok()
+                    .and_then(|k| names.get(k))
+                    .copied()
+                    .unwrap_or(-1),
+            );
+            out.1.push(step);
+            out.2.push(v);
+            out.3.push(line);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -486,6 +486,42 @@ fn console_plan<'py>(
     Ok(d)
 }
 
+/// The samples of dict lines read from a chunk's arrays (see `console::dict_entries`).
+#[pyfunction]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn dict_entries<'py>(
+    py: Python<'py>,
+    dicts: PyReadonlyArray1<'py, i64>,
+    steps: PyReadonlyArray1<'py, i64>,
+    lines: PyReadonlyArray1<'py, i64>,
+    bounds: PyReadonlyArray1<'py, i64>,
+    ent_key: PyReadonlyArray1<'py, i32>,
+    ent_value: PyReadonlyArray1<'py, f64>,
+    names: PyReadonlyArray1<'py, i32>,
+) -> PyResult<(
+    Bound<'py, PyArray1<i32>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<i64>>,
+)> {
+    let (dicts, steps, lines) = (dicts.as_slice()?, steps.as_slice()?, lines.as_slice()?);
+    let (bounds, ent_key, ent_value) = (
+        bounds.as_slice()?,
+        ent_key.as_slice()?,
+        ent_value.as_slice()?,
+    );
+    let names = names.as_slice()?;
+    let (n, s, v, l) = py.detach(|| {
+        crate::console::dict_entries(dicts, steps, lines, bounds, ent_key, ent_value, names)
+    });
+    Ok((
+        n.into_pyarray(py),
+        s.into_pyarray(py),
+        v.into_pyarray(py),
+        l.into_pyarray(py),
+    ))
+}
+
 /// A steady run of a console plan from hit line `start` (see `console::steady`): the hit line it
 /// stops at when too short, else ((end, bar step after, train lines, the bar at each, their epochs,
 /// their steps, redraw lines, redraw steps), (the run buffer's columns, see `console::columns`: dict,
@@ -594,6 +630,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
     m.add_function(wrap_pyfunction!(console_plan, m)?)?;
     m.add_function(wrap_pyfunction!(console_steady, m)?)?;
+    m.add_function(wrap_pyfunction!(dict_entries, m)?)?;
     m.add("MAX_LINE", crate::lines::MAX_LINE)?;
     m.add("MEDIAN_WINDOW_MAX", crate::median::window_max())?;
     Ok(())

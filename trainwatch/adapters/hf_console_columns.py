@@ -282,10 +282,18 @@ def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray,
         out.events_ahead(events)
     if not len(dicts):
         return
-    cnt = bounds[dicts + 1] - bounds[dicts]
-    ent, _, _ = ranges(bounds[dicts], cnt)
-    out.columns(keys.name[chunk.ent_key[ent]], np.repeat(steps, cnt), chunk.ent_value[ent], np.repeat(linenos, cnt),
-                inferred=np.ones(len(ent), dtype=bool))
+    ext = native()
+    if ext is not None:  # one pass in the extension
+        i64, c = np.int64, np.ascontiguousarray
+        name, step, value, line = ext.dict_entries(c(dicts, i64), c(steps, i64), c(linenos, i64), c(bounds, i64),
+                                                   c(chunk.ent_key, np.int32), c(chunk.ent_value, np.float64),
+                                                   keys.name)
+    else:
+        cnt = bounds[dicts + 1] - bounds[dicts]
+        ent, _, _ = ranges(bounds[dicts], cnt)
+        name, step, value, line = (keys.name[chunk.ent_key[ent]], np.repeat(steps, cnt), chunk.ent_value[ent],
+                                   np.repeat(linenos, cnt))
+    out.columns(name, step, value, line, inferred=np.ones(len(value), dtype=bool))
 
 
 STEADY_MIN = 16
