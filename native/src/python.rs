@@ -72,7 +72,13 @@ impl Scanner {
         let d = PyDict::new(py);
         d.set_item("first_lineno", out.first_lineno)?;
         d.set_item("base_offset", out.base_offset)?;
-        d.set_item("data", PyBytes::new(py, &out.data))?;
+        // the copy is made without the GIL: no other thread can see the new bytes object yet
+        let data = &out.data;
+        let bytes = PyBytes::new_with(py, data.len(), |buf| {
+            py.detach(|| buf.copy_from_slice(data));
+            Ok(())
+        })?;
+        d.set_item("data", bytes)?;
         self.core.recycle(std::mem::take(&mut out.data));
         out_arrays(py, &d, out)?;
         Ok(d)
