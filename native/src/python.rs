@@ -6,7 +6,7 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyDict;
 
 #[pyclass(module = "trainwatch._scan")]
 struct Scanner {
@@ -72,17 +72,37 @@ impl Scanner {
         let d = PyDict::new(py);
         d.set_item("first_lineno", out.first_lineno)?;
         d.set_item("base_offset", out.base_offset)?;
-        // the copy is made without the GIL: no other thread can see the new bytes object yet
-        let data = &out.data;
-        let bytes = PyBytes::new_with(py, data.len(), |buf| {
-            py.detach(|| buf.copy_from_slice(data));
-            Ok(())
-        })?;
-        d.set_item("data", bytes)?;
+        d.set_item("data", bytes_of(py, &out.data)?)?;
         self.core.recycle(std::mem::take(&mut out.data));
         out_arrays(py, &d, out)?;
         Ok(d)
     }
+}
+
+/// A new bytes object holding `data`. A chunk's data is a block's size (megabytes): `PyBytes::new`
+/// copies it with the GIL held, and `new_with` zero-fills it first with the GIL held, either of which
+/// was most of what the scan thread held the GIL for. Here CPython makes the object uninitialised and
+/// the bytes are copied in with the GIL let go.
+fn bytes_of<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let len = isize::try_from(data.len()).map_err(|_| PyValueError::new_err("chunk too large"))?;
+    // SAFETY: with a NULL source CPython returns a new bytes object of `len` uninitialised bytes (or
+    // NULL and an error, which `from_owned_ptr_or_err` turns into Err); the reference is ours.
+    let obj = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len),
+        )?
+    };
+    // SAFETY: `obj` is that bytes object; its buffer holds `data.len()` bytes, and no other code can
+    // reach the object, so writing the buffer (from another thread's view, without the GIL) races nothing.
+    let dst = unsafe {
+        std::slice::from_raw_parts_mut(
+            pyo3::ffi::PyBytes_AsString(obj.as_ptr()).cast::<u8>(),
+            data.len(),
+        )
+    };
+    py.detach(|| dst.copy_from_slice(data));
+    Ok(obj)
 }
 
 fn out_arrays(py: Python<'_>, d: &Bound<'_, PyDict>, out: ChunkOut) -> PyResult<()> {
