@@ -13,7 +13,9 @@ is still decided in one place: the adapter's state machine, which both paths cal
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -132,6 +134,11 @@ class PlanArrays:
     """Per hit line: the epoch of its Trainer dict; NaN when none or not finite."""
     breaks: np.ndarray
     """Hit lines no steady run crosses, ascending (see `steady`)."""
+
+    @cached_property
+    def break_list(self) -> list[int]:
+        """`breaks` as a list, for `steady` to find the next one by bisection without a numpy call."""
+        return self.breaks.tolist()
 
 
 def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
@@ -352,9 +359,15 @@ class RunPlace:
 
 def steady(a: PlanArrays, start: int, total: int, bar_step: int, bar_used: int | None,
            progress_sent: int | None, last: int | None, place: RunPlace) -> SteadyRun | int:
-    """`steady_reference`, in the native extension when it is in use (and every number fits its int64)."""
+    """`steady_reference`, in the native extension when it is in use (and every number fits its int64).
+    Most lines a chunk's loop asks about lie too close to the next break for a run: that answer, the
+    reference's first one, is given here without a native call."""
     ext = native()
     if ext is not None:
+        k = bisect_left(a.break_list, start)
+        end = min(a.break_list[k] if k < len(a.break_list) else len(a.how), start + STEADY_MAX)
+        if end - start < STEADY_MIN:
+            return end
         try:
             got = ext.console_steady((a.breaks, a.plain, a.bar_n, a.bar_m, a.train, a.epoch), start,
                                      (STEADY_MIN, STEADY_MAX), total, bar_step, bar_used, progress_sent, last,
