@@ -368,3 +368,24 @@ def test_values_near_the_largest_float_print_no_numpy_warning(tmp_path: Path) ->
                           env=env, timeout=120)
     assert proc.returncode in (1, 2), proc.stdout
     assert proc.stderr == ""
+
+
+def test_an_lr_near_the_largest_float_prints_no_numpy_warning(tmp_path: Path) -> None:
+    """As above, for the LR rules (the resume gate's `1.2 * before`, the decay's `ratio * lows`): every
+    metric now and then near the largest float or the smallest, signed zeros too."""
+    import random
+
+    r = random.Random(5)
+    odd = [1.7e308, -1.7e308, 5e-324, -5e-324, 0.0, -0.0, 1e-310]
+    lines = []
+    for i in range(1, 3000):
+        row = {k: r.choice(odd) if r.random() < 0.05 else r.uniform(0.1, 3)
+               for k in ("loss", "lr", "grad_norm", "tokens_per_sec", "eval_loss", "reward", "step_time")}
+        lines.append(json.dumps({"step": i, **row}))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}  # warnings shown, as a user sees them
+    proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(path)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode in (0, 1, 2)
+    assert "Warning" not in proc.stderr, proc.stderr

@@ -199,3 +199,30 @@ def test_the_native_gather_is_numpys(values: list[float], picks: list[int]) -> N
         assert (lo, hi) == (fin.min(), fin.max())
     with pytest.raises(ValueError):
         native().gather_rows(np.array([n], dtype=np.int64), cols, into, 0)
+
+
+def test_halving_totals_past_the_largest_float_says_nothing() -> None:
+    """Two buckets whose totals add past the largest float merge to inf, as `Bucket.merge` adds them,
+    without numpy's overflow warning on the terminal (`tail` printed it among its alerts)."""
+    import warnings
+
+    h = store.History()
+    ones = np.ones(4, dtype=np.int64)
+    big = np.full(4, 1e308)
+    h.extend(np.arange(4), np.arange(4), big, big, big, big, ones, 0 * ones)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h.halve()
+    assert len(h) == 2 and math.isinf(h.total[0]) and h.total[0] > 0
+    col = Series("loss", "a.log")
+    n = 4 * store.HISTORY_BUCKETS  # whole buckets of four rows from here
+    col.extend(np.arange(n, dtype=np.int64), np.ones(n), np.arange(n, dtype=np.int64), np.full(n, np.nan),
+               np.zeros(n, dtype=bool))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in (3, 1):  # a bucket begun with a sum past the largest float, then added to
+            col.extend(np.arange(n, n + k, dtype=np.int64), np.full(k, 1e308), np.arange(k, dtype=np.int64),
+                       np.full(k, np.nan), np.zeros(k, dtype=bool))
+            n += k
+            col.whole_run()
+    assert math.isinf(col.whole_run()[-1].total)

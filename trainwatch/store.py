@@ -115,7 +115,8 @@ class History:
         self.first_step[:m] = self.first_step[a]
         self.last_step[:m] = self.last_step[b]
         self.last[:m] = self.last[b]
-        self.total[:m] = self.total[a] + self.total[b]
+        with np.errstate(over="ignore"):  # sums past the largest float are inf, said nowhere
+            self.total[:m] = self.total[a] + self.total[b]
         self.finite[:m] = self.finite[a] + self.finite[b]
         self.nonfinite[:m] = self.nonfinite[a] + self.nonfinite[b]
         if n % 2:
@@ -410,7 +411,8 @@ class Series:
         if p is None:
             addends = np.where(finite, value, -0.0)
             addends[0] = value[0] if finite[0] else 0.0
-            total = float(np.add.accumulate(addends)[-1])
+            with np.errstate(over="ignore"):  # sums past the largest float are inf, said nowhere
+                total = float(np.add.accumulate(addends)[-1])
             self._pending = Bucket(int(step[0]), int(step[-1]), lo, hi, float(value[-1]), total, f, m - f)
             self._pending_n = m
             return
@@ -420,7 +422,8 @@ class Series:
             if p.maximum != p.maximum or hi > p.maximum:
                 p.maximum = hi
             addends = np.concatenate(([p.total], np.where(finite, value, -0.0)))
-            p.total = float(np.add.accumulate(addends)[-1])
+            with np.errstate(over="ignore"):
+                p.total = float(np.add.accumulate(addends)[-1])
         p.finite += f
         p.nonfinite += m - f
         p.last_step = int(step[-1])

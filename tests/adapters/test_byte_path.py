@@ -425,3 +425,15 @@ def test_a_read_backlog_leaves_its_source_no_block_sized_buffer(scanner_class: A
         rows = sum(batch.size for batch in parser.read_file(f, 1 << 16))
     assert rows == 40000
     assert parser._bytes is not None and parser._bytes.scanner.release() == 0
+
+
+def test_reading_blocks_ahead_takes_no_piece_past_the_end(tmp_path: Path) -> None:
+    """`read_blocks` stops at the first empty piece; the scans queued ahead of the caller (READ_AHEAD)
+    take nothing after it, so a piece past the end is neither read nor fed to the scanner."""
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b'{"step": 0, "loss": 1.6}\n')  # what the format is told by
+    parser = runner.open_source(path).parser
+    pieces = iter([b'{"step": 1, "loss": 1.5}\n', b"", b'{"step": 2, "loss": 1.4}\n', b'{"step": 3, "loss": 1.3}\n'])
+    rows = sum(batch.size for batch in parser.read_blocks(pieces))
+    assert rows == 1
+    assert next(pieces) == b'{"step": 2, "loss": 1.4}\n'

@@ -23,7 +23,7 @@ from trainwatch.model import Event, EventKind, Sample
 from trainwatch.scan import bars, census, find
 from trainwatch.scan.reference import Scanner as ReferenceScanner
 
-from .test_byte_path import SCANNERS, by_bytes, by_lines
+from .test_byte_path import SCANNERS, by_bytes, by_lines, scanner_class  # noqa: F401 (a fixture)
 
 
 class Counting(HFConsoleAdapter):
@@ -472,3 +472,16 @@ def test_the_native_plan_is_the_reference_one_on_any_mix(banner: bool, lines: li
         by_bytes(SourceParser(HFConsoleAdapter("")), (head + "".join(lines)).encode(), cuts)
     finally:
         columns.STEADY_MIN = old
+
+
+@pytest.mark.usefixtures("scanner_class")
+@pytest.mark.parametrize("odd", ["1e308", "5e-324"])
+def test_an_epoch_whose_step_overflows_costs_no_block(odd: str) -> None:
+    """An epoch printed as 1e308 is a finite float, but times the steps per epoch it is infinite (and
+    5e-324 makes the steps per epoch so): the reader gives that dict no step from its epoch instead of
+    raising and dropping the whole block."""
+    text = "  Total optimization steps = 100\n" + "".join(
+        _bar(k, 100) + "\r{'loss': " + f"{2 - k / 10}, 'epoch': " + (odd if k == 3 else f"{k / 100}") + "}\n"
+        for k in range(1, 6))
+    got = by_bytes(SourceParser(HFConsoleAdapter("")), text.encode())
+    assert sum("loss" in r for r in got) == 5

@@ -216,3 +216,24 @@ def test_the_medians_of_nine_at_some_rows_are_the_rolling_ones(v: list[float], d
     assert nines.at(rows).tolist() == want.tolist()
     assert nines[int(rows[0])] == want[0]
     assert _medians_of_nine(np.append(x, np.nan)) is None
+
+
+def test_bucket_sums_past_the_largest_float_say_nothing() -> None:
+    """Buckets whose sums pass the largest float hold inf, as the store's do, without numpy's overflow
+    warning on the terminal (`tail` printed it among its alerts)."""
+    import warnings
+
+    import numpy as np
+
+    from trainwatch.rules.plateau_feed import HISTORY_BUCKETS, Buckets
+
+    b = Buckets()
+    n = 2 * HISTORY_BUCKETS  # halved on the way: buckets of several rows from here on
+    b.add(np.arange(n), np.ones(n))
+    size = b.size
+    assert size > 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b.add(np.arange(n, n + size), np.full(size, 1e308))  # a whole bucket
+        b.add(np.arange(n + size, n + size + 2), np.full(2, 1e308))  # a bucket begun, then added to
+    assert b.total[-1] == float("inf")

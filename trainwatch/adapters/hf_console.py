@@ -510,7 +510,8 @@ class HFConsoleAdapter(Adapter):
             else:
                 k = self.train_count + (0 if self.first_step_logged else 1)
                 step = self.base + k * self.logging_steps
-        if epoch is not None and not self.fine_epochs and abs(epoch * 100 - round(epoch * 100)) > 1e-6:
+        cents = epoch * 100 if epoch is not None else math.nan  # inf for an epoch like 1e308: not fine
+        if not self.fine_epochs and math.isfinite(cents) and abs(cents - round(cents)) > 1e-6:
             self.fine_epochs = True  # epochs printed in full (or 4 digits): epoch x steps-per-epoch is exact
         if step is None and self.fine_epochs:
             step = est
@@ -535,7 +536,7 @@ class HFConsoleAdapter(Adapter):
         floor = self.spe_floor
         if self.first_epoch:
             floor = max(floor, 1.0 / self.first_epoch)  # the first log is at step 1 or later
-        if floor <= 0:
+        if not 0 < floor < math.inf:  # an epoch like 5e-324 makes the floor infinite: no pace from it
             return None
         if abs(floor - round(floor)) < 1e-3 * floor:
             return float(round(floor))  # steps per epoch are whole numbers in the Trainer
@@ -548,7 +549,10 @@ class HFConsoleAdapter(Adapter):
         if epoch is None:
             return None
         spe = self._steps_per_epoch()
-        return None if spe is None else int(round(epoch * spe))
+        if spe is None:
+            return None
+        at = epoch * spe
+        return int(round(at)) if math.isfinite(at) else None  # an epoch like 1e308 overflows: no step from it
 
     def _banner(self, line: str, lineno: int, out: Out) -> None:
         fields: dict[str, int] = {}

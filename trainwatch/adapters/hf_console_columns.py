@@ -231,7 +231,7 @@ def _arrays(hits: np.ndarray, how: np.ndarray, bar: np.ndarray, plain: np.ndarra
     else:
         t, ev, e = np.zeros(len(how), dtype=bool), np.zeros(len(how), dtype=bool), np.full(len(how), math.nan)
     e = np.where(t & ~ev, e, math.nan)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         fine = np.abs(e * 100 - np.round(e * 100)) > 1e-6
         unsettled = t & (ev | ~(e > 0) | fine)
     breaks = np.flatnonzero((how == SLOW) | (bar & ~plain) | unsettled)

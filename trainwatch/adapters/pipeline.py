@@ -148,10 +148,13 @@ class SourceParser:
         reader = self._bytes
         scanner = reader.scanner
         pieces = iter(blocks)
+        ended = False  # a scan queued after the end takes no piece (only one thread calls `scan`)
 
         def scan() -> Batch | None:
-            data = next(pieces, b"")
+            nonlocal ended
+            data = b"" if ended else next(pieces, b"")
             if not data:
+                ended = True
                 return None
             return reader.chunk(scanner.feed(data))
 

@@ -280,7 +280,7 @@ class LrSchedule(ArrayRule):
             # decaying: the low is the running minimum of the values since the peak, the row's own excluded
             seg = fv[i:b]
             lows = np.minimum.accumulate(np.concatenate(([low], seg[:-1])))
-            with np.errstate(invalid="ignore"):
+            with np.errstate(invalid="ignore", over="ignore"):
                 hit = np.flatnonzero((lows < decayed * peak) & (lows > 0) & (seg > ratio * lows))
             if not len(hit):
                 return peak, min(low, float(seg.min()))

@@ -55,7 +55,8 @@ class Buckets:
             p = self.pending
             if p is not None:
                 k = min(size - p[3], m - i)
-                p[1] = float(np.add.accumulate(np.concatenate(([p[1]], z[i:i + k])))[-1])  # sequential, as the store
+                with np.errstate(over="ignore"):  # sequential, as the store; past the largest float: inf, quietly
+                    p[1] = float(np.add.accumulate(np.concatenate(([p[1]], z[i:i + k])))[-1])
                 p[2] += int(fin[i:i + k].sum())
                 p[3] += k
                 i += k
@@ -69,7 +70,8 @@ class Buckets:
                 continue
             hi = i + k * size
             block = z[i:hi].reshape(k, size)
-            tot = np.add.accumulate(block, axis=1)[:, -1] if size > 1 else block[:, 0]
+            with np.errstate(over="ignore"):
+                tot = np.add.accumulate(block, axis=1)[:, -1] if size > 1 else block[:, 0]
             cnt = fin[i:hi].reshape(k, size).sum(axis=1)
             self._push(steps[i:hi:size].tolist(), tot.tolist(), cnt.tolist())
             i = hi

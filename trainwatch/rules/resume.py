@@ -149,7 +149,7 @@ class ResumeSchedReset(_AfterResume):
         before = np.empty(len(value), dtype=np.float64)
         before[0] = run.last if run is not None else math.nan
         before[1:] = np.where(last[:-1] >= 0, value[np.maximum(last[:-1], 0)], before[0])
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             return back | (fin & (value > 0) & (value >= 1.2 * before))
 
     def gated(self, source: str) -> bool:
