@@ -544,7 +544,8 @@ class Series:
 def fold_buckets(value: np.ndarray, finite: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
     """Per whole bucket of `size` rows: the least and greatest finite value (NaN when none), the finite
     values summed one at a time in row order, and how many were finite. In the native extension when it
-    is in use (one pass; the ordered sums cost numpy a 2-D accumulate), else `fold_buckets_reference`."""
+    is in use (one pass; the ordered sums cost numpy a 2-D accumulate), else `fold_buckets_reference`.
+    `finite` must be `np.isfinite(value)`: the native fold reads finiteness off the values itself."""
     ext = native()
     if ext is None:
         return fold_buckets_reference(value, finite, size)
