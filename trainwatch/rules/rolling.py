@@ -11,6 +11,7 @@ everything else is numpy.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import bottleneck as bn
@@ -34,14 +35,14 @@ def trailing_median(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = 
 
 
 def trailing_min(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = True) -> np.ndarray:
-    """`trailing_median`'s windows, their least value: a bound below the median at a seventh of its cost
-    (a rolling minimum is a deque, a rolling median two heaps)."""
-    return _trailing(x, n, include_self, _move_min)
+    """`trailing_median`'s windows, their least value: a bound below the median at a fraction of its
+    cost."""
+    return _trailing(x, n, include_self, partial(_move_extreme, greatest=False))
 
 
 def trailing_max(x: np.ndarray, n: int | np.ndarray, *, include_self: bool = True) -> np.ndarray:
     """`trailing_median`'s windows, their greatest value: a bound above the median."""
-    return _trailing(x, n, include_self, _move_max)
+    return _trailing(x, n, include_self, partial(_move_extreme, greatest=True))
 
 
 def _move_median(x: np.ndarray, window: int, min_count: int) -> np.ndarray:
@@ -56,21 +57,15 @@ def _move_median(x: np.ndarray, window: int, min_count: int) -> np.ndarray:
     return bn.move_median(x, window=window, min_count=min_count)
 
 
-def _move_min(x: np.ndarray, window: int, min_count: int) -> np.ndarray:
-    """`bn.move_min(x, window=window, min_count=min_count)`: in the native extension when it is in use
-    (one pass over a deque of candidates, releasing the GIL; bottleneck holds it), the same numbers."""
+def _move_extreme(x: np.ndarray, window: int, min_count: int, *, greatest: bool) -> np.ndarray:
+    """`bn.move_max` (`greatest`) or `bn.move_min(x, window=window, min_count=min_count)`: in the native
+    extension when it is in use (running extremes over blocks, without the GIL; bottleneck holds it),
+    the same numbers."""
     ext = native()
     if ext is not None and min_count == 1 and x.dtype == np.float64:
-        return ext.move_extreme(np.ascontiguousarray(x), window, False)
-    return bn.move_min(x, window=window, min_count=min_count)
-
-
-def _move_max(x: np.ndarray, window: int, min_count: int) -> np.ndarray:
-    """`bn.move_max`, as `_move_min` takes `bn.move_min`."""
-    ext = native()
-    if ext is not None and min_count == 1 and x.dtype == np.float64:
-        return ext.move_extreme(np.ascontiguousarray(x), window, True)
-    return bn.move_max(x, window=window, min_count=min_count)
+        return ext.move_extreme(np.ascontiguousarray(x), window, greatest)
+    move = bn.move_max if greatest else bn.move_min
+    return move(x, window=window, min_count=min_count)
 
 
 def _trailing(x: np.ndarray, n: int | np.ndarray, include_self: bool, move: Any) -> np.ndarray:
