@@ -264,7 +264,8 @@ class Series:
         self._unfolded += k
 
     def _tally(self, k: int, finite: int, nan: int, lo: float, hi: float) -> None:
-        """`_count`'s totals from the native gather's tallies (the head is full, so it is not added to)."""
+        """The whole-run counts and extremes after k rows of which `finite` were finite and `nan` NaN, the
+        finite ones between lo and hi (`_count` tallies them; the native gather hands them over)."""
         self.count += k
         if finite:
             if lo < self.minimum:
@@ -280,14 +281,13 @@ class Series:
         k = len(value)
         finite = np.isfinite(value)
         n_fin = int(np.count_nonzero(finite))
-        self.count += k
+        nan = int(np.count_nonzero(np.isnan(value))) if n_fin < k else 0
+        lo = hi = math.nan
         if n_fin:
             fv = value if n_fin == k else value[finite]
             lo, hi = float(fv.min()), float(fv.max())
-            if lo < self.minimum:
-                self.minimum = lo
-            if hi > self.maximum:
-                self.maximum = hi
+        self._tally(k, n_fin, nan, lo, hi)
+        if n_fin:
             if self.first is None:
                 self.first = float(fv[0])
             if len(self.head) < HEAD_POINTS:
@@ -295,10 +295,6 @@ class Series:
                     t = float(time[i])
                     self.head.append(Point(int(step[i]), float(value[i]), None if t != t else t, int(line[i]),
                                            bool(inferred[i])))
-        if n_fin < k:
-            nan = int(np.count_nonzero(np.isnan(value)))
-            self.nan_count += nan
-            self.inf_count += k - n_fin - nan
         return finite
 
     def _fold(self) -> None:
