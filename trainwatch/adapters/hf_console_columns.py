@@ -360,14 +360,14 @@ class RunPlace:
 def steady(a: PlanArrays, start: int, total: int, bar_step: int, bar_used: int | None,
            progress_sent: int | None, last: int | None, place: RunPlace) -> SteadyRun | int:
     """`steady_reference`, in the native extension when it is in use (and every number fits its int64).
-    Most lines a chunk's loop asks about lie too close to the next break for a run: that answer, the
-    reference's first one, is given here without a native call."""
+    Most lines a chunk's loop asks about lie too close to the next break for a run: that answer (both
+    readings' first test) is given here, by bisection in a list."""
+    k = bisect_left(a.break_list, start)
+    end = min(a.break_list[k] if k < len(a.break_list) else len(a.how), start + STEADY_MAX)
+    if end - start < STEADY_MIN:
+        return end
     ext = native()
     if ext is not None:
-        k = bisect_left(a.break_list, start)
-        end = min(a.break_list[k] if k < len(a.break_list) else len(a.how), start + STEADY_MAX)
-        if end - start < STEADY_MIN:
-            return end
         try:
             got = ext.console_steady((a.breaks, a.plain, a.bar_n, a.bar_m, a.train, a.epoch), start,
                                      (STEADY_MIN, STEADY_MAX), total, bar_step, bar_used, progress_sent, last,
@@ -385,17 +385,17 @@ def steady(a: PlanArrays, start: int, total: int, bar_step: int, bar_used: int |
     return steady_reference(a, start, total, bar_step, bar_used, progress_sent, last, place)
 
 
-def run_columns(a: PlanArrays, run: SteadyRun, place: RunPlace, total: int) -> RunColumns:
-    """The run buffer's columns of a steady run, over numpy arrays."""
-    at = run.bar_at_train
+def run_columns(a: PlanArrays, place: RunPlace, total: int, train: np.ndarray, at: np.ndarray,
+                epochs: np.ndarray, steps: np.ndarray, redraws: np.ndarray, redraw_steps: np.ndarray) -> RunColumns:
+    """The run buffer's columns of a steady run (its fields as `SteadyRun` names them), over numpy arrays."""
     moved = at > 0  # `_train_step` learns steps per epoch from a bar that is past 0
-    per_epoch = float((at[moved] / run.epochs[moved]).max()) if moved.any() else math.nan
-    d = a.dict_of[run.train]
+    per_epoch = float((at[moved] / epochs[moved]).max()) if moved.any() else math.nan
+    d = a.dict_of[train]
     ends = place.samples + np.concatenate(([0], np.cumsum(place.bounds[d + 1] - place.bounds[d])))
-    k = len(run.redraws)
-    return RunColumns((d, run.steps, place.first + a.hits[run.train]),
-                      (ends[np.searchsorted(run.train, run.redraws, side="right")], np.full(k, place.events),
-                       place.first + a.hits[run.redraws], run.redraw_steps, np.full(k, total)),
+    k = len(redraws)
+    return RunColumns((d, steps, place.first + a.hits[train]),
+                      (ends[np.searchsorted(train, redraws, side="right")], np.full(k, place.events),
+                       place.first + a.hits[redraws], redraw_steps, np.full(k, total)),
                       int(ends[-1]) - place.samples, per_epoch)
 
 
@@ -435,7 +435,5 @@ def steady_reference(a: PlanArrays, start: int, total: int, bar_step: int, bar_u
         lift = np.maximum(lift, last + 1)
     before = np.concatenate(([-1 if progress_sent is None else progress_sent], bar[:-1]))
     redraws = np.flatnonzero(bar != before)
-    run = SteadyRun(start, end, int(bar[-1]), train + start, at, a.epoch[train + start], j + lift,
-                    redraws + start, bar[redraws], RunColumns((a.dict_of[:0],) * 3, (), 0, math.nan))
-    run.columns = run_columns(a, run, place, total)
-    return run
+    fields = (train + start, at, a.epoch[train + start], j + lift, redraws + start, bar[redraws])
+    return SteadyRun(start, end, int(bar[-1]), *fields, run_columns(a, place, total, *fields))
