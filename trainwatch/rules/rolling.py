@@ -69,27 +69,48 @@ def _move_extreme(x: np.ndarray, window: int, min_count: int, *, greatest: bool)
 
 
 def _trailing(x: np.ndarray, n: int | np.ndarray, include_self: bool, move: Any) -> np.ndarray:
+    """One rolling pass per distinct window size. Past its first rows a series' window stops growing, so
+    nearly every call has one size; then the pass is the answer itself, with no gather or scatter."""
     m = len(x)
-    out = np.full(m, np.nan)
     if not m:
-        return out
-    ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (m,))
+        return np.full(0, np.nan)
     src = x if include_self else np.concatenate(([np.nan], x[:-1]))
-    live = ns[ns > 0]
-    lo_n, hi_n = (int(live.min()), int(live.max())) if len(live) else (0, 0)
-    sizes = [lo_n] if lo_n == hi_n else np.unique(live).tolist()  # once the window stops growing: one size
-    for w in sizes:
-        rows = np.flatnonzero(ns == w)
-        if w <= 0:
-            continue
-        hi = int(rows[-1]) + 1
-        lo = max(0, int(rows[0]) - int(w) + 1)
-        seg = src[lo:hi]
-        got = move(seg, window=min(int(w), len(seg)), min_count=1)
-        out[rows] = got[rows - lo]
+    ns = np.asarray(n, dtype=np.int64)
+    if ns.ndim == 0:
+        lo_n = hi_n = int(ns)
+    else:
+        lo_n, hi_n = int(ns.min()), int(ns.max())
+    if lo_n == hi_n:
+        out = np.asarray(move(src, window=min(lo_n, m), min_count=1), dtype=np.float64) if lo_n > 0 \
+            else np.full(m, np.nan)
+    else:
+        out = np.full(m, np.nan)
+        for w in _sizes(ns, hi_n):
+            _one_size(out, src, ns == w, w, move)
     if not include_self:
         out[0] = np.nan
     return out
+
+
+def _sizes(ns: np.ndarray, hi_n: int) -> list[int]:
+    """The distinct window sizes above 0 in `ns` (its greatest is `hi_n`), ascending: counted when they
+    are small, which the trend rules' windows are, sorted otherwise."""
+    if hi_n <= 0:
+        return []
+    live = ns[ns > 0]
+    if hi_n <= 1 << 16:
+        return np.flatnonzero(np.bincount(live, minlength=hi_n + 1)).tolist()
+    return np.unique(live).tolist()
+
+
+def _one_size(out: np.ndarray, src: np.ndarray, rows: np.ndarray, w: int, move: Any) -> None:
+    """The rows of the mask `rows` (window `w`) filled from one rolling pass over the span they need."""
+    first = int(rows.argmax())
+    last = len(rows) - 1 - int(rows[::-1].argmax())
+    lo = max(0, first - w + 1)
+    seg = src[lo:last + 1]
+    got = move(seg, window=min(w, len(seg)), min_count=1)
+    np.copyto(out[first:last + 1], got[first - lo:], where=rows[first:last + 1])
 
 
 FEW = 16
