@@ -582,11 +582,15 @@ class Engine:
             now = np.concatenate(h.now) if len(h.now) > 1 else h.now[0]
             seqs = np.concatenate(h.seq) if len(h.seq) > 1 else h.seq[0]
             src = h.series.source
+            windows: dict[int, Window] = {}  # one per look-back: the rules of a series share it
             for r, rule in enumerate(self._arrays[h.series.name]):
                 if self._off(rule, src):
                     continue
                 try:
-                    made = self._plan(rule, h.series, h.n, now)
+                    w = windows.get(rule.history)
+                    if w is None:
+                        w = windows[rule.history] = Window.of(h.series, h.n, rule.history)
+                    made = self._plan(rule, w, now)
                 except Exception as exc:  # see `_broke`
                     self._broke(rule, src, exc)
                     continue
@@ -622,15 +626,14 @@ class Engine:
         self.rule_errors.append((source, f"rule {rule.spec.id} failed on this log and is off for it ({what}); "
                                          "its findings here may be missing"))
 
-    def _plan(self, rule: ArrayRule, series: Series, rows: int, now: np.ndarray) -> list[_Planned]:
-        """The rule's conditions over the new rows, run through the life cycle (up to each withdrawal,
-        then afresh): what the book is to be told, row by row. Findings are made here, where an episode
-        begins."""
-        w = Window.of(series, rows, rule.history)
+    def _plan(self, rule: ArrayRule, w: Window, now: np.ndarray) -> list[_Planned]:
+        """The rule's conditions over the window's new rows, run through the life cycle (up to each
+        withdrawal, then afresh): what the book is to be told, row by row. Findings are made here, where
+        an episode begins."""
         ctx = self._ctx
         ctx.now = float(now[-1])
         cond = np.asarray(rule.condition(ctx, w), dtype=bool)
-        key = (rule.spec.id, series.source, series.name)
+        key = (rule.spec.id, w.source, w.name)
         out: list[_Planned] = []
         lo = 0
         for at, reason in rule.retractions(ctx, w):

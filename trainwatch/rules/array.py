@@ -36,13 +36,15 @@ class Window:
 
     @classmethod
     def of(cls, series: Series, new: int, history: int) -> Window:
-        """The window for the `new` newest rows of `series` and up to `history` rows logged before them
-        (copies: a rule may keep them past the series' next append)."""
-        step, value, line, inferred = series.columns(history + new)
-        value = value.copy()
+        """The window for the `new` newest rows of `series` and up to `history` rows logged before them.
+        Its arrays are read-only copies: a rule may keep them past the series' next append, and the rules
+        of a series share one window in a round, so none may change what another reads."""
+        step, value, line, inferred = (a.copy() for a in series.columns(history + new))
+        for a in (step, value, line, inferred):
+            a.flags.writeable = False
         nan = int(np.isnan(value).sum())
         inf = int(np.isinf(value).sum())
-        return cls(series.name, series.source, step.copy(), value, line.copy(), inferred.copy(),
+        return cls(series.name, series.source, step, value, line, inferred,
                    max(0, len(value) - new), series.nan_count - nan, series.inf_count - inf)
 
     @property
