@@ -5,7 +5,7 @@ import tracemalloc
 
 import numpy as np
 
-from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, MetricStore, Point
+from trainwatch.store import HISTORY_BUCKETS, KEPT_ROWS, RECENT_POINTS, MetricStore, Point
 
 
 def test_nan_and_inf_are_kept_and_counted() -> None:
@@ -45,7 +45,7 @@ def test_memory_does_not_grow_with_run_length() -> None:
         tracemalloc.stop()
         return size
 
-    small, big = used(20_000), used(120_000)
+    small, big = used(2 * KEPT_ROWS), used(8 * KEPT_ROWS)  # past the rows kept for a round, flat
     assert big < small * 1.5
 
 

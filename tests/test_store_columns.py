@@ -97,7 +97,7 @@ def test_a_long_batch_keeps_the_newest_rows_and_the_whole_run():
     col.extend(np.arange(n, dtype=np.int64), vals, np.arange(n, dtype=np.int64), np.full(n, np.nan),
                np.zeros(n, dtype=bool))
     _assert_same(col, row)
-    assert len(col.columns(10 * store.RECENT_POINTS)[0]) == store.KEPT_ROWS  # the newest rows, no more
+    assert len(col.columns(2 * store.KEPT_ROWS)[0]) == store.KEPT_ROWS  # the newest rows, no more
     assert len(col.values()) == store.RECENT_POINTS  # the recent window is no longer for it
     s, _, _, _ = col.columns(10)
     assert s.tolist() == list(range(n - 10, n))

@@ -17,12 +17,13 @@ RECENT_POINTS = 2048
 HISTORY_BUCKETS = 1024
 HEAD_POINTS = 64  # the first finite points of a run, kept for rules that compare with the start
 SCAN_MIN = 256  # tail() looks at most max(SCAN_MIN, 8n) points back, so a NaN stretch stays cheap
-ROUND_ROWS = 8192
+ROUND_ROWS = 32768
 """New rows of one series the engine may store before the array rules judge them (a round). Each
-array rule has a fixed cost per call, about half its time on a JSON-lines backlog in rounds of 1024:
-rounds of 4096 cut the engine's time on such a backlog by about a third, rounds of 8192 by some 40%.
-Larger ones gained nothing there (measured when each 1 MiB block ended a round; a backlog's rounds now
-span blocks, `Engine.feed_batch`) and would only let one series' kept rows grow (see KEPT_ROWS)."""
+array rule has a fixed cost per call: on a JSON-lines backlog, rounds of 4096 rows cut the engine's time
+by about a third against rounds of 1024, 8192 by some 40%, and 32768 by a tenth more once rounds
+spanned blocks (`Engine.feed_batch`). Only a log with few series reaches such rounds: all series
+together wait for at most `engine.WAIT_ROWS` rows, so a log of hundreds of metrics keeps small rounds
+(see KEPT_ROWS)."""
 KEPT_ROWS = RECENT_POINTS + ROUND_ROWS
 """Rows a series' arrays keep at most: when a round is judged, the oldest row of it still finds the
 RECENT_POINTS rows before it, in its own series and in every other series of its source (no series
