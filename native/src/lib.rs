@@ -27,6 +27,7 @@ pub mod lines;
 pub mod median;
 pub mod numbers;
 pub mod progress;
+pub mod readable;
 pub mod rows;
 pub mod scanner;
 pub mod smooth;

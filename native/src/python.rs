@@ -377,6 +377,65 @@ fn positions<'py>(
         .into_pyarray(py)
 }
 
+/// Which lines of a JSON-lines chunk the arrays say everything about (see `readable`): per line its
+/// dict or -1, per line its nesting layout group or -1, and per group the dict to judge its layout by
+/// and its count of nested objects.
+#[pyfunction]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn jsonl_readable<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    base_offset: i64,
+    lines: (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>),
+    dicts: (
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, bool>,
+        PyReadonlyArray1<'py, i64>,
+    ),
+    entries: (
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i32>,
+        PyReadonlyArray1<'py, f64>,
+    ),
+    is_step: PyReadonlyArray1<'py, bool>,
+    is_total: PyReadonlyArray1<'py, bool>,
+    safe_int: f64,
+) -> PyResult<(
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+)> {
+    let view = crate::readable::ChunkView {
+        data: &data,
+        base_offset,
+        line_start: lines.0.as_slice()?,
+        line_end: lines.1.as_slice()?,
+        dict_line: dicts.0.as_slice()?,
+        dict_start: dicts.1.as_slice()?,
+        dict_end: dicts.2.as_slice()?,
+        dict_json: dicts.3.as_slice()?,
+        dict_layout: dicts.4.as_slice()?,
+        ent_dict: entries.0.as_slice()?,
+        ent_key: entries.1.as_slice()?,
+        ent_value: entries.2.as_slice()?,
+    };
+    let keys = crate::readable::KeyFlags {
+        is_step: is_step.as_slice()?,
+        is_total: is_total.as_slice()?,
+        safe_int,
+    };
+    let out = py.detach(|| crate::readable::readable(&view, &keys));
+    Ok((
+        out.per_line.into_pyarray(py),
+        out.group.into_pyarray(py),
+        out.group_dict.into_pyarray(py),
+        out.group_objects.into_pyarray(py),
+    ))
+}
+
 /// JSON-lines rows from a run of consecutive dicts' entries (see `rows`): the metric entries' name,
 /// step, value, line and time columns, how many rows were taken and the last step they set.
 #[pyfunction]
@@ -654,6 +713,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;
     m.add_function(wrap_pyfunction!(gather_rows, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(jsonl_readable, m)?)?;
     m.add_function(wrap_pyfunction!(console_plan, m)?)?;
     m.add_function(wrap_pyfunction!(console_steady, m)?)?;
     m.add_function(wrap_pyfunction!(dict_entries, m)?)?;

@@ -111,3 +111,49 @@ def test_the_native_jsonl_rows_are_the_reference_ones(rows: list[list[tuple[int,
         assert np.asarray(w).tolist() == np.asarray(g).tolist() or np.array_equal(w, g, equal_nan=True)
     assert got[0].dtype == np.int32 and got[1].dtype == np.int64
     assert want[5:] == got[5:]
+
+
+_LAYOUT_PIECES = [  # lines sharing key layouts with different nesting, and every reason to refuse one
+    '{"step": 1, "loss": 2.5, "train": {"epoch": 0.1}}',
+    '{"step": 2, "loss": 2.4, "train/epoch": 0.2}',
+    '{"step": 3, "a": {"b": {"c": 1}}}',
+    '{"step": 3, "a": {"b": {"c": 1}}, "z": {}}',  # the same keys as the line above, one object more
+    '{"step": 4, "a": {"b/c": 1}}',
+    '{"step": 5, "a/b": {"c": 1}}',
+    '{"step": 6, "loss": NaN, "train": {"epoch": 0.3}}',
+    '{"step": 7, "total_steps": 10, "loss": 1}',
+    '{"step": 1e300, "loss": 1, "train": {"epoch": 1}}',
+    '{"step": 9007199254740992, "loss": 1}',  # 2**53: the first step a float may not hold exactly
+    '{"step": 9007199254740991, "loss": 1}',
+    '{"step": 9, "loss": 1, "loss": 2}',
+    '{"step": 10, "t": {"x": 1}, "t": {"y": 2}}',
+    '{"step": 11, "loss": 1} {"step": 12}',
+    ' {"step": 13, "loss": 1}',
+    '{"step": 14, "loss": "1.5", "o": {"p": 2}}',
+    '{"step": 15, "loss": {"inner": 1}}',
+    '{"step": 16, "e": {}, "loss": 1}',
+    '{"iter": 17, "train": {"epoch": 1, "grad": {"norm": 2.0}}, "loss": 3}',
+    '{"iter": 18, "train": {"epoch": 1, "grad": {"norm": 2.0}}, "loss": Infinity}',
+    'no object here',
+]
+
+
+@pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
+@settings(max_examples=400, deadline=None)
+@given(picks=st.lists(st.integers(0, len(_LAYOUT_PIECES) - 1), max_size=40))
+def test_the_native_readable_lines_are_the_reference_ones(picks: list[int]) -> None:
+    """Any mix of lines that share layouts but not their nesting, with a `/`, a non-finite value, a total,
+    a step past 2**53, a repeated key, two objects or an object not alone on its line: the native pass
+    marks the same lines readable as the numpy one, the first of a layout in the chunk deciding for the
+    layout's lines as numpy's `unique` has it decide."""
+    from trainwatch import _scan  # type: ignore[attr-defined]
+    from trainwatch.batch import BatchBuilder
+    from trainwatch.scan.native import Scanner as NativeScanner
+
+    scanner = NativeScanner(["{"])
+    chunk = scanner.feed("".join(_LAYOUT_PIECES[i] + "\n" for i in picks).encode())
+    adapter = JsonLinesAdapter("")
+    adapter._tables.update(scanner.keys, BatchBuilder("x"))
+    want = adapter._readable_reference(chunk, scanner.keys, scanner.positions)
+    got = adapter._readable_native(_scan, chunk, scanner.keys)
+    assert got.tolist() == want.tolist()

@@ -20,6 +20,7 @@ from trainwatch.adapters.base import Adapter, json_number
 from trainwatch.adapters.jsonl_columns import KeyTables, emit_rows, layouts, unsayable
 from trainwatch.adapters.spans import byte_counts, entry_bounds
 from trainwatch.model import Event, EventKind, Record, Sample
+from trainwatch.scan import native
 
 if TYPE_CHECKING:
     from trainwatch.adapters.pipeline import ChunkLines, Positions
@@ -135,8 +136,7 @@ class JsonLinesAdapter(Adapter):
         out = lines.out
         self._tables.update(keys, out)
         hits = np.asarray(lines.hits, dtype=np.int64)
-        bounds = entry_bounds(chunk)
-        readable = self._readable(chunk, keys, bounds, lines.positions)[hits]
+        readable = self._readable(chunk, keys, lines.positions)[hits]
         ok = readable >= 0
         cuts = np.flatnonzero(ok[1:] != ok[:-1]) + 1
         for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(hits)]):
@@ -145,7 +145,7 @@ class JsonLinesAdapter(Adapter):
                     lines.parse_into(i)
                 continue
             while a < b:
-                took, self.last_step = emit_rows(chunk, self._tables, bounds, readable[a:b], out, self.last_step)
+                took, self.last_step = emit_rows(chunk, self._tables, readable[a:b], out, self.last_step)
                 if took:
                     lines.skip(int(hits[a + took - 1]))
                 a += took
@@ -154,14 +154,24 @@ class JsonLinesAdapter(Adapter):
                     a += 1
         return []
 
-    def _readable(self, chunk: Chunk, keys: list[str], bounds: np.ndarray, positions: Positions) -> np.ndarray:
+    def _readable(self, chunk: Chunk, keys: list[str], positions: Positions) -> np.ndarray:
         """Per line of the chunk, its dict when the arrays say everything `_records` needs of it, else -1:
         a whole-line object of JSON numbers (`array_lines`) that `unsayable` does not rule out, and, when
-        it nests objects, no `/` inside and a layout `_nesting_known` accepts."""
+        it nests objects, no `/` inside and a layout `_nesting_known` accepts. The native extension
+        decides all but the last in one pass without the GIL (native/src/readable.rs); this numpy path
+        is its reference."""
+        ext = native()
+        if ext is not None and chunk._cut_line_starts is None:
+            return self._readable_native(ext, chunk, keys)
+        return self._readable_reference(chunk, keys, positions)
+
+    def _readable_reference(self, chunk: Chunk, keys: list[str], positions: Positions) -> np.ndarray:
+        """`_readable` over numpy arrays."""
         per_line = array_lines(chunk)
         at = np.flatnonzero(per_line >= 0)
         if not len(at):
             return per_line
+        bounds = entry_bounds(chunk)
         dicts = per_line[at]
         bad = unsayable(chunk, self._tables, dicts, SAFE_INT)
         start, end = chunk.dict_start[dicts], chunk.dict_end[dicts]
@@ -177,6 +187,26 @@ class JsonLinesAdapter(Adapter):
             fine = same_objects & verdict[layout]
             bad[nested[~fine]] = True
         per_line[at[bad]] = -1
+        return per_line
+
+    def _readable_native(self, ext: Any, chunk: Chunk, keys: list[str]) -> np.ndarray:
+        """`_readable` from the native pass: only the layouts of nested objects are judged here, one line
+        per layout (the pass has already ruled out a line whose count of objects differs from it)."""
+        ch, t, c = chunk, self._tables, np.ascontiguousarray  # (no copy: the scanner's arrays are so already)
+        i64 = np.int64
+        per_line, group, first, objects = ext.jsonl_readable(
+            ch.data, ch.base_offset, (c(ch.line_start, i64), c(ch.line_end, i64)),
+            (c(ch.dict_line, i64), c(ch.dict_start, i64), c(ch.dict_end, i64), c(ch.dict_json, bool),
+             c(ch.dict_layout, i64)),
+            (c(ch.ent_dict, i64), c(ch.ent_key, np.int32), c(ch.ent_value, np.float64)),
+            c(t.is_step, bool), c(t.is_total, bool), SAFE_INT)
+        if len(first):
+            a = ch.ent_dict.searchsorted(first)
+            b = ch.ent_dict.searchsorted(first + 1)
+            verdict = np.array([self._nesting_known(keys, ch.ent_key[i:j].tolist(), n)
+                                for i, j, n in zip(a.tolist(), b.tolist(), objects.tolist())], dtype=bool)
+            nested = np.flatnonzero(group >= 0)
+            per_line[nested[~verdict[group[nested]]]] = -1
         return per_line
 
     def _nesting_known(self, keys: list[str], ids: list[int], objects: int) -> bool:
