@@ -31,7 +31,8 @@ pub const NO_STEP: i64 = i64::MIN;
 /// Dicts `0..n` (rows) whose entries are `key`, `value`, `row` (each entry's dict, ascending), printed on
 /// lines `lineno`: each row's step (its lowest-ranked step key, truncated), its time (its first time key
 /// above 1e8, milliseconds read as such) and its other entries as metrics, up to the first row whose step
-/// goes below the step before it (`last_step` before the first).
+/// goes below the step before it (`last_step` before the first). One row at a time, in two short passes
+/// over its entries while they are in cache: what its step and time are, then its metrics.
 pub fn emit_rows(
     key: &[i32],
     value: &[f64],
@@ -41,47 +42,6 @@ pub fn emit_rows(
     last_step: Option<i64>,
 ) -> Rows {
     let n = lineno.len();
-    let mut step = vec![NO_STEP; n];
-    let mut step_rank = vec![i64::MAX; n];
-    let mut when = vec![f64::NAN; n];
-    let mut consumed = vec![false; key.len()];
-    let at = |table: &[bool], k: i32| {
-        usize::try_from(k)
-            .ok()
-            .and_then(|k| table.get(k).copied())
-            .unwrap_or(false)
-    };
-    for (e, ((&k, &v), &r)) in key.iter().zip(value).zip(row).enumerate() {
-        let Some(r) = usize::try_from(r).ok().filter(|&r| r < n) else {
-            continue;
-        };
-        if at(meaning.is_step, k) {
-            if let Some(c) = consumed.get_mut(e) {
-                *c = true;
-            }
-            let rank = usize::try_from(k)
-                .ok()
-                .and_then(|k| meaning.rank.get(k).copied())
-                .unwrap_or(i64::MAX);
-            if let (Some(best), Some(s)) = (step_rank.get_mut(r), step.get_mut(r)) {
-                if rank < *best {
-                    *best = rank;
-                    *s = v.trunc() as i64;
-                }
-            }
-        }
-        if at(meaning.is_time, k) && v > 1e8 {
-            if let Some(t) = when.get_mut(r) {
-                if t.is_nan() {
-                    *t = if v > 1e11 { v / 1000.0 } else { v };
-                    if let Some(c) = consumed.get_mut(e) {
-                        *c = true;
-                    }
-                }
-            }
-        }
-    }
-    let (take, last_step) = taken(&step, last_step);
     let cap = key.len();
     let mut out = Rows {
         name: Vec::with_capacity(cap),
@@ -89,43 +49,90 @@ pub fn emit_rows(
         value: Vec::with_capacity(cap),
         line: Vec::with_capacity(cap),
         time: Vec::with_capacity(cap),
-        take,
+        take: n,
         last_step,
     };
-    for (e, ((&k, &v), &r)) in key.iter().zip(value).zip(row).enumerate() {
-        let Some(r) = usize::try_from(r).ok().filter(|&r| r < take) else {
+    let entries = key.len().min(value.len()).min(row.len());
+    let mut e = 0usize;
+    while e < entries {
+        let r = row.get(e).copied().unwrap_or(-1);
+        let mut end = e + 1;
+        while end < entries && row.get(end) == Some(&r) {
+            end += 1;
+        }
+        let (a, b) = (e, end);
+        e = end;
+        let Some(r) = usize::try_from(r).ok().filter(|&r| r < n) else {
             continue;
         };
-        if consumed.get(e).copied().unwrap_or(true) {
-            continue;
+        let (step, time_at) = row_step_and_time(key, value, a, b, meaning);
+        if step != NO_STEP {
+            if out.last_step.is_some_and(|l| step < l) {
+                out.take = r;
+                break;
+            }
+            out.last_step = Some(step);
         }
-        out.name.push(
-            usize::try_from(k)
-                .ok()
-                .and_then(|k| meaning.name.get(k).copied())
-                .unwrap_or(-1),
-        );
-        out.step.push(step.get(r).copied().unwrap_or(NO_STEP));
-        out.value.push(v);
-        out.line.push(lineno.get(r).copied().unwrap_or(0));
-        out.time.push(when.get(r).copied().unwrap_or(f64::NAN));
+        let when = time_at
+            .and_then(|t| value.get(t).copied())
+            .map_or(f64::NAN, |v| if v > 1e11 { v / 1000.0 } else { v });
+        let line = lineno.get(r).copied().unwrap_or(0);
+        for i in a..b {
+            let k = key.get(i).copied().unwrap_or(-1);
+            if Some(i) == time_at || flag(meaning.is_step, k) {
+                continue;
+            }
+            out.name.push(
+                usize::try_from(k)
+                    .ok()
+                    .and_then(|k| meaning.name.get(k).copied())
+                    .unwrap_or(-1),
+            );
+            out.step.push(step);
+            out.value.push(value.get(i).copied().unwrap_or(f64::NAN));
+            out.line.push(line);
+            out.time.push(when);
+        }
     }
     out
 }
 
-/// How many rows are taken (up to the first whose step goes below the step before it) and the last
-/// step among them.
-fn taken(step: &[i64], mut last: Option<i64>) -> (usize, Option<i64>) {
-    for (i, &s) in step.iter().enumerate() {
-        if s == NO_STEP {
-            continue;
+fn flag(table: &[bool], k: i32) -> bool {
+    usize::try_from(k)
+        .ok()
+        .and_then(|k| table.get(k).copied())
+        .unwrap_or(false)
+}
+
+/// The step of the row whose entries are [a, b) (NO_STEP when none is printed) and the entry that is
+/// its time, if any.
+fn row_step_and_time(
+    key: &[i32],
+    value: &[f64],
+    a: usize,
+    b: usize,
+    meaning: &Meaning<'_>,
+) -> (i64, Option<usize>) {
+    let (mut step, mut best) = (NO_STEP, i64::MAX);
+    let mut time_at = None;
+    for i in a..b {
+        let k = key.get(i).copied().unwrap_or(-1);
+        let v = value.get(i).copied().unwrap_or(f64::NAN);
+        if flag(meaning.is_step, k) {
+            let rank = usize::try_from(k)
+                .ok()
+                .and_then(|k| meaning.rank.get(k).copied())
+                .unwrap_or(i64::MAX);
+            if rank < best {
+                best = rank;
+                step = v.trunc() as i64;
+            }
         }
-        if last.is_some_and(|l| s < l) {
-            return (i, last);
+        if time_at.is_none() && flag(meaning.is_time, k) && v > 1e8 {
+            time_at = Some(i);
         }
-        last = Some(s);
     }
-    (step.len(), last)
+    (step, time_at)
 }
 
 #[cfg(test)]
