@@ -41,8 +41,7 @@ pub struct Found {
     /// Plain JSON of numbers: every key `"`-quoted printable ASCII, every value a JSON number or an
     /// object of such (no strings, words, lists, NaN, `%`, separators, `.5`, `1.`, `01`, `+1`, `-0`).
     pub json: bool,
-    entries: Vec<(Name, f64)>,
-    /// Entries of the object being parsed, values not yet converted.
+    /// Entries of the object being parsed, some values not yet converted.
     pending: Vec<(Name, Value)>,
     /// Joined key names of nested entries (`train/epoch`).
     names: Vec<u8>,
@@ -55,14 +54,21 @@ pub struct Found {
 }
 
 impl Found {
-    /// The numeric entries in printed order: (key name, value); `line` is the line scanned.
+    /// The numeric entries in printed order: (key name, value); `line` is the line scanned. Values
+    /// not converted while parsing are converted here (an entry without a number is left out).
     pub fn entries<'a>(&'a self, line: &'a [u8]) -> impl Iterator<Item = (&'a [u8], f64)> + 'a {
-        self.entries.iter().map(move |&(name, value)| {
+        self.pending.iter().filter_map(move |&(name, value)| {
+            let number = match value {
+                Value::Known(v) => v,
+                Value::Number(span) => convert(line, &span)?,
+                Value::Quoted(s, e) => whole_number(range(line, s, e))?,
+                Value::Word => return None,
+            };
             let key = match name {
                 Name::Line(s, e) => range(line, s, e),
                 Name::Joined(s, e) => range(&self.names, s, e),
             };
-            (key, value)
+            Some((key, number))
         })
     }
 
@@ -181,22 +187,6 @@ impl Found {
         }
         Err(b.len())
     }
-
-    /// Converts the pending values once the whole object parsed, keeping those with a number.
-    fn convert(&mut self, b: &[u8]) {
-        self.entries.clear();
-        for &(name, value) in &self.pending {
-            let number = match value {
-                Value::Known(v) => Some(v),
-                Value::Number(span) => convert(b, &span),
-                Value::Quoted(s, e) => whole_number(range(b, s, e)),
-                Value::Word => None,
-            };
-            if let Some(v) = number {
-                self.entries.push((name, v));
-            }
-        }
-    }
 }
 
 /// What the parser expects next: a key or `}` (just after `{`), a key (after `,`), `,` or `}`.
@@ -226,7 +216,6 @@ pub fn scan(line: &[u8], scratch: &mut Found, mut on_dict: impl FnMut(&Found)) {
             Ok(end) => {
                 scratch.start = start;
                 scratch.end = end;
-                scratch.convert(line);
                 on_dict(scratch);
                 pos = end;
             }

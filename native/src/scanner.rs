@@ -188,7 +188,10 @@ impl Core {
     }
 
     fn scan_line(&mut self, out: &mut ChunkOut, index: i64, rec: &LineRec, line: &[u8]) {
-        let visible = visible_start(line);
+        // Most lines hold neither a `\r` (a redraw) nor a `|` (a bar): one forward search then
+        // answers both backward searches below.
+        let marked = memchr::memchr2(b'\r', b'|', line).is_some();
+        let visible = if marked { visible_start(line) } else { 0 };
         out.line_start.push(rec.abs_start);
         out.line_end.push(rec.abs_end);
         out.visible_start.push(rec.abs_start + visible as i64);
@@ -255,7 +258,7 @@ impl Core {
             out.kv_pos.push(rec.abs_start + token.key_start as i64);
         });
 
-        if let Some((n, total)) = progress::last_bar(line) {
+        if let Some((n, total)) = marked.then(|| progress::last_bar(line)).flatten() {
             out.prog_line.push(index);
             out.prog_n.push(n);
             out.prog_total.push(total);
