@@ -14,7 +14,7 @@
 //! linear in its length.
 
 use crate::bytes::{at, is_space, range};
-use crate::numbers::{convert, scan_number, whole_number, Span};
+use crate::numbers::{scan_number, whole_number, Span, Text};
 use memchr::{memchr, memchr2};
 
 /// Longest key, in bytes between its quotes.
@@ -60,7 +60,7 @@ impl Found {
         self.pending.iter().filter_map(move |&(name, value)| {
             let number = match value {
                 Value::Known(v) => v,
-                Value::Number(span) => convert(line, &span)?,
+                Value::Number(text) => text.value(line)?,
                 Value::Quoted(s, e) => whole_number(range(line, s, e))?,
                 Value::Word => return None,
             };
@@ -202,7 +202,7 @@ enum State {
 #[derive(Clone, Copy, Debug)]
 enum Value {
     Known(f64),
-    Number(Span),
+    Number(Text),
     Quoted(usize, usize),
     Word,
 }
@@ -267,8 +267,8 @@ fn number(b: &[u8], span: Span) -> (Value, usize) {
     let percent = at(b, span.end) == b'%';
     let end = span.end + usize::from(percent);
     let value = match span.known() {
-        Some(v) => Value::Known(v),
-        None => Value::Number(span),
+        Ok(v) => Value::Known(v),
+        Err(text) => Value::Number(text),
     };
     (value, end)
 }

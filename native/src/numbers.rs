@@ -69,25 +69,41 @@ pub fn scan_number(b: &[u8], pos: usize) -> Option<Span> {
     })
 }
 
+/// A number's text whose value the scan left to the float parser (small, to be kept for later).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Text {
+    start: usize,
+    end: usize,
+    has_separator: bool,
+}
+
+impl Text {
+    /// The number's value, by the float parser; `b` holds the bytes it was scanned in.
+    pub fn value(&self, b: &[u8]) -> Option<f64> {
+        let text = b.get(self.start..self.end)?;
+        if self.has_separator {
+            without_separators(text)
+        } else {
+            fast_float2::parse::<f64, _>(text).ok()
+        }
+    }
+}
+
 impl Span {
-    /// The value when the scan already knows it (else [`convert`] runs the float parser).
+    /// The value when the scan already knows it, else the text the float parser must read.
     #[inline]
-    pub fn known(&self) -> Option<f64> {
-        self.value
+    pub fn known(&self) -> Result<f64, Text> {
+        self.value.ok_or(Text {
+            start: self.start,
+            end: self.end,
+            has_separator: self.has_separator,
+        })
     }
 }
 
 /// The value of a number found by [`scan_number`] in the same bytes.
 pub fn convert(b: &[u8], span: &Span) -> Option<f64> {
-    if let Some(value) = span.value {
-        return Some(value);
-    }
-    let text = b.get(span.start..span.end)?;
-    if span.has_separator {
-        without_separators(text)
-    } else {
-        fast_float2::parse::<f64, _>(text).ok()
-    }
+    span.known().map_or_else(|text| text.value(b), Some)
 }
 
 /// `nan`, `inf` or `infinity` in any case at `i` (no sign), as a whole word (so `information` is
