@@ -62,12 +62,16 @@ impl Counts {
         }
     }
 
-    /// Room for `count` of the last chunk's records scaled to `lines` lines, a little over, and never
-    /// more than `most` (what the chunk's bytes could hold at all), so a freak chunk sizes nothing big.
+    /// Room for `count` of the last chunk's records scaled to `lines` lines, a little over, but never
+    /// more than twice `count` nor than `most` (what the chunk's bytes could hold at all): a chunk
+    /// unlike the last one reserves nothing big and grows its arrays as needed.
     fn room(&self, count: usize, lines: usize, most: usize) -> usize {
         let scaled = (count as u128 * lines as u128) / self.lines.max(1) as u128;
         let scaled = usize::try_from(scaled).unwrap_or(usize::MAX);
-        scaled.saturating_add(scaled / 16 + 16).min(most)
+        scaled
+            .saturating_add(scaled / 16 + 16)
+            .min(count.saturating_mul(2).saturating_add(16))
+            .min(most)
     }
 }
 
@@ -307,6 +311,47 @@ fn visible_start(line: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn room_follows_the_last_chunk_within_bounds() {
+        let last = Counts {
+            lines: 100,
+            dicts: 100,
+            entries: 800,
+            kv: 0,
+            prog: 0,
+        };
+        assert_eq!(last.room(800, 100, usize::MAX), 800 + 50 + 16);
+        assert_eq!(last.room(800, 10_000, usize::MAX), 2 * 800 + 16);
+        assert_eq!(last.room(800, 100, 300), 300);
+        assert_eq!(last.room(0, 100, usize::MAX), 16);
+        assert_eq!(Counts::default().room(0, 5, 1), 1);
+    }
+
+    #[test]
+    fn repeated_key_sequences_share_layouts() {
+        let mut core = Core::new(&[]).unwrap();
+        let text = concat!(
+            "{\"a\": 1, \"b\": 2}\n",
+            "{\"a\": 1, \"b\": 2}\n",
+            "{\"a\": 1}\n",
+            "{\"a\": 1, \"b\": 2, \"c\": 3} {'a': 1, 'b': 2, 'c': 3}\n",
+            "{\"b\": 1, \"a\": 2}\n",
+            "{\"a\": 1, \"b\": 2}\n",
+            "{}\n{}\n",
+            "{\"a\": \"x\", \"b\": 2}\n",
+            "{\"a\": {\"b\": 1}, \"b\": 2}\n",
+            "{\"a/b\": 1, \"b\": 2}\n",
+        );
+        let out = core.feed(text.as_bytes());
+        assert_eq!(out.dict_layout, [0, 0, 1, 2, 2, 3, 0, 4, 4, 5, 6, 6]);
+        assert_eq!(
+            core.keys(),
+            [b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"a/b".to_vec()]
+        );
+        assert_eq!(out.ent_key[..9], [0, 1, 0, 1, 0, 0, 1, 2, 0]);
+        assert_eq!(out.ent_key[out.ent_key.len() - 5..], [1, 3, 1, 3, 1]);
+    }
 
     #[test]
     fn same_bytes_is_equality() {
