@@ -14,7 +14,7 @@
 //! linear in its length.
 
 use crate::bytes::{at, is_space, range};
-use crate::numbers::{convert, scan_number, whole_number, Span};
+use crate::numbers::{scan_number, whole_number, Span, Text};
 use memchr::{memchr, memchr2};
 
 /// Longest key, in bytes between its quotes.
@@ -41,8 +41,7 @@ pub struct Found {
     /// Plain JSON of numbers: every key `"`-quoted printable ASCII, every value a JSON number or an
     /// object of such (no strings, words, lists, NaN, `%`, separators, `.5`, `1.`, `01`, `+1`, `-0`).
     pub json: bool,
-    entries: Vec<(Name, f64)>,
-    /// Entries of the object being parsed, values not yet converted.
+    /// Entries of the object being parsed, some values not yet converted.
     pending: Vec<(Name, Value)>,
     /// Joined key names of nested entries (`train/epoch`).
     names: Vec<u8>,
@@ -55,14 +54,21 @@ pub struct Found {
 }
 
 impl Found {
-    /// The numeric entries in printed order: (key name, value); `line` is the line scanned.
+    /// The numeric entries in printed order: (key name, value); `line` is the line scanned. Values
+    /// not converted while parsing are converted here (an entry without a number is left out).
     pub fn entries<'a>(&'a self, line: &'a [u8]) -> impl Iterator<Item = (&'a [u8], f64)> + 'a {
-        self.entries.iter().map(move |&(name, value)| {
+        self.pending.iter().filter_map(move |&(name, value)| {
+            let number = match value {
+                Value::Known(v) => v,
+                Value::Number(text) => text.value(line)?,
+                Value::Quoted(s, e) => whole_number(range(line, s, e))?,
+                Value::Word => return None,
+            };
             let key = match name {
                 Name::Line(s, e) => range(line, s, e),
                 Name::Joined(s, e) => range(&self.names, s, e),
             };
-            (key, value)
+            Some((key, number))
         })
     }
 
@@ -96,8 +102,8 @@ impl Found {
                 }
                 (State::After, _) => return Err(i),
                 (State::Open | State::Key, _) => {
-                    let (key_start, key_end) = key(b, i).ok_or(i)?;
-                    self.json &= at(b, i) == b'"' && is_json_key(range(b, key_start, key_end));
+                    let (key_start, key_end, printable) = key(b, i).ok_or(i)?;
+                    self.json &= printable && at(b, i) == b'"';
                     i = skip_space(b, key_end + 1);
                     if at(b, i) != b':' {
                         return Err(i);
@@ -120,13 +126,17 @@ impl Found {
                             self.json = false;
                         }
                         _ => {
-                            let (value, end) = value(b, i)?;
-                            self.json &= match value {
-                                Value::Number(span) => {
-                                    end == span.end && is_json_number(range(b, span.start, end))
+                            let (value, end, json) = match scan_number(b, i) {
+                                Some(span) => {
+                                    let (value, end) = number(b, span);
+                                    (value, end, span.json && end == span.end)
                                 }
-                                _ => false,
+                                None => {
+                                    let (value, end) = value(b, i)?;
+                                    (value, end, false)
+                                }
                             };
+                            self.json &= json;
                             if level <= MAX_LEVEL && !matches!(value, Value::Word) {
                                 let name = self.name(b, level, key_start, key_end);
                                 self.pending.push((name, value));
@@ -177,21 +187,6 @@ impl Found {
         }
         Err(b.len())
     }
-
-    /// Converts the pending values once the whole object parsed, keeping those with a number.
-    fn convert(&mut self, b: &[u8]) {
-        self.entries.clear();
-        for &(name, value) in &self.pending {
-            let number = match value {
-                Value::Number(span) => convert(b, &span),
-                Value::Quoted(s, e) => whole_number(range(b, s, e)),
-                Value::Word => None,
-            };
-            if let Some(v) = number {
-                self.entries.push((name, v));
-            }
-        }
-    }
 }
 
 /// What the parser expects next: a key or `}` (just after `{`), a key (after `,`), `,` or `}`.
@@ -202,10 +197,12 @@ enum State {
     After,
 }
 
-/// A value as found while parsing; numbers are converted only when the whole object parsed.
+/// A value as found while parsing: a number the scan already converted, or one (or a quoted string)
+/// converted only when the whole object parsed.
 #[derive(Clone, Copy, Debug)]
 enum Value {
-    Number(Span),
+    Known(f64),
+    Number(Text),
     Quoted(usize, usize),
     Word,
 }
@@ -219,7 +216,6 @@ pub fn scan(line: &[u8], scratch: &mut Found, mut on_dict: impl FnMut(&Found)) {
             Ok(end) => {
                 scratch.start = start;
                 scratch.end = end;
-                scratch.convert(line);
                 on_dict(scratch);
                 pos = end;
             }
@@ -228,33 +224,53 @@ pub fn scan(line: &[u8], scratch: &mut Found, mut on_dict: impl FnMut(&Found)) {
     }
 }
 
-/// The quoted key at `i`: the span of its content (the closing quote is at the span's end).
-fn key(b: &[u8], i: usize) -> Option<(usize, usize)> {
+/// The quoted key at `i`: the span of its content (the closing quote is at the span's end), and
+/// whether it is printable ASCII (json reads such a key as the same text, nothing to decode).
+fn key(b: &[u8], i: usize) -> Option<(usize, usize, bool)> {
     let quote = at(b, i);
     if quote != b'\'' && quote != b'"' {
         return None;
     }
+    // Keys are short: a plain loop beats a vectorised search that must first be set up.
     let content = range(b, i + 1, (i + 2 + MAX_KEY).min(b.len()));
-    let len = memchr2(quote, b'\\', content)?;
-    (at(content, len) == quote).then_some((i + 1, i + 1 + len))
+    let mut printable = true;
+    for (len, &c) in content.iter().enumerate() {
+        if c == quote {
+            return Some((i + 1, i + 1 + len, printable));
+        }
+        if c == b'\\' {
+            return None;
+        }
+        printable &= (0x20..0x7f).contains(&c);
+    }
+    None
 }
 
-/// The value at `i` and the position after it; Err(where parsing stopped) when there is none.
+/// The value at `i` that is not a number (the caller tried that first: no quote or bare word reads
+/// as one) and the position after it; Err(where parsing stopped) when there is none.
 fn value(b: &[u8], i: usize) -> Result<(Value, usize), usize> {
     let c = at(b, i);
     if c == b'\'' || c == b'"' {
         let end = string_end(b, i + 1, c).ok_or(b.len())?;
         return Ok((Value::Quoted(i + 1, end), end + 1));
     }
-    if let Some(span) = scan_number(b, i) {
-        let end = span.end + usize::from(at(b, span.end) == b'%');
-        return Ok((Value::Number(span), end));
-    }
     BARE_WORDS
         .iter()
         .find(|w| range(b, i, i + w.len()) == **w)
         .map(|w| (Value::Word, i + w.len()))
         .ok_or(i)
+}
+
+/// A number value (maybe followed by `%`), and the position after it.
+#[inline]
+fn number(b: &[u8], span: Span) -> (Value, usize) {
+    let percent = at(b, span.end) == b'%';
+    let end = span.end + usize::from(percent);
+    let value = match span.known() {
+        Ok(v) => Value::Known(v),
+        Err(text) => Value::Number(text),
+    };
+    (value, end)
 }
 
 /// Position of the closing `quote` of a string whose content starts at `i` (backslash escapes).
@@ -271,38 +287,6 @@ fn string_end(b: &[u8], mut i: usize, quote: u8) -> Option<usize> {
     }
 }
 
-/// A key json reads as the same text: printable ASCII (no control bytes, no bytes to decode).
-fn is_json_key(key: &[u8]) -> bool {
-    key.iter().all(|&c| (0x20..0x7f).contains(&c))
-}
-
-/// `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`, but not a bare `-0` (json reads the int 0).
-fn is_json_number(t: &[u8]) -> bool {
-    let digits = |i: usize| t.iter().skip(i).take_while(|c| c.is_ascii_digit()).count();
-    let mut i = usize::from(at(t, 0) == b'-');
-    let int = digits(i);
-    if int == 0 || (int > 1 && at(t, i) == b'0') {
-        return false;
-    }
-    i += int;
-    if at(t, i) == b'.' {
-        let frac = digits(i + 1);
-        if frac == 0 {
-            return false;
-        }
-        i += 1 + frac;
-    }
-    if matches!(at(t, i), b'e' | b'E') {
-        i += 1 + usize::from(matches!(at(t, i + 1), b'+' | b'-'));
-        let exp = digits(i);
-        if exp == 0 {
-            return false;
-        }
-        i += exp;
-    }
-    i == t.len() && t != b"-0"
-}
-
 fn skip_space(b: &[u8], mut i: usize) -> usize {
     while is_space(at(b, i)) {
         i += 1;
@@ -315,6 +299,46 @@ mod tests {
     use super::*;
 
     type Dict = (usize, usize, Vec<(String, f64)>);
+
+    /// Whether all of `t` is one number whose scan marks it JSON.
+    fn is_json_number(t: &[u8]) -> bool {
+        scan_number(t, 0).is_some_and(|s| s.end == t.len() && s.json)
+    }
+
+    /// The grammar written out on its own: the reference the scan's flag is checked against.
+    /// `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`, but not a bare `-0` (json reads the int 0).
+    fn json_grammar(t: &[u8]) -> bool {
+        let digits = |i: usize| t.iter().skip(i).take_while(|c| c.is_ascii_digit()).count();
+        let mut i = usize::from(at(t, 0) == b'-');
+        let int = digits(i);
+        if int == 0 || (int > 1 && at(t, i) == b'0') {
+            return false;
+        }
+        i += int;
+        if at(t, i) == b'.' {
+            let frac = digits(i + 1);
+            if frac == 0 {
+                return false;
+            }
+            i += 1 + frac;
+        }
+        if matches!(at(t, i), b'e' | b'E') {
+            i += 1 + usize::from(matches!(at(t, i + 1), b'+' | b'-'));
+            let exp = digits(i);
+            if exp == 0 {
+                return false;
+            }
+            i += exp;
+        }
+        i == t.len() && t != b"-0"
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn json_flag_is_the_grammar(t in "[-+]?[0-9,]{0,4}[.]?[0-9]{0,3}([eE][-+]?[0-9]{0,2})?[%a]?") {
+            proptest::prop_assert_eq!(is_json_number(t.as_bytes()), json_grammar(t.as_bytes()), "{}", t);
+        }
+    }
 
     fn dicts(line: &str) -> Vec<Dict> {
         let mut out = Vec::new();

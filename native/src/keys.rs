@@ -19,6 +19,15 @@ impl Keys {
         id
     }
 
+    /// The name of key `id` (empty for an id never given).
+    #[inline]
+    pub fn name(&self, id: i32) -> &[u8] {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.names.get(i))
+            .map_or(&[], Vec::as_slice)
+    }
+
     /// Every key in id order, as raw bytes.
     pub fn names(&self) -> &[Vec<u8>] {
         &self.names
