@@ -166,6 +166,8 @@ class LossDiverging(ArrayRule):
         at = np.arange(held - lo, len(fin))
         size = tail_sizes(fin, at, wsz, lo)
         size[~fin_new] = 0
+        if m and fin.all() and size.min() == size.max():  # a healthy stretch: one window, every point finite
+            return self._steady_features(values[lo:], held - lo, int(size[0])) + (size,)
         fv = values[lo:][fin]
         fpos = np.cumsum(fin) - 1  # index into fv of each row (the last finite one at or before it)
         idx = fpos[at]
@@ -180,6 +182,15 @@ class LossDiverging(ArrayRule):
         level[~ok] = np.nan
         fast[~ok] = np.nan
         return level, fast, noise, size
+
+    def _steady_features(self, fv: np.ndarray, k: int, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`_features`' level, fast median and noise when every point from the look-back on is finite
+        and every new row (from `k` in `fv`) has the same window `w`: one rolling pass each over all the
+        points, no window sizes to group by (a median is the same whichever row its pass began at)."""
+        level = trailing_median(fv, w)[k:]
+        fast = trailing_median(fv, self.p.fast_window)[k:] if w >= self.p.fast_window else np.full(len(fv) - k, np.nan)
+        noise = trailing_diff_sigma(fv, w)[k:]
+        return level, fast, np.where(np.isnan(noise), 0.0, noise)
 
     def _quiet(self, st: _Trend, new_step: np.ndarray, fin_new: np.ndarray, count: np.ndarray, level: np.ndarray,
                fast: np.ndarray, noise: np.ndarray, size: np.ndarray) -> int:

@@ -196,8 +196,15 @@ def trailing_diff_sigma(x: np.ndarray, n: int | np.ndarray) -> np.ndarray:
     if m < 3:
         return out
     d = np.abs(np.diff(x))  # d[j] = |x[j+1] - x[j]|: a window of k values holds k - 1 differences
-    ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (m,))
     med = np.full(m, np.nan)
+    if np.ndim(n) == 0:  # one window for every row: a single rolling pass, and only the first rows short
+        med[1:] = trailing_median(d, max(int(n) - 1, 0))
+        out = MAD_SIGMA * med / math.sqrt(2.0)
+        out[:2] = np.nan
+        if int(n) < 3:
+            out[:] = np.nan
+        return out
+    ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (m,))
     med[1:] = trailing_median(d, np.maximum(ns[1:] - 1, 0))
     counts = trailing_count(m, ns)
     out = MAD_SIGMA * med / math.sqrt(2.0)
