@@ -72,6 +72,10 @@ class _Verdicts:
 def _next_true(mask: np.ndarray) -> np.ndarray:
     """Per index, the first index at or after it where `mask` holds (len(mask) when none)."""
     m = len(mask)
+    if not mask.any():  # the usual answers, without the reversed scan
+        return np.full(m, m, dtype=np.int64)
+    if mask.all():
+        return np.arange(m, dtype=np.int64)
     idx = np.where(mask, np.arange(m), m)
     return np.minimum.accumulate(idx[::-1])[::-1] if m else idx
 
