@@ -246,12 +246,16 @@ class Series:
         k = len(rows)
         if not k:
             return
-        hi = self._hi
-        if hi + k > self._cap:
-            self.extend(step[rows], value[rows], line[rows], time[rows], inferred[rows])
-            return
         ext = native()
-        if ext is not None and len(self.head) >= HEAD_POINTS:  # once the head is kept: tallies are all it needs
+        gather = ext is not None and len(self.head) >= HEAD_POINTS  # once the head is kept: tallies are all it needs
+        if self._hi + k > self._cap:
+            if not gather or k >= KEPT_ROWS:
+                self.extend(step[rows], value[rows], line[rows], time[rows], inferred[rows])
+                return
+            self._fold()  # the arrays are about to be moved: what they hold unfolded goes first
+            self._make_room(k, self.count)
+        hi = self._hi
+        if gather:
             finite, nan, lo, top = ext.gather_rows(rows, (step, value, line, time, inferred),
                                                    (self._step, self._value, self._line, self._time, self._inf), hi)
             self._tally(k, finite, nan, lo, top)
@@ -324,27 +328,13 @@ class Series:
                 inferred: np.ndarray) -> None:
         k = len(value)
         if self._hi + k > self._cap:
-            # the recent window before the rows not yet judged, and those rows
-            keep = min(self._hi - self._first, KEPT_ROWS, RECENT_POINTS + self.count - k - self._mark)
-            if k >= KEPT_ROWS:
-                keep = 0
+            counted = self.count - k  # rows counted before these (`_count` has counted them)
+            if k >= KEPT_ROWS:  # only the newest rows are kept
                 start = k - KEPT_ROWS
                 step, value, line, time, inferred = (step[start:], value[start:], line[start:], time[start:],
                                                      inferred[start:])
                 k = KEPT_ROWS
-            need = keep + k
-            # doubling while the series is short (a metric logged a few times costs little); once long,
-            # room for RECENT_POINTS more, so a row is moved a few times at most
-            cap = max(self._cap, min(2 * need, need + RECENT_POINTS), 64)
-            old = (self._step, self._value, self._line, self._time, self._inf)
-            lo = self._hi - keep
-            fresh: list[np.ndarray] = []
-            for arr in old:
-                new = np.empty(cap, dtype=arr.dtype) if cap != self._cap else arr
-                new[:keep] = arr[lo:self._hi]
-                fresh.append(new)
-            self._step, self._value, self._line, self._time, self._inf = fresh
-            self._cap, self._first, self._hi = cap, 0, keep
+            self._make_room(k, counted)
         hi = self._hi
         self._step[hi:hi + k] = step
         self._value[hi:hi + k] = value
@@ -352,6 +342,24 @@ class Series:
         self._time[hi:hi + k] = time
         self._inf[hi:hi + k] = inferred
         self._stored(k)
+
+    def _make_room(self, k: int, counted: int) -> None:
+        """Room for k more rows (at most KEPT_ROWS) after those kept, `counted` rows having been counted
+        before them: the recent window before the rows not yet judged, and those rows, moved to the front
+        (the arrays grow first when that is not enough)."""
+        keep = 0 if k >= KEPT_ROWS else min(self._hi - self._first, KEPT_ROWS, RECENT_POINTS + counted - self._mark)
+        need = keep + k
+        # doubling while the series is short (a metric logged a few times costs little); once long,
+        # room for RECENT_POINTS more, so a row is moved a few times at most
+        cap = max(self._cap, min(2 * need, need + RECENT_POINTS), 64)
+        lo = self._hi - keep
+        fresh: list[np.ndarray] = []
+        for arr in (self._step, self._value, self._line, self._time, self._inf):
+            new = np.empty(cap, dtype=arr.dtype) if cap != self._cap else arr
+            new[:keep] = arr[lo:self._hi]
+            fresh.append(new)
+        self._step, self._value, self._line, self._time, self._inf = fresh
+        self._cap, self._first, self._hi = cap, 0, keep
 
     def _stored(self, k: int) -> None:
         """k rows were written after the last one kept."""
