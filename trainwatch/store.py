@@ -255,7 +255,7 @@ class Series:
             self._fold()  # the arrays are about to be moved: what they hold unfolded goes first
             self._make_room(k, self.count)
         hi = self._hi
-        if gather:
+        if ext is not None and gather:
             finite, nan, lo, top = ext.gather_rows(rows, (step, value, line, time, inferred),
                                                    (self._step, self._value, self._line, self._time, self._inf), hi)
             self._tally(k, finite, nan, lo, top)
