@@ -67,7 +67,11 @@ class LogClock:
 
     def seen_all(self, times: np.ndarray) -> np.ndarray:
         """`seen` of each time in order (NaN: a row without one), and the clock after each."""
-        after = np.fmax.accumulate(np.concatenate(([self.now], times)))[1:]
+        if len(times) and times[0] >= self.now and times[0] > 0 and bool((times[1:] >= times[:-1]).all()):
+            after = times.copy()  # a log's times in order, none missing (NaN compares false): themselves
+            # (above 0: no zero whose sign `fmax` would keep from the clock)
+        else:
+            after = np.fmax.accumulate(np.concatenate(([self.now], times)))[1:]
         if len(after):
             self.now = float(after[-1])
         return after
