@@ -191,7 +191,19 @@ class Engine:
             # made in the order the log first gives them (the report lists them so), not the gated ones
             # first: the order must not depend on where a backlog's blocks were cut
             self.store.series(src, self._names[k])
-        gates = self._gates(src, present, rows_of, step, value)
+        picked: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+        def pick(k: int) -> tuple[np.ndarray, np.ndarray]:
+            """Steps and values of metric k's rows in the stretch, gathered once for every row rule (so
+            read-only: no rule may change what the next one reads)."""
+            got = picked.get(k)
+            if got is None:
+                got = picked[k] = (step[rows_of[k]], value[rows_of[k]])
+                for a in got:
+                    a.flags.writeable = False
+            return got
+
+        gates = self._gates(src, present, rows_of, pick)
         stop = np.zeros(n, dtype=bool)
         for k, gs in gates.items():
             for g in gs:
@@ -228,8 +240,7 @@ class Engine:
                 k = int(ids[last])
                 rows = rows_of[k]
                 j = int(rows.searchsorted(last))
-                out.extend(self._row_rules(src, self._names[k], float(now[last]), gates[k], j, step[rows],
-                                           value[rows]))
+                out.extend(self._row_rules(src, self._names[k], float(now[last]), gates[k], j, *pick(k)))
                 more = [g for g in gates[k] if not g.show[j + 1:].all() and not self._still_gated(g, src, k)]
                 if more:
                     for g in more:
@@ -242,15 +253,17 @@ class Engine:
             series = self.store.series(src, self._names[k])
             for g in gs:
                 if g.done < len(rows) and not self._off(g.rule, src):
+                    k_step, k_value = pick(k)
                     try:
-                        g.rule.absorb(self._ctx, series, step[rows[g.done:]], value[rows[g.done:]])
+                        g.rule.absorb(self._ctx, series, k_step[g.done:], k_value[g.done:])
                     except Exception as exc:  # see `_broke`
                         self._broke(g.rule, src, exc)
         return out
 
-    def _gates(self, src: str, present: list[int], rows_of: dict[int, np.ndarray], step: np.ndarray,
-               value: np.ndarray) -> dict[int, list[_Gate]]:
-        """For each metric of the stretch that row rules watch, the rows each rule must see."""
+    def _gates(self, src: str, present: list[int], rows_of: dict[int, np.ndarray],
+               pick: Callable[[int], tuple[np.ndarray, np.ndarray]]) -> dict[int, list[_Gate]]:
+        """For each metric of the stretch that row rules watch, the rows each rule must see (`pick`: a
+        metric's steps and values in the stretch)."""
         out: dict[int, list[_Gate]] = {}
         tracked = self.book.tracked
         for k in present:
@@ -266,7 +279,7 @@ class Engine:
                     show = np.zeros(len(rows), dtype=bool)
                 elif not (tracked and (rule_id, src, name) in tracked):
                     try:
-                        show = rule.gate(self._ctx, series, step[rows], value[rows])
+                        show = rule.gate(self._ctx, series, *pick(k))
                     except Exception as exc:  # see `_broke`
                         self._broke(rule, src, exc)
                         show = np.zeros(len(rows), dtype=bool)
@@ -317,7 +330,7 @@ class Engine:
         before = state.step
         at = np.flatnonzero(explicit)
         if len(at):
-            steps = m_step[at]
+            steps = m_step if len(at) == len(m_step) else m_step[at]
             change = np.empty(len(at), dtype=bool)
             change[1:] = steps[1:] != steps[:-1]
             change[0] = before is None or int(steps[0]) != before
