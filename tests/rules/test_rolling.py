@@ -177,3 +177,38 @@ def test_spike_medians_rule_out_nothing_when_the_ratio_is_below_zero() -> None:
     v = np.array([1.0, 3.0, 3.0, -2.0])
     med = spike_medians(v, np.isfinite(v), np.array([0, 0, 0, 3]), 3, -1.0, 3)
     assert med[3] == 3.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(xs=st.lists(floats, min_size=1, max_size=60), data=st.data(), self_=st.booleans())
+def test_windows_after_rows_without_one_match_row_by_row(xs: list[float], data: st.DataObject, self_: bool) -> None:
+    """A batch's look-back rows ask for no window (0 or less) and its new rows for one size, or sizes mixed
+    anywhere: each row's median and least value is that of its own window, NaN where it has none."""
+    m = len(xs)
+    lead = data.draw(st.integers(0, m))
+    w = data.draw(st.integers(1, 12))
+    ns = np.array([data.draw(st.integers(-2, 0)) for _ in range(lead)] + [w] * (m - lead), dtype=np.int64)
+    if data.draw(st.booleans()):  # or any sizes, none included
+        ns = np.array(data.draw(st.lists(st.integers(-1, 6), min_size=m, max_size=m)), dtype=np.int64)
+    x = np.array(xs)
+    med, low = trailing_median(x, ns, include_self=self_), trailing_min(x, ns, include_self=self_)
+    for i in range(m):
+        end = i + 1 if self_ else i
+        window = xs[max(0, end - int(ns[i])):end] if ns[i] > 0 else []
+        if not window:
+            assert math.isnan(med[i]) and math.isnan(low[i])
+        else:
+            assert math.isclose(med[i], median(window), rel_tol=1e-9, abs_tol=1e-9) and low[i] == min(window)
+
+
+@settings(max_examples=200, deadline=None)
+@given(finite=st.one_of(st.lists(st.just(True), max_size=300), st.lists(st.booleans(), max_size=300)), data=st.data())
+def test_before_counts_are_how_many_values_before_gives(finite: list[bool], data: st.DataObject) -> None:
+    """Per row, the last n finite values before it among the `scan_reach(n)` rows before it: counted."""
+    m = len(finite)
+    ns = np.array(data.draw(st.lists(st.integers(-1, 40), min_size=m, max_size=m)), dtype=np.int64)
+    got = rolling.before_counts(np.array(finite, dtype=bool), ns)
+    for i in range(m):
+        n = max(int(ns[i]), 0)
+        back = finite[max(0, i - rolling.scan_reach(n)):i]
+        assert got[i] == min(n, sum(back))

@@ -85,8 +85,14 @@ def _trailing(x: np.ndarray, n: int | np.ndarray, include_self: bool, move: Any)
             else np.full(m, np.nan)
     else:
         out = np.full(m, np.nan)
-        for w in _sizes(ns, hi_n):
-            _one_size(out, src, ns == w, w, move)
+        first = int(np.argmax(ns > 0)) if lo_n <= 0 < hi_n else 0
+        if lo_n <= 0 < hi_n and int(ns[first:].min()) == hi_n:  # no window, then one size (a batch's look-back
+            lo = max(0, first - hi_n + 1)                      # rows, then its new rows): one pass
+            got = move(src[lo:], window=min(hi_n, m - lo), min_count=1)
+            out[first:] = got[first - lo:]
+        else:
+            for w in _sizes(ns, hi_n):
+                _one_size(out, src, ns == w, w, move)
     if not include_self:
         out[0] = np.nan
     return out
@@ -301,8 +307,10 @@ def before_counts(finite: np.ndarray, n: int | np.ndarray) -> np.ndarray:
     m = len(finite)
     ns = np.maximum(np.broadcast_to(np.asarray(n, dtype=np.int64), (m,)), 0)
     reach = np.minimum(np.maximum(SCAN_MIN, 8 * ns), RECENT_POINTS - 1)
-    seen = np.concatenate(([0], np.cumsum(finite, dtype=np.int64)))  # seen[j]: finite rows in [0, j)
     idx = np.arange(m)
+    if finite.all():  # every row before is a value: as many as the reach goes back
+        return np.minimum(ns, np.minimum(idx, reach))
+    seen = np.concatenate(([0], np.cumsum(finite, dtype=np.int64)))  # seen[j]: finite rows in [0, j)
     return np.minimum(ns, seen[idx] - seen[np.maximum(idx - reach, 0)])
 
 
