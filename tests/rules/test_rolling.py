@@ -61,7 +61,8 @@ def test_value_before_is_causal() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(pattern=st.lists(st.booleans(), min_size=1, max_size=400), data=st.data())
+@given(pattern=st.one_of(st.lists(st.just(True), min_size=1, max_size=100),
+                         st.lists(st.booleans(), min_size=1, max_size=400)), data=st.data())
 def test_tail_sizes_are_how_many_points_tail_returns(pattern: list[bool], data: st.DataObject) -> None:
     """A NaN stretch longer than tail()'s scan shortens its answer; the array count says so row by row."""
     from trainwatch.rules.rolling import tail_sizes
@@ -212,3 +213,19 @@ def test_before_counts_are_how_many_values_before_gives(finite: list[bool], data
         n = max(int(ns[i]), 0)
         back = finite[max(0, i - rolling.scan_reach(n)):i]
         assert got[i] == min(n, sum(back))
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=st.integers(1, 3000), data=st.data())
+def test_tail_sizes_of_rows_all_finite_count_the_rows_scanned(m: int, data: st.DataObject) -> None:
+    """Rows all finite, any rows held before them: as many as tail()'s scan reaches, up to n."""
+    from trainwatch.rules.rolling import tail_sizes
+    from trainwatch.store import RECENT_POINTS, SCAN_MIN
+
+    at = np.arange(m)
+    n = np.array(data.draw(st.lists(st.integers(0, 400), min_size=m, max_size=m)), dtype=np.int64)
+    before = data.draw(st.integers(0, 5000))
+    held = np.minimum(at + 1 + before, RECENT_POINTS)
+    scan = np.minimum(np.maximum(SCAN_MIN, 8 * n), held)
+    want = np.minimum(n, at + 1 - np.maximum(at + 1 - scan, 0))  # the finite rows in the scanned span
+    assert tail_sizes(np.ones(m, dtype=bool), at, n, before).tolist() == want.tolist()

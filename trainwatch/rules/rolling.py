@@ -258,9 +258,11 @@ def tail_sizes(finite: np.ndarray, at: np.ndarray, n: np.ndarray, rows_before: i
     does row by row. `rows_before` counts the series' rows logged before `finite[0]`."""
     at = np.asarray(at, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    cum = np.concatenate(([0], np.cumsum(finite, dtype=np.int64)))
     held = np.minimum(at + 1 + rows_before, RECENT_POINTS)  # rows in the store's recent window then
     scan = np.minimum(np.maximum(SCAN_MIN, 8 * n), held)
+    if finite.all():  # every row scanned is a value
+        return np.maximum(0, np.minimum(n, np.minimum(scan, at + 1)))
+    cum = np.concatenate(([0], np.cumsum(finite, dtype=np.int64)))
     lo = np.maximum(at + 1 - scan, 0)
     return np.maximum(0, np.minimum(n, cum[at + 1] - cum[lo]))
 
