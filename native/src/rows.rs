@@ -32,7 +32,8 @@ pub const NO_STEP: i64 = i64::MIN;
 /// lines `lineno`: each row's step (its lowest-ranked step key, truncated), its time (its first time key
 /// above 1e8, milliseconds read as such) and its other entries as metrics, up to the first row whose step
 /// goes below the step before it (`last_step` before the first). One row at a time, in two short passes
-/// over its entries while they are in cache: what its step and time are, then its metrics.
+/// over its entries while they are in cache: what its step and time are, then its metrics. Rows out of
+/// order (the adapter never passes them) end the pass after the rows before them.
 pub fn emit_rows(
     key: &[i32],
     value: &[f64],
@@ -54,6 +55,7 @@ pub fn emit_rows(
     };
     let entries = key.len().min(value.len()).min(row.len());
     let mut e = 0usize;
+    let mut before: Option<usize> = None; // the row of the entries before
     while e < entries {
         let r = row.get(e).copied().unwrap_or(-1);
         let mut end = e + 1;
@@ -65,6 +67,11 @@ pub fn emit_rows(
         let Some(r) = usize::try_from(r).ok().filter(|&r| r < n) else {
             continue;
         };
+        if let Some(prev) = before.filter(|&prev| r <= prev) {
+            out.take = prev + 1; // rows out of order (never so from the adapter): the rows so far stand
+            break;
+        }
+        before = Some(r);
         let (step, time_at) = row_step_and_time(key, value, a, b, meaning);
         if step != NO_STEP {
             if out.last_step.is_some_and(|l| step < l) {
