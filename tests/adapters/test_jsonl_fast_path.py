@@ -157,3 +157,61 @@ def test_the_native_readable_lines_are_the_reference_ones(picks: list[int]) -> N
     want = adapter._readable_reference(chunk, scanner.keys, scanner.positions)
     got = adapter._readable_native(_scan, chunk, scanner.keys)
     assert got.tolist() == want.tolist()
+
+
+_NUMBERS = ["1", "-0", "-0.0", "0.5", "1e22", "1e-400", "1e400", "9007199254740992", "9007199254740993", "2.5e-3",
+            "1,234", ".5", "1.", "01", "+1", "NaN", "-Infinity", "123456789012345678901", "0.1e-7"]
+_KEYS = ["step", "iter", "loss", "lr", "a/b", "train", "total_steps", "time", "e"]
+
+
+@st.composite
+def _objects(draw: st.DrawFn, depth: int = 0) -> str:
+    """A JSON-ish object: keys that are steps, totals, or hold a `/`, numbers JSON may or may not read, and
+    nested objects up to three deep."""
+    parts = []
+    for key in draw(st.lists(st.sampled_from(_KEYS), max_size=4)):
+        value = draw(_objects(depth + 1)) if depth < 3 and draw(st.booleans()) and draw(st.booleans()) \
+            else draw(st.sampled_from(_NUMBERS))
+        parts.append(f'"{key}": {value}')
+    return "{" + ", ".join(parts) + "}"
+
+
+@st.composite
+def _chunked_lines(draw: st.DrawFn) -> tuple[bytes, int]:
+    """A few distinct lines repeated in any order (so lines of different nesting share layouts), each maybe
+    redrawn after a `\\r`, ended by one, led by a space or followed by a second object; LF or CRLF, with or
+    without a last newline; and where the bytes are cut in two for feeding."""
+    pool = draw(st.lists(_objects(), min_size=1, max_size=5))
+    decorate = st.sampled_from(["{}", "{} {}", "\r{}", "{}\r", " {}", "x {}"])
+    lines = [draw(decorate).replace("{}", draw(st.sampled_from(pool)), 1).replace("{}", "{\"step\": 1}")
+             for _ in range(draw(st.integers(1, 30)))]
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    data = (end.join(lines) + draw(st.sampled_from([end, ""]))).encode()
+    return data, draw(st.integers(0, len(data)))
+
+
+@pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
+@settings(max_examples=300, deadline=None)
+@given(case=_chunked_lines())
+def test_the_native_readable_lines_are_the_reference_ones_on_any_chunking(case: tuple[bytes, int]) -> None:
+    """Generated lines (numbers at the edges of what JSON and a float say, CR redraws, CRLF, a cut last
+    line, a feed cut mid-line): for every chunk whose lines are whole, the native pass marks the lines
+    the numpy reference marks."""
+    from trainwatch import _scan  # type: ignore[attr-defined]
+    from trainwatch.batch import BatchBuilder
+    from trainwatch.scan.native import Scanner as NativeScanner
+
+    data, cut = case
+    scanner = NativeScanner(["{"])
+    chunks = [scanner.feed(data[:cut]), scanner.feed(data[cut:]), scanner.finish()]
+    judged = 0
+    for chunk in chunks:
+        if not len(chunk) or chunk._cut_line_starts is not None:
+            continue
+        adapter = JsonLinesAdapter("")
+        adapter._tables.update(scanner.keys, BatchBuilder("x"))
+        want = adapter._readable_reference(chunk, scanner.keys, scanner.positions)
+        got = adapter._readable_native(_scan, chunk, scanner.keys)
+        assert got.tolist() == want.tolist()
+        judged += len(chunk)
+    assert judged > 0 or not data.strip()
