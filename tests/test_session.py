@@ -31,3 +31,29 @@ def test_steps_are_fine_and_say_nothing(tmp_path: Path) -> None:
     doc = check(str(ROOT / "examples/logs/hf_healthy.log"), "--config", str(cfg))
     assert not any("counts seconds" in n for n in doc["sources"][0]["skipped"])
     assert any(f["id"] == "grad.range" for f in doc["findings"])
+
+
+def test_metrics_logged_one_after_another_keep_no_round_of_room(tmp_path: Path) -> None:
+    """A log that writes one metric for a long stretch, then the next: once a round leaves a metric alone,
+    its arrays shrink back to its recent window, so memory does not grow with the number of metrics done."""
+    from trainwatch import runner
+    from trainwatch.adapters.pipeline import BACKLOG_BLOCK
+    from trainwatch.cli.check import LogClock
+    from trainwatch.session import Session
+
+    path = tmp_path / "phases.jsonl"
+    with path.open("w") as f:
+        s = 0
+        for m in range(4):
+            for i in range(40_000):
+                s += 1
+                f.write(f'{{"step": {s}, "m{m}": {0.5 + (i % 7) * 0.01:.2f}}}\n')
+    src = runner.open_source(path)
+    session = Session([src], clock=LogClock(0.0))
+    with path.open("rb") as fh:
+        for batch in src.parser.read_file(fh, BACKLOG_BLOCK):
+            session.feed_batch(batch, more=True)
+    session.settle()
+    store = session.engine.store
+    assert store.series(src.name, "m3").count == 40_000
+    assert [m for m in ("m0", "m1", "m2") if store.series(src.name, m).roomy] == []

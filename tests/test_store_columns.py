@@ -226,3 +226,26 @@ def test_halving_totals_past_the_largest_float_says_nothing() -> None:
             n += k
             col.whole_run()
     assert math.isinf(col.whole_run()[-1].total)
+
+
+def test_a_series_done_with_a_long_run_gives_its_room_back():
+    """A metric logged for a long stretch, then no more (a log that writes one metric after another):
+    its arrays grew to a round's room, and give it back after a round that leaves it alone, keeping the
+    recent window and the whole run as they were."""
+    s = Series("m0", "a.log")
+    n = store.ROUND_ROWS
+    for lo in range(0, 3 * n, n):  # rounds of a round's rows each, as a backlog's are
+        rows = np.arange(lo, lo + n, dtype=np.int64)
+        s.extend(rows, np.sin(rows * 0.01), rows, np.full(n, np.nan), np.zeros(n, dtype=bool))
+        s.judged()
+        s.give_back_room()
+        assert s.roomy  # the rounds fill its room: it keeps it
+    recent, history = s.columns(store.RECENT_POINTS), s.whole_run()
+    s.judged()  # a round without its rows
+    s.give_back_room()
+    assert not s.roomy
+    assert all(np.array_equal(a, b) for a, b in zip(s.columns(store.RECENT_POINTS), recent))
+    assert s.whole_run() == history
+    rows = np.arange(3 * n, 3 * n + 5, dtype=np.int64)  # and it takes rows again
+    s.extend(rows, np.ones(5), rows, np.full(5, np.nan), np.zeros(5, dtype=bool))
+    assert s.columns(2)[0].tolist() == [3 * n + 3, 3 * n + 4]

@@ -69,6 +69,7 @@ class Engine:
         self._hooked = np.zeros(0, dtype=bool)  # by metric id: row rules watch it
         self._is_eval = np.zeros(0, dtype=bool)  # by metric id: an evaluation metric (eval_*)
         self._held: dict[tuple[str, str], _Held] = {}  # rows stored but not yet judged, per (source, metric)
+        self._roomy: set[Series] = set()  # series judged last round whose arrays held a round's room
         self._seq = 0  # rows fed so far: the order array rules' transitions reach the book in
         self._cycles: dict[tuple[str, str, str], Cycle] = {}
         self.judged: set[str] = set()  # ids of the rules some sample was shown to (their metric was logged)
@@ -619,7 +620,18 @@ class Engine:
                 out.extend(self._apply(planned))
             except Exception as exc:  # see `_broke`
                 self._broke(planned.rule, planned.w.source, exc)
+        self._give_back_room(held)
         return out
+
+    def _give_back_room(self, held: dict[tuple[str, str], _Held]) -> None:
+        """Once a round is done: series whose arrays grew for a long run of rows give the room back when
+        the round filled little of it, or left them alone (`Series.give_back_room`)."""
+        judged = {h.series for h in held.values()}
+        for s in self._roomy - judged:
+            s.judged()
+        for s in self._roomy | judged:
+            s.give_back_room()
+        self._roomy = {s for s in judged if s.roomy}
 
     def failures(self, source: str, start: int = 0) -> list[str]:
         """The rules that failed on `source` (or on every source), from the `start`-th failure on."""

@@ -24,6 +24,8 @@ by about a third against rounds of 1024, 8192 by some 40%, and 32768 by a tenth 
 spanned blocks (`Engine.feed_batch`). Only a log with few series reaches such rounds: all series
 together wait for at most `engine.WAIT_ROWS` rows, so a log of hundreds of metrics keeps small rounds
 (see KEPT_ROWS)."""
+IDLE_ROOM = RECENT_POINTS + ROUND_ROWS // 4
+"""Rows of room a series' arrays keep once its rounds no longer fill them (see `Series.judged`)."""
 KEPT_ROWS = RECENT_POINTS + ROUND_ROWS
 """Rows a series' arrays keep at most: when a round is judged, the oldest row of it still finds the
 RECENT_POINTS rows before it, in its own series and in every other series of its source (no series
@@ -169,6 +171,7 @@ class Series:
         "_pending",
         "_pending_n",
         "_points",
+        "_round",
         "_step",
         "_time",
         "_unfolded",
@@ -202,6 +205,7 @@ class Series:
         self._cap = 0
         self._first = self._lo = self._hi = 0  # rows kept: [_first, _hi); the recent window: [_lo, _hi)
         self._mark = 0  # rows (counted since the start) the array rules have judged
+        self._round = 0  # rows the last round judged
         self._step: np.ndarray = np.empty(0, dtype=np.int64)
         self._value: np.ndarray = np.empty(0, dtype=np.float64)
         self._time: np.ndarray = np.empty(0, dtype=np.float64)  # NaN: the log gave no time
@@ -369,8 +373,36 @@ class Series:
 
     def judged(self) -> None:
         """The array rules have judged every row stored so far: from now on only the recent window of
-        them must be kept (the engine calls it after each round)."""
+        them must be kept (the engine calls it at each round, and after a later round that left a roomy
+        series alone, so that a log that writes one metric for a long stretch, then the next, does not
+        keep a round's room in every series it has done with)."""
+        self._round = self.count - self._mark
         self._mark = self.count
+
+    def give_back_room(self) -> None:
+        """After a round (its rules done with every series' rows): arrays grown for a long run of rows
+        give their room back once the last round filled less than a quarter of it."""
+        if self._cap > IDLE_ROOM and 4 * self._round < self._cap:
+            self._shrink()
+
+    @property
+    def roomy(self) -> bool:
+        """Whether the arrays hold more room than an idle series keeps (see `give_back_room`)."""
+        return self._cap > IDLE_ROOM
+
+    def _shrink(self) -> None:
+        """The arrays cut down to the rows still kept (the recent window, every row being judged)."""
+        self._fold()  # the arrays are about to be moved: what they hold unfolded goes first
+        keep = min(self._hi - self._first, RECENT_POINTS)
+        cap = max(64, min(2 * keep, keep + RECENT_POINTS))
+        lo = self._hi - keep
+        fresh: list[np.ndarray] = []
+        for arr in (self._step, self._value, self._line, self._time, self._inf):
+            new = np.empty(cap, dtype=arr.dtype)
+            new[:keep] = arr[lo:self._hi]
+            fresh.append(new)
+        self._step, self._value, self._line, self._time, self._inf = fresh
+        self._cap, self._first, self._hi, self._lo = cap, 0, keep, 0
 
     def _add_history(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray) -> None:
         """The rows folded into buckets of `bucket_size`, exactly as one row at a time would fold them:
