@@ -72,6 +72,19 @@ def test_jsonl_step_time_nested_nan_and_non_numbers() -> None:
     assert series(recs, "time") == [(7, 45.5)]  # a duration, not a timestamp
 
 
+def test_jsonl_ints_past_the_largest_float_are_infinite_not_a_lost_line() -> None:
+    """json reads `1e400` as inf but keeps `1` followed by 400 zeros an int, which float() refuses: such a
+    value reads as inf like the other, and the line's step and other values are kept."""
+    huge = "1" + "0" * 400
+    lines = [f'{{"step": 4, "loss": {huge}, "acc": -{huge}, "o": {{"x": {huge}}}, "lr": 0.1}}',
+             f'{{"step": {huge}, "loss": 2.0}}']
+    recs = run(JsonLinesAdapter("j"), lines)
+    assert series(recs, "loss")[0] == (4, math.inf) and series(recs, "acc") == [(4, -math.inf)]
+    assert series(recs, "o/x") == [(4, math.inf)] and series(recs, "lr") == [(4, 0.1)]
+    assert series(recs, "loss")[1] == (int(huge), 2.0)  # a step kept exact, as any int step is
+    assert JsonLinesAdapter.score("\n".join(lines) + "\n", "m.jsonl") > 0.8
+
+
 def test_jsonl_score() -> None:
     head = "".join(json.dumps({"step": i, "loss": 1.0 / (i + 1)}) + "\n" for i in range(20))
     assert JsonLinesAdapter.score(head, "m.jsonl") > 0.8

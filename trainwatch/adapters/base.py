@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -38,14 +40,25 @@ def json_number(v: Any) -> float | None:
     """A decoded JSON value as a metric: numbers, and numbers some writers quote ("2.5", "NaN"); not
     booleans, nulls, lists or text. Exact type checks: this runs once per value of every JSON line."""
     t = type(v)
-    if t is float or t is int:
-        return float(v)
+    if t is float:
+        return v
+    if t is int:
+        return int_number(v)
     if t is str and v and len(v) < 40:
         try:
             return float(v)
         except ValueError:
             return None
     return None
+
+
+def int_number(v: int) -> float:
+    """A JSON int as a float: infinite past the largest float, as json reads `1e400` (`float()` refuses
+    such an int, and a line that held one used to be dropped whole)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
 
 
 class Adapter(ABC):

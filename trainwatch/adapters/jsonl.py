@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainwatch.adapters.base import Adapter, json_number
+from trainwatch.adapters.base import Adapter, int_number, json_number
 from trainwatch.adapters.jsonl_columns import KeyTables, emit_rows, layouts, unsayable
 from trainwatch.adapters.spans import byte_counts, entry_bounds
 from trainwatch.model import Event, EventKind, Record, Sample
@@ -247,8 +247,14 @@ class JsonLinesAdapter(Adapter):
         steps: dict[str, int] = {}  # step-like keys found; the first of STEP_KEYS wins (MMEngine: step, not iter)
         for k, v in obj.items():
             t = type(v)
-            if t is float or t is int:
+            if t is float:
                 pass
+            elif t is int:
+                if v.bit_length() > 1000:  # maybe past the largest float: as a step exact, else as json reads 1e400
+                    if k in STEP_SET and k not in steps:
+                        steps[k] = v
+                        continue
+                    v = int_number(v)
             elif t is dict:
                 flat: dict[str, Any] = {}
                 _flatten(v, k + "/", flat)
