@@ -377,28 +377,54 @@ fn positions<'py>(
         .into_pyarray(py)
 }
 
+type Lines<'py> = (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>);
+type Dicts<'py> = (
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, i64>,
+);
+type Entries<'py> = (
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, i32>,
+    PyReadonlyArray1<'py, f64>,
+);
+
+/// A scanned chunk as the native passes read it: its data and its lines', dicts' and entries' columns
+/// (line start and end; dict line, start and end; entry dict, key and value).
+fn chunk_view<'a>(
+    data: &'a [u8],
+    base: i64,
+    lines: &'a Lines<'_>,
+    dicts: &'a Dicts<'_>,
+    entries: &'a Entries<'_>,
+) -> PyResult<crate::console::ChunkView<'a>> {
+    Ok(crate::console::ChunkView {
+        data,
+        base,
+        line_start: lines.0.as_slice()?,
+        line_end: lines.1.as_slice()?,
+        dict_line: dicts.0.as_slice()?,
+        dict_start: dicts.1.as_slice()?,
+        dict_end: dicts.2.as_slice()?,
+        ent_dict: entries.0.as_slice()?,
+        ent_key: entries.1.as_slice()?,
+        ent_value: entries.2.as_slice()?,
+    })
+}
+
 /// Which lines of a JSON-lines chunk the arrays say everything about (see `readable`): per line its
 /// dict or -1, per line its nesting layout group or -1, and per group the dict to judge its layout by
-/// and its count of nested objects.
+/// and its count of nested objects. `forms`: per dict, plain JSON of numbers, and its layout.
 #[pyfunction]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn jsonl_readable<'py>(
     py: Python<'py>,
     data: PyBackedBytes,
-    base_offset: i64,
-    lines: (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>),
-    dicts: (
-        PyReadonlyArray1<'py, i64>,
-        PyReadonlyArray1<'py, i64>,
-        PyReadonlyArray1<'py, i64>,
-        PyReadonlyArray1<'py, bool>,
-        PyReadonlyArray1<'py, i64>,
-    ),
-    entries: (
-        PyReadonlyArray1<'py, i64>,
-        PyReadonlyArray1<'py, i32>,
-        PyReadonlyArray1<'py, f64>,
-    ),
+    base: i64,
+    lines: Lines<'py>,
+    dicts: Dicts<'py>,
+    entries: Entries<'py>,
+    forms: (PyReadonlyArray1<'py, bool>, PyReadonlyArray1<'py, i64>),
     is_step: PyReadonlyArray1<'py, bool>,
     is_total: PyReadonlyArray1<'py, bool>,
     safe_int: f64,
@@ -408,26 +434,17 @@ fn jsonl_readable<'py>(
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
 )> {
-    let view = crate::readable::ChunkView {
-        data: &data,
-        base_offset,
-        line_start: lines.0.as_slice()?,
-        line_end: lines.1.as_slice()?,
-        dict_line: dicts.0.as_slice()?,
-        dict_start: dicts.1.as_slice()?,
-        dict_end: dicts.2.as_slice()?,
-        dict_json: dicts.3.as_slice()?,
-        dict_layout: dicts.4.as_slice()?,
-        ent_dict: entries.0.as_slice()?,
-        ent_key: entries.1.as_slice()?,
-        ent_value: entries.2.as_slice()?,
+    let view = chunk_view(&data, base, &lines, &dicts, &entries)?;
+    let forms = crate::readable::DictForms {
+        json: forms.0.as_slice()?,
+        layout: forms.1.as_slice()?,
     };
     let keys = crate::readable::KeyFlags {
         is_step: is_step.as_slice()?,
         is_total: is_total.as_slice()?,
         safe_int,
     };
-    let out = py.detach(|| crate::readable::readable(&view, &keys));
+    let out = py.detach(|| crate::readable::readable(&view, &forms, &keys));
     Ok((
         out.per_line.into_pyarray(py),
         out.group.into_pyarray(py),
@@ -495,17 +512,9 @@ fn console_plan<'py>(
     py: Python<'py>,
     data: PyBackedBytes,
     base: i64,
-    lines: (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>),
-    dicts: (
-        PyReadonlyArray1<'py, i64>,
-        PyReadonlyArray1<'py, i64>,
-        PyReadonlyArray1<'py, i64>,
-    ),
-    entries: (
-        PyReadonlyArray1<'py, i64>,
-        PyReadonlyArray1<'py, i32>,
-        PyReadonlyArray1<'py, f64>,
-    ),
+    lines: Lines<'py>,
+    dicts: Dicts<'py>,
+    entries: Entries<'py>,
     hits: PyReadonlyArray1<'py, i64>,
     flags: (
         PyReadonlyArray1<'py, bool>,
@@ -519,18 +528,7 @@ fn console_plan<'py>(
         PyReadonlyArray1<'py, bool>,
     ),
 ) -> PyResult<Bound<'py, PyDict>> {
-    let c = crate::console::ChunkView {
-        data: &data,
-        base,
-        line_start: lines.0.as_slice()?,
-        line_end: lines.1.as_slice()?,
-        dict_line: dicts.0.as_slice()?,
-        dict_start: dicts.1.as_slice()?,
-        dict_end: dicts.2.as_slice()?,
-        ent_dict: entries.0.as_slice()?,
-        ent_key: entries.1.as_slice()?,
-        ent_value: entries.2.as_slice()?,
-    };
+    let c = chunk_view(&data, base, &lines, &dicts, &entries)?;
     let hits = hits.as_slice()?;
     let flags = crate::console::HitFlags {
         fine: flags.0.as_slice()?,

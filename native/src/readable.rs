@@ -10,22 +10,7 @@
 //! what Python judges.
 
 use crate::bytes::range;
-
-/// The chunk's arrays this reads: its lines, dicts and entries, as the scanner returned them.
-pub struct ChunkView<'a> {
-    pub data: &'a [u8],
-    pub base_offset: i64,
-    pub line_start: &'a [i64],
-    pub line_end: &'a [i64],
-    pub dict_line: &'a [i64],
-    pub dict_start: &'a [i64],
-    pub dict_end: &'a [i64],
-    pub dict_json: &'a [bool],
-    pub dict_layout: &'a [i64],
-    pub ent_dict: &'a [i64],
-    pub ent_key: &'a [i32],
-    pub ent_value: &'a [f64],
-}
+use crate::console::ChunkView;
 
 /// What each key id means here, indexed by id; an id past a table's end means nothing.
 pub struct KeyFlags<'a> {
@@ -95,12 +80,18 @@ fn unsayable(
 
 /// The bytes of the absolute span [start, end) of the chunk's data.
 fn span<'a>(c: &ChunkView<'a>, start: i64, end: i64) -> &'a [u8] {
-    let at = |x: i64| usize::try_from(x.wrapping_sub(c.base_offset)).unwrap_or(0);
+    let at = |x: i64| usize::try_from(x.wrapping_sub(c.base)).unwrap_or(0);
     range(c.data, at(start), at(end))
 }
 
-/// The decision for every line of the chunk (`n_lines` of them).
-pub fn readable(c: &ChunkView<'_>, keys: &KeyFlags<'_>) -> Readable {
+/// Per dict of the chunk, the two facts the scanner adds for JSON: plain JSON of numbers, and its layout.
+pub struct DictForms<'a> {
+    pub json: &'a [bool],
+    pub layout: &'a [i64],
+}
+
+/// The decision for every line of the chunk.
+pub fn readable(c: &ChunkView<'_>, forms: &DictForms<'_>, keys: &KeyFlags<'_>) -> Readable {
     let n = c.line_start.len();
     let mut out = Readable {
         per_line: vec![-1; n],
@@ -130,7 +121,7 @@ pub fn readable(c: &ChunkView<'_>, keys: &KeyFlags<'_>) -> Readable {
             c.dict_end.get(di as usize).copied().unwrap_or(0),
         );
         let whole = single
-            && c.dict_json.get(di as usize).copied().unwrap_or(false)
+            && forms.json.get(di as usize).copied().unwrap_or(false)
             && c.line_start.get(li) == Some(&start)
             && c.line_end.get(li) == Some(&end);
         if !whole {
@@ -141,7 +132,7 @@ pub fn readable(c: &ChunkView<'_>, keys: &KeyFlags<'_>) -> Readable {
         let mut fine = true;
         if objects > 0 {
             // grouped by layout whatever else is wrong with it: the first of a layout sets its count
-            let layout = c.dict_layout.get(di as usize).copied().unwrap_or(-1);
+            let layout = forms.layout.get(di as usize).copied().unwrap_or(-1);
             let groups = out.group_dict.len() as i64;
             let (g, first_objects) = *layouts.entry(layout).or_insert((groups, objects));
             if g == groups {
@@ -187,24 +178,26 @@ mod tests {
         let (is_step, is_total) = (is(steps), is(totals));
         let view = ChunkView {
             data: &out.data,
-            base_offset: out.base_offset,
+            base: out.base_offset,
             line_start: &out.line_start,
             line_end: &out.line_end,
             dict_line: &out.dict_line,
             dict_start: &out.dict_start,
             dict_end: &out.dict_end,
-            dict_json: &out.dict_json,
-            dict_layout: &out.dict_layout,
             ent_dict: &out.ent_dict,
             ent_key: &out.ent_key,
             ent_value: &out.ent_value,
+        };
+        let forms = DictForms {
+            json: &out.dict_json,
+            layout: &out.dict_layout,
         };
         let keys = KeyFlags {
             is_step: &is_step,
             is_total: &is_total,
             safe_int: 9007199254740992.0,
         };
-        let got = readable(&view, &keys);
+        let got = readable(&view, &forms, &keys);
         (got.per_line.clone(), got)
     }
 
@@ -240,20 +233,19 @@ mod tests {
         ) {
             let view = ChunkView {
                 data: &data,
-                base_offset: base,
+                base,
                 line_start: &ints,
                 line_end: &ints[ints.len() / 2..],
                 dict_line: &ints[ints.len() / 3..],
                 dict_start: &ints,
                 dict_end: &ints[ints.len() / 4..],
-                dict_json: &flags,
-                dict_layout: &ints,
                 ent_dict: &ints[ints.len() / 5..],
                 ent_key: &keys,
                 ent_value: &values,
             };
+            let forms = DictForms { json: &flags, layout: &ints };
             let tables = KeyFlags { is_step: &flags, is_total: &flags[flags.len() / 2..], safe_int: 1.0 };
-            let got = readable(&view, &tables);
+            let got = readable(&view, &forms, &tables);
             prop_assert_eq!(got.per_line.len(), ints.len());
         }
     }

@@ -196,10 +196,9 @@ class JsonLinesAdapter(Adapter):
         i64 = np.int64
         per_line, group, first, objects = ext.jsonl_readable(
             ch.data, ch.base_offset, (c(ch.line_start, i64), c(ch.line_end, i64)),
-            (c(ch.dict_line, i64), c(ch.dict_start, i64), c(ch.dict_end, i64), c(ch.dict_json, bool),
-             c(ch.dict_layout, i64)),
+            (c(ch.dict_line, i64), c(ch.dict_start, i64), c(ch.dict_end, i64)),
             (c(ch.ent_dict, i64), c(ch.ent_key, np.int32), c(ch.ent_value, np.float64)),
-            c(t.is_step, bool), c(t.is_total, bool), SAFE_INT)
+            (c(ch.dict_json, bool), c(ch.dict_layout, i64)), c(t.is_step, bool), c(t.is_total, bool), SAFE_INT)
         if len(first):
             a = ch.ent_dict.searchsorted(first)
             b = ch.ent_dict.searchsorted(first + 1)
