@@ -38,3 +38,19 @@ pub fn is_word_char(c: u8) -> bool {
 pub fn range(b: &[u8], start: usize, end: usize) -> &[u8] {
     b.get(start..end).unwrap_or(&[])
 }
+
+/// `v[i]` for an index read from the input (negative or past the end: `or`), such as a key id.
+#[inline]
+pub fn entry<T: Copy>(v: &[T], i: i64, or: T) -> T {
+    usize::try_from(i)
+        .ok()
+        .and_then(|i| v.get(i))
+        .copied()
+        .unwrap_or(or)
+}
+
+/// Whether the table marks id `i` (false for an id past its end).
+#[inline]
+pub fn flag(table: &[bool], i: i64) -> bool {
+    entry(table, i, false)
+}

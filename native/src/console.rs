@@ -8,7 +8,7 @@
 //! flag per key id.
 
 use crate::bars::plain_bar;
-use crate::bytes::at;
+use crate::bytes::{at, flag};
 use crate::census::Census;
 use memchr::memmem;
 
@@ -72,14 +72,6 @@ pub struct HitFlags<'a> {
     pub fine: &'a [bool],
     pub has_dict: &'a [bool],
     pub has_bar: &'a [bool],
-}
-
-fn flag(v: &[bool], i: i64) -> bool {
-    usize::try_from(i)
-        .ok()
-        .and_then(|i| v.get(i))
-        .copied()
-        .unwrap_or(false)
 }
 
 fn get<T: Copy>(v: &[T], i: usize, or: T) -> T {

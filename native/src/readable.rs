@@ -9,7 +9,7 @@
 //! with as many nested objects as the first line of its layout in the chunk; that first line's layout is
 //! what Python judges.
 
-use crate::bytes::range;
+use crate::bytes::{flag, range};
 use crate::console::ChunkView;
 
 /// What each key id means here, indexed by id; an id past a table's end means nothing.
@@ -29,13 +29,6 @@ pub struct Readable {
     pub group: Vec<i64>,
     pub group_dict: Vec<i64>,
     pub group_objects: Vec<i64>,
-}
-
-fn flag(table: &[bool], key: i32) -> bool {
-    usize::try_from(key)
-        .ok()
-        .and_then(|k| table.get(k).copied())
-        .unwrap_or(false)
 }
 
 /// Entries of dict `d` as a range of entry indices (entries come sorted by dict), from `from`.
@@ -64,8 +57,8 @@ fn unsayable(
         let key = c.ent_key.get(e).copied().unwrap_or(-1);
         let value = c.ent_value.get(e).copied().unwrap_or(f64::NAN);
         if !value.is_finite()
-            || flag(keys.is_total, key)
-            || (flag(keys.is_step, key) && value.abs() >= keys.safe_int)
+            || flag(keys.is_total, i64::from(key))
+            || (flag(keys.is_step, i64::from(key)) && value.abs() >= keys.safe_int)
         {
             return true;
         }
@@ -129,7 +122,7 @@ pub fn readable(c: &ChunkView<'_>, forms: &DictForms<'_>, keys: &KeyFlags<'_>) -
         }
         let bytes = span(c, start, end);
         let objects = memchr::memchr_iter(b'{', bytes).count() as i64 - 1;
-        let mut fine = true;
+        let mut group = -1;
         if objects > 0 {
             // grouped by layout whatever else is wrong with it: the first of a layout sets its count
             let layout = forms.layout.get(di as usize).copied().unwrap_or(-1);
@@ -139,21 +132,18 @@ pub fn readable(c: &ChunkView<'_>, forms: &DictForms<'_>, keys: &KeyFlags<'_>) -
                 out.group_dict.push(di);
                 out.group_objects.push(objects);
             }
-            fine = objects == first_objects && memchr::memchr(b'/', bytes).is_none();
-            if let Some(slot) = out.group.get_mut(li) {
-                *slot = g;
+            if objects != first_objects || memchr::memchr(b'/', bytes).is_some() {
+                continue;
             }
+            group = g;
         }
         let (a, b) = entries_of(c.ent_dict, di, ent);
         ent = b;
-        if !fine || unsayable(c, keys, a, b, &mut seen) {
-            if let Some(slot) = out.group.get_mut(li) {
-                *slot = -1;
-            }
+        if unsayable(c, keys, a, b, &mut seen) {
             continue;
         }
-        if let Some(slot) = out.per_line.get_mut(li) {
-            *slot = di;
+        if let (Some(p), Some(g)) = (out.per_line.get_mut(li), out.group.get_mut(li)) {
+            (*p, *g) = (di, group);
         }
     }
     out

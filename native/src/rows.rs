@@ -1,7 +1,9 @@
 //! JSON-lines rows from the scanner's entries: the same columns as the reference
-//! (`trainwatch/adapters/jsonl_columns.py`, `emit_rows_reference`). What each key means (a step key and
+//! (`trainwatch/adapters/jsonl_columns.py`, `rows_reference`). What each key means (a step key and
 //! its priority, a time key, its name id) is the caller's, passed as tables indexed by key id; this
-//! only applies those meanings to every entry of a run of consecutive dicts, in one pass.
+//! only applies those meanings to the entries of a run of consecutive dicts, a dict at a time.
+
+use crate::bytes::{entry, flag};
 
 /// What each key id means, as tables indexed by it. An id past a table's end means nothing.
 pub struct Meaning<'a> {
@@ -85,16 +87,11 @@ pub fn emit_rows(
             .map_or(f64::NAN, |v| if v > 1e11 { v / 1000.0 } else { v });
         let line = lineno.get(r).copied().unwrap_or(0);
         for i in a..b {
-            let k = key.get(i).copied().unwrap_or(-1);
+            let k = i64::from(key.get(i).copied().unwrap_or(-1));
             if Some(i) == time_at || flag(meaning.is_step, k) {
                 continue;
             }
-            out.name.push(
-                usize::try_from(k)
-                    .ok()
-                    .and_then(|k| meaning.name.get(k).copied())
-                    .unwrap_or(-1),
-            );
+            out.name.push(entry(meaning.name, k, -1));
             out.step.push(step);
             out.value.push(value.get(i).copied().unwrap_or(f64::NAN));
             out.line.push(line);
@@ -102,13 +99,6 @@ pub fn emit_rows(
         }
     }
     out
-}
-
-fn flag(table: &[bool], k: i32) -> bool {
-    usize::try_from(k)
-        .ok()
-        .and_then(|k| table.get(k).copied())
-        .unwrap_or(false)
 }
 
 /// The step of the row whose entries are [a, b) (NO_STEP when none is printed) and the entry that is
@@ -123,13 +113,10 @@ fn row_step_and_time(
     let (mut step, mut best) = (NO_STEP, i64::MAX);
     let mut time_at = None;
     for i in a..b {
-        let k = key.get(i).copied().unwrap_or(-1);
+        let k = i64::from(key.get(i).copied().unwrap_or(-1));
         let v = value.get(i).copied().unwrap_or(f64::NAN);
         if flag(meaning.is_step, k) {
-            let rank = usize::try_from(k)
-                .ok()
-                .and_then(|k| meaning.rank.get(k).copied())
-                .unwrap_or(i64::MAX);
+            let rank = entry(meaning.rank, k, i64::MAX);
             if rank < best {
                 best = rank;
                 step = v.trunc() as i64;
