@@ -25,7 +25,7 @@ spanned blocks (`Engine.feed_batch`). Only a log with few series reaches such ro
 together wait for at most `engine.WAIT_ROWS` rows, so a log of hundreds of metrics keeps small rounds
 (see KEPT_ROWS)."""
 IDLE_ROOM = RECENT_POINTS + ROUND_ROWS // 4
-"""Rows of room a series' arrays keep once its rounds no longer fill them (see `Series.judged`)."""
+"""Rows of room a series' arrays keep once its rounds no longer fill them (see `Series.give_back_room`)."""
 KEPT_ROWS = RECENT_POINTS + ROUND_ROWS
 """Rows a series' arrays keep at most: when a round is judged, the oldest row of it still finds the
 RECENT_POINTS rows before it, in its own series and in every other series of its source (no series
@@ -250,16 +250,15 @@ class Series:
         k = len(rows)
         if not k:
             return
-        ext = native()
-        gather = ext is not None and len(self.head) >= HEAD_POINTS  # once the head is kept: tallies are all it needs
+        ext = native() if len(self.head) >= HEAD_POINTS else None  # once the head is kept: tallies are all it needs
         if self._hi + k > self._cap:
-            if not gather or k >= KEPT_ROWS:
+            if ext is None or k >= KEPT_ROWS:
                 self.extend(step[rows], value[rows], line[rows], time[rows], inferred[rows])
                 return
             self._fold()  # the arrays are about to be moved: what they hold unfolded goes first
             self._make_room(k, self.count)
         hi = self._hi
-        if ext is not None and gather:
+        if ext is not None:
             finite, nan, lo, top = ext.gather_rows(rows, (step, value, line, time, inferred),
                                                    (self._step, self._value, self._line, self._time, self._inf), hi)
             self._tally(k, finite, nan, lo, top)
@@ -355,7 +354,11 @@ class Series:
         need = keep + k
         # doubling while the series is short (a metric logged a few times costs little); once long,
         # room for RECENT_POINTS more, so a row is moved a few times at most
-        cap = max(self._cap, min(2 * need, need + RECENT_POINTS), 64)
+        self._move(keep, max(self._cap, min(2 * need, need + RECENT_POINTS), 64))
+
+    def _move(self, keep: int, cap: int) -> None:
+        """The newest `keep` rows moved to the front of arrays of `cap` rows (new ones when the size
+        changes)."""
         lo = self._hi - keep
         fresh: list[np.ndarray] = []
         for arr in (self._step, self._value, self._line, self._time, self._inf):
@@ -364,6 +367,7 @@ class Series:
             fresh.append(new)
         self._step, self._value, self._line, self._time, self._inf = fresh
         self._cap, self._first, self._hi = cap, 0, keep
+        self._lo = max(0, keep - RECENT_POINTS)
 
     def _stored(self, k: int) -> None:
         """k rows were written after the last one kept."""
@@ -394,15 +398,7 @@ class Series:
         """The arrays cut down to the rows still kept (the recent window, every row being judged)."""
         self._fold()  # the arrays are about to be moved: what they hold unfolded goes first
         keep = min(self._hi - self._first, RECENT_POINTS)
-        cap = max(64, min(2 * keep, keep + RECENT_POINTS))
-        lo = self._hi - keep
-        fresh: list[np.ndarray] = []
-        for arr in (self._step, self._value, self._line, self._time, self._inf):
-            new = np.empty(cap, dtype=arr.dtype)
-            new[:keep] = arr[lo:self._hi]
-            fresh.append(new)
-        self._step, self._value, self._line, self._time, self._inf = fresh
-        self._cap, self._first, self._hi, self._lo = cap, 0, keep, 0
+        self._move(keep, max(64, min(2 * keep, keep + RECENT_POINTS)))
 
     def _add_history(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray) -> None:
         """The rows folded into buckets of `bucket_size`, exactly as one row at a time would fold them:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
