@@ -85,9 +85,10 @@ def _trailing(x: np.ndarray, n: int | np.ndarray, include_self: bool, move: Any)
             else np.full(m, np.nan)
     else:
         out = np.full(m, np.nan)
-        first = int(np.argmax(ns > 0)) if lo_n <= 0 < hi_n else 0
-        if lo_n <= 0 < hi_n and int(ns[first:].min()) == hi_n:  # no window, then one size (a batch's look-back
-            lo = max(0, first - hi_n + 1)                      # rows, then its new rows): one pass
+        first = int(np.argmax(ns > 0))
+        if lo_n <= 0 < hi_n and int(ns[first:].min()) == hi_n:
+            # no window, then one size (a batch's look-back rows, then its new rows): one pass and a slice
+            lo = max(0, first - hi_n + 1)
             got = move(src[lo:], window=min(hi_n, m - lo), min_count=1)
             out[first:] = got[first - lo:]
         else:
@@ -206,9 +207,7 @@ def trailing_diff_sigma(x: np.ndarray, n: int | np.ndarray) -> np.ndarray:
     if np.ndim(n) == 0:  # one window for every row: a single rolling pass, and only the first rows short
         med[1:] = trailing_median(d, max(int(n) - 1, 0))
         out = MAD_SIGMA * med / math.sqrt(2.0)
-        out[:2] = np.nan
-        if int(n) < 3:
-            out[:] = np.nan
+        out[:2 if int(n) >= 3 else m] = np.nan  # fewer than three values in the window
         return out
     ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (m,))
     med[1:] = trailing_median(d, np.maximum(ns[1:] - 1, 0))
