@@ -24,7 +24,7 @@ def test_seen_all_is_seen_row_by_row(start, times):
 
 
 @given(st.floats(-1.0, 1e10), st.lists(st.floats(-1.0, 1e10), max_size=40).map(sorted))
-def test_times_in_order_are_seen_row_by_row(start, times):
+def test_times_in_order_are_seen_row_by_row(start: float, times: list[float]) -> None:
     """The common case, a log's times in order, has its own shortcut: the same clock, zeros' signs included."""
     one, many = LogClock(start), LogClock(start)
     expected = []

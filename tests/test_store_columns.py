@@ -228,7 +228,7 @@ def test_halving_totals_past_the_largest_float_says_nothing() -> None:
     assert math.isinf(col.whole_run()[-1].total)
 
 
-def test_a_series_done_with_a_long_run_gives_its_room_back():
+def test_a_series_done_with_a_long_run_gives_its_room_back() -> None:
     """A metric logged for a long stretch, then no more (a log that writes one metric after another):
     its arrays grew to a round's room, and give it back after a round that leaves it alone, keeping the
     recent window and the whole run as they were."""
