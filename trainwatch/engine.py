@@ -21,6 +21,7 @@ import numpy as np
 from trainwatch.alerts import AlertBook, AlertChange
 from trainwatch.batch import NO_STEP, Batch, BatchBuilder, from_records
 from trainwatch.config import Config, RuleSpec
+from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
 from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
 from trainwatch.names import Canonicalizer
@@ -179,15 +180,15 @@ class Engine:
         n = hi - lo
         src = b.source
         state = self.sources.get(src) or self.source(src)
-        ids = self._metric_ids(b)[b.name[lo:hi]]
+        ids, order, starts = group_rows(b.name[lo:hi], self._metric_ids(b), len(self._names))
         value, line, t = b.value[lo:hi], b.line[lo:hi], b.time[lo:hi]
         now, step, inferred = self._settle(state, ids, b.step[lo:hi], b.inferred[lo:hi], t, lo, light)
         if not n:
             return []
         seq = np.arange(self._seq, self._seq + n, dtype=np.int64)
         self._seq += n
-        present = np.flatnonzero(np.bincount(ids)).tolist()  # ids are small: a count beats a sort
-        rows_of = {k: (np.flatnonzero(ids == k) if len(present) > 1 else np.arange(n)) for k in present}
+        present = np.flatnonzero(starts[1:] > starts[:-1]).tolist()
+        rows_of = {k: order[starts[k]:starts[k + 1]] for k in present}
         for k in sorted(present, key=lambda k: int(rows_of[k][0])):
             # made in the order the log first gives them (the report lists them so), not the gated ones
             # first: the order must not depend on where a backlog's blocks were cut

@@ -20,6 +20,7 @@ pub mod dicts;
 pub mod extremes;
 pub mod find;
 pub mod gather;
+pub mod group;
 pub mod keys;
 pub mod keywords;
 pub mod kv;

@@ -333,6 +333,32 @@ fn gather_rows(
     Ok((t.finite, t.nan, t.least, t.greatest))
 }
 
+/// A stretch's rows by engine metric id (see `group`): each row's id (`table` at its batch name id) and
+/// the rows of each id ascending, `order[starts[k]:starts[k + 1]]`. ValueError when a name id is outside
+/// the table or an id outside `0..kinds`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn group_rows<'py>(
+    py: Python<'py>,
+    name: PyReadonlyArray1<'py, i32>,
+    table: PyReadonlyArray1<'py, i64>,
+    kinds: usize,
+) -> PyResult<(
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+)> {
+    let (name, table) = (name.as_slice()?, table.as_slice()?);
+    let g = py
+        .detach(|| crate::group::group(name, table, kinds))
+        .ok_or_else(|| PyValueError::new_err("a name or metric id is out of range"))?;
+    Ok((
+        g.ids.into_pyarray(py),
+        g.order.into_pyarray(py),
+        g.starts.into_pyarray(py),
+    ))
+}
+
 /// The least (`greatest` false) or greatest value of each row's trailing `window` values, NaN left out
 /// (see `extremes`): bottleneck's `move_min` / `move_max(x, window, min_count=1)`.
 #[pyfunction]
@@ -710,6 +736,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(positions, m)?)?;
     m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;
     m.add_function(wrap_pyfunction!(gather_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(group_rows, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_readable, m)?)?;
     m.add_function(wrap_pyfunction!(console_plan, m)?)?;
