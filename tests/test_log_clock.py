@@ -34,3 +34,13 @@ def test_times_in_order_are_seen_row_by_row(start: float, times: list[float]) ->
     got = many.seen_all(np.array(times, dtype=np.float64))
     assert got.tolist() == expected and many() == one()
     assert [math.copysign(1, x) for x in got.tolist()] == [math.copysign(1, x) for x in expected]
+
+
+@given(st.floats(1.0, 1e10), st.lists(st.one_of(st.floats(-1e10, 1e10), st.just(math.nan)), max_size=40))
+def test_times_behind_the_clock_leave_it_where_it_is(start: float, times: list[float]) -> None:
+    """A log written before the check began (its times behind the wall clock it starts from) has its own
+    shortcut: every row sees the clock as it was."""
+    clock = LogClock(start)
+    behind = [min(t, start) if t == t else t for t in times]
+    got = clock.seen_all(np.array(behind, dtype=np.float64))
+    assert got.tolist() == [start] * len(behind) and clock() == start

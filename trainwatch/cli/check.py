@@ -67,7 +67,9 @@ class LogClock:
 
     def seen_all(self, times: np.ndarray) -> np.ndarray:
         """`seen` of each time in order (NaN: a row without one), and the clock after each."""
-        if len(times) and times[0] >= self.now and times[0] > 0 and bool((times[1:] >= times[:-1]).all()):
+        if not bool((times > self.now).any()):  # NaN compares false
+            return np.full(len(times), self.now)  # a log written before the check began: the clock stays
+        if times[0] >= self.now and times[0] > 0 and bool((times[1:] >= times[:-1]).all()):
             after = times.copy()  # a log's times in order, none missing (NaN compares false): themselves
             # (above 0: no zero whose sign `fmax` would keep from the clock)
         else:

@@ -42,8 +42,8 @@ class Window:
         step, value, line, inferred = (a.copy() for a in series.columns(history + new))
         for a in (step, value, line, inferred):
             a.flags.writeable = False
-        nan = int(np.isnan(value).sum())
-        inf = int(np.isinf(value).sum())
+        nan = int(np.isnan(value).sum()) if series.nan_count else 0  # none in the series: none here
+        inf = int(np.isinf(value).sum()) if series.inf_count else 0
         return cls(series.name, series.source, step, value, line, inferred,
                    max(0, len(value) - new), series.nan_count - nan, series.inf_count - inf)
 

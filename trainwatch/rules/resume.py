@@ -145,10 +145,13 @@ class ResumeSchedReset(_AfterResume):
             return back
         run = self._runs.get(series.source)
         fin = np.isfinite(value)
-        last = np.maximum.accumulate(np.where(fin, np.arange(len(value)), -1))
         before = np.empty(len(value), dtype=np.float64)
         before[0] = run.last if run is not None else math.nan
-        before[1:] = np.where(last[:-1] >= 0, value[np.maximum(last[:-1], 0)], before[0])
+        if fin.all():  # the value before each row is the row before's
+            before[1:] = value[:-1]
+        else:
+            last = np.maximum.accumulate(np.where(fin, np.arange(len(value)), -1))
+            before[1:] = np.where(last[:-1] >= 0, value[np.maximum(last[:-1], 0)], before[0])
         with np.errstate(invalid="ignore", over="ignore"):
             return back | (fin & (value > 0) & (value >= 1.2 * before))
 
