@@ -145,9 +145,9 @@ def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
     """Which hit lines are read from the arrays; None when none can be (a cut line shifts the data).
     Worked out in the native extension when it is in use (native/src/console.rs), else over numpy
     arrays (`plan_reference`): the same plan either way."""
-    if chunk._cut_line_starts is not None or not lines.hits:
+    hits = lines.hit_lines
+    if chunk._cut_line_starts is not None or not len(hits):
         return None
-    hits = np.asarray(lines.hits, dtype=np.int64)
     others = lines.escaped() | ~lines.unprefixed()
     for word in lines.declared():
         if word not in ("{'", "%|"):

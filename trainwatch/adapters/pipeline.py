@@ -16,6 +16,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
@@ -363,12 +364,18 @@ class ChunkLines:
         """Where an adapter reading the arrays may put whole columns (`BatchBuilder.columns`) instead of
         returning records; it does one or the other, in line order."""
         self.chunk = chunk
-        self.hits: list[int] = hits.tolist()
-        """Chunk line indices (sorted) of the lines holding a keyword the adapter declared."""
+        self.hit_lines = hits
+        """Chunk line indices (sorted, int64) of the lines holding a keyword the adapter declared."""
         self._lines = lines
         self._next = 0  # the first line not yet accounted for
         self._strip_at: list[int] | None = None  # lines the prefix stripper must see, and how far it got
         self._k = 0
+
+    @cached_property
+    def hits(self) -> list[int]:
+        """`hit_lines` as a list, made once when asked for: a loop over the lines reads a list faster,
+        while a reader of the arrays takes the array as it is."""
+        return self.hit_lines.tolist()
 
     def lineno(self, i: int) -> int:
         return self.chunk.first_lineno + i
