@@ -7,36 +7,96 @@
 //! first one stays.
 
 /// Per bucket of `size` rows (a last partial bucket is left out): (lows, highs, totals, finite counts).
+/// Four buckets are folded side by side: each bucket's sum is a chain of dependent additions, and four
+/// independent chains keep the adder busy where one leaves it waiting on each result.
 pub fn fold(values: &[f64], size: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<i64>) {
-    let n = values.len().checked_div(size).unwrap_or(0);
+    let n = values.len().checked_div(size).unwrap_or(0); // no bucket of no rows
+    let size = size.max(1);
     let (mut lows, mut highs) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let (mut totals, mut counts) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for bucket in values.chunks_exact(size.max(1)).take(n) {
-        let (mut lo, mut hi, mut total, mut finite) = (f64::NAN, f64::NAN, 0.0, 0i64);
-        for (i, &v) in bucket.iter().enumerate() {
-            let ok = v.is_finite();
-            if ok {
-                if finite == 0 || v < lo {
-                    lo = v;
-                }
-                if finite == 0 || v > hi {
-                    hi = v;
-                }
-                finite += 1;
+    let whole = values.get(..n * size).unwrap_or(&[]);
+    let mut groups = whole.chunks_exact(LANES * size);
+    for group in &mut groups {
+        let mut acc = [Fold::default(); LANES];
+        for i in 0..size {
+            for (lane, a) in acc.iter_mut().enumerate() {
+                a.add(
+                    group.get(lane * size + i).copied().unwrap_or(f64::NAN),
+                    i == 0,
+                );
             }
-            total = match (i, ok) {
-                (0, true) => v,
-                (0, false) => 0.0,
-                (_, true) => total + v,
-                (_, false) => total + -0.0,
-            };
         }
-        lows.push(lo);
-        highs.push(hi);
-        totals.push(total);
-        counts.push(finite);
+        for a in acc {
+            a.push(&mut lows, &mut highs, &mut totals, &mut counts);
+        }
+    }
+    for bucket in groups.remainder().chunks_exact(size) {
+        let mut a = Fold::default();
+        for (i, &v) in bucket.iter().enumerate() {
+            a.add(v, i == 0);
+        }
+        a.push(&mut lows, &mut highs, &mut totals, &mut counts);
     }
     (lows, highs, totals, counts)
+}
+
+/// Buckets folded side by side.
+const LANES: usize = 4;
+
+/// One bucket's fold so far.
+#[derive(Clone, Copy)]
+struct Fold {
+    lo: f64,
+    hi: f64,
+    total: f64,
+    finite: i64,
+}
+
+impl Default for Fold {
+    fn default() -> Self {
+        Fold {
+            lo: f64::NAN,
+            hi: f64::NAN,
+            total: 0.0,
+            finite: 0,
+        }
+    }
+}
+
+impl Fold {
+    /// The bucket's next value (`first`: its first).
+    #[inline(always)]
+    fn add(&mut self, v: f64, first: bool) {
+        let ok = v.is_finite();
+        if ok {
+            if self.finite == 0 || v < self.lo {
+                self.lo = v;
+            }
+            if self.finite == 0 || v > self.hi {
+                self.hi = v;
+            }
+            self.finite += 1;
+        }
+        self.total = match (first, ok) {
+            (true, true) => v,
+            (true, false) => 0.0,
+            (false, true) => self.total + v,
+            (false, false) => self.total + -0.0,
+        };
+    }
+
+    fn push(
+        self,
+        lows: &mut Vec<f64>,
+        highs: &mut Vec<f64>,
+        totals: &mut Vec<f64>,
+        counts: &mut Vec<i64>,
+    ) {
+        lows.push(self.lo);
+        highs.push(self.hi);
+        totals.push(self.total);
+        counts.push(self.finite);
+    }
 }
 
 #[cfg(test)]
@@ -55,5 +115,26 @@ mod tests {
         assert!(fold(&[1.0], 0).0.is_empty());
         let (lo, hi, _, _) = fold(&[0.0, -0.0], 2);
         assert!(lo[0].is_sign_positive() && hi[0].is_sign_positive());
+    }
+
+    #[test]
+    fn buckets_folded_side_by_side_are_each_folded_alone() {
+        let values: Vec<f64> = (0..41)
+            .map(|i| match i % 7 {
+                3 => f64::NAN,
+                5 => f64::NEG_INFINITY,
+                _ => f64::from(i * 37 % 11) - 4.5,
+            })
+            .collect();
+        for size in 1..6 {
+            let together = fold(&values, size);
+            for (b, bucket) in values.chunks_exact(size).enumerate() {
+                let alone = fold(bucket, size);
+                let same = |x: f64, y: f64| x.to_bits() == y.to_bits();
+                assert!(same(together.0[b], alone.0[0]) && same(together.1[b], alone.1[0]));
+                assert!(same(together.2[b], alone.2[0]) && together.3[b] == alone.3[0]);
+            }
+            assert_eq!(together.0.len(), values.len() / size);
+        }
     }
 }
