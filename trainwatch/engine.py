@@ -185,7 +185,7 @@ class Engine:
         now, step, inferred = self._settle(state, ids, b.step[lo:hi], b.inferred[lo:hi], t, lo, light)
         if not n:
             return []
-        seq = np.arange(self._seq, self._seq + n, dtype=np.int64)
+        seq0 = self._seq  # row j of the stretch is the (seq0 + j)-th row fed
         self._seq += n
         present = np.flatnonzero(starts[1:] > starts[:-1]).tolist()
         rows_of = {k: order[starts[k]:starts[k + 1]] for k in present}
@@ -233,7 +233,7 @@ class Engine:
                     held = self._held[(src, name)] = _Held(series)
                 held.n += z - a  # counted for every series: none may move on by more than a round
                 if self._arrays[name]:
-                    held.seq.append(seq[sel])
+                    held.seq.append((seq0, sel))
                     held.now.append(now[sel])
             if full:
                 out.extend(self._tell(self._judge_held()))
@@ -596,7 +596,6 @@ class Engine:
             if not h.now:  # a series no array rule watches: only counted
                 continue
             now = np.concatenate(h.now) if len(h.now) > 1 else h.now[0]
-            seqs = np.concatenate(h.seq) if len(h.seq) > 1 else h.seq[0]
             src = h.series.source
             windows: dict[int, Window] = {}  # one per look-back: the rules of a series share it
             for r, rule in enumerate(self._arrays[h.series.name]):
@@ -611,7 +610,7 @@ class Engine:
                     self._broke(rule, src, exc)
                     continue
                 for n, planned in enumerate(made):
-                    plans.append((int(seqs[planned.row]), k, r, n, planned))
+                    plans.append((h.seq_at(planned.row), k, r, n, planned))
         plans.sort(key=lambda p: p[:4])
         out: list[AlertChange] = []
         for *_, planned in plans:
@@ -775,15 +774,25 @@ class _Gate:
 
 class _Held:
     """Rows of one series stored but not yet judged by its array rules: how many, and each one's feed
-    order and clock time, in pieces as they came (only counted, for a series no array rule watches)."""
+    order and clock time, in pieces as they came (only counted, for a series no array rule watches). The
+    feed order is kept as each piece's rows in its stretch and the stretch's first place in the feed:
+    only the few rows a rule plans a transition at need theirs."""
 
     __slots__ = ("n", "now", "seq", "series")
 
     def __init__(self, series: Series) -> None:
         self.series = series
         self.n = 0
-        self.seq: list[np.ndarray] = []
+        self.seq: list[tuple[int, np.ndarray]] = []  # (the stretch's first row's place, the rows of it)
         self.now: list[np.ndarray] = []
+
+    def seq_at(self, row: int) -> int:
+        """The feed order of the row-th row held."""
+        for seq0, rows in self.seq:
+            if row < len(rows):
+                return seq0 + int(rows[row])
+            row -= len(rows)
+        raise IndexError(row)
 
 
 @dataclass(slots=True)

@@ -75,8 +75,11 @@ class SpeedDrop(ArrayRule):
         at = np.arange(held - lo, len(fin))
         size = tail_sizes(fin, at, wanted, lo)  # the points tail() gave: a NaN stretch can shorten them
         ok = fin_new & (usable >= max(self.p.min_history, recent + 3)) & (size > recent)
-        fv = values[lo:][fin]
-        idx = (np.cumsum(fin) - 1)[at]
+        if fin.all():  # the finite points are the rows themselves
+            fv, idx = values[lo:], at
+        else:
+            fv = values[lo:][fin]
+            idx = (np.cumsum(fin) - 1)[at]
         m = len(fin_new)
         base = np.full(m, np.nan)
         now = np.full(m, np.nan)
