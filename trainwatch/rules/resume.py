@@ -165,7 +165,8 @@ class ResumeSchedReset(_AfterResume):
         run = self._runs.get(series.source)
         if run is None:
             run = self._runs[series.source] = _LrRun()
-        run.extend(value[np.isfinite(value)])
+        fin = np.isfinite(value)
+        run.extend(value if fin.all() else value[fin])
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         r = self.resume_for(series, point)
@@ -255,9 +256,9 @@ class _LrRun:
             return
         # a bounded deque keeps the last maxlen of whatever it is given: only those are made into floats
         keep_pre, keep_post = self.pre.maxlen or len(values), self.post.maxlen or len(values)
-        peaks = np.flatnonzero(values > np.maximum.accumulate(np.concatenate(([self.peak], values)))[:-1])
-        if len(peaks):
-            p = int(peaks[-1])
+        top = int(np.argmax(values))  # the last new peak, if any: the first of the greatest values
+        if values[top] > self.peak:
+            p = top
             if self.n > 0:
                 self.pre.append(self.peak)
             self.pre.extend(self.post)
