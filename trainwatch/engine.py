@@ -323,32 +323,39 @@ class Engine:
             m_step = np.concatenate((given, light.step))[order]
             m_time = np.concatenate((t, light.time))[order]
             is_row = order < n
-            m_eval = np.zeros(len(order), dtype=bool)
-            m_eval[is_row] = self._is_eval[ids[order[is_row]]]
         else:
-            m_step, m_time, m_eval, is_row, order = given, t, self._is_eval[ids], None, None
+            m_step, m_time, is_row, order = given, t, None, None
         now = self._clock_over(state, m_time)
         explicit = m_step != NO_STEP
         before = state.step
-        at = np.flatnonzero(explicit)
-        if len(at):
-            steps = m_step if len(at) == len(m_step) else m_step[at]
-            change = np.empty(len(at), dtype=bool)
+        every = bool(explicit.all())  # every row printed its step (JSON lines): nothing to carry forward
+        at = None if every else np.flatnonzero(explicit)  # (None: all of them)
+        k = len(m_step) if at is None else len(at)
+        if k:
+            steps = m_step if at is None else m_step[at]
+            change = np.empty(k, dtype=bool)
             change[1:] = steps[1:] != steps[:-1]
             change[0] = before is None or int(steps[0]) != before
-            moved = at[change]
-            last = int(moved[-1]) if len(moved) else -1
+            moved = bool(change.any())
+            last = k - 1 - int(np.argmax(change[::-1])) if moved else -1  # (among the rows with a step)
             if state.phase != "train":
-                flips = change | ~m_eval[at] if is_row is None else change | (is_row[at] & ~m_eval[at])
+                if is_row is None:
+                    m_eval = self._is_eval[ids]
+                else:
+                    assert order is not None
+                    m_eval = np.zeros(len(order), dtype=bool)
+                    m_eval[is_row] = self._is_eval[ids[order[is_row]]]
+                ev = m_eval if at is None else m_eval[at]
+                flips = change | ~ev if is_row is None else change | ((is_row if at is None else is_row[at]) & ~ev)
                 if flips.any():
-                    last = max(last, int(at[int(np.argmax(flips))]))
+                    last = max(last, int(np.argmax(flips)))
                     state.phase = "train"
             if last >= 0:
-                state.last_progress_at = float(now[last])
+                state.last_progress_at = float(now[last if at is None else int(at[last])])
             state.step = int(steps[-1])
-            if len(moved):
+            if moved:
                 state.phase = "train"
-            if len(at) == len(m_step):  # every row printed its step (JSON lines): nothing to carry forward
+            if at is None:
                 filled = m_step
             else:
                 fill = np.maximum.accumulate(np.where(explicit, np.arange(len(m_step)), -1))
@@ -370,7 +377,7 @@ class Engine:
             rows = np.empty(n, dtype=np.int64)
             rows[order[is_row]] = np.flatnonzero(is_row)
             now, filled, explicit = now[rows], filled[rows], explicit[rows]
-        return now, filled, inferred | ~explicit
+        return now, filled, inferred if every else inferred | ~explicit
 
     def _redraw(self, state: SourceState, e: Event, step_before: int | None) -> None:
         """What a redraw that came as an event object leaves besides the step, its total and the count
