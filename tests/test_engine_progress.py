@@ -17,7 +17,7 @@ def _engine() -> Engine:
     return Engine(load(), clock=LogClock(0.0))
 
 
-def _feed(engine: Engine, rows: list[tuple[str, int | None, float]], before: list[Event] = ()) -> None:
+def _feed(engine: Engine, rows: list[tuple[str, int | None, float]], before: tuple[Event, ...] = ()) -> None:
     b = BatchBuilder(SRC)
     for e in before:
         b.event(e)
@@ -45,6 +45,6 @@ def test_a_training_row_after_an_evaluation_is_progress_though_its_step_stays() 
     _feed(engine, [("loss", 5, 1.0), ("loss", 5, 2.0)])
     assert engine.sources[SRC].last_progress_at == 1.0
     _feed(engine, [("eval_loss", 5, 3.0), ("loss", 5, 4.0), ("loss", 5, 5.0)],
-          before=[Event(EventKind.EVAL_START, SRC, 0)])
+          before=(Event(EventKind.EVAL_START, SRC, 0),))
     state = engine.sources[SRC]
     assert (state.last_progress_at, state.phase) == (4.0, "train")
