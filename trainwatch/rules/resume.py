@@ -231,9 +231,24 @@ class _LrRun:
         self.n = 0
         self.peak = -math.inf
         self.pre: deque[float] = deque(maxlen=self.RUN_VALUES)  # values before the peak, in order
-        self.post: deque[float] = deque(maxlen=self.RUN_VALUES)  # values since the peak, peak excluded
+        self._post: deque[float] = deque(maxlen=self.RUN_VALUES)
+        self._post_tail: np.ndarray | None = None  # values that follow `_post`'s, not yet made floats
         self.low = math.inf  # lowest of the peak and the values since
         self.last = math.nan
+
+    @property
+    def post(self) -> deque[float]:
+        """The values since the peak, the peak excluded (the newest RUN_VALUES of them). A stretch read
+        at once leaves its newest values as an array, made into floats only if they are asked for: a
+        long run's LR rarely sets a new peak, and a backlog would make thousands of floats a round."""
+        if self._post_tail is not None:
+            self._post.extend(self._post_tail.tolist())
+            self._post_tail = None
+        return self._post
+
+    @post.setter
+    def post(self, values: deque[float]) -> None:
+        self._post, self._post_tail = values, None
 
     def add(self, v: float) -> None:
         self.n += 1
@@ -255,7 +270,7 @@ class _LrRun:
         if not len(values):
             return
         # a bounded deque keeps the last maxlen of whatever it is given: only those are made into floats
-        keep_pre, keep_post = self.pre.maxlen or len(values), self.post.maxlen or len(values)
+        keep_pre, keep_post = self.pre.maxlen or len(values), self._post.maxlen or len(values)
         top = int(np.argmax(values))  # the last new peak, if any: the first of the greatest values
         if values[top] > self.peak:
             p = top
@@ -268,7 +283,11 @@ class _LrRun:
             rest = values[p + 1:]
         else:
             rest = values
-        self.post.extend(rest[len(rest) - keep_post:].tolist() if len(rest) > keep_post else rest.tolist())
+        if self._post.maxlen is not None and len(rest) >= keep_post:  # all the deque will hold
+            self._post.clear()
+            self._post_tail = rest[len(rest) - keep_post:].copy()
+        elif len(rest):
+            self.post.extend(rest.tolist())
         if len(rest):
             low = float(rest.min())
             if low == 0.0:  # which zero: the first, as `min` of the values in order gives it
