@@ -152,11 +152,13 @@ class LossDiverging(ArrayRule):
         if m and st.last_step is None:
             restart[0] = True
         fin_new = finite[held:]
-        before_row = count - fin_new  # the series' finite count before each row
-        base = np.maximum.accumulate(np.where(restart, np.arange(m), -1))
-        first = base < 0
-        run_base = np.where(first, st.finite_before, before_row[np.maximum(base, 0)])
-        n = count - run_base
+        if restart.any():
+            before_row = count - fin_new  # the series' finite count before each row
+            base = np.maximum.accumulate(np.where(restart, np.arange(m), -1))
+            run_base = np.where(base < 0, st.finite_before, before_row[np.maximum(base, 0)])
+            n = count - run_base
+        else:  # the run goes on through the batch
+            n = count - st.finite_before
         wsz = np.where(n < trusted, n, np.minimum(n, np.maximum(trusted, np.minimum(cap, (n * frac).astype(np.int64)))))
         wsz = np.maximum(wsz, 0)
         # the window held at most what tail() found among the rows the store still held
