@@ -20,7 +20,7 @@ import numpy as np
 from trainwatch.rules.array import Window
 from trainwatch.rules.base import RuleContext
 from trainwatch.rules.rolling import run_lengths
-from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, SCAN_MIN, Series
+from trainwatch.store import HISTORY_BUCKETS, RECENT_POINTS, SCAN_MIN, Series, fold_buckets
 
 
 @dataclass
@@ -69,9 +69,8 @@ class Buckets:
                 self.pending = [int(steps[i]), 0.0, 0, 0]
                 continue
             hi = i + k * size
-            block = z[i:hi].reshape(k, size)
-            with np.errstate(over="ignore"):
-                tot = np.add.accumulate(block, axis=1)[:, -1] if size > 1 else block[:, 0]
+            # each bucket's sum added in order (the store's fold, whose bucket of finite values is this)
+            tot = fold_buckets(z[i:hi], np.ones(hi - i, dtype=bool), size)[2]
             cnt = fin[i:hi].reshape(k, size).sum(axis=1)
             self._push(steps[i:hi:size].tolist(), tot.tolist(), cnt.tolist())
             i = hi
@@ -274,7 +273,11 @@ class LrView:
             return np.zeros(len(lines), dtype=bool)
         pv, pl = new
         fin = np.isfinite(pv)
-        peaks = np.maximum.accumulate(np.concatenate(([self.peak], np.where(fin, pv, -math.inf))))[1:]
+        lifted = np.where(fin, pv, -math.inf)
+        if len(pv) and not lifted.max() > self.peak:  # no new peak: the peak so far at every point
+            peaks = np.full(len(pv), self.peak)
+        else:
+            peaks = np.maximum.accumulate(np.concatenate(([self.peak], lifted)))[1:]
         if len(pv):
             self.peak = float(peaks[-1])
         with np.errstate(invalid="ignore"):
