@@ -365,6 +365,8 @@ class ChunkLines:
         self.chunk = chunk
         self.hits: list[int] = hits.tolist()
         """Chunk line indices (sorted) of the lines holding a keyword the adapter declared."""
+        self.hit_lines: np.ndarray = hits
+        """`hits` as the int64 array they came in (for a native pass over them)."""
         self._lines = lines
         self._next = 0  # the first line not yet accounted for
         self._strip_at: list[int] | None = None  # lines the prefix stripper must see, and how far it got
