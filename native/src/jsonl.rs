@@ -166,8 +166,8 @@ fn line_verdict(
     Line::Rows(a, b)
 }
 
-/// How many `{` and `/` bytes a line holds, in one pass that the compiler vectorises (a line is short:
-/// two searches that must each be set up cost more).
+/// How many `{` and `/` bytes a line holds, in one pass that the compiler vectorises
+/// (a line is short: two searches that must each be set up cost more).
 fn braces_and_slashes(bytes: &[u8]) -> (usize, usize) {
     let (mut braces, mut slashes) = (0usize, 0usize);
     let mut blocks = bytes.chunks_exact(64);

@@ -136,10 +136,10 @@ class JsonLinesAdapter(Adapter):
         values, repeated keys, JSON the scanner reads more leniently than `json` does, a step that goes
         back) goes through `parse`, so meaning stays the same. With the native scanner one pass decides
         and reads the lines (`_take_native`); the two-step path (`_take_runs`) is its reference."""
-        if not lines.hits:
+        hits = lines.hit_lines
+        if not len(hits):
             return []
         self._tables.update(keys, lines.out)
-        hits = lines.hit_lines
         ext = native()
         start = 0
         if ext is not None and chunk._cut_line_starts is None:

@@ -12,6 +12,7 @@ plugin) still get each decoded line through `parse`, exactly as before.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -363,14 +364,19 @@ class ChunkLines:
         """Where an adapter reading the arrays may put whole columns (`BatchBuilder.columns`) instead of
         returning records; it does one or the other, in line order."""
         self.chunk = chunk
-        self.hits: list[int] = hits.tolist()
-        """Chunk line indices (sorted) of the lines holding a keyword the adapter declared."""
         self.hit_lines: np.ndarray = hits
         """`hits` as the int64 array they came in (for a native pass over them)."""
         self._lines = lines
         self._next = 0  # the first line not yet accounted for
         self._strip_at: list[int] | None = None  # lines the prefix stripper must see, and how far it got
         self._k = 0
+
+    @functools.cached_property
+    def hits(self) -> list[int]:
+        """Chunk line indices (sorted) of the lines holding a keyword the adapter declared (made from
+        `hit_lines` when first asked for: an adapter reading that array never pays for the list)."""
+        hits: list[int] = self.hit_lines.tolist()
+        return hits
 
     def lineno(self, i: int) -> int:
         return self.chunk.first_lineno + i
