@@ -1,7 +1,8 @@
 //! The JSON-lines fast path over a chunk in one pass: for each line holding a brace (the adapter's hit
 //! lines), whether the scanner's arrays say everything about it (`readable`'s decision) and, when they
-//! do, its row (`rows::take_row`), while the line's entries are in cache, up to the first line that the
-//! per-line path must read. Its reference is the two passes it joins (`readable` then `emit_rows`, and
+//! do, its row (`rows::take_row`'s), the checks on its entries and its step and time found in one walk
+//! over them, its metrics in a second while they are in cache, up to the first line that the per-line
+//! path must read. Its reference is the two passes it joins (`readable` then `emit_rows`, and
 //! their numpy references in trainwatch/adapters/jsonl.py and jsonl_columns.py).
 //!
 //! The one part of the decision that needs key names, whether a nesting layout is one `_flatten` names
@@ -9,10 +10,10 @@
 //! stops to ask when it meets a nested line whose layout (with that count of nested objects) the table
 //! does not hold. A log has a few layouts, so nearly every chunk is read in one call.
 
-use crate::bytes::entry;
+use crate::bytes::{entry, flag};
 use crate::console::ChunkView;
-use crate::readable::{entries_of, span, unsayable, DictForms, KeyFlags};
-use crate::rows::{take_row, Meaning, Rows};
+use crate::readable::{entries_of, span, DictForms, KeyFlags};
+use crate::rows::{push_row, Meaning, Rows, NO_STEP};
 
 /// What the caller knows of nesting layouts.
 pub struct Nesting<'a> {
@@ -50,10 +51,10 @@ pub struct Taken {
     pub stop: Stop,
 }
 
-/// A hit line's verdict, short of its step.
+/// A hit line's verdict, short of whether its step goes back.
 enum Line {
-    /// Readable: its dict's entries.
-    Rows(usize, usize),
+    /// Readable: its dict's entries, its step and the entry that is its time (`row_step_and_time`).
+    Rows((usize, usize), (i64, Option<usize>)),
     Unreadable,
     Judge {
         dict: i64,
@@ -93,9 +94,9 @@ pub fn take_lines(
         }
         let verdict = line_verdict(c, t, li, d, (&mut ent, &mut seen));
         let taken = match verdict {
-            Line::Rows(a, b) => {
-                let line = first_lineno.wrapping_add(li);
-                take_row(&mut rows, c.ent_key, c.ent_value, (a, b), line, &t.meaning)
+            Line::Rows(span, found) => {
+                let line = (first_lineno.wrapping_add(li), found);
+                push_row(&mut rows, c.ent_key, c.ent_value, span, line, &t.meaning)
             }
             Line::Unreadable => false,
             Line::Judge { dict, objects } => {
@@ -145,9 +146,9 @@ fn line_verdict(
     }
     let (a, b) = entries_of(c.ent_dict, di, *ent);
     *ent = b;
-    if unsayable(c, &t.flags, a, b, seen) {
+    let Some(found) = step_and_time(c, t, (a, b), seen) else {
         return Line::Unreadable;
-    }
+    };
     if objects > 0 {
         let known = match nesting.judged {
             Some((dict, readable)) if dict == di => Some(readable),
@@ -163,7 +164,55 @@ fn line_verdict(
             Some(true) => {}
         }
     }
-    Line::Rows(a, b)
+    Line::Rows((a, b), found)
+}
+
+/// In one pass over the entries [a, b): None when they say something the arrays cannot (`unsayable`:
+/// a value not finite, a total, a step too large for a float to hold exactly, a key repeated), else
+/// the row's step and time entry (`rows::row_step_and_time`). `seen` is scratch.
+fn step_and_time(
+    c: &ChunkView<'_>,
+    t: &Tables<'_>,
+    (a, b): (usize, usize),
+    seen: &mut Vec<i32>,
+) -> Option<(i64, Option<usize>)> {
+    let (flags, meaning) = (&t.flags, &t.meaning);
+    let (mut step, mut best) = (NO_STEP, i64::MAX);
+    let mut time_at = None;
+    let mut rising = true; // keys rise in the usual layout: then none repeats, and no sort is needed
+    let mut last = None;
+    for i in a..b {
+        let key = c.ent_key.get(i).copied().unwrap_or(-1);
+        let k = i64::from(key);
+        let v = c.ent_value.get(i).copied().unwrap_or(f64::NAN);
+        if !v.is_finite() || flag(flags.is_total, k) {
+            return None;
+        }
+        if flag(flags.is_step, k) {
+            if v.abs() >= flags.safe_int {
+                return None;
+            }
+            let rank = entry(meaning.rank, k, i64::MAX);
+            if rank < best {
+                best = rank;
+                step = v.trunc() as i64;
+            }
+        }
+        if time_at.is_none() && flag(meaning.is_time, k) && v > 1e8 {
+            time_at = Some(i);
+        }
+        rising &= last.is_none_or(|l| l < key);
+        last = Some(key);
+    }
+    if !rising {
+        seen.clear();
+        seen.extend((a..b).map(|e| c.ent_key.get(e).copied().unwrap_or(-1)));
+        seen.sort_unstable();
+        if seen.windows(2).any(|w| matches!(w, [x, y] if x == y)) {
+            return None;
+        }
+    }
+    Some((step, time_at))
 }
 
 /// How many `{` and `/` bytes a line holds, in one pass that the compiler vectorises

@@ -94,7 +94,19 @@ pub(crate) fn take_row(
     line: i64,
     meaning: &Meaning<'_>,
 ) -> bool {
-    let (step, time_at) = row_step_and_time(key, value, a, b, meaning);
+    let found = row_step_and_time(key, value, a, b, meaning);
+    push_row(out, key, value, (a, b), (line, found), meaning)
+}
+
+/// `take_row` once the row's step and time entry are known (`row_step_and_time`).
+pub(crate) fn push_row(
+    out: &mut Rows,
+    key: &[i32],
+    value: &[f64],
+    (a, b): (usize, usize),
+    (line, (step, time_at)): (i64, (i64, Option<usize>)),
+    meaning: &Meaning<'_>,
+) -> bool {
     if step != NO_STEP {
         if out.last_step.is_some_and(|l| step < l) {
             return false;
