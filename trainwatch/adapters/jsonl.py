@@ -183,7 +183,7 @@ class JsonLinesAdapter(Adapter):
                   (c(ch.dict_json, bool), c(ch.dict_layout, i64)), (t.is_step, t.is_total, t.rank, t.is_time, t.name))
         hits = c(hits, i64)
         out = lines.out
-        k, n = 0, len(hits)
+        k, n, asked = 0, len(hits), -1
         judged: tuple[int, bool] | None = None
         while k < n:
             if self.last_step is not None and not _INT64_MIN <= self.last_step <= INT64_MAX:
@@ -198,8 +198,9 @@ class JsonLinesAdapter(Adapter):
                 lines.parse_into(int(hits[k]))
                 k += 1
             elif stop == _JUDGE:
-                if judged is not None and not took:
-                    return k  # judged and asked again: never so, but the two-step path would not loop
+                if k == asked:
+                    return k  # asked again where it was just answered: never so, but no endless loop
+                asked = k
                 judged = self._judge_layout(ch, keys, d, objects)
                 continue
             judged = None
