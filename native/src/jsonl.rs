@@ -38,8 +38,9 @@ pub struct Tables<'a> {
 pub enum Stop {
     /// Every hit line from the start was taken.
     End,
-    /// The next hit line is the per-line path's: the arrays cannot say it, or its step goes back.
-    Parse,
+    /// The next hit lines (this many, at least one) are the per-line path's: the arrays cannot say the
+    /// first, or its step goes back, and they cannot say the others.
+    Parse(usize),
     /// The next hit line nests objects in a layout the caller has not judged with this many objects.
     Judge { dict: i64, objects: i64 },
 }
@@ -76,25 +77,26 @@ pub fn take_lines(
     let mut d = c.dict_line.partition_point(|&l| l < first_line);
     let di = i64::try_from(d).unwrap_or(i64::MAX);
     let mut ent = c.ent_dict.partition_point(|&o| o < di);
-    let cap = c.ent_key.len().saturating_sub(ent);
     let mut rows = Rows {
-        name: Vec::with_capacity(cap),
-        step: Vec::with_capacity(cap),
-        value: Vec::with_capacity(cap),
-        line: Vec::with_capacity(cap),
-        time: Vec::with_capacity(cap),
         take: 0,
         last_step,
+        ..Rows::default()
     };
     let mut stop = Stop::End;
     let mut seen = Vec::new();
-    for &li in hits.get(from..).unwrap_or(&[]) {
+    let mut lines = hits.get(from..).unwrap_or(&[]).iter();
+    let mut verdict = |li: i64, ent: &mut usize| {
         while c.dict_line.get(d).is_some_and(|&l| l < li) {
             d += 1;
         }
-        let verdict = line_verdict(c, t, li, d, (&mut ent, &mut seen));
-        let taken = match verdict {
+        line_verdict(c, t, li, d, (ent, &mut seen))
+    };
+    for &li in &mut lines {
+        let taken = match verdict(li, &mut ent) {
             Line::Rows(span, found) => {
+                if rows.value.capacity() - rows.value.len() < span.1.saturating_sub(span.0) {
+                    reserve(&mut rows, c.ent_key.len().saturating_sub(span.0));
+                }
                 let line = (first_lineno.wrapping_add(li), found);
                 push_row(&mut rows, c.ent_key, c.ent_value, span, line, &t.meaning)
             }
@@ -105,13 +107,38 @@ pub fn take_lines(
             }
         };
         if !taken {
-            stop = Stop::Parse;
+            // this line and the unreadable ones after it are the per-line path's, whatever it makes of
+            // them (what makes a line unreadable is not the step before it)
+            let mut count = 1;
+            for &next in &mut lines {
+                if !matches!(verdict(next, &mut ent), Line::Unreadable) {
+                    break;
+                }
+                count += 1;
+            }
+            stop = Stop::Parse(count);
             break;
         }
         rows.take += 1;
     }
     Taken { rows, stop }
 }
+
+/// Room in the columns for the metrics to come, at most `bound` (the entries from the row that needs
+/// it on): first for ROOM entries, then, when the run goes on past them, for all `bound` at once. A pass
+/// that takes no row asks for no memory, a short run (a line between lines `parse` reads) for little,
+/// and a long one copies its columns into fresh memory once, not at every doubling.
+fn reserve(rows: &mut Rows, bound: usize) {
+    let room = if rows.value.is_empty() { bound.min(ROOM) } else { bound };
+    rows.name.reserve(room);
+    rows.step.reserve(room);
+    rows.value.reserve(room);
+    rows.line.reserve(room);
+    rows.time.reserve(room);
+}
+
+/// Entries the columns first make room for.
+const ROOM: usize = 256;
 
 /// Whether line `li`, whose dicts (if any) start at dict `d`, is readable (see `readable`), and its
 /// entries; `ent` is where the search for its entries starts, moved past them, `seen` scratch.
@@ -313,7 +340,7 @@ mod tests {
         let text = "{\"step\": 1, \"loss\": 2}\n\n{\"step\": 2, \"time\": 1.7e9, \"loss\": 3}\n\
                     {\"step\": 3, \"loss\": NaN}\n{\"step\": 4, \"loss\": 5}\n";
         let got = take(text, &[], None, 0, None);
-        assert_eq!(got.stop, Stop::Parse);
+        assert_eq!(got.stop, Stop::Parse(1));
         assert_eq!(got.rows.take, 2); // the empty line is no hit: lines 0 and 2
         assert_eq!(got.rows.line, [10, 12]);
         assert_eq!(got.rows.step, [1, 2]);
@@ -339,12 +366,12 @@ mod tests {
         );
         assert_eq!(
             (got.stop, got.rows.take, got.rows.last_step),
-            (Stop::Parse, 1, Some(5))
+            (Stop::Parse(1), 1, Some(5))
         );
         let back = take("{\"step\": 5, \"loss\": 1}\n", &[], None, 0, Some(6));
         assert_eq!(
             (back.stop, back.rows.take, back.rows.last_step),
-            (Stop::Parse, 0, Some(6))
+            (Stop::Parse(1), 0, Some(6))
         );
     }
 
@@ -376,8 +403,9 @@ mod tests {
             (known.rows.take, known.rows.value.as_slice()),
             (1, &[1.0][..])
         );
-        let refused = take(text, &[4], None, 1, None); // layout 0 with two objects: not readable
-        assert_eq!((refused.stop, refused.rows.take), (Stop::Parse, 0));
+        // layout 0 with two objects is not readable, nor is the line after (a `/`): both for `parse`
+        let refused = take(text, &[4], None, 1, None);
+        assert_eq!((refused.stop, refused.rows.take), (Stop::Parse(2), 0));
         let given = take(text, &[-1], Some((0, true)), 0, None);
         assert_eq!(
             (given.stop, given.rows.take),
@@ -390,7 +418,7 @@ mod tests {
             )
         );
         let slash = take(text, &[], None, 2, None); // a `/` in a nesting line: the per-line path's
-        assert_eq!((slash.stop, slash.rows.take), (Stop::Parse, 0));
+        assert_eq!((slash.stop, slash.rows.take), (Stop::Parse(1), 0));
     }
 
     #[test]

@@ -542,9 +542,9 @@ type JsonKeys<'py> = (
 
 /// The JSON-lines fast path over a chunk's hit lines from `hits[start]` (see `jsonl`): the rows of the
 /// lines taken as name, step, value, line and time columns, how many hit lines were taken, the last step
-/// they set, and why it stopped: 0 at the end, 1 at a line for the per-line path, 2 at a nesting layout
-/// to judge (then that line's dict and count of nested objects, else -1 and 0). `nesting`: the layout
-/// verdicts, and one dict's verdict given outright (or None).
+/// they set, and why it stopped: (0, 0, -1, 0) at the end, (1, n, -1, 0) at n lines for the per-line
+/// path, (2, 0, d, k) at a nesting layout to judge, that of dict d holding k nested objects. `nesting`:
+/// the layout verdicts, and one dict's verdict given outright (or None).
 #[pyfunction]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn jsonl_take<'py>(
@@ -572,7 +572,7 @@ fn jsonl_take<'py>(
     ),
     usize,
     Option<i64>,
-    (u8, i64, i64),
+    (u8, usize, i64, i64),
 )> {
     let view = chunk_view(&data, base, &lines, &dicts, &entries)?;
     let tables = crate::jsonl::Tables {
@@ -600,9 +600,9 @@ fn jsonl_take<'py>(
     let out = py
         .detach(|| crate::jsonl::take_lines(&view, &tables, hits, start, first_lineno, last_step));
     let stop = match out.stop {
-        crate::jsonl::Stop::End => (0, -1, 0),
-        crate::jsonl::Stop::Parse => (1, -1, 0),
-        crate::jsonl::Stop::Judge { dict, objects } => (2, dict, objects),
+        crate::jsonl::Stop::End => (0, 0, -1, 0),
+        crate::jsonl::Stop::Parse(count) => (1, count, -1, 0),
+        crate::jsonl::Stop::Judge { dict, objects } => (2, 0, dict, objects),
     };
     let r = out.rows;
     Ok((

@@ -173,8 +173,8 @@ class JsonLinesAdapter(Adapter):
     def _take_native(self, ext: Any, chunk: Chunk, keys: list[str], lines: ChunkLines, hits: np.ndarray) -> int:
         """The hit lines read by the native pass (native/src/jsonl.rs), which decides each line as
         `_readable` does and gives the rows of the readable ones as `emit_rows` does, in one call up to
-        the first line for `parse` (or a nesting layout to judge, which `_judge_layout` does here and
-        remembers). Returns where the two-step path must go on: at the end of `hits`, or at the first
+        the lines for `parse` (it says how many follow) or a nesting layout to judge (`_judge_layout`
+        does it here and remembers). Returns where the two-step path must go on: at the end of `hits`, or at the first
         line met while the last step is past int64 (which only Python's ints hold)."""
         ch, t, c, i64 = chunk, self._tables, np.ascontiguousarray, np.int64  # (no copies: the dtypes match)
         arrays = (ch.data, ch.base_offset, (c(ch.line_start, i64), c(ch.line_end, i64)),
@@ -188,15 +188,16 @@ class JsonLinesAdapter(Adapter):
         while k < n:
             if self.last_step is not None and not _INT64_MIN <= self.last_step <= INT64_MAX:
                 return k
-            cols, took, self.last_step, (stop, d, objects) = ext.jsonl_take(
+            cols, took, self.last_step, (stop, count, d, objects) = ext.jsonl_take(
                 *arrays, (self._nesting, judged), hits, k, ch.first_lineno, self.last_step, SAFE_INT)
             out.columns(*cols)
             if took:
                 lines.skip(int(hits[k + took - 1]))
                 k += took
             if stop == _PARSE:
-                lines.parse_into(int(hits[k]))
-                k += 1
+                for i in hits[k:k + count].tolist():
+                    lines.parse_into(i)
+                k += count
             elif stop == _JUDGE:
                 if k == asked:
                     return k  # asked again where it was just answered: never so, but no endless loop
