@@ -6,9 +6,10 @@
 //! their numpy references in trainwatch/adapters/jsonl.py and jsonl_columns.py).
 //!
 //! The one part of the decision that needs key names, whether a nesting layout is one `_flatten` names
-//! exactly, is the caller's: it keeps a verdict per scanner layout id in a small table, and the pass
-//! stops to ask when it meets a nested line whose layout (with that count of nested objects) the table
-//! does not hold. A log has a few layouts, so nearly every chunk is read in one call.
+//! exactly, is the caller's: it keeps a verdict per scanner layout id in a small table (the one count of
+//! nested objects with which the layout's lines are readable), and the pass stops to ask when it meets
+//! a nested line whose layout the table does not hold. A log has a few layouts, so nearly every chunk
+//! is read in one call.
 
 use crate::bytes::{entry, flag};
 use crate::console::ChunkView;
@@ -17,8 +18,8 @@ use crate::rows::{push_row, Meaning, Rows, NO_STEP};
 
 /// What the caller knows of nesting layouts.
 pub struct Nesting<'a> {
-    /// Indexed by layout id: -1 nothing; else `objects * 2 + 1` when lines of that layout holding
-    /// `objects` nested objects are readable, `objects * 2` when they are not.
+    /// Indexed by layout id: -1 nothing; else the one count of nested objects with which lines of that
+    /// layout are readable (0: none is, for a nested line holds at least one).
     pub table: &'a [i64],
     /// One dict's verdict given outright, for a layout the table cannot hold: (dict, readable).
     pub judged: Option<(i64, bool)>,
@@ -41,7 +42,7 @@ pub enum Stop {
     /// The next hit lines (this many, at least one) are the per-line path's: the arrays cannot say the
     /// first, or its step goes back, and they cannot say the others.
     Parse(usize),
-    /// The next hit line nests objects in a layout the caller has not judged with this many objects.
+    /// The next hit line nests objects (this many) in a layout the caller has not judged.
     Judge { dict: i64, objects: i64 },
 }
 
@@ -129,7 +130,11 @@ pub fn take_lines(
 /// that takes no row asks for no memory, a short run (a line between lines `parse` reads) for little,
 /// and a long one copies its columns into fresh memory once, not at every doubling.
 fn reserve(rows: &mut Rows, bound: usize) {
-    let room = if rows.value.is_empty() { bound.min(ROOM) } else { bound };
+    let room = if rows.value.is_empty() {
+        bound.min(ROOM)
+    } else {
+        bound
+    };
     rows.name.reserve(room);
     rows.step.reserve(room);
     rows.value.reserve(room);
@@ -181,8 +186,8 @@ fn line_verdict(
             Some((dict, readable)) if dict == di => Some(readable),
             _ => {
                 let layout = forms.layout.get(d).copied().unwrap_or(-1);
-                let v = entry(nesting.table, layout, -1);
-                (v >= 0 && v >> 1 == objects).then_some(v & 1 == 1)
+                let count = entry(nesting.table, layout, -1);
+                (count >= 0).then_some(count == objects)
             }
         };
         match known {
@@ -376,49 +381,25 @@ mod tests {
     }
 
     #[test]
-    fn a_nesting_layout_is_asked_for_then_looked_up_by_its_count_of_objects() {
-        let text =
-            "{\"step\": 1, \"t\": {\"e\": 1}}\n{\"step\": 2, \"t\": {\"e\": 2}, \"z\": {}}\n\
-                    {\"step\": 3, \"t/e\": 3, \"u\": {\"v\": 1}}\n";
+    fn a_nesting_layout_is_asked_for_then_looked_up_with_its_one_readable_count() {
+        let text = "{\"step\": 1, \"t\": {\"e\": 1}}\n{\"step\": 2, \"t\": {\"e\": 2}, \"z\": {}}\n\
+                    {\"step\": 3, \"t\": {\"e\": 3}}\n{\"step\": 4, \"t/e\": 4, \"u\": {\"v\": 1}}\n";
+        let judge = |dict, objects| Stop::Judge { dict, objects };
         let ask = take(text, &[], None, 0, None);
-        assert_eq!(
-            (ask.stop, ask.rows.take),
-            (
-                Stop::Judge {
-                    dict: 0,
-                    objects: 1
-                },
-                0
-            )
-        );
-        let known = take(text, &[3], None, 0, None); // layout 0 readable with one object
-        assert_eq!(
-            known.stop,
-            Stop::Judge {
-                dict: 1,
-                objects: 2
-            }
-        );
-        assert_eq!(
-            (known.rows.take, known.rows.value.as_slice()),
-            (1, &[1.0][..])
-        );
-        // layout 0 with two objects is not readable, nor is the line after (a `/`): both for `parse`
-        let refused = take(text, &[4], None, 1, None);
-        assert_eq!((refused.stop, refused.rows.take), (Stop::Parse(2), 0));
+        assert_eq!((ask.stop, ask.rows.take), (judge(0, 1), 0));
+        // layout 0 readable with one nested object: not the line with two (one empty), which goes to
+        // `parse`; the pass goes on from the line after, and stops before the line with a `/`
+        let known = take(text, &[1], None, 0, None);
+        assert_eq!((known.stop, known.rows.take), (Stop::Parse(1), 1));
+        assert_eq!(known.rows.value, [1.0]);
+        let rest = take(text, &[1], None, 2, Some(2));
+        assert_eq!((rest.stop, rest.rows.take), (Stop::Parse(1), 1));
+        // no count readable (0): every nested line of the layout is the per-line path's
+        let none = take(text, &[0], None, 0, None);
+        assert_eq!((none.stop, none.rows.take), (Stop::Parse(4), 0));
+        // a verdict given for one dict, the table knowing nothing
         let given = take(text, &[-1], Some((0, true)), 0, None);
-        assert_eq!(
-            (given.stop, given.rows.take),
-            (
-                Stop::Judge {
-                    dict: 1,
-                    objects: 2
-                },
-                1
-            )
-        );
-        let slash = take(text, &[], None, 2, None); // a `/` in a nesting line: the per-line path's
-        assert_eq!((slash.stop, slash.rows.take), (Stop::Parse(1), 0));
+        assert_eq!((given.stop, given.rows.take), (judge(1, 2), 1));
     }
 
     #[test]

@@ -256,3 +256,30 @@ def test_the_one_native_pass_reads_what_the_two_steps_read(case: tuple[bytes, in
         two, two_parsed = _records_and_parsed(TwoSteps(""), data, at)
     assert fused == two
     assert not Counter(fused_parsed) - Counter(two_parsed)
+
+
+@pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
+def test_a_nesting_layout_is_judged_once_for_every_chunk_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native pass looks a judged layout up by the scanner's layout id: fed in many pieces, lines of
+    one layout of keys, some holding an empty object besides (another count of nested objects), are
+    judged once, and the lines `_flatten` names exactly are read from the arrays."""
+    from trainwatch.scan.native import Scanner as NativeScanner
+
+    monkeypatch.setattr(scan, "Scanner", NativeScanner)
+    asked: list[tuple[int, ...]] = []
+
+    class Asking(Counting):
+        def _nesting_of(self, keys: list[str], ids: list[int]) -> int:
+            asked.append(tuple(ids))
+            return super()._nesting_of(keys, ids)
+
+    lines = [f'{{"step": {s}, "train": {{"loss": 1.5}}, "e": {{"a": {s}}}}}' if s % 3 else
+             f'{{"step": {s}, "train": {{"loss": 1.5}}, "e": {{"a": {s}}}, "z": {{}}}}' for s in range(1, 301)]
+    data = "".join(line + "\n" for line in lines).encode()
+    adapter = Asking("")
+    parser = SourceParser(adapter)
+    records = [r for at in range(0, len(data), 997) for r in parser.feed_bytes(data[at:at + 997])]
+    records += parser.finish()
+    assert len(asked) == 1
+    assert len(adapter.parsed) == 100  # the lines with an empty object: `parse` says what they mean
+    assert sum(isinstance(r, Sample) for r in records) == 2 * 300

@@ -99,7 +99,7 @@ class JsonLinesAdapter(Adapter):
         self.epoch_base = 0  # mmcv: steps of the epochs before this one (its `iter` restarts each epoch)
         self.epoch_of_base: float | None = None
         self.last_iter = 0
-        self._shapes: dict[tuple[int, ...], bool] = {}  # see _nesting_known
+        self._shapes: dict[tuple[int, ...], int] = {}  # see _nesting_of
         self._nesting = np.full(0, -1, dtype=np.int64)  # see _judge_layout
         self._tables = KeyTables(STEP_KEYS, TIME_SET, TOTAL_SET)
 
@@ -208,20 +208,21 @@ class JsonLinesAdapter(Adapter):
         return n
 
     def _judge_layout(self, chunk: Chunk, keys: list[str], d: int, objects: int) -> tuple[int, bool] | None:
-        """Judges the nesting layout of dict `d`, which holds `objects` nested objects (`_nesting_known`),
-        and remembers the verdict by the scanner's layout id for the native pass. A layout id past
-        MAX_SHAPES (the scanner gives such ids to one dict each) is not remembered: the verdict is
-        returned for that dict alone."""
+        """Judges the nesting layout of dict `d`, which holds `objects` nested objects, and remembers by
+        the scanner's layout id the one count of nested objects with which its lines are readable
+        (`_nesting_of`; 0 when none is), so the native pass asks once per layout whatever counts its
+        lines hold. A layout id past MAX_SHAPES (the scanner gives such ids to one dict each) is not
+        remembered: the verdict is returned for that dict alone."""
         a, b = chunk.ent_dict.searchsorted((d, d + 1)).tolist()
-        known = self._nesting_known(keys, chunk.ent_key[a:b].tolist(), objects)
+        count = self._nesting_of(keys, chunk.ent_key[a:b].tolist())
         layout = int(chunk.dict_layout[d])
         if not 0 <= layout < MAX_SHAPES:
-            return d, known
+            return d, count == objects
         if layout >= len(self._nesting):
             grown = np.full(min(MAX_SHAPES, max(16, 2 * (layout + 1))), -1, dtype=np.int64)
             grown[:len(self._nesting)] = self._nesting
             self._nesting = grown
-        self._nesting[layout] = 2 * objects + known
+        self._nesting[layout] = max(count, 0)
         return None
 
     def _readable(self, chunk: Chunk, keys: list[str], positions: Positions) -> np.ndarray:
@@ -280,17 +281,22 @@ class JsonLinesAdapter(Adapter):
 
     def _nesting_known(self, keys: list[str], ids: list[int], objects: int) -> bool:
         """Whether the flattened entries `ids` of a line holding `objects` nested objects (and no `/` in
-        any key, so every `/` in a name joins a path) say the line's meaning exactly: each nested object
-        has its own path that some number lies under (so no object key is repeated within an object,
-        none is empty or deeper than `_flatten` goes), no path is also a number's key, and no top-level
-        object is named like a training hint (`parse` tests those keys for presence, not for numbers).
-        Lines of a log share a few layouts, so the answer is remembered per layout."""
-        shape = (objects, *ids)
+        any key, so every `/` in a name joins a path) say the line's meaning exactly (`_nesting_of`)."""
+        return self._nesting_of(keys, ids) == objects
+
+    def _nesting_of(self, keys: list[str], ids: list[int]) -> int:
+        """The one count of nested objects with which a line whose flattened entries are `ids` (and no
+        `/` in any key, so every `/` in a name joins a path) says its meaning exactly, else -1: each
+        nested object has its own path that some number lies under (so no object key is repeated within
+        an object, none is empty or deeper than `_flatten` goes), no path is also a number's key, and no
+        top-level object is named like a training hint (`parse` tests those keys for presence, not for
+        numbers). Lines of a log share a few layouts, so the answer is remembered per layout."""
+        shape = tuple(ids)
         known = self._shapes.get(shape)
         if known is None:
             names = [keys[k] for k in ids]
             paths = {name[:j] for name in names for j, ch in enumerate(name) if ch == "/"}
-            known = len(paths) == objects and paths.isdisjoint(names) and paths.isdisjoint(TRAIN_HINTS)
+            known = len(paths) if paths.isdisjoint(names) and paths.isdisjoint(TRAIN_HINTS) else -1
             if len(self._shapes) >= MAX_SHAPES:
                 self._shapes.clear()
             self._shapes[shape] = known
