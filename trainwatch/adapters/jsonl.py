@@ -174,8 +174,8 @@ class JsonLinesAdapter(Adapter):
         """The hit lines read by the native pass (native/src/jsonl.rs), which decides each line as
         `_readable` does and gives the rows of the readable ones as `emit_rows` does, in one call up to
         the lines for `parse` (it says how many follow) or a nesting layout to judge (`_judge_layout`
-        does it here and remembers). Returns where the two-step path must go on: at the end of `hits`, or at the first
-        line met while the last step is past int64 (which only Python's ints hold)."""
+        does it here and remembers). Returns where the two-step path must go on: at the end of `hits`,
+        or at the first line met while the last step is past int64 (which only Python's ints hold)."""
         ch, t, c, i64 = chunk, self._tables, np.ascontiguousarray, np.int64  # (no copies: the dtypes match)
         arrays = (ch.data, ch.base_offset, (c(ch.line_start, i64), c(ch.line_end, i64)),
                   (c(ch.dict_line, i64), c(ch.dict_start, i64), c(ch.dict_end, i64)),
