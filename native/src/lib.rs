@@ -21,6 +21,7 @@ pub mod extremes;
 pub mod find;
 pub mod gather;
 pub mod group;
+pub mod jsonl;
 pub mod keys;
 pub mod keywords;
 pub mod kv;

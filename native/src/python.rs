@@ -530,6 +530,95 @@ fn jsonl_rows<'py>(
     ))
 }
 
+/// Key tables of the JSON-lines pass, by key id: step, total (the readable decision); rank, time and
+/// batch name id (the rows).
+type JsonKeys<'py> = (
+    PyReadonlyArray1<'py, bool>,
+    PyReadonlyArray1<'py, bool>,
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, bool>,
+    PyReadonlyArray1<'py, i32>,
+);
+
+/// The JSON-lines fast path over a chunk's hit lines from `hits[start]` (see `jsonl`): the rows of the
+/// lines taken as name, step, value, line and time columns, how many hit lines were taken, the last step
+/// they set, and why it stopped: (0, 0, -1, 0) at the end, (1, n, -1, 0) at n lines for the per-line
+/// path, (2, 0, d, k) at a nesting layout to judge, that of dict d holding k nested objects. `nesting`:
+/// the layout verdicts, and one dict's verdict given outright (or None).
+#[pyfunction]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn jsonl_take<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    base: i64,
+    lines: Lines<'py>,
+    dicts: Dicts<'py>,
+    entries: Entries<'py>,
+    forms: (PyReadonlyArray1<'py, bool>, PyReadonlyArray1<'py, i64>),
+    keys: JsonKeys<'py>,
+    nesting: (PyReadonlyArray1<'py, i64>, Option<(i64, bool)>),
+    hits: PyReadonlyArray1<'py, i64>,
+    start: usize,
+    first_lineno: i64,
+    last_step: Option<i64>,
+    safe_int: f64,
+) -> PyResult<(
+    (
+        Bound<'py, PyArray1<i32>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<f64>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<f64>>,
+    ),
+    usize,
+    Option<i64>,
+    (u8, usize, i64, i64),
+)> {
+    let view = chunk_view(&data, base, &lines, &dicts, &entries)?;
+    let tables = crate::jsonl::Tables {
+        forms: crate::readable::DictForms {
+            json: forms.0.as_slice()?,
+            layout: forms.1.as_slice()?,
+        },
+        flags: crate::readable::KeyFlags {
+            is_step: keys.0.as_slice()?,
+            is_total: keys.1.as_slice()?,
+            safe_int,
+        },
+        meaning: crate::rows::Meaning {
+            is_step: keys.0.as_slice()?,
+            rank: keys.2.as_slice()?,
+            is_time: keys.3.as_slice()?,
+            name: keys.4.as_slice()?,
+        },
+        nesting: crate::jsonl::Nesting {
+            table: nesting.0.as_slice()?,
+            judged: nesting.1,
+        },
+    };
+    let hits = hits.as_slice()?;
+    let out = py
+        .detach(|| crate::jsonl::take_lines(&view, &tables, hits, start, first_lineno, last_step));
+    let stop = match out.stop {
+        crate::jsonl::Stop::End => (0, 0, -1, 0),
+        crate::jsonl::Stop::Parse(count) => (1, count, -1, 0),
+        crate::jsonl::Stop::Judge { dict, objects } => (2, 0, dict, objects),
+    };
+    let r = out.rows;
+    Ok((
+        (
+            r.name.into_pyarray(py),
+            r.step.into_pyarray(py),
+            r.value.into_pyarray(py),
+            r.line.into_pyarray(py),
+            r.time.into_pyarray(py),
+        ),
+        r.take,
+        r.last_step,
+        stop,
+    ))
+}
+
 /// The Trainer console's line plan of a chunk's hit lines (see `console`), as a dict of arrays named
 /// as the reference's `LinePlan` and `PlanArrays` fields.
 #[pyfunction]
@@ -739,6 +828,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(group_rows, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_rows, m)?)?;
     m.add_function(wrap_pyfunction!(jsonl_readable, m)?)?;
+    m.add_function(wrap_pyfunction!(jsonl_take, m)?)?;
     m.add_function(wrap_pyfunction!(console_plan, m)?)?;
     m.add_function(wrap_pyfunction!(console_steady, m)?)?;
     m.add_function(wrap_pyfunction!(dict_entries, m)?)?;

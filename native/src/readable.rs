@@ -32,7 +32,7 @@ pub struct Readable {
 }
 
 /// Entries of dict `d` as a range of entry indices (entries come sorted by dict), from `from`.
-fn entries_of(ent_dict: &[i64], d: i64, from: usize) -> (usize, usize) {
+pub(crate) fn entries_of(ent_dict: &[i64], d: i64, from: usize) -> (usize, usize) {
     let mut a = from;
     while ent_dict.get(a).is_some_and(|&o| o < d) {
         a += 1;
@@ -45,14 +45,15 @@ fn entries_of(ent_dict: &[i64], d: i64, from: usize) -> (usize, usize) {
 }
 
 /// Whether the entries say something the arrays cannot: see the module's doc.
-fn unsayable(
+pub(crate) fn unsayable(
     c: &ChunkView<'_>,
     keys: &KeyFlags<'_>,
     a: usize,
     b: usize,
     seen: &mut Vec<i32>,
 ) -> bool {
-    seen.clear();
+    let mut rising = true; // keys rise in the usual layout: then none repeats, and no sort is needed
+    let mut last = None;
     for e in a..b {
         let key = c.ent_key.get(e).copied().unwrap_or(-1);
         let value = c.ent_value.get(e).copied().unwrap_or(f64::NAN);
@@ -62,17 +63,20 @@ fn unsayable(
         {
             return true;
         }
-        seen.push(key);
+        rising &= last.is_none_or(|l| l < key);
+        last = Some(key);
     }
-    if seen.windows(2).all(|w| matches!(w, [x, y] if x < y)) {
-        return false; // keys rise (the usual layout): none repeats
+    if rising {
+        return false;
     }
+    seen.clear();
+    seen.extend((a..b).map(|e| c.ent_key.get(e).copied().unwrap_or(-1)));
     seen.sort_unstable();
     seen.windows(2).any(|w| matches!(w, [x, y] if x == y))
 }
 
 /// The bytes of the absolute span [start, end) of the chunk's data.
-fn span<'a>(c: &ChunkView<'a>, start: i64, end: i64) -> &'a [u8] {
+pub(crate) fn span<'a>(c: &ChunkView<'a>, start: i64, end: i64) -> &'a [u8] {
     let at = |x: i64| usize::try_from(x.wrapping_sub(c.base)).unwrap_or(0);
     range(c.data, at(start), at(end))
 }

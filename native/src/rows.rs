@@ -33,8 +33,7 @@ pub const NO_STEP: i64 = i64::MIN;
 /// Dicts `0..n` (rows) whose entries are `key`, `value`, `row` (each entry's dict, ascending), printed on
 /// lines `lineno`: each row's step (its lowest-ranked step key, truncated), its time (its first time key
 /// above 1e8, milliseconds read as such) and its other entries as metrics, up to the first row whose step
-/// goes below the step before it (`last_step` before the first). One row at a time, in two short passes
-/// over its entries while they are in cache: what its step and time are, then its metrics. Rows out of
+/// goes below the step before it (`last_step` before the first), one row at a time (`take_row`). Rows out of
 /// order (the adapter never passes them) end the pass after the rows before them.
 pub fn emit_rows(
     key: &[i32],
@@ -74,31 +73,61 @@ pub fn emit_rows(
             break;
         }
         before = Some(r);
-        let (step, time_at) = row_step_and_time(key, value, a, b, meaning);
-        if step != NO_STEP {
-            if out.last_step.is_some_and(|l| step < l) {
-                out.take = r;
-                break;
-            }
-            out.last_step = Some(step);
-        }
-        let when = time_at
-            .and_then(|t| value.get(t).copied())
-            .map_or(f64::NAN, |v| if v > 1e11 { v / 1000.0 } else { v });
         let line = lineno.get(r).copied().unwrap_or(0);
-        for i in a..b {
-            let k = i64::from(key.get(i).copied().unwrap_or(-1));
-            if Some(i) == time_at || flag(meaning.is_step, k) {
-                continue;
-            }
-            out.name.push(entry(meaning.name, k, -1));
-            out.step.push(step);
-            out.value.push(value.get(i).copied().unwrap_or(f64::NAN));
-            out.line.push(line);
-            out.time.push(when);
+        if !take_row(&mut out, key, value, (a, b), line, meaning) {
+            out.take = r;
+            break;
         }
     }
     out
+}
+
+/// The row whose entries are [a, b) of `key`/`value`, printed on `line`: its metrics appended to `out`
+/// and its step made `out.last_step`, unless that step goes below `out.last_step` (then nothing is
+/// appended and false is returned: the per-line path decides what such a row is). Its entries are read
+/// twice while in cache: what its step and time are, then its metrics.
+pub(crate) fn take_row(
+    out: &mut Rows,
+    key: &[i32],
+    value: &[f64],
+    (a, b): (usize, usize),
+    line: i64,
+    meaning: &Meaning<'_>,
+) -> bool {
+    let found = row_step_and_time(key, value, a, b, meaning);
+    push_row(out, key, value, (a, b), (line, found), meaning)
+}
+
+/// `take_row` once the row's step and time entry are known (`row_step_and_time`).
+pub(crate) fn push_row(
+    out: &mut Rows,
+    key: &[i32],
+    value: &[f64],
+    (a, b): (usize, usize),
+    (line, (step, time_at)): (i64, (i64, Option<usize>)),
+    meaning: &Meaning<'_>,
+) -> bool {
+    if step != NO_STEP {
+        if out.last_step.is_some_and(|l| step < l) {
+            return false;
+        }
+        out.last_step = Some(step);
+    }
+    let when = time_at
+        .and_then(|t| value.get(t).copied())
+        .map_or(f64::NAN, |v| if v > 1e11 { v / 1000.0 } else { v });
+    for i in a..b {
+        let k = i64::from(key.get(i).copied().unwrap_or(-1));
+        if Some(i) == time_at || flag(meaning.is_step, k) {
+            continue;
+        }
+        out.name.push(entry(meaning.name, k, -1));
+        out.step.push(step);
+        out.value.push(value.get(i).copied().unwrap_or(f64::NAN));
+        out.line.push(line);
+        out.time.push(when);
+    }
+    true
 }
 
 /// The step of the row whose entries are [a, b) (NO_STEP when none is printed) and the entry that is

@@ -254,13 +254,20 @@ impl Core {
             spans.push((found.start, found.end));
         });
 
-        kv::scan(line, visible, spans, |token| {
-            out.kv_line.push(index);
-            out.kv_key
-                .push(keys.intern(range(line, token.key_start, token.key_end)));
-            out.kv_value.push(token.value);
-            out.kv_pos.push(rec.abs_start + token.key_start as i64);
-        });
+        // A dict that spans the visible line to its end (a JSON line) leaves no token outside it: every
+        // separator the token scan would find lies inside it and is skipped.
+        let one_dict = spans
+            .iter()
+            .any(|&(start, end)| start <= visible && end >= line.len());
+        if !one_dict {
+            kv::scan(line, visible, spans, |token| {
+                out.kv_line.push(index);
+                out.kv_key
+                    .push(keys.intern(range(line, token.key_start, token.key_end)));
+                out.kv_value.push(token.value);
+                out.kv_pos.push(rec.abs_start + token.key_start as i64);
+            });
+        }
 
         if let Some((n, total)) = marked.then(|| progress::last_bar(line)).flatten() {
             out.prog_line.push(index);

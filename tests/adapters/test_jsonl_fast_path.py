@@ -7,6 +7,7 @@ that the lines whose meaning the arrays cannot say still reach `parse`.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -215,3 +216,70 @@ def test_the_native_readable_lines_are_the_reference_ones_on_any_chunking(case: 
         assert got.tolist() == want.tolist()
         judged += len(chunk)
     assert judged > 0 or not data.strip()
+
+
+class TwoSteps(Counting):
+    """The adapter without the one native pass: which lines are readable, then their rows (the reference)."""
+
+    def _take_native(self, ext: Any, chunk: Any, keys: list[str], lines: Any, hits: np.ndarray) -> int:
+        return 0
+
+
+def _records_and_parsed(adapter: Counting, data: bytes, cuts: list[int]) -> tuple[list[Any], list[str]]:
+    from .test_byte_path import by_bytes
+
+    return by_bytes(SourceParser(adapter), data, cuts), adapter.parsed
+
+
+@pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
+@pytest.mark.parametrize("max_shapes", [jsonl.MAX_SHAPES, 1])
+@settings(max_examples=200, deadline=None)
+@given(case=_chunked_lines(), picks=st.lists(st.integers(0, len(_LAYOUT_PIECES) - 1), max_size=30),
+       cuts=st.lists(st.floats(0, 1), max_size=4))
+def test_the_one_native_pass_reads_what_the_two_steps_read(case: tuple[bytes, int], picks: list[int],
+                                                            cuts: list[float], max_shapes: int) -> None:
+    """Generated lines and lines sharing layouts but not their nesting, steps going back, fed in any cuts
+    (so layouts judged in one chunk are looked up in the next): the one native pass gives the records of
+    the two-step path, whether the layouts' verdicts are remembered (MAX_SHAPES) or each given for one
+    dict (a limit of 1), and sends to `parse` only lines the two steps send there too. (It may read more
+    from the arrays: it judges a layout for each count of nested objects, where the two steps refuse a
+    line whose count differs from the first of its layout in the chunk.) (test_byte_path checks the byte path against
+    the line-by-line one; this input holds steps past int64, which a batch holds as no step.)"""
+    from trainwatch.scan.native import Scanner as NativeScanner
+
+    data = case[0] + "".join(_LAYOUT_PIECES[i] + "\n" for i in picks).encode()
+    at = sorted(int(f * len(data)) for f in cuts)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scan, "Scanner", NativeScanner)
+        mp.setattr(jsonl, "MAX_SHAPES", max_shapes)
+        fused, fused_parsed = _records_and_parsed(Counting(""), data, at)
+        two, two_parsed = _records_and_parsed(TwoSteps(""), data, at)
+    assert fused == two
+    assert not Counter(fused_parsed) - Counter(two_parsed)
+
+
+@pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
+def test_a_nesting_layout_is_judged_once_for_every_chunk_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native pass looks a judged layout up by the scanner's layout id: fed in many pieces, lines of
+    one layout of keys, some holding an empty object besides (another count of nested objects), are
+    judged once, and the lines `_flatten` names exactly are read from the arrays."""
+    from trainwatch.scan.native import Scanner as NativeScanner
+
+    monkeypatch.setattr(scan, "Scanner", NativeScanner)
+    asked: list[tuple[int, ...]] = []
+
+    class Asking(Counting):
+        def _nesting_of(self, keys: list[str], ids: list[int]) -> int:
+            asked.append(tuple(ids))
+            return super()._nesting_of(keys, ids)
+
+    lines = [f'{{"step": {s}, "train": {{"loss": 1.5}}, "e": {{"a": {s}}}}}' if s % 3 else
+             f'{{"step": {s}, "train": {{"loss": 1.5}}, "e": {{"a": {s}}}, "z": {{}}}}' for s in range(1, 301)]
+    data = "".join(line + "\n" for line in lines).encode()
+    adapter = Asking("")
+    parser = SourceParser(adapter)
+    records = [r for at in range(0, len(data), 997) for r in parser.feed_bytes(data[at:at + 997])]
+    records += parser.finish()
+    assert len(asked) == 1
+    assert len(adapter.parsed) == 100  # the lines with an empty object: `parse` says what they mean
+    assert sum(isinstance(r, Sample) for r in records) == 2 * 300

@@ -19,6 +19,7 @@ import numpy as np
 from trainwatch.adapters.base import Adapter, int_number, json_number
 from trainwatch.adapters.jsonl_columns import KeyTables, emit_rows, layouts, unsayable
 from trainwatch.adapters.spans import byte_counts, entry_bounds
+from trainwatch.batch import INT64_MAX
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.scan import native
 
@@ -45,6 +46,8 @@ EVAL_MODES = ("val", "eval", "test", "valid", "validation")
 MAX_DEPTH = 6
 MAX_SHAPES = 4096  # nested key layouts remembered (a log has a handful; a bound, not a tuning knob)
 SAFE_INT = float(2**53)  # steps are ints: beyond this a float no longer says which int was printed
+_INT64_MIN = -INT64_MAX - 1
+_PARSE, _JUDGE = 1, 2  # why the native pass stopped (native/src/python.rs jsonl_take): 0 is at the end
 
 
 def _loads(text: str) -> Any:
@@ -96,7 +99,8 @@ class JsonLinesAdapter(Adapter):
         self.epoch_base = 0  # mmcv: steps of the epochs before this one (its `iter` restarts each epoch)
         self.epoch_of_base: float | None = None
         self.last_iter = 0
-        self._shapes: dict[tuple[int, ...], bool] = {}  # see _nesting_known
+        self._shapes: dict[tuple[int, ...], int] = {}  # see _nesting_of
+        self._nesting = np.full(0, -1, dtype=np.int64)  # see _judge_layout
         self._tables = KeyTables(STEP_KEYS, TIME_SET, TOTAL_SET)
 
     @classmethod
@@ -130,12 +134,25 @@ class JsonLinesAdapter(Adapter):
         arrays a run of lines at a time (jsonl_columns: nested keys come flattened, as `_flatten` names
         them); every other line with a brace (strings such as MMEngine's "mode", lists, totals, non-finite
         values, repeated keys, JSON the scanner reads more leniently than `json` does, a step that goes
-        back) goes through `parse`, so meaning stays the same."""
-        if not lines.hits:
+        back) goes through `parse`, so meaning stays the same. With the native scanner one pass decides
+        and reads the lines (`_take_native`); the two-step path (`_take_runs`) is its reference."""
+        hits = lines.hit_lines
+        if not len(hits):
             return []
+        self._tables.update(keys, lines.out)
+        ext = native()
+        start = 0
+        if ext is not None and chunk._cut_line_starts is None:
+            start = self._take_native(ext, chunk, keys, lines, hits)
+        if start < len(hits):
+            self._take_runs(chunk, keys, lines, hits, start)
+        return []
+
+    def _take_runs(self, chunk: Chunk, keys: list[str], lines: ChunkLines, hits: np.ndarray, start: int) -> None:
+        """Hit lines `hits[start:]` in two steps: which lines are readable (`_readable`), then the rows of
+        each run of readable lines (`emit_rows`)."""
         out = lines.out
-        self._tables.update(keys, out)
-        hits = np.asarray(lines.hits, dtype=np.int64)
+        hits = hits[start:]
         readable = self._readable(chunk, keys, lines.positions)[hits]
         ok = readable >= 0
         cuts = np.flatnonzero(ok[1:] != ok[:-1]) + 1
@@ -152,7 +169,61 @@ class JsonLinesAdapter(Adapter):
                 if a < b:  # its step went back: the per-line rules say what it is
                     lines.parse_into(int(hits[a]))
                     a += 1
-        return []
+
+    def _take_native(self, ext: Any, chunk: Chunk, keys: list[str], lines: ChunkLines, hits: np.ndarray) -> int:
+        """The hit lines read by the native pass (native/src/jsonl.rs), which decides each line as
+        `_readable` does and gives the rows of the readable ones as `emit_rows` does, in one call up to
+        the lines for `parse` (it says how many follow) or a nesting layout to judge (`_judge_layout`
+        does it here and remembers). Returns where the two-step path must go on: at the end of `hits`,
+        or at the first line met while the last step is past int64 (which only Python's ints hold)."""
+        ch, t, c, i64 = chunk, self._tables, np.ascontiguousarray, np.int64  # (no copies: the dtypes match)
+        arrays = (ch.data, ch.base_offset, (c(ch.line_start, i64), c(ch.line_end, i64)),
+                  (c(ch.dict_line, i64), c(ch.dict_start, i64), c(ch.dict_end, i64)),
+                  (c(ch.ent_dict, i64), c(ch.ent_key, np.int32), c(ch.ent_value, np.float64)),
+                  (c(ch.dict_json, bool), c(ch.dict_layout, i64)), (t.is_step, t.is_total, t.rank, t.is_time, t.name))
+        hits = c(hits, i64)
+        out = lines.out
+        k, n, asked = 0, len(hits), -1
+        judged: tuple[int, bool] | None = None
+        while k < n:
+            if self.last_step is not None and not _INT64_MIN <= self.last_step <= INT64_MAX:
+                return k
+            cols, took, self.last_step, (stop, count, d, objects) = ext.jsonl_take(
+                *arrays, (self._nesting, judged), hits, k, ch.first_lineno, self.last_step, SAFE_INT)
+            out.columns(*cols)
+            if took:
+                lines.skip(int(hits[k + took - 1]))
+                k += took
+            if stop == _PARSE:
+                for i in hits[k:k + count].tolist():
+                    lines.parse_into(i)
+                k += count
+            elif stop == _JUDGE:
+                if k == asked:
+                    return k  # asked again where it was just answered: never so, but no endless loop
+                asked = k
+                judged = self._judge_layout(ch, keys, d, objects)
+                continue
+            judged = None
+        return n
+
+    def _judge_layout(self, chunk: Chunk, keys: list[str], d: int, objects: int) -> tuple[int, bool] | None:
+        """Judges the nesting layout of dict `d`, which holds `objects` nested objects, and remembers by
+        the scanner's layout id the one count of nested objects with which its lines are readable
+        (`_nesting_of`; 0 when none is), so the native pass asks once per layout whatever counts its
+        lines hold. A layout id past MAX_SHAPES (the scanner gives such ids to one dict each) is not
+        remembered: the verdict is returned for that dict alone."""
+        a, b = chunk.ent_dict.searchsorted((d, d + 1)).tolist()
+        count = self._nesting_of(keys, chunk.ent_key[a:b].tolist())
+        layout = int(chunk.dict_layout[d])
+        if not 0 <= layout < MAX_SHAPES:
+            return d, count == objects
+        if layout >= len(self._nesting):
+            grown = np.full(min(MAX_SHAPES, max(16, 2 * (layout + 1))), -1, dtype=np.int64)
+            grown[:len(self._nesting)] = self._nesting
+            self._nesting = grown
+        self._nesting[layout] = max(count, 0)
+        return None
 
     def _readable(self, chunk: Chunk, keys: list[str], positions: Positions) -> np.ndarray:
         """Per line of the chunk, its dict when the arrays say everything `_records` needs of it, else -1:
@@ -210,17 +281,22 @@ class JsonLinesAdapter(Adapter):
 
     def _nesting_known(self, keys: list[str], ids: list[int], objects: int) -> bool:
         """Whether the flattened entries `ids` of a line holding `objects` nested objects (and no `/` in
-        any key, so every `/` in a name joins a path) say the line's meaning exactly: each nested object
-        has its own path that some number lies under (so no object key is repeated within an object,
-        none is empty or deeper than `_flatten` goes), no path is also a number's key, and no top-level
-        object is named like a training hint (`parse` tests those keys for presence, not for numbers).
-        Lines of a log share a few layouts, so the answer is remembered per layout."""
-        shape = (objects, *ids)
+        any key, so every `/` in a name joins a path) say the line's meaning exactly (`_nesting_of`)."""
+        return self._nesting_of(keys, ids) == objects
+
+    def _nesting_of(self, keys: list[str], ids: list[int]) -> int:
+        """The one count of nested objects with which a line whose flattened entries are `ids` (and no
+        `/` in any key, so every `/` in a name joins a path) says its meaning exactly, else -1: each
+        nested object has its own path that some number lies under (so no object key is repeated within
+        an object, none is empty or deeper than `_flatten` goes), no path is also a number's key, and no
+        top-level object is named like a training hint (`parse` tests those keys for presence, not for
+        numbers). Lines of a log share a few layouts, so the answer is remembered per layout."""
+        shape = tuple(ids)
         known = self._shapes.get(shape)
         if known is None:
             names = [keys[k] for k in ids]
             paths = {name[:j] for name in names for j, ch in enumerate(name) if ch == "/"}
-            known = len(paths) == objects and paths.isdisjoint(names) and paths.isdisjoint(TRAIN_HINTS)
+            known = len(paths) if paths.isdisjoint(names) and paths.isdisjoint(TRAIN_HINTS) else -1
             if len(self._shapes) >= MAX_SHAPES:
                 self._shapes.clear()
             self._shapes[shape] = known
