@@ -10,7 +10,6 @@
 use crate::bars::plain_bar;
 use crate::bytes::{at, flag};
 use crate::census::Census;
-use memchr::memmem;
 
 /// What a hit line is: for the per-line reader; a bar and nothing else; a plain dict (after bars).
 pub const SLOW: i64 = 0;
@@ -88,11 +87,19 @@ fn lower_bound(v: &[i64], x: i64) -> usize {
 }
 
 /// The last `%|` starting in data[from..to) (its `|` may lie at `to`, as a search of the whole data
-/// finds it).
-fn last_bar(finder: &memmem::FinderRev, data: &[u8], from: usize, to: usize) -> Option<usize> {
+/// finds it). Found from the end one `|` at a time (a vector search), then the byte before it looked
+/// at: a bar's `|` come in pairs, so this stops after a few, where a reverse substring search went
+/// through the line a byte at a time.
+fn last_bar(data: &[u8], from: usize, to: usize) -> Option<usize> {
     let end = to.saturating_add(1).min(data.len());
-    let hay = data.get(from..end)?;
-    finder.rfind(hay).map(|i| from + i)
+    let mut hay = data.get(from..end)?;
+    while let Some(bar) = memchr::memrchr(b'|', hay) {
+        if bar > 0 && hay.get(bar - 1) == Some(&b'%') {
+            return Some(from + bar - 1);
+        }
+        hay = hay.get(..bar)?;
+    }
+    None
 }
 
 /// Whether a chunk dict is one the per-line reader reads exactly as the scanner did (see
@@ -193,7 +200,6 @@ pub fn plan(c: &ChunkView, hits: &[i64], flags: &HitFlags, keys: &KeyFlags) -> P
     let nd = c.dict_line.len();
     let data = c.data;
     let n = hits.len();
-    let bars = memmem::FinderRev::new(b"%|");
     let mut lo = 0;
     for v in [
         &mut out.how,
@@ -246,10 +252,10 @@ pub fn plan(c: &ChunkView, hits: &[i64], flags: &HitFlags, keys: &KeyFlags) -> P
         } else {
             (le, le)
         };
-        let bar_after = one_dict && last_bar(&bars, data, pos(de), pos(le)).is_some();
+        let bar_after = one_dict && last_bar(data, pos(de), pos(le)).is_some();
         let dict_line = one_dict && !bar_after;
         let limit = if dict_line { ds } else { le };
-        let p = last_bar(&bars, data, pos(ls), pos(limit)).filter(|&p| p >= pos(ls) && ls >= 0);
+        let p = last_bar(data, pos(ls), pos(limit)).filter(|&p| p >= pos(ls) && ls >= 0);
         let bar_line = fine && !has_dict && get(flags.has_bar, h, false) && p.is_some();
         let how = if dict_line {
             DICT
