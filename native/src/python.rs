@@ -403,6 +403,15 @@ fn positions<'py>(
         .into_pyarray(py)
 }
 
+/// How many `byte`s `data[..end]` holds (a vector count): the follower counts the lines of a backlog it
+/// hands over as bytes.
+#[pyfunction]
+fn count_byte(py: Python<'_>, data: PyBackedBytes, end: usize, byte: u8) -> usize {
+    let bytes: &[u8] = &data;
+    let hay = bytes.get(..end.min(bytes.len())).unwrap_or(&[]);
+    py.detach(move || memchr::memchr_iter(byte, hay).count())
+}
+
 type Lines<'py> = (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>);
 type Dicts<'py> = (
     PyReadonlyArray1<'py, i64>,
@@ -823,6 +832,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(move_extreme, m)?)?;
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add_function(wrap_pyfunction!(positions, m)?)?;
+    m.add_function(wrap_pyfunction!(count_byte, m)?)?;
     m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;
     m.add_function(wrap_pyfunction!(gather_rows, m)?)?;
     m.add_function(wrap_pyfunction!(group_rows, m)?)?;

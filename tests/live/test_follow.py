@@ -359,3 +359,27 @@ def test_a_file_let_go_of_mid_backlog_is_read_to_its_end_then_nothing_waits(tmp_
     assert not again.raw and not follower.more
     lines += [t for _, t in again.lines]
     assert lines == (["fresh"] if how == "rotated" else [])  # the new file follows the old one's end
+
+
+@pytest.mark.parametrize("pad", [0, 90_000])
+def test_a_backlog_of_many_polls_leaves_the_files_last_lines_in_the_ring(tmp_path, monkeypatch, pad: int) -> None:
+    """The ring is filled once the backlog is read, from the last pieces of as many polls as its lines
+    need (long lines: a poll holds fewer lines than the ring), as if every poll's last lines had gone in."""
+    from trainwatch.sources import tail
+
+    monkeypatch.setattr(tail, "POLL_BYTES", 2 * tail.READ_CHUNK)
+    log = tmp_path / "run.log"
+    n = 60 if pad else (6 * tail.READ_CHUNK) // 40
+    lines: list[str] = []
+    for i in range(1, n + 1):
+        lines.append(f"Step {i}: loss={3 - i / n:.2f}, lr=1e-4")
+        if pad:
+            lines.append("#" * pad)  # a line no metric is read from, only kept
+    log.write_text("".join(line + "\n" for line in lines))
+    w = make([log], ring_lines=50)
+    try:
+        wait_until(lambda: step_of(w, log) == n, what=f"step {n}")
+        total = len(lines)
+        assert w.recent_lines(str(log), 50) == [(i, lines[i - 1]) for i in range(total - 49, total + 1)]
+    finally:
+        w.stop()

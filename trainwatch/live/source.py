@@ -8,7 +8,7 @@ is reported once and then left alone.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from trainwatch import adapters
@@ -55,6 +55,7 @@ class LiveSource:
         self._redetect_at = 0  # read for errors only: try the adapters again once the file reaches this size
         self._fed_events: set[tuple[str, int, str]] = set()  # what the errors-only reading already reported
         self._ring_upto = 0  # lines up to here are in the ring already (a replay after re-detection)
+        self._ring_later: list[tuple[int, list[bytes], int]] = []  # see `_feed_raw`: (last line, pieces, lines)
         self.reader: PathAdapter | None = None  # an event file or a run folder, read by its adapter
 
     @property
@@ -205,6 +206,7 @@ class LiveSource:
         self._redetect_at = 0
         assert self.follower is not None
         replay = not self.from_end
+        self._fill_ring()
         self._ring_upto = self.lines[-1][0] if replay and self.lines else 0
         self.follower.close()
         whole = bool(adapters.get(opened.format).whole_file)
@@ -225,6 +227,8 @@ class LiveSource:
             engine.source(self.name).lines = chunk.document.count("\n") + 1  # counted as `check` counts
             return self._records(engine, parser.document(chunk.document))
         n = self._feed_raw(engine, chunk) if chunk.raw else 0
+        if chunk.lines or not (self.follower is not None and self.follower.more):
+            self._fill_ring()  # the backlog is read (or lines follow it): its last lines go to the ring first
         if not chunk.lines:
             return n
         state = engine.source(self.name)
@@ -250,17 +254,18 @@ class LiveSource:
         while cut and held <= keep:
             cut -= 1
             held += counts[cut]
-        data = b"".join(chunk.raw[cut:])
-        tail = data[:-1].rsplit(b"\n", keep)[-keep:]
+        pieces = chunk.raw[cut:]
         state = engine.source(self.name)
-        first = last - len(tail) + 1
-        for k, raw in enumerate(tail):
-            self._ring(first + k, raw.decode("utf-8", "replace"))
-        for raw in reversed(tail):
+        for raw in _lines_back(pieces, keep):
             shown = _shown(raw.decode("utf-8", "replace"))
             if shown:
                 state.last_line = shown
                 break
+        # the ring's lines are decoded once the backlog is read (`_fill_ring`), not for every piece of
+        # it: the next pieces' lines push nearly all of them out again
+        self._ring_later.append((last, pieces, held))
+        while len(self._ring_later) > 1 and sum(n for *_, n in self._ring_later[1:]) >= keep:
+            del self._ring_later[0]  # the newer pieces' lines fill the ring without it
         state.lines = last
         blocks = joined(chunk.raw, BACKLOG_BLOCK)
         n = sum(self._batch(engine, batch) for batch in self.opened.parser.read_blocks(blocks))
@@ -279,6 +284,23 @@ class LiveSource:
         engine.feed_batch(batch, more=True)
         self._rule_failures(engine)
         return batch.size
+
+    def _fill_ring(self) -> None:
+        """The ring given the last lines of the backlog pieces held back (`_feed_raw`), as if each
+        piece's last lines had gone in as it was read: only the lines the ring still holds at the end
+        are decoded, the newest piece's first, then the one before it while there is room."""
+        if not self._ring_later:
+            return
+        held, self._ring_later = self._ring_later, []
+        room = self.lines.maxlen or 1
+        newest_first: list[tuple[int, bytes]] = []
+        for last, pieces, _ in reversed(held):
+            for k, raw in enumerate(_lines_back(pieces, room - len(newest_first))):
+                newest_first.append((last - k, raw))
+            if len(newest_first) >= room:
+                break
+        for lineno, raw in reversed(newest_first):
+            self._ring(lineno, raw.decode("utf-8", "replace"))
 
     def _ring(self, lineno: int, text: str) -> None:
         """A line for the log pane's ring (after a restart, not the lines it holds already)."""
@@ -328,3 +350,17 @@ def _shown(text: str) -> str:
     if not stripped:
         return ""
     return (stripped.rsplit("\r", 1)[-1].strip() or stripped)[:LAST_LINE_CHARS]
+
+
+def _lines_back(pieces: list[bytes], limit: int) -> Iterator[bytes]:
+    """Up to `limit` lines of consecutive pieces that each end with a newline (as the follower hands
+    a backlog over), the last line first, without their newlines."""
+    for piece in reversed(pieces):
+        end = len(piece) - 1  # the piece's last newline
+        while end >= 0:
+            if limit <= 0:
+                return
+            start = piece.rfind(b"\n", 0, end) + 1
+            yield piece[start:end]
+            limit -= 1
+            end = start - 1
