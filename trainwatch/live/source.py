@@ -7,6 +7,7 @@ is reported once and then left alone.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +27,9 @@ DETECT_GIVE_UP_BYTES = 16 << 10  # this much text and still no format: read it f
 LAST_LINE_CHARS = 300
 MISREAD_LINES = 20  # a forced format that understood nothing in this many lines is said to be wrong
 REDETECT_GROWTH = 1.25  # a file read for errors only is scored again each time it grows by this factor
+RING_EVERY = 1.0
+"""Seconds a long backlog's last lines may wait before they go into the log pane's ring (`_feed_raw`):
+the pane moves on while gigabytes are read, at a decode a second instead of one per 16 MiB poll."""
 
 
 def too_early_to_tell(opened: OpenSource, head: bytes) -> bool:
@@ -56,6 +60,7 @@ class LiveSource:
         self._fed_events: set[tuple[str, int, str]] = set()  # what the errors-only reading already reported
         self._ring_upto = 0  # lines up to here are in the ring already (a replay after re-detection)
         self._ring_later: list[tuple[int, list[bytes], int]] = []  # see `_feed_raw`: (last line, pieces, lines)
+        self._ring_filled_at = 0.0  # monotonic time the held lines last went into the ring
         self.reader: PathAdapter | None = None  # an event file or a run folder, read by its adapter
 
     @property
@@ -227,8 +232,9 @@ class LiveSource:
             engine.source(self.name).lines = chunk.document.count("\n") + 1  # counted as `check` counts
             return self._records(engine, parser.document(chunk.document))
         n = self._feed_raw(engine, chunk) if chunk.raw else 0
-        if chunk.lines or not (self.follower is not None and self.follower.more):
-            self._fill_ring()  # the backlog is read (or lines follow it): its last lines go to the ring first
+        if chunk.lines or not (self.follower is not None and self.follower.more) \
+                or time.monotonic() - self._ring_filled_at >= RING_EVERY:
+            self._fill_ring()  # the backlog is read (or lines follow it, or the pane has waited): the ring first
         if not chunk.lines:
             return n
         state = engine.source(self.name)
@@ -292,6 +298,7 @@ class LiveSource:
         if not self._ring_later:
             return
         held, self._ring_later = self._ring_later, []
+        self._ring_filled_at = time.monotonic()
         room = self.lines.maxlen or 1
         newest_first: list[tuple[int, bytes]] = []
         for last, pieces, _ in reversed(held):
