@@ -335,7 +335,7 @@ fn gather_rows(
 
 /// A stretch's rows by engine metric id (see `group`): each row's id (`table` at its batch name id) and
 /// the rows of each id ascending, `order[starts[k]:starts[k + 1]]`. ValueError when a name id is outside
-/// the table or an id outside `0..kinds`.
+/// the table, an id outside `0..kinds`, or `kinds` past what memory holds.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn group_rows<'py>(
@@ -351,7 +351,9 @@ fn group_rows<'py>(
     let (name, table) = (name.as_slice()?, table.as_slice()?);
     let g = py
         .detach(|| crate::group::group(name, table, kinds))
-        .ok_or_else(|| PyValueError::new_err("a name or metric id is out of range"))?;
+        .ok_or_else(|| {
+            PyValueError::new_err("a name or metric id is out of range, or too many metric ids")
+        })?;
     Ok((
         g.ids.into_pyarray(py),
         g.order.into_pyarray(py),
