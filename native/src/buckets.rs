@@ -15,7 +15,8 @@ pub fn fold(values: &[f64], size: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<i
     let (mut lows, mut highs) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let (mut totals, mut counts) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let whole = values.get(..n * size).unwrap_or(&[]);
-    let mut groups = whole.chunks_exact(LANES * size);
+    // a size so large that LANES buckets of it overflow holds no bucket at all (`n` is 0)
+    let mut groups = whole.chunks_exact(LANES.saturating_mul(size));
     for group in &mut groups {
         let mut acc = [Fold::default(); LANES];
         for i in 0..size {
@@ -113,6 +114,9 @@ mod tests {
         let (lo, _, total, n) = fold(&[nan, nan, 1.0], 2);
         assert!(lo[0].is_nan() && total[0] == 0.0 && n == vec![0]);
         assert!(fold(&[1.0], 0).0.is_empty());
+        for size in [usize::MAX / 4 + 1, usize::MAX / 2 + 1, usize::MAX] {
+            assert!(fold(&[1.0, 2.0], size).0.is_empty()); // LANES * size wraps: no panic
+        }
         let (lo, hi, _, _) = fold(&[0.0, -0.0], 2);
         assert!(lo[0].is_sign_positive() && hi[0].is_sign_positive());
     }

@@ -12,10 +12,13 @@ pub struct Groups {
 }
 
 /// Rows whose batch name ids are `name`, mapped to ids below `kinds` by `table` (indexed by name id).
-/// None when a name id is outside the table or maps outside `0..kinds`.
+/// None when a name id is outside the table or maps outside `0..kinds`, or when no memory can hold a
+/// count per id (a `kinds` no engine has: refused, not a panic or an abort).
 pub fn group(name: &[i32], table: &[i64], kinds: usize) -> Option<Groups> {
     let mut ids = Vec::with_capacity(name.len());
-    let mut counts = vec![0i64; kinds];
+    let mut counts = Vec::new();
+    counts.try_reserve_exact(kinds).ok()?;
+    counts.resize(kinds, 0i64);
     for &raw in name {
         let id = usize::try_from(raw)
             .ok()
@@ -25,7 +28,8 @@ pub fn group(name: &[i32], table: &[i64], kinds: usize) -> Option<Groups> {
         *slot += 1;
         ids.push(id);
     }
-    let mut starts = Vec::with_capacity(kinds + 1);
+    let mut starts = Vec::new();
+    starts.try_reserve_exact(kinds.checked_add(1)?).ok()?;
     let mut at = 0i64;
     starts.push(at);
     for c in &mut counts {
@@ -69,5 +73,6 @@ mod tests {
         assert!(group(&[-1], &[0], 1).is_none());
         assert!(group(&[0], &[1], 1).is_none());
         assert!(group(&[0], &[-1], 1).is_none());
+        assert!(group(&[], &[], usize::MAX).is_none()); // no room for its counts: refused
     }
 }

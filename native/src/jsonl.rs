@@ -16,22 +16,15 @@ use crate::console::ChunkView;
 use crate::readable::{entries_of, span, DictForms, KeyFlags};
 use crate::rows::{push_row, Meaning, Rows, NO_STEP};
 
-/// What the caller knows of nesting layouts.
-pub struct Nesting<'a> {
-    /// Indexed by layout id: -1 nothing; else the one count of nested objects with which lines of that
-    /// layout are readable (0: none is, for a nested line holds at least one).
-    pub table: &'a [i64],
-    /// One dict's verdict given outright, for a layout the table cannot hold: (dict, readable).
-    pub judged: Option<(i64, bool)>,
-}
-
 /// What the pass reads the chunk's arrays with: the scanner's per-dict facts, the meaning of each key
 /// id (to the readable decision and to the rows), and the nesting verdicts.
 pub struct Tables<'a> {
     pub forms: DictForms<'a>,
     pub flags: KeyFlags<'a>,
     pub meaning: Meaning<'a>,
-    pub nesting: Nesting<'a>,
+    /// Indexed by layout id: -1 nothing known; else the one count of nested objects with which lines
+    /// of that layout are readable (0: none is, for a nested line holds at least one).
+    pub nesting: &'a [i64],
 }
 
 /// Where a pass stopped.
@@ -182,18 +175,11 @@ fn line_verdict(
         return Line::Unreadable;
     };
     if objects > 0 {
-        let known = match nesting.judged {
-            Some((dict, readable)) if dict == di => Some(readable),
-            _ => {
-                let layout = forms.layout.get(d).copied().unwrap_or(-1);
-                let count = entry(nesting.table, layout, -1);
-                (count >= 0).then_some(count == objects)
-            }
-        };
-        match known {
-            None => return Line::Judge { dict: di, objects },
-            Some(false) => return Line::Unreadable,
-            Some(true) => {}
+        let layout = forms.layout.get(d).copied().unwrap_or(-1);
+        match entry(nesting, layout, -1) {
+            count if count < 0 => return Line::Judge { dict: di, objects },
+            count if count != objects => return Line::Unreadable,
+            _ => {}
         }
     }
     Line::Rows((a, b), found)
@@ -303,13 +289,7 @@ mod tests {
 
     /// The pass over the lines of `text` holding a brace (the adapter's hit lines) from hit `from`, with
     /// the nesting `table`.
-    fn take(
-        text: &str,
-        table: &[i64],
-        judged: Option<(i64, bool)>,
-        from: usize,
-        last: Option<i64>,
-    ) -> Taken {
+    fn take(text: &str, table: &[i64], from: usize, last: Option<i64>) -> Taken {
         let mut core = Core::new(&[]).unwrap();
         let out = core.feed(text.as_bytes());
         let (is_step, is_total, rank, is_time, name) = tables_of(core.keys());
@@ -329,7 +309,7 @@ mod tests {
                 is_time: &is_time,
                 name: &name,
             },
-            nesting: Nesting { table, judged },
+            nesting: table,
         };
         let hits: Vec<i64> = text
             .split('\n')
@@ -344,7 +324,7 @@ mod tests {
     fn lines_are_taken_up_to_one_the_arrays_cannot_say() {
         let text = "{\"step\": 1, \"loss\": 2}\n\n{\"step\": 2, \"time\": 1.7e9, \"loss\": 3}\n\
                     {\"step\": 3, \"loss\": NaN}\n{\"step\": 4, \"loss\": 5}\n";
-        let got = take(text, &[], None, 0, None);
+        let got = take(text, &[], 0, None);
         assert_eq!(got.stop, Stop::Parse(1));
         assert_eq!(got.rows.take, 2); // the empty line is no hit: lines 0 and 2
         assert_eq!(got.rows.line, [10, 12]);
@@ -353,7 +333,7 @@ mod tests {
         assert_eq!(got.rows.last_step, Some(2));
         assert!(got.rows.time.first().is_some_and(|t| t.is_nan()));
         assert_eq!(got.rows.time.get(1), Some(&1.7e9));
-        let rest = take(text, &[], None, 3, Some(2));
+        let rest = take(text, &[], 3, Some(2));
         assert_eq!(
             (rest.stop, rest.rows.take, rest.rows.line.as_slice()),
             (Stop::End, 1, &[14][..])
@@ -365,7 +345,6 @@ mod tests {
         let got = take(
             "{\"step\": 5, \"loss\": 1}\n{\"step\": 4, \"loss\": 1}\n",
             &[],
-            None,
             0,
             Some(3),
         );
@@ -373,7 +352,7 @@ mod tests {
             (got.stop, got.rows.take, got.rows.last_step),
             (Stop::Parse(1), 1, Some(5))
         );
-        let back = take("{\"step\": 5, \"loss\": 1}\n", &[], None, 0, Some(6));
+        let back = take("{\"step\": 5, \"loss\": 1}\n", &[], 0, Some(6));
         assert_eq!(
             (back.stop, back.rows.take, back.rows.last_step),
             (Stop::Parse(1), 0, Some(6))
@@ -385,21 +364,18 @@ mod tests {
         let text = "{\"step\": 1, \"t\": {\"e\": 1}}\n{\"step\": 2, \"t\": {\"e\": 2}, \"z\": {}}\n\
                     {\"step\": 3, \"t\": {\"e\": 3}}\n{\"step\": 4, \"t/e\": 4, \"u\": {\"v\": 1}}\n";
         let judge = |dict, objects| Stop::Judge { dict, objects };
-        let ask = take(text, &[], None, 0, None);
+        let ask = take(text, &[], 0, None);
         assert_eq!((ask.stop, ask.rows.take), (judge(0, 1), 0));
         // layout 0 readable with one nested object: not the line with two (one empty), which goes to
         // `parse`; the pass goes on from the line after, and stops before the line with a `/`
-        let known = take(text, &[1], None, 0, None);
+        let known = take(text, &[1], 0, None);
         assert_eq!((known.stop, known.rows.take), (Stop::Parse(1), 1));
         assert_eq!(known.rows.value, [1.0]);
-        let rest = take(text, &[1], None, 2, Some(2));
+        let rest = take(text, &[1], 2, Some(2));
         assert_eq!((rest.stop, rest.rows.take), (Stop::Parse(1), 1));
         // no count readable (0): every nested line of the layout is the per-line path's
-        let none = take(text, &[0], None, 0, None);
+        let none = take(text, &[0], 0, None);
         assert_eq!((none.stop, none.rows.take), (Stop::Parse(4), 0));
-        // a verdict given for one dict, the table knowing nothing
-        let given = take(text, &[-1], Some((0, true)), 0, None);
-        assert_eq!((given.stop, given.rows.take), (judge(1, 2), 1));
     }
 
     #[test]
@@ -416,12 +392,11 @@ mod tests {
         fn any_arrays_are_answered_without_a_panic(
             data in proptest::collection::vec(any::<u8>(), 0..64),
             base in any::<i64>(),
-            ints in proptest::collection::vec(-3i64..40, 0..24),
+            ints in proptest::collection::vec(prop_oneof![4 => -3i64..40, 1 => any::<i64>()], 0..24),
             keys in proptest::collection::vec(-2i32..8, 0..12),
             values in proptest::collection::vec(any::<f64>(), 0..12),
             flags in proptest::collection::vec(any::<bool>(), 0..12),
-            table in proptest::collection::vec(-3i64..9, 0..6),
-            judged in proptest::option::of((any::<i64>(), any::<bool>())),
+            table in proptest::collection::vec(prop_oneof![4 => -3i64..9, 1 => any::<i64>()], 0..6),
             from in 0usize..30,
             last in proptest::option::of(any::<i64>()),
         ) {
@@ -443,7 +418,7 @@ mod tests {
                 forms: DictForms { json: &flags, layout: &ints },
                 flags: KeyFlags { is_step: &flags, is_total: &flags[flags.len() / 2..], safe_int: 1e6 },
                 meaning: Meaning { is_step: &flags, rank: &rank, is_time: &flags[flags.len() / 3..], name: &name },
-                nesting: Nesting { table: &table, judged },
+                nesting: &table,
             };
             let got = take_lines(&view, &t, &ints, from, 0, last);
             let r = &got.rows;

@@ -335,7 +335,7 @@ fn gather_rows(
 
 /// A stretch's rows by engine metric id (see `group`): each row's id (`table` at its batch name id) and
 /// the rows of each id ascending, `order[starts[k]:starts[k + 1]]`. ValueError when a name id is outside
-/// the table or an id outside `0..kinds`.
+/// the table, an id outside `0..kinds`, or `kinds` past what memory holds.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn group_rows<'py>(
@@ -351,7 +351,9 @@ fn group_rows<'py>(
     let (name, table) = (name.as_slice()?, table.as_slice()?);
     let g = py
         .detach(|| crate::group::group(name, table, kinds))
-        .ok_or_else(|| PyValueError::new_err("a name or metric id is out of range"))?;
+        .ok_or_else(|| {
+            PyValueError::new_err("a name or metric id is out of range, or too many metric ids")
+        })?;
     Ok((
         g.ids.into_pyarray(py),
         g.order.into_pyarray(py),
@@ -553,7 +555,7 @@ type JsonKeys<'py> = (
 /// lines taken as name, step, value, line and time columns, how many hit lines were taken, the last step
 /// they set, and why it stopped: (0, 0, -1, 0) at the end, (1, n, -1, 0) at n lines for the per-line
 /// path, (2, 0, d, k) at a nesting layout to judge, that of dict d holding k nested objects. `nesting`:
-/// the layout verdicts, and one dict's verdict given outright (or None).
+/// the layout verdicts by layout id (see `jsonl::Tables`).
 #[pyfunction]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn jsonl_take<'py>(
@@ -565,7 +567,7 @@ fn jsonl_take<'py>(
     entries: Entries<'py>,
     forms: (PyReadonlyArray1<'py, bool>, PyReadonlyArray1<'py, i64>),
     keys: JsonKeys<'py>,
-    nesting: (PyReadonlyArray1<'py, i64>, Option<(i64, bool)>),
+    nesting: PyReadonlyArray1<'py, i64>,
     hits: PyReadonlyArray1<'py, i64>,
     start: usize,
     first_lineno: i64,
@@ -600,10 +602,7 @@ fn jsonl_take<'py>(
             is_time: keys.3.as_slice()?,
             name: keys.4.as_slice()?,
         },
-        nesting: crate::jsonl::Nesting {
-            table: nesting.0.as_slice()?,
-            judged: nesting.1,
-        },
+        nesting: nesting.as_slice()?,
     };
     let hits = hits.as_slice()?;
     let out = py

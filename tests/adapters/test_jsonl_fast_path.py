@@ -283,3 +283,32 @@ def test_a_nesting_layout_is_judged_once_for_every_chunk_after(monkeypatch: pyte
     assert len(asked) == 1
     assert len(adapter.parsed) == 100  # the lines with an empty object: `parse` says what they mean
     assert sum(isinstance(r, Sample) for r in records) == 2 * 300
+
+
+@pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
+def test_layouts_past_every_table_leave_the_chunk_to_the_two_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the scanner's table of key layouts is full, a nested line whose keys come in an order not met
+    before gets a layout id of its own, which no verdict table can hold: the native pass leaves the rest
+    of such a chunk to the two steps (which judge all its layouts in one pass) rather than stopping at
+    every line to ask, and reads what the two steps read."""
+    from trainwatch import _scan  # type: ignore[attr-defined]
+    from trainwatch.scan.native import Scanner as NativeScanner
+
+    monkeypatch.setattr(scan, "Scanner", NativeScanner)
+    calls = Counter[str]()
+
+    class Ext:
+        def __getattr__(self, name: str) -> Any:
+            calls[name] += 1
+            return getattr(_scan, name)
+
+    monkeypatch.setattr(jsonl, "native", lambda: Ext())
+    fill = "".join(f'{{"k{i}": 1}}\n' for i in range(5000)).encode()  # more key layouts than any table holds
+    past = "".join(f'{{"step": {s}, "j{s}": 1.5, "n": {{"a": {s}}}}}\n' for s in range(2000)).encode()
+    fused, two = SourceParser(Counting("")), SourceParser(TwoSteps(""))
+    assert fused.feed_bytes(fill) == two.feed_bytes(fill)
+    calls.clear()
+    got = fused.feed_bytes(past) + fused.finish()
+    assert got == two.feed_bytes(past) + two.finish()
+    assert sum(isinstance(r, Sample) for r in got) == 2 * 2000
+    assert calls["jsonl_take"] <= 2

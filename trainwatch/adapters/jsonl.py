@@ -175,7 +175,9 @@ class JsonLinesAdapter(Adapter):
         `_readable` does and gives the rows of the readable ones as `emit_rows` does, in one call up to
         the lines for `parse` (it says how many follow) or a nesting layout to judge (`_judge_layout`
         does it here and remembers). Returns where the two-step path must go on: at the end of `hits`,
-        or at the first line met while the last step is past int64 (which only Python's ints hold)."""
+        at the first line met while the last step is past int64 (which only Python's ints hold), or at
+        a line whose layout no table holds (past MAX_SHAPES: a log printing its keys in ever new orders,
+        where asking line by line would cost a round trip each; the two steps judge a chunk's at once)."""
         ch, t, c, i64 = chunk, self._tables, np.ascontiguousarray, np.int64  # (no copies: the dtypes match)
         arrays = (ch.data, ch.base_offset, (c(ch.line_start, i64), c(ch.line_end, i64)),
                   (c(ch.dict_line, i64), c(ch.dict_start, i64), c(ch.dict_end, i64)),
@@ -184,12 +186,11 @@ class JsonLinesAdapter(Adapter):
         hits = c(hits, i64)
         out = lines.out
         k, n, asked = 0, len(hits), -1
-        judged: tuple[int, bool] | None = None
         while k < n:
             if self.last_step is not None and not _INT64_MIN <= self.last_step <= INT64_MAX:
                 return k
-            cols, took, self.last_step, (stop, count, d, objects) = ext.jsonl_take(
-                *arrays, (self._nesting, judged), hits, k, ch.first_lineno, self.last_step, SAFE_INT)
+            cols, took, self.last_step, (stop, count, d, _) = ext.jsonl_take(
+                *arrays, self._nesting, hits, k, ch.first_lineno, self.last_step, SAFE_INT)
             out.columns(*cols)
             if took:
                 lines.skip(int(hits[k + took - 1]))
@@ -199,31 +200,27 @@ class JsonLinesAdapter(Adapter):
                     lines.parse_into(i)
                 k += count
             elif stop == _JUDGE:
-                if k == asked:
-                    return k  # asked again where it was just answered: never so, but no endless loop
+                if k == asked or not self._judge_layout(ch, keys, d):
+                    return k  # (asked again where it was just answered: never so, but no endless loop)
                 asked = k
-                judged = self._judge_layout(ch, keys, d, objects)
-                continue
-            judged = None
         return n
 
-    def _judge_layout(self, chunk: Chunk, keys: list[str], d: int, objects: int) -> tuple[int, bool] | None:
-        """Judges the nesting layout of dict `d`, which holds `objects` nested objects, and remembers by
-        the scanner's layout id the one count of nested objects with which its lines are readable
-        (`_nesting_of`; 0 when none is), so the native pass asks once per layout whatever counts its
-        lines hold. A layout id past MAX_SHAPES (the scanner gives such ids to one dict each) is not
-        remembered: the verdict is returned for that dict alone."""
-        a, b = chunk.ent_dict.searchsorted((d, d + 1)).tolist()
-        count = self._nesting_of(keys, chunk.ent_key[a:b].tolist())
+    def _judge_layout(self, chunk: Chunk, keys: list[str], d: int) -> bool:
+        """Judges the nesting layout of dict `d` and remembers by the scanner's layout id the one count
+        of nested objects with which its lines are readable (`_nesting_of`; 0 when none is), so the
+        native pass asks once per layout whatever counts its lines hold. False when the layout id is past
+        MAX_SHAPES (the scanner gives such ids to one dict each): nothing is remembered."""
         layout = int(chunk.dict_layout[d])
         if not 0 <= layout < MAX_SHAPES:
-            return d, count == objects
+            return False
+        a, b = chunk.ent_dict.searchsorted((d, d + 1)).tolist()
+        count = self._nesting_of(keys, chunk.ent_key[a:b].tolist())
         if layout >= len(self._nesting):
             grown = np.full(min(MAX_SHAPES, max(16, 2 * (layout + 1))), -1, dtype=np.int64)
             grown[:len(self._nesting)] = self._nesting
             self._nesting = grown
         self._nesting[layout] = max(count, 0)
-        return None
+        return True
 
     def _readable(self, chunk: Chunk, keys: list[str], positions: Positions) -> np.ndarray:
         """Per line of the chunk, its dict when the arrays say everything `_records` needs of it, else -1:
