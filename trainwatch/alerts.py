@@ -69,6 +69,15 @@ class AlertBook:
             return self._fire(track, now)
         return []
 
+    def only_repeats(self, spec: RuleSpec, source: str, subject: str, finding: Finding) -> bool:
+        """Whether judging this finding would only count one more row of an alert already firing: no
+        alert's state, severity, finding or evidence would change, so no other alert's transition (nor
+        inhibition) depends on whether it is applied before or after them."""
+        track = self._tracks.get((spec.id, source, subject))
+        if track is None or track.alert.state is not AlertState.FIRING or finding.amends:
+            return False
+        return finding.severity is None or not finding.severity > track.alert.severity
+
     # -- the array path: trainwatch.lifecycle decided the transitions; the book records them ------------
 
     def begin(self, spec: RuleSpec, source: str, subject: str, finding: Finding, now: float) -> None:

@@ -454,8 +454,8 @@ class Engine:
                     out.extend(self._before_book())
                     out.extend(self.book.judge(spec, source, name, None, now))
                 continue
-            out.extend(self._before_book())
             if isinstance(finding, Retraction):
+                out.extend(self._before_book())
                 out.extend(self.book.retract(spec, source, finding.subject or name, finding.reason, now))
                 continue
             finding.source = finding.source or source
@@ -464,6 +464,11 @@ class Engine:
             finding.step_inferred = finding.step_inferred or point.step_inferred
             if not finding.subject:
                 finding.subject = name
+            if not self.book.only_repeats(spec, source, finding.subject, finding):
+                # the held rows' transitions first (log order); a firing alert's next row is only counted,
+                # which no other alert reads: judging the held rows for each such row made every row of a
+                # long-firing row rule's metric a round of its own
+                out.extend(self._before_book())
             out.extend(self.book.judge(spec, source, finding.subject, finding, now))
         return self._tell(out) if out else out
 
