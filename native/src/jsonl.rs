@@ -14,7 +14,7 @@
 use crate::bytes::{entry, flag};
 use crate::console::ChunkView;
 use crate::readable::{entries_of, span, DictForms, KeyFlags};
-use crate::rows::{push_row, Meaning, Rows, NO_STEP};
+use crate::rows::{push_row, Meaning, Rows, StepAndTime};
 
 /// What the pass reads the chunk's arrays with: the scanner's per-dict facts, the meaning of each key
 /// id (to the readable decision and to the rows), and the nesting verdicts.
@@ -195,8 +195,7 @@ fn step_and_time(
     seen: &mut Vec<i32>,
 ) -> Option<(i64, Option<usize>)> {
     let (flags, meaning) = (&t.flags, &t.meaning);
-    let (mut step, mut best) = (NO_STEP, i64::MAX);
-    let mut time_at = None;
+    let mut found = StepAndTime::default();
     let mut rising = true; // keys rise in the usual layout: then none repeats, and no sort is needed
     let mut last = None;
     for i in a..b {
@@ -206,19 +205,10 @@ fn step_and_time(
         if !v.is_finite() || flag(flags.is_total, k) {
             return None;
         }
-        if flag(flags.is_step, k) {
-            if v.abs() >= flags.safe_int {
-                return None;
-            }
-            let rank = entry(meaning.rank, k, i64::MAX);
-            if rank < best {
-                best = rank;
-                step = v.trunc() as i64;
-            }
+        if flag(flags.is_step, k) && v.abs() >= flags.safe_int {
+            return None;
         }
-        if time_at.is_none() && flag(meaning.is_time, k) && v > 1e8 {
-            time_at = Some(i);
-        }
+        found.see(meaning, i, k, v);
         rising &= last.is_none_or(|l| l < key);
         last = Some(key);
     }
@@ -230,7 +220,7 @@ fn step_and_time(
             return None;
         }
     }
-    Some((step, time_at))
+    Some(found.result())
 }
 
 /// How many `{` and `/` bytes a line holds, in one pass that the compiler vectorises

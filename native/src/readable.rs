@@ -45,7 +45,7 @@ pub(crate) fn entries_of(ent_dict: &[i64], d: i64, from: usize) -> (usize, usize
 }
 
 /// Whether the entries say something the arrays cannot: see the module's doc.
-pub(crate) fn unsayable(
+fn unsayable(
     c: &ChunkView<'_>,
     keys: &KeyFlags<'_>,
     a: usize,

@@ -139,23 +139,53 @@ fn row_step_and_time(
     b: usize,
     meaning: &Meaning<'_>,
 ) -> (i64, Option<usize>) {
-    let (mut step, mut best) = (NO_STEP, i64::MAX);
-    let mut time_at = None;
+    let mut found = StepAndTime::default();
     for i in a..b {
         let k = i64::from(key.get(i).copied().unwrap_or(-1));
-        let v = value.get(i).copied().unwrap_or(f64::NAN);
-        if flag(meaning.is_step, k) {
-            let rank = entry(meaning.rank, k, i64::MAX);
-            if rank < best {
-                best = rank;
-                step = v.trunc() as i64;
-            }
-        }
-        if time_at.is_none() && flag(meaning.is_time, k) && v > 1e8 {
-            time_at = Some(i);
+        found.see(meaning, i, k, value.get(i).copied().unwrap_or(f64::NAN));
+    }
+    found.result()
+}
+
+/// A row's step and time entry as its entries are read one at a time (the JSON-lines pass reads them
+/// in its own walk, which checks more of each entry): the step is the value of the lowest-ranked step
+/// key, truncated; the time is the first time key above 1e8.
+pub(crate) struct StepAndTime {
+    step: i64,
+    best: i64,
+    time_at: Option<usize>,
+}
+
+impl Default for StepAndTime {
+    fn default() -> Self {
+        StepAndTime {
+            step: NO_STEP,
+            best: i64::MAX,
+            time_at: None,
         }
     }
-    (step, time_at)
+}
+
+impl StepAndTime {
+    /// Entry `i`, of key id `k` and value `v`.
+    #[inline(always)]
+    pub(crate) fn see(&mut self, meaning: &Meaning<'_>, i: usize, k: i64, v: f64) {
+        if flag(meaning.is_step, k) {
+            let rank = entry(meaning.rank, k, i64::MAX);
+            if rank < self.best {
+                self.best = rank;
+                self.step = v.trunc() as i64;
+            }
+        }
+        if self.time_at.is_none() && flag(meaning.is_time, k) && v > 1e8 {
+            self.time_at = Some(i);
+        }
+    }
+
+    /// The step (NO_STEP when none was seen) and the time entry.
+    pub(crate) fn result(&self) -> (i64, Option<usize>) {
+        (self.step, self.time_at)
+    }
 }
 
 #[cfg(test)]
