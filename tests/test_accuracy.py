@@ -21,6 +21,9 @@ CASES, SKIPPED = accuracy.load_cases()
 @pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])
 def test_log_gives_what_a_correct_check_says(case) -> None:  # type: ignore[no-untyped-def]
     outcome = accuracy.judge(case)
+    if outcome.pending:
+        assert not outcome.ok, f"holds now: take the pending mark ({outcome.pending}) off its row"
+        pytest.xfail(f"pending, {outcome.pending}: {'; '.join(outcome.problems)}")
     assert outcome.ok, "; ".join(outcome.problems)
 
 
