@@ -384,6 +384,15 @@ class BatchBuilder:
         if len(self._redraws) != redraws:
             self._redraws.cut(redraws)
 
+    def only_stepped_samples_since(self, at: tuple[int, int, int, int]) -> bool:
+        """Whether everything appended since `mark` is samples given one at a time, each with the step its
+        line printed (no events, no redraws, no columns): what a plain metric line gives."""
+        pieces, singles, events, redraws = at
+        steps = self._step
+        return (len(self._pieces) == pieces and len(steps) > singles and len(self._events) == events
+                and len(self._redraws) == redraws and NO_STEP not in steps[singles:]
+                and not any(self._inferred[singles:]))
+
     def fill_time(self, at: tuple[int, int, int, int], t: float) -> None:
         """Samples appended one at a time since `mark` without a time get `t` (a launcher prefix's). Columns
         appended since then keep the times they came with: an adapter writing a line's values as columns

@@ -82,6 +82,7 @@ class SourceParser:
         self.prefixes = PrefixStripper() if adapter.strip_prefixes else None
         self.lines = 0  # lines read through feed_bytes so far (the last line number)
         self._bytes: _ByteReader | None = None
+        self._last_metric_line: str | None = None  # see `_repeated`
 
     def failed(self, exc: Exception) -> None:
         """The adapter raised: what it was reading is dropped, and counted, and the first error kept."""
@@ -113,11 +114,27 @@ class SourceParser:
         except Exception as exc:  # an adapter bug must cost one line, not the watcher
             self.failed(exc)
             out = []
+        if out and self._repeated(text, all(type(r) is Sample and r.step is not None and not r.step_inferred
+                                            for r in out)):
+            return []
         if prefix is not None and prefix.time is not None and out:
             for r in out:  # the adapter saw the line without its timestamp: give the samples theirs
                 if type(r) is Sample and r.time is None:
                     r.time = prefix.time
         return out
+
+    def _repeated(self, text: str, stepped: bool) -> bool:
+        """Whether a metric line that printed its step is the previous metric line again, word for word
+        once its timestamp and launcher prefix are off: two handlers (or two writers) on one file write
+        every line twice or more. Counted again, each step's value would look like several points with
+        no noise between them; dropped, the series is what the run logged once."""
+        if not stepped:
+            self._last_metric_line = None
+            return False
+        if text == self._last_metric_line:
+            return True
+        self._last_metric_line = text
+        return False
 
     def _adapt_into(self, line: str, lineno: int, out: BatchBuilder) -> None:
         """`_adapt`, writing into a batch builder."""
@@ -127,6 +144,9 @@ class SourceParser:
             self.adapter.parse_into(text, lineno, out)
         except Exception as exc:  # an adapter bug must cost one line, not the watcher
             self.failed(exc)
+            out.rollback(at)
+            return
+        if out.mark() != at and self._repeated(text, out.only_stepped_samples_since(at)):
             out.rollback(at)
             return
         if prefix is not None and prefix.time is not None:
