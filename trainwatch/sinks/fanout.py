@@ -66,6 +66,8 @@ class Sinks:
             self._on_exit = on_exit
         if notice is not None:
             self._notice = notice
+        if self.alert_log is not None:
+            self.alert_log.announce()
         watcher.add_listener(self.send)
 
     def send(self, change: AlertChange) -> None:
