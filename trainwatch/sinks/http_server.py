@@ -27,7 +27,7 @@ BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnect
 class _QuietHandler(WSGIRequestHandler):
     """Logs nothing: a watcher's terminal is for alerts, not for access lines."""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
