@@ -8,7 +8,9 @@ log file can do to it and reports each thing once, as a short message, never as 
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +96,14 @@ class FileFollower:
             return out
         except OSError as exc:
             self._unreadable(out, exc)
+            return out
+        if stat.S_ISDIR(st.st_mode):  # replaced by a directory: opened, it would fail at the first read
+            if self._fd is not None:
+                self._drain(out)
+                if self.more:
+                    return out
+                self._close()
+            self._unreadable(out, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
             return out
         if self.whole_file:
             self._document(st, out)
