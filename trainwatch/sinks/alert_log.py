@@ -15,8 +15,9 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from trainwatch.alerts import AlertChange
 from trainwatch.errors import SourceError
@@ -44,6 +45,20 @@ class AlertLog:
         except OSError as exc:
             raise SourceError(f"{path}: cannot open the alert log: {exc.strerror or exc}") from None
         self._set_torn_tail_aside()
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The records already in the log (lines that do not parse are skipped)."""
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(rec, dict):
+                        yield rec
+        except OSError:
+            return
 
     def announce(self) -> None:
         """Says what opening the log found (a torn last line), once."""
