@@ -11,6 +11,7 @@ the injected clock, so tests run hours of simulated time instantly.
 from __future__ import annotations
 
 import fnmatch
+import re
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -44,6 +45,13 @@ ARRAY_FLUSH = ROUND_ROWS
 than this is judged in pieces, so the history a rule declared, and the rows of every other series logged
 before a row judged, are still among the rows the store keeps (store.KEPT_ROWS). Why this size: see
 store.ROUND_ROWS."""
+MAX_SERIES_PER_SOURCE = 2_000
+"""Metric names kept per log. A log that prints a value per token, per sample or per class can hold
+hundreds of thousands of names, each a series with its arrays and its rules: one with 1M names grew
+to 7 GB. Past the cap only the names a rule watches by name (loss, grad_norm, the learning rate, ...)
+are still kept; the others are counted and said once in the report."""
+MAX_SERIES = 20_000
+"""Metric names kept over all logs of one process (a glob of many runs), with the same exception."""
 ANY = "*"  # a rule switched off for every source (one that judges them all at once, on the clock)
 
 
@@ -67,6 +75,11 @@ class Engine:
         self._arrays: dict[str, list[ArrayRule]] = {}  # metric -> the array rules watching it
         self._metric: dict[str, int] = {}  # canonical metric name -> engine id (the index of `_names`)
         self._names: list[str] = []
+        self._ids_of: dict[str, dict[str, int]] = {}  # source -> raw name -> engine id (or _dropped's)
+        self._kept: dict[str, int] = {}  # source -> names admitted
+        self.dropped_names: dict[str, int] = {}  # source -> names past the caps, not kept
+        self._dropped: int | None = None  # the engine id every name past the caps maps to
+        self._watched: tuple[set[str], re.Pattern[str] | None] | None = None  # see _named_by_rules
         self._hooked = np.zeros(0, dtype=bool)  # by metric id: row rules watch it
         self._is_eval = np.zeros(0, dtype=bool)  # by metric id: an evaluation metric (eval_*)
         self._held: dict[tuple[str, str], _Held] = {}  # rows stored but not yet judged, per (source, metric)
@@ -188,6 +201,8 @@ class Engine:
         seq0 = self._seq  # row j of the stretch is the (seq0 + j)-th row fed
         self._seq += n
         present = np.flatnonzero(starts[1:] > starts[:-1]).tolist()
+        if self._dropped is not None and self._dropped in present:  # names past the caps: counted, not kept
+            present.remove(self._dropped)
         rows_of = {k: order[starts[k]:starts[k + 1]] for k in present}
         for k in sorted(present, key=lambda k: int(rows_of[k][0])):
             # made in the order the log first gives them (the report lists them so), not the gated ones
@@ -294,22 +309,55 @@ class Engine:
         return g.rule.gated(src) and not (tracked and (g.rule.spec.id, src, self._names[k]) in tracked)
 
     def _metric_ids(self, b: Batch) -> np.ndarray:
-        """Engine metric ids for the batch's name table; a name seen for the first time gets its rules."""
+        """Engine metric ids for the batch's name table; a name seen for the first time gets its rules,
+        unless it is past the caps (MAX_SERIES_PER_SOURCE, MAX_SERIES): then its rows are not kept."""
+        known = self._ids_of.setdefault(b.source, {})
         out = np.empty(len(b.names), dtype=np.int64)
         for i, raw in enumerate(b.names):
-            name = self.canon(raw)
-            k = self._metric.get(name)
+            k = known.get(raw)
             if k is None:
-                k = self._metric[name] = len(self._names)
-                self._names.append(name)
-                rules = self._rules_for(name)
-                self.judged.update(r.spec.id for r in rules)
-                self._arrays[name] = [r for r in rules if isinstance(r, ArrayRule)]
-                self._hooks[name] = [(r, r.spec, r.spec.id) for r in rules if not isinstance(r, ArrayRule)]
-                self._hooked = np.append(self._hooked, bool(self._hooks[name]))
-                self._is_eval = np.append(self._is_eval, name.startswith("eval_"))
+                k = known[raw] = self._admit(b.source, self.canon(raw))
             out[i] = k
         return out
+
+    def _admit(self, source: str, name: str) -> int:
+        k = self._metric.get(name)
+        kept = self._kept.get(source, 0)
+        if (kept >= MAX_SERIES_PER_SOURCE or (k is None and len(self._names) >= MAX_SERIES)) \
+                and not self._named_by_rules(name):
+            self.dropped_names[source] = self.dropped_names.get(source, 0) + 1
+            if self._dropped is None:
+                self._dropped = self._new_metric("\x00past the cap", [])
+            return self._dropped
+        self._kept[source] = kept + 1
+        return k if k is not None else self._new_metric(name, self._rules_for(name))
+
+    def _new_metric(self, name: str, rules: list[Rule]) -> int:
+        k = self._metric[name] = len(self._names)
+        self._names.append(name)
+        self.judged.update(r.spec.id for r in rules)
+        self._arrays[name] = [r for r in rules if isinstance(r, ArrayRule)]
+        self._hooks[name] = [(r, r.spec, r.spec.id) for r in rules if not isinstance(r, ArrayRule)]
+        self._hooked = np.append(self._hooked, bool(self._hooks[name]))
+        self._is_eval = np.append(self._is_eval, name.startswith("eval_"))
+        return k
+
+    def _named_by_rules(self, name: str) -> bool:
+        """A rule watches this name by name or by a pattern narrower than everything."""
+        if self._watched is None:
+            patterns = {p for r in self.rules for p in r.watches if p != "*"}
+            globs = [fnmatch.translate(p) for p in patterns if "*" in p or "?" in p or "[" in p]
+            self._watched = (patterns, re.compile("|".join(globs)) if globs else None)
+        names, globbed = self._watched
+        return name in names or (globbed is not None and globbed.match(name) is not None)
+
+    def cap_notes(self, source: str) -> list[str]:
+        """What the caps cost a source, said once in its report."""
+        n = self.dropped_names.get(source, 0)
+        if not n:
+            return []
+        return [f"{n} metric names past the cap of {MAX_SERIES_PER_SOURCE} per log ({MAX_SERIES} in all) were "
+                "not kept; every name a rule watches was"]
 
     def _settle(self, state: SourceState, ids: np.ndarray, given: np.ndarray, inferred: np.ndarray,
                 t: np.ndarray, lo: int, light: _Light | None

@@ -56,7 +56,7 @@ class Session:
     def notes(self, source: str) -> list[str]:
         """What a report says beside a source's findings: the waits that cannot run on it, and the rules
         that failed on it (the engine switched them off there)."""
-        return self.untimed_waits(source) + self.engine.failures(source)
+        return self.untimed_waits(source) + self.engine.failures(source) + self.engine.cap_notes(source)
 
     def untimed_waits(self, source: str) -> list[str]:
         """Rules whose `for` or `keep_firing_for` is a time, when this source printed no time: the clock of

@@ -383,3 +383,21 @@ def test_a_backlog_of_many_polls_leaves_the_files_last_lines_in_the_ring(tmp_pat
         assert w.recent_lines(str(log), 50) == [(i, lines[i - 1]) for i in range(total - 49, total + 1)]
     finally:
         w.stop()
+
+
+def test_a_log_replaced_by_a_directory_is_said_once_each_way(tmp_path: Path) -> None:
+    from trainwatch.sources.tail import FileFollower
+
+    log = tmp_path / "run.log"
+    log.write_text("step 1 loss=2.0\n")
+    f = FileFollower(log)
+    assert [text for _, text in f.poll().lines] == ["step 1 loss=2.0"]
+    log.unlink()
+    log.mkdir()
+    notices = [n for _ in range(12) for n in f.poll().notices]
+    assert len(notices) == 1 and "cannot read" in notices[0] and "directory" in notices[0].lower()
+    log.rmdir()
+    log.write_text("step 2 loss=1.9\n")
+    back = [f.poll() for _ in range(3)]
+    assert [n for c in back for n in c.notices if "readable again" in n or "appeared" in n][:1]
+    assert [text for c in back for _, text in c.lines] == ["step 2 loss=1.9"]

@@ -42,7 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--log", metavar="FILE",
                    help="the log file to write (default ./trainwatch-<UTC time>.log); never overwritten")
     p.add_argument("--grace", type=float, default=GRACE_S, metavar="SECONDS",
-                   help=f"when trainwatch stops the child: seconds between SIGTERM and SIGKILL (default {GRACE_S:g})")
+                   help=f"on every stop (a signal to trainwatch, --exit-on, the child's own end with processes left "
+                        f"behind): seconds between SIGTERM to the child's whole process tree and SIGKILL "
+                        f"(default {GRACE_S:g})")
     add_follow_options(p, child=True)
     p.add_argument("child_argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                    help="the training command and its arguments")
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         with log:
             watcher: RunWatcher = build_watcher(args, RunWatcher)
             teller = ExitTeller(watcher, str(Path(path)), argv)  # the name the watcher gives the log
-            child = Child(argv, log, on_exit=teller)
+            child = Child(argv, log, on_exit=teller, grace_s=args.grace)
             teller.child = child
             try:
                 if args.headless:

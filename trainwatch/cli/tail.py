@@ -74,6 +74,11 @@ def add_follow_options(p: argparse.ArgumentParser, *, child: bool = False) -> No
     p.add_argument("--status-every", type=_positive, metavar="SECONDS", help="headless: a status line this often")
     p.add_argument("--alert-log", metavar="FILE", help="append every alert as a JSON line to FILE")
     p.add_argument("--on-alert", metavar="CMD", help="run CMD (no shell) per alert, the alert as JSON on stdin")
+    p.add_argument("--state-file", metavar="FILE",
+                   help="where --alert-log and --on-alert remember what they delivered, so a restart repeats "
+                        "nothing (default: ALERT_LOG.state, or a file under $XDG_STATE_HOME/trainwatch)")
+    p.add_argument("--no-state", action="store_true",
+                   help="keep no delivery state: a restart delivers the backlog's alerts again")
     p.add_argument("--on-alert-severity", type=_severity, default=Severity.WARNING, metavar="SEVERITY",
                    help="lowest severity that runs the hook: info, warning or critical (default warning)")
     p.add_argument("--hook-timeout", type=_positive, default=10.0, metavar="SECONDS",

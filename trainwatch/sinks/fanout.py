@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import threading
+from pathlib import Path
 from collections.abc import Callable
 from typing import Protocol
 
 from trainwatch.alerts import AlertChange
 from trainwatch.model import AlertState, Severity
 from trainwatch.sinks.alert_log import AlertLog
+from trainwatch.sinks.delivered import Delivered, default_path
 from trainwatch.sinks.hooks import HookRunner
 
 
@@ -33,7 +35,7 @@ class Sinks:
 
     def __init__(self, *, alert_log: str | None = None, on_alert: str | None = None,
                  on_alert_severity: Severity = Severity.WARNING, hook_timeout: float = 10.0,
-                 exit_on: Severity | None = None) -> None:
+                 exit_on: Severity | None = None, delivered: Delivered | None = None) -> None:
         # Opened here, before any screen is drawn, so an unwritable log or an unsplittable command is
         # one error line on a plain terminal, never a traceback inside the dashboard.
         # callers may hand in callables that return something (post_message returns a bool): it is ignored
@@ -42,7 +44,10 @@ class Sinks:
         self.exit_on = exit_on
         self.tripped: Severity | None = None  # the severity of the alert that met --exit-on
         self._trip_lock = threading.Lock()
+        self.delivered = delivered or Delivered(None)
         self.alert_log = AlertLog(alert_log, notice=self._say) if alert_log else None
+        if self.alert_log is not None:
+            self.delivered.absorb(self.alert_log.records())
         try:
             self.hooks = HookRunner(on_alert, min_severity=on_alert_severity, timeout=hook_timeout,
                                     notice=self._say) if on_alert else None
@@ -53,10 +58,14 @@ class Sinks:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Sinks:
         """From `tail`'s options; a namespace without them (`demo`) gets no sink at all."""
-        return cls(alert_log=getattr(args, "alert_log", None), on_alert=getattr(args, "on_alert", None),
+        alert_log, on_alert = getattr(args, "alert_log", None), getattr(args, "on_alert", None)
+        state = getattr(args, "state_file", None)
+        path = Path(state) if state else default_path(alert_log, on_alert, getattr(args, "paths", None) or [])
+        return cls(alert_log=alert_log, on_alert=on_alert,
                    on_alert_severity=getattr(args, "on_alert_severity", None) or Severity.WARNING,
                    hook_timeout=float(getattr(args, "hook_timeout", None) or 10.0),
-                   exit_on=getattr(args, "exit_on", None))
+                   exit_on=getattr(args, "exit_on", None),
+                   delivered=Delivered(None if getattr(args, "no_state", False) else path))
 
     def attach(self, watcher: Listened, *, on_exit: Callable[[Severity], object] | None = None,
                notice: Callable[[str], object] | None = None) -> None:
@@ -66,14 +75,21 @@ class Sinks:
             self._on_exit = on_exit
         if notice is not None:
             self._notice = notice
+        if self.alert_log is not None:
+            self.alert_log.announce()
+        self._say_delivery_notes()
         watcher.add_listener(self.send)
 
     def send(self, change: AlertChange) -> None:
-        """On the engine thread: log, hand to the hook, check --exit-on."""
-        if self.alert_log is not None:
-            self.alert_log.write(change)
-        if self.hooks is not None:
-            self.hooks.submit(change)
+        """On the engine thread: log, hand to the hook (each change once, across restarts), check --exit-on."""
+        if (self.alert_log is not None or self.hooks is not None) and not self.delivered.seen(change):
+            self.delivered.register(change.alert.source)
+            if self.alert_log is not None:
+                self.alert_log.write(change)
+            self.delivered.add(change)  # before the hook: a kill in between loses a hook run, never repeats one
+            self._say_delivery_notes()
+            if self.hooks is not None:
+                self.hooks.submit(change)
         severity = change.alert.severity
         if self.exit_on is None or change.state is not AlertState.FIRING or severity < self.exit_on:
             return
@@ -95,3 +111,8 @@ class Sinks:
 
     def _say(self, text: str) -> None:
         self._notice(text)
+
+    def _say_delivery_notes(self) -> None:
+        notes, self.delivered.notes = self.delivered.notes, []
+        for text in notes:
+            self._say(text)

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from trainwatch import proctree
 from trainwatch.alerts import AlertChange
 from trainwatch.errors import UsageError
 from trainwatch.model import AlertState, Severity
@@ -94,6 +95,14 @@ class HookRunner:
             self._once("oserror", f"alert hook cannot run {self.argv[0]}: {exc.strerror or exc}")
             self.failed += 1
             return
+        proctree.spawned(proc.pid)
+        try:
+            self._talk(proc, data)
+        finally:
+            proctree.finished(proc.pid)
+
+    def _talk(self, proc: subprocess.Popen[bytes], data: bytes) -> None:
+        """Hands the hook its payload and waits for it (at most the hook timeout)."""
         try:
             proc.communicate(data, timeout=self.timeout)
         except subprocess.TimeoutExpired:

@@ -26,6 +26,7 @@ from typing import Any
 
 from trainwatch.errors import TrainwatchError, UsageError
 from trainwatch.model import AlertState
+from trainwatch.sinks import http_server
 from trainwatch.runner import rank_of
 
 DEFAULT_HOST = "127.0.0.1"  # a training node's numbers are not published to its network unless asked
@@ -206,17 +207,19 @@ def _gpu_families(devices: list[dict[str, Any]]) -> Iterator[Any]:
 class Exporter:
     """The HTTP endpoint: bound by `start()` (a port in use is one TrainwatchError line), stopped by `close()`."""
 
-    def __init__(self, model: Any, host: str, port: int, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, model: Any, host: str, port: int, clock: Callable[[], float] | None = None,
+                 **limits: float) -> None:
         self.model = model
         self.host = host
         self.port = port
         self.clock = clock
+        self.limits = limits  # idle_timeout, max_connections (sinks/http_server.py)
         self._server: Any = None
 
     def start(self) -> tuple[str, int]:
         """Binds and serves on a daemon thread; returns the address bound (the port, when 0 was asked)."""
         try:
-            from prometheus_client import CollectorRegistry, start_http_server
+            from prometheus_client import CollectorRegistry, make_wsgi_app
         except ImportError:
             raise UsageError("--prometheus needs the prometheus_client package",
                              hint="pip install prometheus-client") from None
@@ -224,7 +227,7 @@ class Exporter:
         registry.register(Collector(self.model, self.clock))
         where = f"--prometheus {_show(self.host, self.port)}"
         try:
-            self._server, _ = start_http_server(self.port, addr=self.host, registry=registry)
+            self._server, _ = http_server.start(self.host, self.port, make_wsgi_app(registry), **self.limits)
         except socket.gaierror as exc:
             raise TrainwatchError(f"{where}: unknown address ({exc.strerror or exc})") from None
         except OSError as exc:

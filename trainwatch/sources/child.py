@@ -28,11 +28,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from trainwatch.proctree import Tree, become_subreaper
+
 DRAIN_QUIET_S = 0.2
 """After the child exited, output still arriving from its leftovers (a worker holding the terminal) is
 read until it has been quiet this long, and for at most DRAIN_MAX_S."""
 DRAIN_MAX_S = 2.0
 READ_BYTES = 1 << 16
+WATCH_TREE_S = 1.0
+"""How often the child's process tree is walked while it runs (see proctree.Tree.observe): a few
+milliseconds a walk."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,7 @@ class Child:
     """
 
     def __init__(self, argv: list[str], log: BinaryIO, *, on_exit: Callable[[ExitStatus], None],
-                 columns: int = 120, pty: bool = True) -> None:
+                 columns: int = 120, pty: bool = True, grace_s: float = 10.0) -> None:
         self.argv = argv
         self.use_pty = pty  # False: the pipe used where no pseudo-terminal can be had
         self.log = log
@@ -111,6 +116,9 @@ class Child:
         self.mode = ""  # "pty" or "pipe": how the output is captured
         self.sent: list[int] = []  # signals trainwatch sent to the child, in order
         self.ended = threading.Event()  # set after on_exit returned
+        self.grace_s = grace_s  # SIGTERM to SIGKILL, for every stop of the tree
+        self.tree: Tree | None = None
+        self._kill_timer: threading.Timer | None = None
         self._fd = -1  # our end of the terminal or the pipe
         self._exited = threading.Event()  # the process is reaped (its output may still be draining)
         self._lock = threading.RLock()  # taken in signal handlers too, which may interrupt its holder
@@ -118,6 +126,7 @@ class Child:
     def start(self) -> None:
         """Starts the child and the threads that read its output and wait for it. Raises StartError."""
         ours, theirs = self._open_channel()
+        become_subreaper()  # what the child orphans comes back to us, not to init
         env = dict(os.environ)
         if self.mode == "pipe":
             env.setdefault("PYTHONUNBUFFERED", "1")
@@ -136,6 +145,7 @@ class Child:
         finally:
             os.close(theirs)  # the child holds its copy; ours would keep end-of-output from ever coming
         self._fd = ours
+        self.tree = Tree(self.proc.pid)
         reader = threading.Thread(target=self._read, name="trainwatch-child-output", daemon=True)
         reader.start()
         threading.Thread(target=self._reap, args=(reader,), name="trainwatch-child-wait", daemon=True).start()
@@ -149,7 +159,9 @@ class Child:
         return self.proc is not None and not self._exited.is_set()
 
     def forward(self, signum: int) -> bool:
-        """Sends `signum` to the child's process group (the child and what it started); False once it is gone."""
+        """Sends `signum` to the child's process group (the child and what it started); False once it is gone.
+        SIGTERM is a stop: it goes to the whole tree (also what left the group), and what is still there
+        `grace_s` later is killed."""
         with self._lock:
             if not self.running or self.proc is None:
                 return False
@@ -158,13 +170,32 @@ class Child:
                 os.killpg(self.proc.pid, signum)
             except ProcessLookupError:
                 return False
+            if signum == signal.SIGTERM:
+                if self.tree is not None:
+                    self.tree.signal(signal.SIGTERM)
+                if self._kill_timer is None:
+                    self._kill_timer = threading.Timer(self.grace_s, self._kill)
+                    self._kill_timer.daemon = True
+                    self._kill_timer.start()
             return True
 
-    def terminate(self, grace_s: float) -> None:
-        """SIGTERM to the group, then SIGKILL if it has not exited within `grace_s` seconds; waits for the end."""
-        if self.forward(signal.SIGTERM) and not self._exited.wait(grace_s):
-            self.forward(signal.SIGKILL)
+    def terminate(self, grace_s: float | None = None) -> None:
+        """SIGTERM to the tree, then SIGKILL to what is left after the grace period; waits for the end."""
+        if grace_s is not None:
+            self.grace_s = grace_s
+        self.forward(signal.SIGTERM)
         self.ended.wait()
+
+    def _kill(self) -> None:
+        """The grace period of a stop ran out: SIGKILL to the group and the tree."""
+        with self._lock:
+            if not self.running or self.proc is None:
+                return
+            self.sent.append(signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            if self.tree is not None:
+                self.tree.signal(signal.SIGKILL)
 
     # -- threads ----------------------------------------------------------------------------------
 
@@ -217,9 +248,18 @@ class Child:
             os.close(fd)
 
     def _reap(self, reader: threading.Thread) -> None:
-        assert self.proc is not None
-        returncode = self.proc.wait()
+        assert self.proc is not None and self.tree is not None
+        while True:
+            try:
+                returncode = self.proc.wait(WATCH_TREE_S)
+                break
+            except subprocess.TimeoutExpired:
+                self.tree.observe()
+                self.tree.reap()
         self._exited.set()
+        if self._kill_timer is not None:
+            self._kill_timer.cancel()
+        self.tree.stop(self.grace_s)  # what it left behind (orphans, a worker that ignores SIGTERM)
         reader.join()
         self.status = ExitStatus.of(returncode)
         with contextlib.suppress(OSError, ValueError):

@@ -8,7 +8,10 @@ log file can do to it and reports each thing once, as a short message, never as 
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +27,22 @@ POLL_BYTES = 16 << 20
 """At most this much is read per poll: a backlog of gigabytes is read and judged piece by piece (memory
 stays bounded, and readers get the lock between pieces); `more` says another poll is due at once."""
 MAX_DOCUMENT = 64 << 20  # a whole_file document (trainer_state.json) larger than this is not re-read
+ROTATE_WAIT_S = 5.0
+"""After a rotation, the renamed file is still read until it has had nothing new for this long: under
+logrotate's `create` the program writes on into the old file until its reopen (a postrotate reload, a
+handler that reopens on its next record). Fluent Bit's `Rotate_Wait` is the same idea."""
+
+
+@dataclass
+class _Rotated:
+    """The file a rotation replaced, read on until it has been quiet for ROTATE_WAIT_S."""
+
+    fd: int
+    offset: int
+    lineno: int
+    partial: bytes
+    partial_skip: bool
+    quiet_since: float
 
 
 @dataclass
@@ -54,8 +73,11 @@ class FileFollower:
     """Reads one path incrementally. Line numbers are the file's own (1-based)."""
 
     def __init__(self, path: Path, *, from_end: bool = False, whole_file: bool = False,
-                 notice: Callable[[str], None] | None = None, raw_backlog: bool = False) -> None:
+                 notice: Callable[[str], None] | None = None, raw_backlog: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.path = path
+        self.clock = clock
+        self._rotated: _Rotated | None = None
         self.whole_file = whole_file
         self._fd: int | None = None
         self._ino: tuple[int, int] | None = None
@@ -78,6 +100,8 @@ class FileFollower:
     def poll(self) -> Chunk:
         """Everything new since the last call. Never raises for what the filesystem does."""
         out = Chunk()
+        if self._rotated is not None:
+            self._read_rotated(out)  # the old file's late lines come before the new file's
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -85,7 +109,8 @@ class FileFollower:
                 self._drain(out)  # the old file's last words first
                 if self.more:  # more than a poll of it was unread: the open descriptor still reads it
                     return out
-                self._close()
+                self._end_raw(out)
+                self._keep_rotated()  # renamed away (or deleted) while its writer may still write to it
                 out.notices.append(f"{self.path}: file was removed; waiting for it to return")
                 self._missing_said = True
             elif not self._missing_said:
@@ -94,6 +119,14 @@ class FileFollower:
             return out
         except OSError as exc:
             self._unreadable(out, exc)
+            return out
+        if stat.S_ISDIR(st.st_mode):  # replaced by a directory: opened, it would fail at the first read
+            if self._fd is not None:
+                self._drain(out)
+                if self.more:
+                    return out
+                self._close()
+            self._unreadable(out, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
             return out
         if self.whole_file:
             self._document(st, out)
@@ -104,7 +137,7 @@ class FileFollower:
             if self.more:  # more than a poll of the old file was unread: it is finished over the next polls
                 return out
             self._end_raw(out)
-            self._close()
+            self._keep_rotated()
             out.notices.append(f"{self.path}: file was replaced (rotation); following the new file")
             out.restarted = True
         if self._fd is None:
@@ -131,6 +164,7 @@ class FileFollower:
 
     def close(self) -> None:
         self._close()
+        self._let_go_of_rotated()
 
     def flush_partial(self) -> list[tuple[int, str]]:
         """The unfinished last line, at the very end (the writer will not finish it)."""
@@ -142,6 +176,43 @@ class FileFollower:
         return [(self._lineno, text)]
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _keep_rotated(self) -> None:
+        """The current file was replaced: its descriptor is kept to read what is still written to it."""
+        self._let_go_of_rotated()  # a second rotation within the wait: the oldest one is done
+        if self._fd is None:
+            return
+        self._rotated = _Rotated(self._fd, self._offset, self._lineno, self._partial, self._partial_skip,
+                                 self.clock())
+        self._fd = None
+        self.more = False
+
+    def _read_rotated(self, out: Chunk) -> None:
+        """New lines of the replaced file, numbered on from its own last line; let go of once quiet."""
+        r = self._rotated
+        assert r is not None
+        mine = (self._fd, self._offset, self._lineno, self._partial, self._partial_skip, self.more)
+        self._fd, self._offset, self._lineno = r.fd, r.offset, r.lineno
+        self._partial, self._partial_skip = r.partial, r.partial_skip
+        try:
+            self._drain(out)
+            if self._offset != r.offset:
+                r.quiet_since = self.clock()
+            r.offset, r.lineno, r.partial, r.partial_skip = self._offset, self._lineno, self._partial, \
+                self._partial_skip
+            if self._fd is None or self.clock() - r.quiet_since >= ROTATE_WAIT_S:
+                out.lines.extend(self.flush_partial())  # its writer has moved on: the last line is whole
+                self._let_go_of_rotated()
+        finally:
+            self._fd, self._offset, self._lineno, self._partial, self._partial_skip, self.more = mine
+
+    def _let_go_of_rotated(self) -> None:
+        r, self._rotated = self._rotated, None
+        if r is not None:
+            try:
+                os.close(r.fd)
+            except OSError:
+                pass
 
     def _open(self, st: os.stat_result, out: Chunk) -> bool:
         try:
