@@ -1,0 +1,137 @@
+"""Quality metrics (accuracy, mIoU, mAP, BLEU, reward, validity...) of one source, as the rules that judge
+them read them: which way is better comes from the name (names.Quality, data/quality.yaml), the unit of
+a share (0-1 or percent) from the values the log printed.
+
+Not a rule: the quality rules (quality.not_learning, quality.collapse, quality.overfit) and the loss
+rules that step down when the task metric improves (loss.overfit, loss.plateau, loss.flat_from_start)
+share these reads."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainwatch.names import Direction
+from trainwatch.rules.base import RuleContext, median
+from trainwatch.rules.stats import fmt
+from trainwatch.store import Series
+
+
+@dataclass
+class Track:
+    """One quality metric's finite values over the whole run (bucket means past the kept rows), oldest
+    first. `percent`: True when the share is printed as a percent, False when it cannot be one, None
+    when the values cannot tell (all of them between 0 and 1) or the metric is no share."""
+
+    name: str
+    d: Direction
+    steps: np.ndarray
+    values: np.ndarray
+    percent: bool | None = None
+
+    @property
+    def sign(self) -> float:
+        """+1 when higher is better, -1 when lower is: sign * value is a score to maximise."""
+        return 1.0 if self.d.higher else -1.0
+
+    def shown(self, v: float) -> str:
+        return fmt(v) + ("%" if self.percent else "")
+
+
+def _values(s: Series) -> tuple[np.ndarray, np.ndarray]:
+    steps, values, _, _ = s.columns(s.count)
+    if len(values) < s.count:  # the oldest rows left the arrays: the whole run as bucket means
+        buckets = s.whole_run()
+        steps = np.array([b.first_step for b in buckets], dtype=np.int64)
+        values = np.array([b.mean for b in buckets], dtype=np.float64)
+    keep = np.isfinite(values)
+    return steps[keep], values[keep]
+
+
+def tracks(ctx: RuleContext, source: str, *, higher_only: bool = False) -> list[Track]:
+    """The source's quality metrics other than losses (those have rules of their own), with the unit of
+    each share: a share printed above 1 anywhere in the source makes the source's shares percents."""
+    out: list[Track] = []
+    for s in ctx.store:
+        if s.source != source:
+            continue
+        d = ctx.quality(s.name)
+        if d is None or d.is_loss or (higher_only and not d.higher):
+            continue
+        steps, values = _values(s)
+        if len(values):
+            out.append(Track(s.name, d, steps, values))
+    shares = [t for t in out if t.d.share]
+    in_percent = any(1.0 < float(t.values.max()) <= 100.0 for t in shares)
+    for t in shares:
+        top, low = float(t.values.max()), float(t.values.min())
+        if top > 100.0 or low < 0.0:
+            t.percent = False  # no share at all, whatever its name says
+        elif top > 1.0 or in_percent:
+            t.percent = True
+    return out
+
+
+@dataclass(frozen=True)
+class Gain:
+    """A quality metric that improved: from `first` (at `step`) to `now` (at `now_step`)."""
+
+    name: str
+    first: float
+    now: float
+    step: int
+    now_step: int
+
+    def said(self) -> str:
+        return f"{self.name} improved {fmt(self.first)} -> {fmt(self.now)} (steps {self.step}-{self.now_step})"
+
+
+def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, min_gain: float,
+              min_points: int = 3) -> Gain | None:
+    """A quality metric (not on the train split) that improved since `since_step`, as it was read when
+    `line` was logged (None: now): at least `min_points` values since then, the last two of them by
+    their median better than the first by `min_gain` of its size, and none worse than that first.
+    A loss curve that misbehaves while the task metric gets better is no failure of the training."""
+    best: Gain | None = None
+    for s in ctx.store:
+        if s.source != source:
+            continue
+        d = ctx.quality(s.name)
+        if d is None or d.is_loss or d.split == "train":
+            continue
+        if line is None:
+            steps, values = _values(s)
+        else:
+            steps, values = s.upto_line(line)
+            keep = np.isfinite(values)
+            steps, values = steps[keep], values[keep]
+        at = steps >= since_step
+        steps, values = steps[at], values[at]
+        if len(values) < min_points:
+            continue
+        sign = 1.0 if d.higher else -1.0
+        first = float(values[0])
+        now = median(values[-2:].tolist())
+        scale = max(abs(first), 1e-12)
+        if sign * (now - first) < min_gain * scale or (sign * (values - first)).min() < -min_gain * scale:
+            continue
+        g = Gain(s.name, first, now, int(steps[0]), int(steps[-1]))
+        if best is None or sign * (now - first) / scale > abs(best.now - best.first) / max(abs(best.first), 1e-12):
+            best = g
+    return best
+
+
+def rolling_median(values: np.ndarray, w: int) -> np.ndarray:
+    """Centred rolling median of odd width w (shrinking at the ends); w <= 1 gives the values."""
+    if w <= 1 or len(values) < 3:
+        return values.copy()
+    h = w // 2
+    padded = np.concatenate([np.full(h, np.nan), values, np.full(h, np.nan)])
+    view = np.lib.stride_tricks.sliding_window_view(padded, w)
+    return np.nanmedian(view, axis=1)
+
+
+def finite_or(v: float, default: float) -> float:
+    return v if math.isfinite(v) else default
