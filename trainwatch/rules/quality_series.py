@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainwatch.model import Finding, Severity
 from trainwatch.names import Direction
 from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.stats import fmt
@@ -135,3 +136,32 @@ def rolling_median(values: np.ndarray, w: int) -> np.ndarray:
 
 def finite_or(v: float, default: float) -> float:
     return v if math.isfinite(v) else default
+
+
+def stepped_down(f: Finding, gain: Gain) -> Finding:
+    """A loss finding (a flat curve) told as info when the task metric improved over the same stretch: a
+    soft-target, distillation or heavily augmented loss may rest while the model gets better."""
+    ev = dict(f.evidence)
+    ev["improving"] = gain.name
+    ev["improving_from"], ev["improving_to"] = gain.first, gain.now
+    msg = f"{f.message}; meanwhile {gain.said()}: the task metric improves, so the flat loss is no failure"
+    return Finding(message=msg, step=f.step, line=f.line, evidence=ev, subject=f.subject,
+                   step_inferred=f.step_inferred, severity=Severity.INFO, extra_fixes=f.extra_fixes,
+                   began_step=f.began_step)
+
+
+class StepDowns:
+    """Per source, the verdict on the episode a loss rule opened: stepped down (the gain) or not. Taken
+    once per episode, when it opens, so an alert keeps one severity while it lasts."""
+
+    def __init__(self) -> None:
+        self._by_source: dict[str, tuple[Finding, Gain | None]] = {}
+
+    def apply(self, ctx: RuleContext, source: str, opened: Finding, shown: Finding, line: int | None,
+              min_gain: float) -> Finding:
+        got = self._by_source.get(source)
+        if got is None or got[0] is not opened:
+            since = opened.began_step if opened.began_step is not None else (opened.step or 0)
+            got = self._by_source[source] = (opened, improving(ctx, source, since, line, min_gain))
+        gain = got[1]
+        return shown if gain is None else stepped_down(shown, gain)
