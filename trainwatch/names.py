@@ -80,14 +80,16 @@ class Direction:
         return self.kind == "loss"
 
 
-def _kinds() -> list[tuple[str, bool, bool, re.Pattern[str]]]:
+def _kinds() -> tuple[list[tuple[str, bool, bool, re.Pattern[str]]], set[str]]:
     text = resources.files("trainwatch").joinpath("data/quality.yaml").read_text(encoding="utf-8")
     out = []
-    for kind, spec in yamltext.load(text).items():
+    table = yamltext.load(text)
+    ignore = {str(t) for t in table.pop("ignore", [])}
+    for kind, spec in table.items():
         pats = "|".join(f"(?:{p})" for p in spec["names"])
         out.append((str(kind), spec["better"] == "higher", bool(spec.get("share", False)),
                     re.compile(r"(?:^|_)(?:" + pats + r")(?:_|$)")))
-    return out
+    return out, ignore
 
 
 class Quality:
@@ -96,7 +98,7 @@ class Quality:
     nothing (a learning rate, a throughput). Cached per name: a rule may ask on every sample."""
 
     def __init__(self, extra: dict[str, str] | None = None) -> None:
-        self._kinds = _kinds()
+        self._kinds, self._ignore = _kinds()
         self._extra = {k.strip().lower(): v.strip().lower() == "higher" for k, v in (extra or {}).items()}
         self._cache: dict[str, Direction | None] = {}
 
@@ -117,6 +119,8 @@ class Quality:
             split = "eval"
         if low in self._extra:
             return Direction(low, self._extra[low], False, split)
+        if self._ignore.intersection(tokens):
+            return None
         for kind, higher, share, pat in self._kinds:
             if pat.search(norm):
                 return Direction(kind, higher, share, split)
