@@ -296,3 +296,15 @@ def test_jsonl_flat_train_loss_while_test_accuracy_climbs_is_no_failure(tmp_path
     eng = run_log(path)
     flat = [a for a in eng.alerts() if a.rule in ("loss.flat_from_start", "loss.plateau")]
     assert flat and all(a.severity is Severity.INFO for a in flat)
+
+
+def test_keras_csv_with_val_loss_a_little_above_its_minimum_for_the_last_epochs(tmp_path: Path) -> None:
+    """Mild, persistent: val_loss 1-2% above its minimum at each of the last four epochs, train loss falling."""
+    val = [0.9, 0.8, 0.74, 0.71, 0.695, 0.69, 0.688, 0.6985, 0.701, 0.699, 0.7015]
+    rows = ["epoch,accuracy,learning_rate,loss,val_accuracy,val_loss"]
+    for e, v in enumerate(val):
+        rows.append(f"{e},{0.6 + 0.02 * e:.4f},0.001,{1.2 - 0.06 * e:.4f},{0.70 + 0.005 * min(e, 6):.4f},{v}")
+    path = tmp_path / "training_log.csv"
+    path.write_text("\n".join(rows) + "\n")
+    a = next(a for a in run_log(path).alerts() if a.rule == "loss.overfit")
+    assert a.severity is Severity.WARNING and a.first_step == 6 and "persistent" in a.finding.message

@@ -9,7 +9,7 @@ share these reads."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -51,15 +51,21 @@ def _values(s: Series) -> tuple[np.ndarray, np.ndarray]:
     return steps[keep], values[keep]
 
 
+def _quality_series(ctx: RuleContext, source: str) -> list[tuple[Series, Direction]]:
+    """The source's series whose names have a direction, each with its split as the log means it: a
+    name that does not say (`accuracy`) next to one of the same kind on the eval split (`val_accuracy`)
+    is the train split's (Keras' CSVLogger, Lightning's `acc` and `val_acc`)."""
+    found = [(s, d) for s in ctx.store if s.source == source and (d := ctx.quality(s.name)) is not None]
+    evals = {d.kind for _, d in found if d.split == "eval"}
+    return [(s, replace(d, split="train") if not d.split and d.kind in evals else d) for s, d in found]
+
+
 def tracks(ctx: RuleContext, source: str, *, higher_only: bool = False) -> list[Track]:
     """The source's quality metrics other than losses (those have rules of their own), with the unit of
     each share: a share printed above 1 anywhere in the source makes the source's shares percents."""
     out: list[Track] = []
-    for s in ctx.store:
-        if s.source != source:
-            continue
-        d = ctx.quality(s.name)
-        if d is None or d.is_loss or (higher_only and not d.higher):
+    for s, d in _quality_series(ctx, source):
+        if d.is_loss or (higher_only and not d.higher):
             continue
         steps, values = _values(s)
         if len(values):
@@ -96,11 +102,8 @@ def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, 
     their median better than the first by `min_gain` of its size, and none worse than that first.
     A loss curve that misbehaves while the task metric gets better is no failure of the training."""
     best: Gain | None = None
-    for s in ctx.store:
-        if s.source != source:
-            continue
-        d = ctx.quality(s.name)
-        if d is None or d.is_loss or d.split == "train":
+    for s, d in _quality_series(ctx, source):
+        if d.is_loss or d.split == "train":
             continue
         if line is None:
             steps, values = _values(s)
