@@ -47,8 +47,8 @@ class _Collapse:
 
 @register("quality.collapse")
 class QualityCollapse(Rule):
-    """A task metric below (1 - drop) of its running best (or, for a metric that goes negative, `drop`
-    of the way from its lowest to its best), for `persist` points, beyond its noise."""
+    """A task metric below (1 - drop) of its running best for `persist` points, beyond its noise. A metric
+    that goes negative (a shaped reward) is left alone: half of its best means nothing."""
 
     id = "quality.collapse"
     params = QualityCollapseParams
@@ -63,9 +63,7 @@ class QualityCollapse(Rule):
         t = c.t
         at_step = int(t.steps[c.at])
         msg = (f"{t.name} collapsed from its best {t.shown(c.best)} (step {c.best_step}) to "
-               f"{t.shown(c.low)} at step {at_step} ({c.low / c.best:.0%} of the best)" if c.best > 0 else
-               f"{t.name} collapsed from its best {t.shown(c.best)} (step {c.best_step}) to "
-               f"{t.shown(c.low)} at step {at_step}")
+               f"{t.shown(c.low)} at step {at_step} ({c.low / c.best:.0%} of the best)")
         last = float(t.values[-1])
         if c.recovered is not None:
             msg += (f"; a transient collapse: it recovered to {t.shown(c.back)} by step "
@@ -91,12 +89,12 @@ class QualityCollapse(Rule):
         v = rolling_median(raw, w)
         noise = nz(max(diff_sigma(v.tolist()), diff_sigma(raw.tolist()) / max(1.0, w ** 0.5)))
         best = np.maximum.accumulate(v)
-        lowest = np.minimum.accumulate(v)
-        signed = float(raw.min()) < 0
+        if float(raw.min()) < 0:
+            return None  # a score that goes negative (a shaped reward) has no scale to fall by half of
         if t.d.share and float(v.max()) < p.min_best * (100.0 if t.percent else 1.0):
             return None  # a best near 0 (chance level) has nothing to collapse from: quality.not_learning's case
-        bar = lowest + (1 - p.drop) * (best - lowest) if signed else (1 - p.drop) * best
-        below = (v <= bar) & (best - v > p.noise_k * noise) & (best > 0 if not signed else best > lowest)
+        bar = (1 - p.drop) * best
+        below = (v <= bar) & (best - v > p.noise_k * noise) & (best > 0)
         k = max(1, p.persist)
         for i in np.flatnonzero(below).tolist():
             if i + k > n:
@@ -105,8 +103,7 @@ class QualityCollapse(Rule):
                 continue
             b = float(best[i])
             bi = int(np.flatnonzero(v[:i + 1] == b)[0])
-            back = np.flatnonzero(v[i:] >= p.recover * b if not signed else
-                                  v[i:] >= lowest[i] + p.recover * (b - lowest[i]))
+            back = np.flatnonzero(v[i:] >= p.recover * b)
             rec = int(back[0]) + i if len(back) else None
             low = float(v[i:rec].min() if rec else v[i:].min())
             return _Collapse(t, b, int(t.steps[bi]), i, low, rec, float(v[rec]) if rec is not None else low)

@@ -16,7 +16,7 @@ import numpy as np
 from trainwatch.model import Finding, Severity
 from trainwatch.names import Direction
 from trainwatch.rules.base import RuleContext, median
-from trainwatch.rules.stats import fmt
+from trainwatch.rules.stats import curve_sigma, fmt, nz
 from trainwatch.store import Series
 
 
@@ -98,9 +98,10 @@ class Gain:
 def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, min_gain: float,
               min_points: int = 3) -> Gain | None:
     """A quality metric (not on the train split) that improved since `since_step`, as it was read when
-    `line` was logged (None: now): at least `min_points` values since then, the last two of them by
-    their median better than the first by `min_gain` of its size, and none worse than that first.
-    A loss curve that misbehaves while the task metric gets better is no failure of the training."""
+    `line` was logged (None: now): at least `min_points` values since then, each better than the one
+    before while there are fewer than five, else the median of the last third better than that of the
+    first by `min_gain` of its size and by three noise widths (a metric at chance level wanders, it does
+    not climb). A loss curve that misbehaves while the task metric gets better is no training failure."""
     best: Gain | None = None
     for s, d in _quality_series(ctx, source):
         if d.is_loss or d.split == "train":
@@ -116,14 +117,22 @@ def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, 
         if len(values) < min_points:
             continue
         sign = 1.0 if d.higher else -1.0
-        first = float(values[0])
-        now = median(values[-2:].tolist())
+        v = (sign * values).tolist()
+        n = len(v)
+        if n < 5:  # too few for a noise estimate: only a clean climb counts
+            if any(b <= a for a, b in zip(v, v[1:])):
+                continue
+            first, now, noise = v[0], v[-1], 0.0
+        else:  # the thirds by their medians, apart by more than the evals' own noise
+            third = (n + 2) // 3
+            first, now = median(v[:third]), median(v[-third:])
+            noise = 3.0 * nz(curve_sigma(v))
         scale = max(abs(first), 1e-12)
-        if sign * (now - first) < min_gain * scale or (sign * (values - first)).min() < -min_gain * scale:
+        gain = now - first
+        if gain < min_gain * scale or gain <= noise:
             continue
-        g = Gain(s.name, first, now, int(steps[0]), int(steps[-1]))
-        if best is None or sign * (now - first) / scale > abs(best.now - best.first) / max(abs(best.first), 1e-12):
-            best = g
+        if best is None or gain / scale > abs(best.now - best.first) / max(abs(best.first), 1e-12):
+            best = Gain(s.name, sign * first, sign * now, int(steps[0]), int(steps[-1]))
     return best
 
 
