@@ -308,3 +308,19 @@ def test_keras_csv_with_val_loss_a_little_above_its_minimum_for_the_last_epochs(
     path.write_text("\n".join(rows) + "\n")
     a = next(a for a in run_log(path).alerts() if a.rule == "loss.overfit")
     assert a.severity is Severity.WARNING and a.first_step == 6 and "persistent" in a.finding.message
+
+
+def test_an_overfit_warning_is_withdrawn_when_the_task_metric_turns_out_to_improve() -> None:
+    """mIoU wobbles over the first evals after the eval-loss minimum (no clean climb yet: the warning
+    stands), then climbs well beyond its noise: the warning is withdrawn and an info follows."""
+    from trainwatch.sinks import report
+
+    r = Run()
+    miou = [0.29, 0.27, 0.30, 0.28, 0.36, 0.41, 0.46, 0.50, 0.55, 0.60, 0.64, 0.68]
+    evals = {"Validation mIOU": miou, "eval_loss": [5.87 + 3.5 * e for e in range(12)]}
+    _epochs(r, 12, 10, lambda s: 2.2 - s * 0.01, **evals)
+    r.finish()
+    doc = report.document(r.engine, [], "sft", preset_auto=False)
+    assert [w["id"] for w in doc["withdrawn"]] == ["loss.overfit"]
+    told = [f for f in doc["findings"] if f["id"] == "loss.overfit"]
+    assert len(told) == 1 and told[0]["severity"] == "info" and "calibration" in told[0]["message"]

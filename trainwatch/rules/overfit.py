@@ -26,6 +26,7 @@ class _Evals:
     later: deque[Point] = field(default_factory=lambda: deque(maxlen=64))  # evals since the best
     train_then: float = math.nan  # train loss median when the best eval was logged
     told: bool = False  # an overfit was reported from the current best
+    calm: bool = False  # ...as an info: a task metric of the same evals improves (calibration)
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class LossOverfit(Rule):
             st.best = point
             st.later.clear()
             st.train_then = self._train_at(train, point.step, w)
-            st.told = False
+            st.told = st.calm = False
             self._episodes.close(src)
             if told and old is not None:  # the evals came back below the minimum: it was no overfit
                 return Retraction(f"eval_loss fell to {fmt(v)} at step {point.step}, below the minimum "
@@ -101,12 +102,19 @@ class LossOverfit(Rule):
         if found is None:
             self._episodes.close(src)
             return None
+        since = st.best.step if st.best is not None else point.step
         if self._episodes.is_open(src):
+            gain = None if st.calm else improving(ctx, src, since, point.line, self.p.quality_gain)
+            if gain is not None:  # the task metric improved since: the warning was wrong, an info follows
+                self._episodes.close(src)
+                st.told = False
+                return Retraction(f"{gain.said()} since the eval minimum (step {since}): the rising eval_loss "
+                                  f"is over-confidence, not overfitting")
             return self._episodes.repeat(src, v, point.step, later_evals=found.evidence["later_evals"],
                                          train_now=found.evidence["train_now"])
         st.told = True
-        gain = improving(ctx, src, st.best.step if st.best is not None else point.step, point.line,
-                         self.p.quality_gain)
+        gain = improving(ctx, src, since, point.line, self.p.quality_gain)
+        st.calm = gain is not None
         if gain is not None:
             found = _calibration(found, gain)
         return self._episodes.open(src, found, v, point.step)
@@ -203,5 +211,6 @@ def _calibration(f: Finding, gain: Gain) -> Finding:
     ev["improving_from"], ev["improving_to"] = gain.first, gain.now
     msg = (f"eval_loss rises from its minimum {fmt(f.evidence['value'])} (step {f.began_step}) while {gain.said()}: "
            f"the task metric improves, so this is over-confidence (calibration), not overfitting")
-    return Finding(message=msg, step=f.step, began_step=f.began_step, evidence=ev, subject=f.subject,
+    # a subject of its own: an alert of its own, so a warning withdrawn for it does not lend it its severity
+    return Finding(message=msg, step=f.step, began_step=f.began_step, evidence=ev, subject="eval_loss calibration",
                    severity=Severity.INFO, extra_fixes=f.extra_fixes)
