@@ -56,7 +56,14 @@ class LossOverfit(Rule):
     the minimum must sit above it by more than the noise (measured on the evals' own second
     differences) and `min_rise`, and the median of the latest ones must stand `level_k` noise widths
     above the level around the minimum (the minimum of noisy evals is itself a low draw). Dated at the
-    eval minimum; the later evals are listed."""
+    eval minimum; the later evals are listed.
+
+    That noise band (`min_rise`, `level_k` widths) keeps a rise of 1-2% quiet, which is how overfitting
+    begins on a smooth eval curve: so each of the last `mild_evals` evals above the minimum by `mild_rise`
+    and `mild_k` widths of the noise since the minimum is overfitting onset too. And a task metric of the
+    same evals (mIoU, accuracy) that improves since the minimum makes the rise an info: the model grows
+    over-confident where it is wrong (calibration), it does not generalise worse; a warning told before
+    the metric's climb showed is withdrawn when it does."""
 
     id = "loss.overfit"
     params = LossOverfitParams
