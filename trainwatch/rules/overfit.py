@@ -198,7 +198,7 @@ class LossOverfit(Rule):
         if mild_said:
             msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); each of the last {len(above)} "
                    f"evaluations stayed above it by more than {fmt(band)} ({band / best.value:.1%}; step: value "
-                   f"{shown}): mild, persistent overfitting onset, while the train loss fell "
+                   f"{shown}): persistent overfitting onset, while the train loss fell "
                    f"{fmt(st.train_then)} -> {fmt(now)}")
         else:
             msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
