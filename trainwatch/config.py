@@ -92,6 +92,7 @@ class Config:
     inhibit: list[Inhibit]
     files: list[str] = field(default_factory=list)  # where it came from, for `trainwatch rules`
     aliases: dict[str, str] = field(default_factory=dict)
+    directions: dict[str, str] = field(default_factory=dict)  # metric name -> higher|lower (data/quality.yaml)
 
 
 def _read_yaml(text: str, where: str) -> dict[str, Any]:
@@ -319,14 +320,17 @@ def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
             raise ConfigError(f"{path}: cannot read config: {getattr(exc, 'strerror', None) or exc}") from None
         data = _read_yaml(text, str(path))
         for key in data:
-            if key not in ("rules", "inhibit", "aliases"):
-                raise ConfigError(f"{path}: {key}: unknown key", hint="allowed: rules, inhibit, aliases")
+            if key not in ("rules", "inhibit", "aliases", "directions"):
+                raise ConfigError(f"{path}: {key}: unknown key", hint="allowed: rules, inhibit, aliases, directions")
         overrides = data.get("rules", {})
         if not isinstance(overrides, dict):
             raise ConfigError(f"{path}: rules: expected a mapping of rule id to settings")
         origins.note(data, str(path))
         if "aliases" in data and not isinstance(data["aliases"], dict):
             raise ConfigError(f"{path}: aliases: expected a mapping of metric name to canonical name")
+        if "directions" in data and (not isinstance(data["directions"], dict) or any(
+                str(v).lower() not in ("higher", "lower") for v in data["directions"].values())):
+            raise ConfigError(f"{path}: directions: expected a mapping of metric name to higher or lower")
         if "inhibit" in data:
             _build_inhibit(data["inhibit"], str(path))
             data = dict(data)
@@ -338,4 +342,5 @@ def load(preset: str = "sft", user_files: list[Path] | None = None) -> Config:
         known = coded.get(str(rid))
         rules[rid] = _build_rule(str(rid), raw, defaults.get(rid), origins, known.params if known else None)
     aliases = {str(k): str(v) for k, v in merged.get("aliases", {}).items()}
-    return Config(preset, rules, _build_inhibit(merged.get("inhibit", []), origin), files, aliases)
+    directions = {str(k): str(v).lower() for k, v in merged.get("directions", {}).items()}
+    return Config(preset, rules, _build_inhibit(merged.get("inhibit", []), origin), files, aliases, directions)

@@ -25,7 +25,7 @@ from trainwatch.config import Config, RuleSpec
 from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
 from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
-from trainwatch.names import Canonicalizer
+from trainwatch.names import Canonicalizer, Quality
 from trainwatch.rules import build_rules
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState
@@ -66,7 +66,7 @@ class Engine:
         self.rules: list[Rule] = build_rules(config)
         self.listeners: list[Listener] = []
         self.changes: int = 0
-        self._ctx = RuleContext(self.store, self.sources, clock())
+        self._ctx = RuleContext(self.store, self.sources, clock(), Quality(config.directions))
         # per metric: each rule's sample hook, its spec and id
         self._hooks: dict[str, list[tuple[Rule, RuleSpec, str]]] = {}
         self._by_event: dict[EventKind, list[Rule]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from importlib import resources
 
 from trainwatch import yamltext
@@ -54,3 +55,73 @@ def _by_shape(key: str) -> str | None:
     if _TRAIN_LOSS.match(key) or _LOSS_TRAIN.match(key):
         return "loss"
     return None
+
+
+# -- which way is better ----------------------------------------------------------------------------
+
+_TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
+_TRAIN = {"train", "training", "trn"}
+_EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev", "overall", "holdout"}
+
+
+@dataclass(frozen=True)
+class Direction:
+    """What a metric's name says about it: its kind, which way is better, whether it is a share of the
+    whole (0-1 or a percent), and whether it is measured on the train or the eval split ("" when the
+    name does not say)."""
+
+    kind: str
+    higher: bool
+    share: bool
+    split: str
+
+    @property
+    def is_loss(self) -> bool:
+        return self.kind == "loss"
+
+
+def _kinds() -> tuple[list[tuple[str, bool, bool, re.Pattern[str]]], set[str]]:
+    text = resources.files("trainwatch").joinpath("data/quality.yaml").read_text(encoding="utf-8")
+    out = []
+    table = yamltext.load(text)
+    ignore = {str(t) for t in table.pop("ignore", [])}
+    for kind, spec in table.items():
+        pats = "|".join(f"(?:{p})" for p in spec["names"])
+        out.append((str(kind), spec["better"] == "higher", bool(spec.get("share", False)),
+                    re.compile(r"(?:^|_)(?:" + pats + r")(?:_|$)")))
+    return out, ignore
+
+
+class Quality:
+    """Which way is better for a metric, by its (canonical or raw) name: the table in data/quality.yaml,
+    extended by a user config's `directions` (name -> higher|lower). None for a metric whose name says
+    nothing (a learning rate, a throughput). Cached per name: a rule may ask on every sample."""
+
+    def __init__(self, extra: dict[str, str] | None = None) -> None:
+        self._kinds, self._ignore = _kinds()
+        self._extra = {k.strip().lower(): v.strip().lower() == "higher" for k, v in (extra or {}).items()}
+        self._cache: dict[str, Direction | None] = {}
+
+    def __call__(self, name: str) -> Direction | None:
+        if name in self._cache:
+            return self._cache[name]
+        got = self._classify(name)
+        if len(self._cache) < 100_000:
+            self._cache[name] = got
+        return got
+
+    def _classify(self, name: str) -> Direction | None:
+        low = name.strip().lower()
+        tokens = [t for t in _TOKEN_SPLIT.split(low) if t]
+        norm = "_".join(tokens)
+        split = "train" if _TRAIN.intersection(tokens) else "eval" if _EVAL.intersection(tokens) else ""
+        if low == "eval_loss":
+            split = "eval"
+        if low in self._extra:
+            return Direction(low, self._extra[low], False, split)
+        if self._ignore.intersection(tokens):
+            return None
+        for kind, higher, share, pat in self._kinds:
+            if pat.search(norm):
+                return Direction(kind, higher, share, split)
+        return None

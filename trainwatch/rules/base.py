@@ -17,6 +17,7 @@ import numpy as np
 
 from trainwatch.config import RuleSpec
 from trainwatch.model import Event, EventKind, Finding, Retraction
+from trainwatch.names import Quality
 from trainwatch.store import MetricStore, Point, Series
 
 
@@ -46,6 +47,7 @@ class RuleContext:
     store: MetricStore
     sources: dict[str, SourceState]
     now: float
+    quality: Quality = field(default_factory=Quality)  # which way is better, by metric name
 
     def series(self, name: str, source: str) -> Series | None:
         return self.store.get(name, source)

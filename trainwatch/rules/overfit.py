@@ -6,8 +6,9 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from trainwatch.model import Finding, Retraction
+from trainwatch.model import Finding, Retraction, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.quality_series import Gain, improving
 from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
 from trainwatch.store import Point, Series
 from trainwatch.rules.registry import register
@@ -25,6 +26,7 @@ class _Evals:
     later: deque[Point] = field(default_factory=lambda: deque(maxlen=64))  # evals since the best
     train_then: float = math.nan  # train loss median when the best eval was logged
     told: bool = False  # an overfit was reported from the current best
+    calm: bool = False  # ...as an info: a task metric of the same evals improves (calibration)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,10 @@ class LossOverfitParams:
     early_rise: float
     train_window: int
     train_fall: float
+    mild_evals: int
+    mild_rise: float
+    mild_k: float
+    quality_gain: float
 
 
 @register("loss.overfit")
@@ -50,7 +56,14 @@ class LossOverfit(Rule):
     the minimum must sit above it by more than the noise (measured on the evals' own second
     differences) and `min_rise`, and the median of the latest ones must stand `level_k` noise widths
     above the level around the minimum (the minimum of noisy evals is itself a low draw). Dated at the
-    eval minimum; the later evals are listed."""
+    eval minimum; the later evals are listed.
+
+    That noise band (`min_rise`, `level_k` widths) keeps a rise of 1-2% quiet, which is how overfitting
+    begins on a smooth eval curve: so each of the last `mild_evals` evals above the minimum by `mild_rise`
+    and `mild_k` widths of the noise since the minimum is overfitting onset too. And a task metric of the
+    same evals (mIoU, accuracy) that improves since the minimum makes the rise an info: the model grows
+    over-confident where it is wrong (calibration), it does not generalise worse; a warning told before
+    the metric's climb showed is withdrawn when it does."""
 
     id = "loss.overfit"
     params = LossOverfitParams
@@ -83,7 +96,7 @@ class LossOverfit(Rule):
             st.best = point
             st.later.clear()
             st.train_then = self._train_at(train, point.step, w)
-            st.told = False
+            st.told = st.calm = False
             self._episodes.close(src)
             if told and old is not None:  # the evals came back below the minimum: it was no overfit
                 return Retraction(f"eval_loss fell to {fmt(v)} at step {point.step}, below the minimum "
@@ -96,10 +109,21 @@ class LossOverfit(Rule):
         if found is None:
             self._episodes.close(src)
             return None
+        since = st.best.step if st.best is not None else point.step
         if self._episodes.is_open(src):
+            gain = None if st.calm else improving(ctx, src, since, point.line, self.p.quality_gain)
+            if gain is not None:  # the task metric improved since: the warning was wrong, an info follows
+                self._episodes.close(src)
+                st.told = False
+                return Retraction(f"{gain.said()} since the eval minimum (step {since}): the rising eval_loss "
+                                  f"is over-confidence, not overfitting")
             return self._episodes.repeat(src, v, point.step, later_evals=found.evidence["later_evals"],
                                          train_now=found.evidence["train_now"])
         st.told = True
+        gain = improving(ctx, src, since, point.line, self.p.quality_gain)
+        st.calm = gain is not None
+        if gain is not None:
+            found = _calibration(found, gain)
         return self._episodes.open(src, found, v, point.step)
 
     @staticmethod
@@ -111,7 +135,27 @@ class LossOverfit(Rule):
         vals = values[steps <= step][-w:].tolist()
         return median(vals) if vals else math.nan
 
+    def _mild(self, st: _Evals, noise: float) -> tuple[list[Point], float] | None:
+        """Mild, persistent overfitting: each of the last `mild_evals` evals since the minimum above it by
+        `mild_rise` of it and `mild_k` noise widths (a rise of 1-2% that never comes back is overfitting
+        onset when the evals are smooth; on noisy evals the noise widths keep it quiet). (those evals, the
+        band) or None."""
+        best = st.best
+        k = self.p.mild_evals
+        if best is None or len(st.later) < k:
+            return None
+        later = [p.value for p in st.later]
+        # the noise of the evals since the minimum, from their second differences (a steady rise is no
+        # noise, and the steep descent before the minimum would inflate the whole-run estimate)
+        near = curve_sigma([best.value] + later)
+        band = max(self.p.mild_rise * best.value, self.p.mild_k * (near if near == near else noise))
+        last = list(st.later)[-k:]
+        if all(p.value > best.value + band for p in last):
+            return last, band
+        return None
+
     def _judge(self, st: _Evals, train: Series | None, point: Point, w: int, holding: bool) -> Finding | None:
+        mild_said = False
         best = st.best
         need = self.p.later_evals
         if best is None or len(st.later) < need or best.value <= 0:
@@ -132,24 +176,48 @@ class LossOverfit(Rule):
             noise = nz(curve_sigma(list(st.recent)))
             band = max(self.p.noise_k * noise, floor)
             above = [p for p in st.later if p.value > best.value + band]
-            if len(above) < need:
-                return None
             latest = median([p.value for p in list(st.later)[-5:]])
-            if holding:  # told already: it lasts until the latest evals come back into the minimum's band
-                if latest <= best.value + band:
+            if len(above) < need:
+                clear = False
+            elif holding:  # told already: it lasts until the latest evals come back into the minimum's band
+                clear = latest > best.value + band
+            else:
+                clear = latest > median([best.value] + st.around) + max(self.p.level_k * noise, floor)
+            if not clear:
+                mild = self._mild(st, noise)
+                if mild is None:
                     return None
-            elif latest <= median([best.value] + st.around) + max(self.p.level_k * noise, floor):
-                return None
+                above, band = mild
+                mild_said = True
         now = self._train_at(train, point.step, w)
         if not (now < st.train_then * (1 - self.p.train_fall)):
             return None  # the train loss rose or stood still: the run got worse or is noise, not overfit
         shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[:6]) + (", ..." if len(above) > 6 else "")
         why = (f"its noise (+-{fmt(band)})" if noise == noise
                else f"{self.p.min_rise:.0%}, each above the last")
-        msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
-               f"evaluations since sat above it by more than {why} (step: value {shown}), "
-               f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)}")
+        if mild_said:
+            msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); each of the last {len(above)} "
+                   f"evaluations stayed above it by more than {fmt(band)} ({band / best.value:.1%}; step: value "
+                   f"{shown}): persistent overfitting onset, while the train loss fell "
+                   f"{fmt(st.train_then)} -> {fmt(now)}")
+        else:
+            msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
+                   f"evaluations since sat above it by more than {why} (step: value {shown}), "
+                   f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)}")
         return Finding(message=msg, step=point.step, began_step=best.step,
                        evidence={"value": best.value, "step": best.step, "noise": noise, "band": band,
                                  "later_evals": [[p.step, p.value] for p in above[-8:]],
                                  "train_then": st.train_then, "train_now": now, "detected_step": point.step})
+
+
+def _calibration(f: Finding, gain: Gain) -> Finding:
+    """The rise told as what it is when the task metric of the same evaluations keeps improving: the model
+    grows over-confident on what it gets wrong (calibration), it does not generalise worse. Info."""
+    ev = dict(f.evidence)
+    ev["improving"] = gain.name
+    ev["improving_from"], ev["improving_to"] = gain.first, gain.now
+    msg = (f"eval_loss rises from its minimum {fmt(f.evidence['value'])} (step {f.began_step}) while {gain.said()}: "
+           f"the task metric improves, so this is over-confidence (calibration), not overfitting")
+    # a subject of its own: an alert of its own, so a warning withdrawn for it does not lend it its severity
+    return Finding(message=msg, step=f.step, began_step=f.began_step, evidence=ev, subject="eval_loss calibration",
+                   severity=Severity.INFO, extra_fixes=f.extra_fixes)

@@ -23,6 +23,7 @@ from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.plateau_feed import Feed
+from trainwatch.rules.quality_series import StepDowns
 from trainwatch.rules.stats import diff_sigma, fmt, median_se, nz, scaled_window
 from trainwatch.store import SCAN_MIN
 from trainwatch.rules.registry import register
@@ -57,6 +58,10 @@ class _Verdicts:
         self.cond[r] = True
         self.level[r] = st.level
         self.episode[r] = len(self.opened) - 1
+
+    def opened_at(self, w: Window, row: int) -> Finding:
+        """The finding that opened the episode `row` (index into the window) belongs to."""
+        return self.opened[int(self.episode[row - w.start])]
 
     def finding(self, w: Window, row: int) -> Finding:
         """The open episode's finding as repeated at `row` (index into the window)."""
@@ -96,6 +101,7 @@ class LossPlateauParams:
     expected_max: float
     early_fraction: float
     anneal_below: float
+    quality_gain: float
 
 
 @register("loss.plateau")
@@ -117,6 +123,7 @@ class LossPlateau(ArrayRule):
         self._feeds: dict[str, Feed] = {}
         self._states: dict[str, _State] = {}
         self._verdicts: dict[str, _Verdicts] = {}
+        self._steps = StepDowns()
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         p = self.p
@@ -188,7 +195,9 @@ class LossPlateau(ArrayRule):
         out.hold(k, k + 1, rows, st)
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
-        return self._verdicts[w.source].finding(w, row)
+        v = self._verdicts[w.source]
+        return self._steps.apply(ctx, w.source, v.opened_at(w, row), v.finding(w, row), int(w.line[row]),
+                                 self.p.quality_gain)
 
     def last_value(self, w: Window, row: int) -> float | None:
         return float(self._verdicts[w.source].level[row - w.start])
@@ -258,6 +267,7 @@ class LossFlatFromStartParams:
     start_within: int
     quarter_max: int
     min_fraction: float
+    quality_gain: float
 
 
 @register("loss.flat_from_start")
@@ -279,6 +289,7 @@ class LossFlatFromStart(ArrayRule):
         self._feeds: dict[str, Feed] = {}
         self._states: dict[str, _FlatState] = {}
         self._verdicts: dict[str, _Verdicts] = {}
+        self._steps = StepDowns()
         self._withdrawn: dict[str, list[tuple[int, str]]] = {}
         self._first: tuple[Any, ...] | None = None  # (segment, h, its start's median, its noise): the last start read
 
@@ -353,7 +364,9 @@ class LossFlatFromStart(ArrayRule):
         return out.cond
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
-        return self._verdicts[w.source].finding(w, row)
+        v = self._verdicts[w.source]
+        return self._steps.apply(ctx, w.source, v.opened_at(w, row), v.finding(w, row), int(w.line[row]),
+                                 self.p.quality_gain)
 
     def last_value(self, w: Window, row: int) -> float | None:
         return float(self._verdicts[w.source].level[row - w.start])
@@ -480,7 +493,7 @@ class LossFlatFromStart(ArrayRule):
         f.subject = "loss"
         f.evidence["last_value"] = st.level if st.level is not None else f.evidence["now"]
         f.evidence["last_step"] = s.last.step
-        return [f]
+        return [self._steps.apply(ctx, source, f, f, None, self.p.quality_gain)]
 
 
 def _seg_changes(seg: np.ndarray) -> np.ndarray:

@@ -1,0 +1,326 @@
+"""Task metrics judged with their direction (data/quality.yaml): a metric stuck near 0, one that collapses
+from its best, one whose best evaluation is behind us while the train loss falls; and the loss rules that
+step down when the task metric improves (a val loss rising while mIoU improves, a flat soft-target loss
+while the accuracy climbs), plus mild, persistent overfitting of the eval loss.
+
+Synthetic series through a real engine, and short logs in shapes the adapters read (JSON lines,
+`key value` console lines, a Keras CSVLogger file) written here."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from rulekit import Run, run_log
+from trainwatch import config
+from trainwatch.errors import ConfigError
+from trainwatch.model import Severity
+from trainwatch.names import Quality
+
+
+def _firing(r: Run) -> dict[str, object]:
+    return {a.rule: a for a in (c.alert for c in r.changes if c.state.name == "FIRING")}
+
+
+def _epochs(r: Run, n: int, per: int, loss, **evals) -> None:  # type: ignore[no-untyped-def]
+    """n epochs of `per` train steps each (loss(step)), then each eval metric's value for the epoch."""
+    for e in range(n):
+        for s in range(e * per + 1, e * per + per + 1):
+            r.step(s, loss=loss(s))
+        for name, values in evals.items():
+            r.sample(name, values[e], e * per + per)
+
+
+# -- the direction table ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,kind,higher,split", [
+    ("test_384_acc1", "accuracy", True, "eval"),
+    ("avg. Accuracy@1", "accuracy", True, ""),
+    ("metrics/mAP50-95(B)", "map", True, ""),
+    ("Validation mIOU", "iou", True, "eval"),
+    ("pixAcc", "accuracy", True, ""),
+    ("rollout/ep_rew_mean", "reward", True, ""),
+    ("pass@1", "pass_at_k", True, ""),
+    ("Validity over 64 molecules", "validity", True, ""),
+    ("val/box_loss", "loss", False, "eval"),
+    ("eval_loss", "loss", False, "eval"),
+    ("perplexity", "perplexity", False, ""),
+    ("wer", "wer", False, ""),
+])
+def test_the_name_says_which_way_is_better(name: str, kind: str, higher: bool, split: str) -> None:
+    d = Quality()(name)
+    assert d is not None and (d.kind, d.higher, d.split) == (kind, higher, split)
+
+
+@pytest.mark.parametrize("name", ["lr", "grad_norm", "epoch", "reward_std", "frac_reward_zero_std", "kimg",
+                                  "tokens_per_sec", "capacity"])
+def test_names_that_say_nothing_about_quality_have_no_direction(name: str) -> None:
+    assert Quality()(name) is None
+
+
+def test_a_user_config_adds_directions(tmp_path: Path) -> None:
+    user = tmp_path / "tw.yaml"
+    user.write_text("directions: {Sharpness Score: higher, fid: lower}\n")
+    cfg = config.load("sft", [user])
+    q = Quality(cfg.directions)
+    assert q("sharpness score") is not None and q("sharpness score").higher  # type: ignore[union-attr]
+    assert q("FID") is not None and not q("FID").higher  # type: ignore[union-attr]
+    assert Quality()("fid") is None
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("directions: {fid: sideways}\n")
+    with pytest.raises(ConfigError):
+        config.load("sft", [bad])
+
+
+# -- quality.not_learning --------------------------------------------------------------------------
+
+
+def _stuck_run(evals: int, acc1: list[float], acc5: list[float] | None = None) -> Run:
+    r = Run()
+    metrics = {"acc1": acc1} if acc5 is None else {"acc1": acc1, "acc5": acc5}
+    _epochs(r, evals, 10, lambda s: 3.5 - s * 0.003, **metrics)
+    r.finish()
+    return r
+
+
+def test_accuracy_at_chance_in_percent_over_all_evals_is_not_learning() -> None:
+    """acc1 0.5-0.8 next to a top-5 of 2-2.6: the source prints percents, so 0.7 is 0.7 %."""
+    rnd = random.Random(4)
+    acc1 = [rnd.choice([0.48, 0.56, 0.64, 0.7, 0.76]) for _ in range(27)]
+    acc5 = [rnd.choice([2.2, 2.5, 2.6]) for _ in range(27)]
+    a = _firing(_stuck_run(27, acc1, acc5))["quality.not_learning"]
+    assert a.severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert a.first_step == 10  # type: ignore[attr-defined]  # dated at the first evaluation
+    assert "acc1" in a.finding.message and "0.76%" in a.finding.message  # type: ignore[attr-defined]
+
+
+def test_a_fraction_that_could_be_70_percent_is_not_called_stuck() -> None:
+    """The same 0.5-0.8 alone cannot tell 0.7 % from 70 %: unsure, so nothing."""
+    rnd = random.Random(4)
+    acc1 = [rnd.choice([0.48, 0.56, 0.64, 0.7, 0.76]) for _ in range(27)]
+    assert "quality.not_learning" not in _firing(_stuck_run(27, acc1))
+
+
+def test_validity_near_zero_percent_warns_and_a_short_run_only_informs() -> None:
+    rnd = random.Random(5)
+    vals = [rnd.choice([0.0, 0.0, 1.56, 3.12, 7.81]) for _ in range(19)]
+    assert _firing(_stuck_run(19, vals))["quality.not_learning"].severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert _firing(_stuck_run(6, vals[:6]))["quality.not_learning"].severity is Severity.INFO  # type: ignore[attr-defined]
+    assert "quality.not_learning" not in _firing(_stuck_run(4, vals[:4]))
+
+
+def test_a_low_metric_that_climbs_is_learning_slowly() -> None:
+    """DETR's AP after a few epochs: low, but rising."""
+    ap = [0.003 + 0.008 * e for e in range(10)]
+    assert "quality.not_learning" not in _firing(_stuck_run(10, ap))
+
+
+# -- quality.collapse ------------------------------------------------------------------------------
+
+
+def test_accuracy_collapse_that_recovers_is_a_transient_collapse_dated_at_the_fall() -> None:
+    r = Run()
+    _epochs(r, 6, 100, lambda s: 4.5 - s * 0.0005, val_accuracy=[23.0, 34.7, 2.54, 12.4, 27.1, 35.9])
+    r.finish()
+    a = _firing(r)["quality.collapse"]
+    assert a.first_step == 300 and a.severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert a.finding.evidence["best_step"] == 200 and a.finding.evidence["recovered"]  # type: ignore[attr-defined]
+    assert "transient" in a.finding.message  # type: ignore[attr-defined]
+
+
+def test_reward_that_falls_to_zero_for_the_second_half_stayed_down() -> None:
+    r = Run()
+    rnd = random.Random(3)
+    for s in range(1, 1001):
+        level = 0.34 * min(s, 300) / 300 if s < 450 else 0.005
+        r.step(s * 100, **{"rollout/ep_rew_mean": max(0.0, level + rnd.gauss(0, 0.02))})
+    r.finish()
+    a = _firing(r)["quality.collapse"]
+    assert 44_000 <= a.first_step <= 46_000  # type: ignore[attr-defined]
+    assert "stayed down" in a.finding.message  # type: ignore[attr-defined]
+
+
+def test_a_noisy_reward_that_holds_its_level_and_a_chance_level_metric_do_not_collapse() -> None:
+    r = Run()
+    rnd = random.Random(6)
+    for s in range(1, 501):
+        r.step(s, reward=0.6 + rnd.gauss(0, 0.15))
+    r.finish()
+    assert "quality.collapse" not in _firing(r)
+    rnd = random.Random(4)
+    chance = _stuck_run(27, [rnd.choice([0.0, 0.78]) for _ in range(27)], [rnd.choice([0.78, 2.34]) for _ in range(27)])
+    assert "quality.collapse" not in _firing(chance)
+
+
+# -- quality.overfit -------------------------------------------------------------------------------
+
+
+def _acc_overfit(train_falls: bool, declines: bool) -> Run:
+    r = Run()
+    rnd = random.Random(5)
+    acc = [(60 + 3 * e if e <= 8 or not declines else 84 - 1.2 * (e - 8)) + rnd.gauss(0, 0.3) for e in range(20)]
+    _epochs(r, 20, 10, (lambda s: 3.5 - s * 0.005) if train_falls else (lambda s: 2.5), val_acc=acc)
+    r.finish()
+    return r
+
+
+def test_best_val_accuracy_well_behind_while_train_loss_falls_is_overfitting_dated_at_the_best() -> None:
+    a = _firing(_acc_overfit(True, True))["quality.overfit"]
+    assert a.first_step == 90 and a.severity is Severity.WARNING  # type: ignore[attr-defined]
+
+
+def test_no_overfit_when_the_metric_keeps_improving_or_the_train_loss_stands_still() -> None:
+    assert "quality.overfit" not in _firing(_acc_overfit(True, False))
+    assert "quality.overfit" not in _firing(_acc_overfit(False, True))
+
+
+# -- loss.overfit: the task metric decides, and mild persistent overfitting ----------------------
+
+
+def _val_loss_rising(with_miou: bool) -> Run:
+    r = Run()
+    evals = {"eval_loss": [5.87 + 3.5 * e for e in range(12)]}
+    if with_miou:
+        evals = {"Validation mIOU": [0.29 + 0.03 * e for e in range(12)], **evals}
+    _epochs(r, 12, 10, lambda s: 2.2 - s * 0.01, **evals)
+    r.finish()
+    return r
+
+
+def test_val_loss_rising_while_miou_improves_is_calibration_not_overfitting() -> None:
+    a = _firing(_val_loss_rising(True))["loss.overfit"]
+    assert a.severity is Severity.INFO  # type: ignore[attr-defined]
+    assert "mIOU improved" in a.finding.message and "calibration" in a.finding.message  # type: ignore[attr-defined]
+    assert _firing(_val_loss_rising(False))["loss.overfit"].severity is Severity.WARNING  # type: ignore[attr-defined]
+
+
+def _mild(evals: list[float]) -> Run:
+    r = Run()
+    rnd = random.Random(1)
+    _epochs(r, len(evals), 10, lambda s: 2.2 - s * 0.01 + rnd.gauss(0, 0.01), eval_loss=evals)
+    r.finish()
+    return r
+
+
+def test_eval_loss_one_to_two_percent_above_its_minimum_at_every_last_eval_is_overfitting_onset() -> None:
+    descent = [2.0, 1.8, 1.7, 1.65, 1.62, 1.61, 1.60]
+    a = _firing(_mild(descent + [1.617, 1.622, 1.628, 1.626]))["loss.overfit"]
+    assert a.severity is Severity.WARNING and a.first_step == 70  # type: ignore[attr-defined]
+    assert "persistent" in a.finding.message  # type: ignore[attr-defined]
+    # noisy evals around the same level, or a rise of under 1%, are not it
+    assert "loss.overfit" not in _firing(_mild(descent + [1.62, 1.59, 1.63, 1.605, 1.625, 1.61]))
+    assert "loss.overfit" not in _firing(_mild(descent + [1.604, 1.607, 1.608, 1.606]))
+
+
+# -- loss.flat_from_start / loss.plateau step down when the task metric improves -------------------
+
+
+def _flat(with_acc: bool) -> Run:
+    r = Run()
+    rnd = random.Random(2)
+    for s in range(1, 81):
+        r.step(s, loss=4.77 - 0.0004 * s + rnd.gauss(0, 0.01))
+        if with_acc and s % 8 == 0:
+            r.step(s, test_acc1=69.5 + 0.4 * (s // 8))
+    r.finish()
+    return r
+
+
+def test_a_flat_loss_while_the_accuracy_climbs_is_info() -> None:
+    a = _firing(_flat(True))["loss.flat_from_start"]
+    assert a.severity is Severity.INFO and "test_acc1 improved" in a.finding.message  # type: ignore[attr-defined]
+    assert _firing(_flat(False))["loss.flat_from_start"].severity is Severity.CRITICAL  # type: ignore[attr-defined]
+
+
+def test_a_loss_plateau_while_the_accuracy_climbs_is_info() -> None:
+    def run(with_acc: bool) -> Run:
+        r = Run()
+        rnd = random.Random(7)
+        for s in range(1, 401):
+            r.step(s, loss=(6.0 - 1.5 * s / 60 if s <= 60 else 4.5) + rnd.gauss(0, 0.02))
+            if with_acc and s % 20 == 0:
+                r.step(s, val_accuracy=40 + s / 20)
+        r.finish()
+        return r
+    assert _firing(run(False))["loss.plateau"].severity is Severity.WARNING  # type: ignore[attr-defined]
+    a = _firing(run(True))["loss.plateau"]
+    assert a.severity is Severity.INFO and "val_accuracy improved" in a.finding.message  # type: ignore[attr-defined]
+
+
+# -- real shapes -----------------------------------------------------------------------------------
+
+
+def test_console_lines_with_a_collapsing_accuracy(tmp_path: Path) -> None:
+    """`avg. test_loss 3.899 avg. Accuracy@1 23.047 - avg. Accuracy@5 46.417` after each epoch."""
+    lines = []
+    for e, acc in enumerate([23.0, 34.7, 2.54, 12.4, 27.1, 35.9], 1):
+        for i in range(0, 2500, 250):
+            lines.append(f"INFO:root:[{e},  {i:4d}/ 2562] - train_losses - Parent Class: {4.9 - 0.05 * e:.3f}")
+        lines.append(f"INFO:root:avg. test_loss {3.9 - 0.1 * e:.3f} avg. Accuracy@1 {acc:.3f} - "
+                     f"avg. Accuracy@5 {acc * 1.7:.3f}")
+    path = tmp_path / "train.out"
+    path.write_text("\n".join(lines) + "\n")
+    eng = run_log(path)
+    got = [a for a in eng.alerts() if a.rule == "quality.collapse"]
+    assert len(got) == 1 and "Accuracy@1" in got[0].finding.message and got[0].finding.evidence["recovered"]
+
+
+def test_keras_csv_whose_val_accuracy_peaked_long_ago(tmp_path: Path) -> None:
+    """Keras CSVLogger: epoch,accuracy,learning_rate,loss,val_accuracy,val_loss."""
+    rows = ["epoch,accuracy,learning_rate,loss,val_accuracy,val_loss"]
+    for e in range(30):
+        val_acc = 0.5 + 0.03 * e if e <= 10 else 0.8 - 0.012 * (e - 10)
+        rows.append(f"{e},{0.5 + 0.015 * e:.4f},0.001,{2.0 * math.exp(-e / 10) + 0.1:.4f},{val_acc:.4f},"
+                    f"{0.7 - 0.01 * min(e, 10):.4f}")
+    path = tmp_path / "training_log.csv"
+    path.write_text("\n".join(rows) + "\n")
+    eng = run_log(path)
+    a = next(a for a in eng.alerts() if a.rule == "quality.overfit")
+    assert a.first_step in (10, 11) and "val_accuracy" in a.finding.message
+
+
+def test_jsonl_flat_train_loss_while_test_accuracy_climbs_is_no_failure(tmp_path: Path) -> None:
+    rnd = random.Random(2)
+    rows = []
+    for s in range(1, 81):
+        rows.append(json.dumps({"step": s, "train_loss": 4.77 - 0.0004 * s + rnd.gauss(0, 0.01)}))
+        if s % 8 == 0:
+            rows.append(json.dumps({"step": s, "test_acc1": 69.5 + 0.4 * (s // 8), "test_acc5": 88 + 0.2 * (s // 8)}))
+    path = tmp_path / "log.txt.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    eng = run_log(path)
+    flat = [a for a in eng.alerts() if a.rule in ("loss.flat_from_start", "loss.plateau")]
+    assert flat and all(a.severity is Severity.INFO for a in flat)
+
+
+def test_keras_csv_with_val_loss_a_little_above_its_minimum_for_the_last_epochs(tmp_path: Path) -> None:
+    """Mild, persistent: val_loss 1-2% above its minimum at each of the last four epochs, train loss falling."""
+    val = [0.9, 0.8, 0.74, 0.71, 0.695, 0.69, 0.688, 0.6985, 0.701, 0.699, 0.7015]
+    rows = ["epoch,accuracy,learning_rate,loss,val_accuracy,val_loss"]
+    for e, v in enumerate(val):
+        rows.append(f"{e},{0.6 + 0.02 * e:.4f},0.001,{1.2 - 0.06 * e:.4f},{0.70 + 0.005 * min(e, 6):.4f},{v}")
+    path = tmp_path / "training_log.csv"
+    path.write_text("\n".join(rows) + "\n")
+    a = next(a for a in run_log(path).alerts() if a.rule == "loss.overfit")
+    assert a.severity is Severity.WARNING and a.first_step == 6 and "persistent" in a.finding.message
+
+
+def test_an_overfit_warning_is_withdrawn_when_the_task_metric_turns_out_to_improve() -> None:
+    """mIoU wobbles over the first evals after the eval-loss minimum (no clean climb yet: the warning
+    stands), then climbs well beyond its noise: the warning is withdrawn and an info follows."""
+    from trainwatch.sinks import report
+
+    r = Run()
+    miou = [0.29, 0.27, 0.30, 0.28, 0.36, 0.41, 0.46, 0.50, 0.55, 0.60, 0.64, 0.68]
+    evals = {"Validation mIOU": miou, "eval_loss": [5.87 + 3.5 * e for e in range(12)]}
+    _epochs(r, 12, 10, lambda s: 2.2 - s * 0.01, **evals)
+    r.finish()
+    doc = report.document(r.engine, [], "sft", preset_auto=False)
+    assert [w["id"] for w in doc["withdrawn"]] == ["loss.overfit"]
+    told = [f for f in doc["findings"] if f["id"] == "loss.overfit"]
+    assert len(told) == 1 and told[0]["severity"] == "info" and "calibration" in told[0]["message"]

@@ -1,0 +1,110 @@
+"""quality.collapse: a higher-is-better task metric (accuracy, mIoU, reward...) that fell far below its
+running best: val accuracy 34.7 -> 2.5, an RL reward 0.34 -> 0.
+
+Judged once the run's data has ended, over the whole run, so the finding can say whether the metric came
+back (a transient collapse) or stayed down. Dense series (a reward logged every step) are read through a
+rolling median first, so one bad batch is no collapse; the fall must also stand `noise_k` noise widths
+(the metric's own point-to-point noise) below the best and last `persist` points."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainwatch.model import Finding
+from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.quality_series import Track, rolling_median, tracks
+from trainwatch.rules.registry import register
+from trainwatch.rules.stats import diff_sigma, nz
+
+
+@dataclass(frozen=True)
+class QualityCollapseParams:
+    """Parameters of quality.collapse; their meaning and defaults are in presets/base.yaml."""
+
+    min_points: int
+    drop: float
+    noise_k: float
+    persist: int
+    recover: float
+    min_best: float
+    smooth_fraction: float
+    smooth_max: int
+
+
+@dataclass(frozen=True)
+class _Collapse:
+    t: Track
+    best: float
+    best_step: int
+    at: int  # index of the first collapsed point
+    low: float
+    recovered: int | None  # index where it came back, if it did
+    back: float  # the value it came back to
+
+
+@register("quality.collapse")
+class QualityCollapse(Rule):
+    """A task metric below (1 - drop) of its running best for `persist` points, beyond its noise. A metric
+    that goes negative (a shaped reward) is left alone: half of its best means nothing."""
+
+    id = "quality.collapse"
+    params = QualityCollapseParams
+    p: QualityCollapseParams
+
+    def on_end(self, ctx: RuleContext, source: str) -> Iterable[Finding]:
+        found = [c for t in tracks(ctx, source, higher_only=True) if (c := self._collapse(t)) is not None]
+        if not found:
+            return []
+        found.sort(key=lambda c: int(c.t.steps[c.at]))
+        c = found[0]
+        t = c.t
+        at_step = int(t.steps[c.at])
+        msg = (f"{t.name} collapsed from its best {t.shown(c.best)} (step {c.best_step}) to "
+               f"{t.shown(c.low)} at step {at_step} ({c.low / c.best:.0%} of the best)")
+        last = float(t.values[-1])
+        if c.recovered is not None:
+            msg += (f"; a transient collapse: it recovered to {t.shown(c.back)} by step "
+                    f"{int(t.steps[c.recovered])}")
+        else:
+            msg += f" and stayed down: {t.shown(last)} at the last step {int(t.steps[-1])}"
+        others = [o.t.name for o in found[1:]]
+        if others:
+            msg += f" (also collapsed: {', '.join(others[:4])})"
+        return [Finding(message=msg, step=at_step, began_step=at_step, subject=t.name,
+                        evidence={"value": c.low, "step": at_step, "best": c.best, "best_step": c.best_step,
+                                  "recovered": c.recovered is not None, "metrics": [o.t.name for o in found],
+                                  "detected_step": at_step, "last_value": last, "last_step": int(t.steps[-1])})]
+
+    def _collapse(self, t: Track) -> _Collapse | None:
+        p = self.p
+        raw = t.values
+        n = len(raw)
+        if n < p.min_points:
+            return None
+        w = max(1, min(p.smooth_max, int(n * p.smooth_fraction)))
+        w += 1 - w % 2  # odd
+        v = rolling_median(raw, w)
+        noise = nz(max(diff_sigma(v.tolist()), diff_sigma(raw.tolist()) / max(1.0, w ** 0.5)))
+        best = np.maximum.accumulate(v)
+        if float(raw.min()) < 0:
+            return None  # a score that goes negative (a shaped reward) has no scale to fall by half of
+        if t.d.share and float(v.max()) < p.min_best * (100.0 if t.percent else 1.0):
+            return None  # a best near 0 (chance level) has nothing to collapse from: quality.not_learning's case
+        bar = (1 - p.drop) * best
+        below = (v <= bar) & (best - v > p.noise_k * noise) & (best > 0)
+        k = max(1, p.persist)
+        for i in np.flatnonzero(below).tolist():
+            if i + k > n:
+                break
+            if median(v[i:i + k].tolist()) > bar[i]:
+                continue
+            b = float(best[i])
+            bi = int(np.flatnonzero(v[:i + 1] == b)[0])
+            back = np.flatnonzero(v[i:] >= p.recover * b)
+            rec = int(back[0]) + i if len(back) else None
+            low = float(v[i:rec].min() if rec else v[i:].min())
+            return _Collapse(t, b, int(t.steps[bi]), i, low, rec, float(v[rec]) if rec is not None else low)
+        return None

@@ -1,0 +1,94 @@
+"""quality.overfit: the best evaluation of a task metric (val accuracy, mIoU, mAP...) is well behind us
+while the train loss keeps improving: the model fits the train set better and the task worse.
+
+Judged once the run's data has ended. Sparse evaluations are noisy and the best of them is itself a
+lucky draw, so the best must be followed by at least `later_evals` evaluations (and `behind` of all of
+them), the median of the latest ones must stand below the level around the best by `level_k` noise
+widths (the evaluations' own second differences) and `min_drop` of the best, and the train loss must
+have fallen `train_fall` since the best. Rewards are left out: a policy has no held-out split."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainwatch.model import Finding
+from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.quality_series import tracks
+from trainwatch.rules.registry import register
+from trainwatch.rules.stats import curve_sigma, fmt, nz
+
+
+@dataclass(frozen=True)
+class QualityOverfitParams:
+    """Parameters of quality.overfit; their meaning and defaults are in presets/base.yaml."""
+
+    min_evals: int
+    later_evals: int
+    behind: float
+    level_k: float
+    min_drop: float
+    latest: int
+    train_window: int
+    train_fall: float
+
+
+@register("quality.overfit")
+class QualityOverfit(Rule):
+    """The best eval value of a task metric is `later_evals` evaluations old, the latest ones clearly
+    worse, and the train loss still falling."""
+
+    id = "quality.overfit"
+    params = QualityOverfitParams
+    p: QualityOverfitParams
+
+    def on_end(self, ctx: RuleContext, source: str) -> Iterable[Finding]:
+        p = self.p
+        loss = ctx.series("loss", source)
+        if loss is None:
+            return []
+        l_steps, l_vals, _, _ = loss.columns(loss.count)
+        fin = np.isfinite(l_vals)
+        l_steps, l_vals = l_steps[fin], l_vals[fin]
+        for t in tracks(ctx, source):
+            if t.d.split == "train" or t.d.kind == "reward":
+                continue
+            v = t.sign * t.values
+            n = len(v)
+            if n < max(p.min_evals, 5):
+                continue
+            b = int(np.argmax(v))
+            later = n - 1 - b
+            if later < max(p.later_evals, int(np.ceil(p.behind * n))):
+                continue
+            best = float(v[b])
+            noise = nz(curve_sigma(v.tolist()))
+            around = median(v[max(0, b - 1):b + 2].tolist())
+            latest = median(v[-p.latest:].tolist())
+            gap = around - latest
+            if gap < p.level_k * noise or gap < p.min_drop * abs(best) or not (v[b + 1:] < best).all():
+                continue
+            b_step, last_step = int(t.steps[b]), int(t.steps[-1])
+            then = _median_upto(l_steps, l_vals, b_step, p.train_window)
+            now = median(l_vals[-p.train_window:].tolist()) if len(l_vals) else float("nan")
+            if not now < then * (1 - p.train_fall):
+                continue
+            msg = (f"{t.name} was best at step {b_step} ({t.shown(float(t.values[b]))}); the {later} evaluations "
+                   f"since were all worse, lately {t.shown(t.sign * latest)}, while the train loss fell "
+                   f"{fmt(then)} -> {fmt(now)}")
+            return [Finding(message=msg, step=b_step, began_step=b_step, subject=t.name,
+                            evidence={"value": float(t.values[b]), "step": b_step, "latest": t.sign * latest,
+                                      "noise": noise, "train_then": then, "train_now": now,
+                                      "detected_step": last_step, "last_value": float(t.values[-1]),
+                                      "last_step": last_step})]
+        return []
+
+
+def _median_upto(steps: np.ndarray, values: np.ndarray, step: int, w: int) -> float:
+    """Median of the last w train-loss values logged at or before `step` (the first w when none is)."""
+    vals = values[steps <= step][-w:]
+    if not len(vals):
+        vals = values[:w]
+    return median(vals.tolist()) if len(vals) else float("nan")

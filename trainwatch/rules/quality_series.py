@@ -1,0 +1,179 @@
+"""Quality metrics (accuracy, mIoU, mAP, BLEU, reward, validity...) of one source, as the rules that judge
+them read them: which way is better comes from the name (names.Quality, data/quality.yaml), the unit of
+a share (0-1 or percent) from the values the log printed.
+
+Not a rule: the quality rules (quality.not_learning, quality.collapse, quality.overfit) and the loss
+rules that step down when the task metric improves (loss.overfit, loss.plateau, loss.flat_from_start)
+share these reads."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from trainwatch.model import Finding, Severity
+from trainwatch.names import Direction
+from trainwatch.rules.base import RuleContext, median
+from trainwatch.rules.stats import curve_sigma, fmt, nz
+from trainwatch.store import Series
+
+
+@dataclass
+class Track:
+    """One quality metric's finite values over the whole run (bucket means past the kept rows), oldest
+    first. `percent`: True when the share is printed as a percent, False when it cannot be one, None
+    when the values cannot tell (all of them between 0 and 1) or the metric is no share."""
+
+    name: str
+    d: Direction
+    steps: np.ndarray
+    values: np.ndarray
+    percent: bool | None = None
+
+    @property
+    def sign(self) -> float:
+        """+1 when higher is better, -1 when lower is: sign * value is a score to maximise."""
+        return 1.0 if self.d.higher else -1.0
+
+    def shown(self, v: float) -> str:
+        return fmt(v) + ("%" if self.percent else "")
+
+
+def _values(s: Series) -> tuple[np.ndarray, np.ndarray]:
+    steps, values, _, _ = s.columns(s.count)
+    if len(values) < s.count:  # the oldest rows left the arrays: the whole run as bucket means
+        buckets = s.whole_run()
+        steps = np.array([b.first_step for b in buckets], dtype=np.int64)
+        values = np.array([b.mean for b in buckets], dtype=np.float64)
+    keep = np.isfinite(values)
+    return steps[keep], values[keep]
+
+
+def _quality_series(ctx: RuleContext, source: str) -> list[tuple[Series, Direction]]:
+    """The source's series whose names have a direction, each with its split as the log means it: a
+    name that does not say (`accuracy`) next to one of the same kind on the eval split (`val_accuracy`)
+    is the train split's (Keras' CSVLogger, Lightning's `acc` and `val_acc`)."""
+    found = [(s, d) for s in ctx.store if s.source == source and (d := ctx.quality(s.name)) is not None]
+    evals = {d.kind for _, d in found if d.split == "eval"}
+    return [(s, replace(d, split="train") if not d.split and d.kind in evals else d) for s, d in found]
+
+
+def tracks(ctx: RuleContext, source: str, *, higher_only: bool = False) -> list[Track]:
+    """The source's quality metrics other than losses (those have rules of their own), with the unit of
+    each share: a share printed above 1 anywhere in the source makes the source's shares percents."""
+    out: list[Track] = []
+    for s, d in _quality_series(ctx, source):
+        if d.is_loss or (higher_only and not d.higher):
+            continue
+        steps, values = _values(s)
+        if len(values):
+            out.append(Track(s.name, d, steps, values))
+    shares = [t for t in out if t.d.share]
+    in_percent = any(1.0 < float(t.values.max()) <= 100.0 for t in shares)
+    for t in shares:
+        top, low = float(t.values.max()), float(t.values.min())
+        if top > 100.0 or low < 0.0:
+            t.percent = False  # no share at all, whatever its name says
+        elif top > 1.0 or in_percent:
+            t.percent = True
+    return out
+
+
+@dataclass(frozen=True)
+class Gain:
+    """A quality metric that improved: from `first` (at `step`) to `now` (at `now_step`)."""
+
+    name: str
+    first: float
+    now: float
+    step: int
+    now_step: int
+
+    def said(self) -> str:
+        return f"{self.name} improved {fmt(self.first)} -> {fmt(self.now)} (steps {self.step}-{self.now_step})"
+
+
+def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, min_gain: float,
+              min_points: int = 3) -> Gain | None:
+    """A quality metric (not on the train split) that improved since `since_step`, as it was read when
+    `line` was logged (None: now): at least `min_points` values since then, each better than the one
+    before while there are fewer than five, else the median of the last third better than that of the
+    first by `min_gain` of its size and by three noise widths (a metric at chance level wanders, it does
+    not climb). A loss curve that misbehaves while the task metric gets better is no training failure."""
+    best: Gain | None = None
+    for s, d in _quality_series(ctx, source):
+        if d.is_loss or d.split == "train":
+            continue
+        if line is None:
+            steps, values = _values(s)
+        else:
+            steps, values = s.upto_line(line)
+            keep = np.isfinite(values)
+            steps, values = steps[keep], values[keep]
+        at = steps >= since_step
+        steps, values = steps[at], values[at]
+        if len(values) < min_points:
+            continue
+        sign = 1.0 if d.higher else -1.0
+        v = (sign * values).tolist()
+        n = len(v)
+        if n < 5:  # too few for a noise estimate: only a clean climb counts
+            if any(b <= a for a, b in zip(v, v[1:])):
+                continue
+            first, now, noise = v[0], v[-1], 0.0
+        else:  # the thirds by their medians, apart by more than the evals' own noise
+            third = (n + 2) // 3
+            first, now = median(v[:third]), median(v[-third:])
+            noise = 3.0 * nz(curve_sigma(v))
+        scale = max(abs(first), 1e-12)
+        gain = now - first
+        if gain < min_gain * scale or gain <= noise:
+            continue
+        if best is None or gain / scale > abs(best.now - best.first) / max(abs(best.first), 1e-12):
+            best = Gain(s.name, sign * first, sign * now, int(steps[0]), int(steps[-1]))
+    return best
+
+
+def rolling_median(values: np.ndarray, w: int) -> np.ndarray:
+    """Centred rolling median of odd width w (shrinking at the ends); w <= 1 gives the values."""
+    if w <= 1 or len(values) < 3:
+        return values.copy()
+    h = w // 2
+    padded = np.concatenate([np.full(h, np.nan), values, np.full(h, np.nan)])
+    view = np.lib.stride_tricks.sliding_window_view(padded, w)
+    return np.nanmedian(view, axis=1)
+
+
+def finite_or(v: float, default: float) -> float:
+    return v if math.isfinite(v) else default
+
+
+def stepped_down(f: Finding, gain: Gain) -> Finding:
+    """A loss finding (a flat curve) told as info when the task metric improved over the same stretch: a
+    soft-target, distillation or heavily augmented loss may rest while the model gets better."""
+    ev = dict(f.evidence)
+    ev["improving"] = gain.name
+    ev["improving_from"], ev["improving_to"] = gain.first, gain.now
+    msg = f"{f.message}; meanwhile {gain.said()}: the task metric improves, so the flat loss is no failure"
+    return Finding(message=msg, step=f.step, line=f.line, evidence=ev, subject=f.subject,
+                   step_inferred=f.step_inferred, severity=Severity.INFO, extra_fixes=f.extra_fixes,
+                   began_step=f.began_step)
+
+
+class StepDowns:
+    """Per source, the verdict on the episode a loss rule opened: stepped down (the gain) or not. Taken
+    once per episode, when it opens, so an alert keeps one severity while it lasts."""
+
+    def __init__(self) -> None:
+        self._by_source: dict[str, tuple[Finding, Gain | None]] = {}
+
+    def apply(self, ctx: RuleContext, source: str, opened: Finding, shown: Finding, line: int | None,
+              min_gain: float) -> Finding:
+        got = self._by_source.get(source)
+        if got is None or got[0] is not opened:
+            since = opened.began_step if opened.began_step is not None else (opened.step or 0)
+            got = self._by_source[source] = (opened, improving(ctx, source, since, line, min_gain))
+        gain = got[1]
+        return shown if gain is None else stepped_down(shown, gain)
