@@ -21,6 +21,9 @@ TORCH_SYMBOL = re.compile(r"^_ZN\w*?(?:3c10|2at|5torch)")  # a mangled name in t
 SAVE_WORDS = ("PytorchStreamWriter", "torch.save", "save_checkpoint", "checkpoint")
 SHM_WORDS = ("/dev/shm", "</torch_")
 WARNING_LINE = re.compile(r"(?i:\bwarn)|^(?:\[[Rr]ank\s*\d+\]:\s?)?\[?W\d{4} \d\d:")  # a logged warning, not a raise
+SIGNAL_NAMES = {"15": "SIGTERM (signal 15)", "SIGTERM": "SIGTERM (signal 15)", "Terminated": "SIGTERM (signal 15)",
+                "2": "SIGINT (signal 2)", "SIGINT": "SIGINT (signal 2)", "1": "SIGHUP (signal 1)",
+                "SIGHUP": "SIGHUP (signal 1)"}
 SHM_FIXES = ("In a container, enlarge /dev/shm (docker run --shm-size 16g, or a memory-backed emptyDir)",
              "Or lower the DataLoader's num_workers")
 
@@ -65,6 +68,21 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
     if sig == "run.signal" and isinstance(f.get("exitcode"), int) and f["exitcode"] < 0:
         who = f"rank {f['rank']}" if "rank" in f else "a worker"
         return f"{who} was ended by signal {-f['exitcode']} before any other failure"
+    if sig == "run.signal" and "signal" in f:
+        name = SIGNAL_NAMES.get(str(_num(f["signal"])), str(_num(f["signal"])))
+        return f"stopped from outside by {name}"
+    if sig == "run.killed":
+        who = f"rank {f['rank']}" if isinstance(f.get("rank"), int) else "the process"
+        code = f" (exit code {f['exitcode']})" if "exitcode" in f else ""
+        return (f"{who} was killed with SIGKILL{code}: the kernel's OOM killer, a scheduler's hard stop or a "
+                "kill -9 (the log does not say which)")
+    if sig.startswith("sched."):
+        job = f"job {_num(f['job'])}" if "job" in f else "the job"
+        at = f" ({f['at']})" if "at" in f else ""
+        what = {"sched.time_limit": "was stopped by the scheduler at its time limit",
+                "sched.preempted": "was preempted by the scheduler"}.get(sig, "was cancelled")
+        cause = f" (due to {str(f['cause']).strip().lower()})" if sig == "sched.cancelled" and "cause" in f else ""
+        return f"{job} {what}{at}{cause}"
     if sig == "run.child_failed" and "rank" in f:
         code = f" with exit code {f['exitcode']}" if "exitcode" in f else ""
         return f"rank {f['rank']} failed first{code}"
