@@ -303,6 +303,7 @@ class SignatureScanner:
         elif TB_START in seg:
             self._tbs[rank] = _Traceback(seg[seg.find(TB_START):], lineno, rank)
         if self._child is None and self._cf.start in seg and CHILD_START.search(seg):
+            self._ranks_done(rank, out)
             self._child = {"lineno": lineno, "text": [seg.strip()], "root": False, "n": 0, "entries": []}
             tb = self._tbs.get(rank)
             if tb is not None:
@@ -386,6 +387,14 @@ class SignatureScanner:
         tb.exc_line = stripped
         tb.blank_run = 0
         tb.continued = False
+
+    def _ranks_done(self, rank: int | None, out: list[Event]) -> None:
+        """The launcher reports its failed children: their ranks printed all they will. Their finished
+        tracebacks (exception line read) are told now, before the report, so that the report is the echo
+        of the ranks' error and not the other way round; otherwise they would wait for the end of the log."""
+        for key, tb in sorted(self._tbs.items(), key=lambda kv: kv[1].lineno):
+            if key is not None and key != rank and tb.exc_line is not None:
+                self._end_traceback(tb, out)
 
     def _end_traceback(self, tb: _Traceback, out: list[Event]) -> None:
         # trailing blank lines are not part of it

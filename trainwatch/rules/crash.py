@@ -15,9 +15,15 @@ from typing import Any
 from trainwatch.model import Event, Finding, Severity
 from trainwatch.rules.base import RuleContext, SourceState
 
-ECHO_PRONE = frozenset({"run.child_failed", "hang.nccl", "error.traceback"})
+ECHO_PRONE = frozenset({"run.child_failed", "hang.nccl", "error.traceback", "run.signal", "run.killed"})
 """Errors that usually follow from another failure: a launcher reporting a dead child, ranks left
-waiting in a collective, a driver failing after its worker did. After a root error they are echoes."""
+waiting in a collective, a driver failing after its worker did, a launcher's SIGTERM and SIGKILL to the
+ranks left after one crashed. After a root error they are echoes."""
+
+KILLS = frozenset({"run.signal", "run.killed", "sched.time_limit", "sched.cancelled", "sched.preempted"})
+"""A run stopped from outside. Not critical, yet a root all the same: what fails after it with no step in
+between (a data-loader worker killed by the same signal, the launcher's SignalException, the ranks left
+waiting in a collective) is its echo, not a bug of its own."""
 
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.I)
 
@@ -63,9 +69,10 @@ def root_of(ctx: RuleContext, source: str, rank: Any = None) -> tuple[str, dict[
 
 
 def remember(ctx: RuleContext, finding: Finding, rule: str, title: str, severity: Severity) -> None:
-    """Keeps the first critical error of a source as the root that later errors are compared with."""
+    """Keeps the first critical error (or stop from outside) of a source as the root that later errors
+    are compared with."""
     st = ctx.sources.get(finding.source) if finding.source else None
-    if st is None or st.first_error is not None or severity < Severity.CRITICAL:
+    if st is None or st.first_error is not None or (severity < Severity.CRITICAL and rule not in KILLS):
         return
     st.first_error = {"rule": rule, "title": title, "line": finding.line, "step": finding.step, "at_step": st.step,
                       "rank": finding.evidence.get("rank"), "text": finding.message[:200]}

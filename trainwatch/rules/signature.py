@@ -69,20 +69,16 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
         who = f"rank {f['rank']}" if "rank" in f else "a worker"
         return f"{who} was ended by signal {-f['exitcode']} before any other failure"
     if sig == "run.signal" and "signal" in f:
-        name = SIGNAL_NAMES.get(str(_num(f["signal"])), str(_num(f["signal"])))
-        return f"stopped from outside by {name}"
+        return SIGNAL_NAMES.get(str(_num(f["signal"])), f"signal {_num(f['signal'])}")
     if sig == "run.killed":
         who = f"rank {f['rank']}" if isinstance(f.get("rank"), int) else "the process"
         code = f" (exit code {f['exitcode']})" if "exitcode" in f else ""
-        return (f"{who} was killed with SIGKILL{code}: the kernel's OOM killer, a scheduler's hard stop or a "
-                "kill -9 (the log does not say which)")
+        return (f"{who} got SIGKILL{code}, from the kernel's OOM killer, a scheduler's hard stop or a kill -9 "
+                "(the log does not say which)")
     if sig.startswith("sched."):
-        job = f"job {_num(f['job'])}" if "job" in f else "the job"
-        at = f" ({f['at']})" if "at" in f else ""
-        what = {"sched.time_limit": "was stopped by the scheduler at its time limit",
-                "sched.preempted": "was preempted by the scheduler"}.get(sig, "was cancelled")
-        cause = f" (due to {str(f['cause']).strip().lower()})" if sig == "sched.cancelled" and "cause" in f else ""
-        return f"{job} {what}{at}{cause}"
+        parts = [f"job {_num(f['job'])}" if "job" in f else "", f"at {f['at']}" if "at" in f else "",
+                 f"due to {str(f['cause']).strip().lower()}" if "cause" in f else ""]
+        return ", ".join(p for p in parts if p)
     if sig == "run.child_failed" and "rank" in f:
         code = f" with exit code {f['exitcode']}" if "exitcode" in f else ""
         return f"rank {f['rank']} failed first{code}"
