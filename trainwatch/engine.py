@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainwatch import attempts
 from trainwatch.alerts import AlertBook, AlertChange
 from trainwatch.batch import NO_STEP, Batch, BatchBuilder, from_records
 from trainwatch.config import Config, RuleSpec
@@ -590,6 +591,7 @@ class Engine:
                     finding.source = finding.source or name
                     out.extend(self.book.judge(rule.spec, name, finding.subject or rule.spec.id, finding,
                                                ctx.now, one_shot=True))
+            attempts.lower_earlier(self.book.all(), name)
         return self._tell(out)
 
     # -- array rules ---------------------------------------------------------------------------

@@ -76,7 +76,7 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
         return (f"{who} got SIGKILL{code}, from the kernel's OOM killer, a scheduler's hard stop or a kill -9 "
                 "(the log does not say which)")
     if sig.startswith("sched."):
-        parts = [f"job {_num(f['job'])}" if "job" in f else "", f"at {f['at']}" if "at" in f else "",
+        parts = [f"job {f['job']}" if "job" in f else "", f"at {f['at']}" if "at" in f else "",
                  f"due to {str(f['cause']).strip().lower()}" if "cause" in f else ""]
         return ", ".join(p for p in parts if p)
     if sig == "run.child_failed" and "rank" in f:
