@@ -62,7 +62,7 @@ class RunRestarted(Rule):
             return None  # a resume from a checkpoint, or an attempt too short to be one (a duplicated line)
         st = ctx.sources.get(series.source)
         total = st.total_steps if st is not None else None
-        if st is not None and st.ended or (total and was >= self.p.done_fraction * total):
+        if (st is not None and st.ended) or (total and was >= self.p.done_fraction * total):
             return None  # the attempt before had finished: this is a new run, not a restart after a kill
         of = f" of {total}" if total else ""
         return Finding(
