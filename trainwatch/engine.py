@@ -26,7 +26,7 @@ from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
 from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
 from trainwatch.names import Canonicalizer
-from trainwatch.rules import build_rules
+from trainwatch.rules import build_rules, crash
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState
 from trainwatch.store import ROUND_ROWS, MetricStore, Series
@@ -591,6 +591,7 @@ class Engine:
                     finding.source = finding.source or name
                     out.extend(self.book.judge(rule.spec, name, finding.subject or rule.spec.id, finding,
                                                ctx.now, one_shot=True))
+            crash.lower_explained(self.book.all(), name)
             attempts.lower_earlier(self.book.all(), name)
         return self._tell(out)
 

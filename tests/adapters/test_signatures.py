@@ -13,7 +13,7 @@ BRIEF_IDS = {
     "rl.generation_batch", "fsdp.weight_2d", "ckpt.checkpoint_error", "rl.bf16_weight_sync",
     "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
     "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed", "run.bad_args",
-    "run.killed", "sched.time_limit", "sched.cancelled", "sched.preempted",
+    "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted",
 }
 
 
@@ -117,6 +117,18 @@ KILL_LINES = [  # how a run is stopped from outside: each says who did it where 
     ("sched.cancelled", "slurmstepd: error: *** JOB 99 ON n1 CANCELLED AT 2024-05-06T07:08:09 DUE TO NODE FAILURE, "
                         "SEE SLURMCTLD LOG FOR DETAILS ***"),
     ("sched.preempted", "slurmstepd: error: *** JOB 77 ON n3 CANCELLED AT 2024-05-06T07:08:09 DUE TO PREEMPTION ***"),
+    ("run.killed", "srun: error: gpu07: task 3: Killed"),
+    ("run.signal", "srun: error: gpu07: tasks 0-3: Terminated"),
+    ("oom.host", "srun: error: gpu07: task 0: Out Of Memory"),
+    ("run.native_crash", "Segmentation fault (core dumped)"),
+    ("run.native_crash", "/var/spool/slurmd/job42/slurm_script: line 12: 4242 Segmentation fault      (core dumped) "
+                         "python train.py"),
+    ("run.native_crash", "Fatal Python error: Segmentation fault"),
+    ("run.native_crash", "Aborted (core dumped)"),
+    ("run.native_crash", "Bus error (core dumped)"),
+    ("run.native_crash", "E0101 12:00:00 api.py:869] failed (exitcode: -11) local_rank: 2 (pid: 4242) of binary: "
+                         "/bin/python"),
+    ("run.native_crash", "*** SIGSEGV (@0x0) received by PID 4242 (TID 0x7f3a) from PID 0; stack trace: ***"),
 ]
 
 @pytest.mark.parametrize(("sig", "line"), ONE_LINERS + KILL_LINES)
@@ -229,6 +241,9 @@ def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> 
     "time_limit: 24:00:00  (the job is cancelled at the time limit)",
     "preempted: false",
     "Out of memory budget for the cache, evicting 3 entries",
+    "srun: error: gpu07: task 1: Exited with exit code 1",
+    "Training Aborted by user request, saving the last checkpoint",
+    "Segmentation fault handler installed (faulthandler.enable())",
 ])
 def test_prose_does_not_fire(line: str) -> None:
     assert errors([line]) == []

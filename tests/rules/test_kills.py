@@ -70,6 +70,29 @@ def test_a_bare_killed_is_no_host_oom_unless_the_log_says_memory(tmp_path: Path)
     assert [a.rule for a in oom.values() if a.severity is Severity.CRITICAL] == ["oom.host"]
 
 
+def test_a_kill_that_slurm_explains_as_an_oom_afterwards_is_one_critical(tmp_path: Path) -> None:
+    text = STEPS + ("/var/spool/slurmd/job42/slurm_script: line 12: 4242 Killed                  python train.py\n"
+                    "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=42.batch. Some of your processes may "
+                    "have been killed by the cgroup out-of-memory handler.\n")
+    alerts = check_text(tmp_path, text)
+    assert [a.rule for a in alerts.values() if a.severity is Severity.CRITICAL] == ["oom.host"]
+    killed = alerts["run.killed"]
+    assert killed.severity is Severity.INFO and "explained at line 5" in killed.finding.message
+
+
+def test_a_segfault_is_a_critical_crash_and_a_rank_aborted_after_an_nccl_timeout_is_its_echo(
+        tmp_path: Path) -> None:
+    seg = check_text(tmp_path, STEPS + "Segmentation fault (core dumped)\n")["run.native_crash"]
+    assert seg.severity is Severity.CRITICAL and "segmentation fault" in seg.finding.message
+    text = STEPS + ("[rank1]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective "
+                    "operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600042 "
+                    "milliseconds before timing out.\n"
+                    "E0101 12:00:00 api.py:869] failed (exitcode: -6) local_rank: 1 (pid: 4242) of binary: "
+                    "/bin/python\n")
+    alerts = check_text(tmp_path, text, name="nccl.log")
+    assert [a.rule for a in alerts.values() if a.severity is Severity.CRITICAL] == ["hang.nccl"]
+
+
 def test_time_limit_names_the_job_and_when(tmp_path: Path) -> None:
     alert = check_text(tmp_path, STEPS + TIME_LIMIT + "\n")["sched.time_limit"]
     assert alert.finding.message == "job 4242, at 2024-03-02T11:22:33"

@@ -32,7 +32,7 @@ CHILD_TEXT_LINES = 80  # the report's first lines kept as evidence (one entry pe
 ENTRY_START = re.compile(r"^\[\d+\]:\s*$")
 MAX_STRAYS = 3  # other output taken between a traceback's frames before a line must be its exception
 EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:\(([A-Za-z_][\w.]*)\))?(?::\s?(.*))?$")
-TEXT_FIELDS = frozenset({"job", "at"})  # names and times that look like numbers but are not measures
+TEXT_FIELDS = frozenset({"job", "at", "what"})  # names and times that look like numbers but are not measures
 SIZE = re.compile(r"^([\d.]+)\s*([KMGT]?)i?B$")
 SIZE_UNITS = {"": 1 / 2**30, "K": 1 / 2**20, "M": 1 / 2**10, "G": 1.0, "T": 2**10}
 
