@@ -118,6 +118,11 @@ KILL_LINES = [  # how a run is stopped from outside: each says who did it where 
                         "SEE SLURMCTLD LOG FOR DETAILS ***"),
     ("sched.preempted", "slurmstepd: error: *** JOB 77 ON n3 CANCELLED AT 2024-05-06T07:08:09 DUE TO PREEMPTION ***"),
     ("run.killed", "srun: error: gpu07: task 3: Killed"),
+    ("sched.time_limit", "submitit WARNING (2024-05-06 07:08:09,000) - Job has timed out. Ran 1441 minutes out of "
+                         "requested 1440 minutes."),
+    ("run.signal", "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -15) local_rank: 0 (pid: 42) "
+                   "of binary: /bin/python"),
+    ("oom.host", "    State: Terminated, reason: OOMKilled, exit code: 137"),
     ("run.signal", "srun: error: gpu07: tasks 0-3: Terminated"),
     ("oom.host", "srun: error: gpu07: task 0: Out Of Memory"),
     ("run.native_crash", "Segmentation fault (core dumped)"),
