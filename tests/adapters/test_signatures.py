@@ -347,3 +347,15 @@ def test_other_output_between_two_frames_is_not_taken_for_the_exception() -> Non
              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
     tbs = [e for e in scan(lines + [""]) if e.kind is EventKind.TRACEBACK]
     assert len(tbs) == 1 and tbs[0].fields["exception"].endswith("OutOfMemoryError")
+
+
+def test_keywords_stay_within_the_scanners_simd_prefilter() -> None:
+    """Past 64 long keywords in one scanner (signatures' and a format's own together), the native
+    keyword pass loses its SIMD prefilter and every log reads markedly slower: signatures share keywords."""
+    from trainwatch import adapters
+    from trainwatch.adapters.signatures import trigger_keywords
+
+    sig = {k for k in trigger_keywords() if len(k) > 2}
+    own = max(len({k for k in getattr(adapters.get(name)("x"), "chunk_keywords", ()) if len(k) > 2} - sig)
+              for name in adapters.registry())
+    assert len(sig) + own <= 64
