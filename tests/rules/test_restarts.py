@@ -52,6 +52,14 @@ def test_a_finished_run_then_a_new_one_is_no_restart(tmp_path: Path) -> None:
     assert "run.restarted" not in alerts
 
 
+def test_another_training_appended_to_the_log_is_no_restart(tmp_path: Path) -> None:
+    """A pretraining that finished (its total unread), then a linear evaluation from epoch 0: its loss
+    starts elsewhere, so it is another training, not the first one launched again."""
+    evaluation = "".join(f"Step {s}: loss={7.0 - s / 1000:.4f}, grad_norm=1.0\n" for s in range(0, 900, 100))
+    alerts, _ = check_text(tmp_path, steps(0, 1700) + evaluation)
+    assert "run.restarted" not in alerts
+
+
 def test_an_aborted_start_of_two_lines_is_no_attempt(tmp_path: Path) -> None:
     alerts, _ = check_text(tmp_path, steps(0, 200) + steps(0, 1500))
     assert "run.restarted" not in alerts
