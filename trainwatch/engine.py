@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainwatch import attempts
 from trainwatch.alerts import AlertBook, AlertChange
 from trainwatch.batch import NO_STEP, Batch, BatchBuilder, from_records
 from trainwatch.config import Config, RuleSpec
@@ -26,7 +27,7 @@ from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
 from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
 from trainwatch.names import Canonicalizer, Quality
-from trainwatch.rules import build_rules
+from trainwatch.rules import build_rules, crash
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState
 from trainwatch.store import ROUND_ROWS, MetricStore, Series
@@ -638,6 +639,8 @@ class Engine:
                     finding.source = finding.source or name
                     out.extend(self.book.judge(rule.spec, name, finding.subject or rule.spec.id, finding,
                                                ctx.now, one_shot=True))
+            crash.lower_explained(self.book.all(), name)
+            attempts.lower_earlier(self.book.all(), name)
         return self._tell(out)
 
     # -- array rules ---------------------------------------------------------------------------

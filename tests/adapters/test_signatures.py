@@ -13,6 +13,7 @@ BRIEF_IDS = {
     "rl.generation_batch", "fsdp.weight_2d", "ckpt.checkpoint_error", "rl.bf16_weight_sync",
     "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
     "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed", "run.bad_args",
+    "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted",
 }
 
 
@@ -35,8 +36,8 @@ def test_ids_are_the_briefs() -> None:
 
 ONE_LINERS = [
     ("oom.cuda", "CUDA error: out of memory"),
-    ("oom.host", "Killed"),
-    ("oom.host", "E0101 12:00:00 api.py:869] failed (exitcode: -9) local_rank: 0 (pid: 4242) of binary: /bin/python"),
+    ("run.killed", "Killed"),
+    ("run.killed", "E0101 12:00:00 api.py:869] failed (exitcode: -9) local_rank: 0 (pid: 4242) of binary: /bin/python"),
     ("deepspeed.exit7", "[launch.py:316:sigkill_handler] failed (exitcode: -7) local_rank: 1 (pid: 99) of binary"),
     ("hang.nccl", "[rank1]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective "
                   "operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
@@ -83,19 +84,59 @@ ONE_LINERS = [
     ("oom.host", "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 9663676416 bytes. "
                  "Error code 12 (Cannot allocate memory)"),
     ("hang.nccl", "RuntimeError: NCCL Error 2: unhandled system error"),
-    ("oom.host", "[2023-11-08 10:12:41,315] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+    ("run.killed", "[2023-11-08 10:12:41,315] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
                  "'finetune.py', '--local_rank=0'] exits with return code = -9"),
     ("run.bad_args", "train_bash.py: error: argument --fp16: Truthy value expected: got 1 but expected one of "
                      "yes/no, true/false, t/f, y/n, 1/0 (case insensitive)."),
     ("run.bad_args", "finetune.py: error: unrecognized arguments: --lora_rnak 8"),
-    ("oom.host", "/home/u/.lsbatch/1586903179.shell: line 12: 24905 Killed                  python main.py"),
+    ("run.killed", "/home/u/.lsbatch/1586903179.shell: line 12: 24905 Killed                  python main.py"),
     ("oom.host", "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit."),
     ("oom.host", "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have "
                  "been killed by the cgroup out-of-memory handler."),
 ]
 
 
-@pytest.mark.parametrize(("sig", "line"), ONE_LINERS)
+KILL_LINES = [  # how a run is stopped from outside: each says who did it where the log tells
+    ("oom.host", "[81234.5] Out of memory: Killed process 4242 (python) total-vm:98765432kB, anon-rss:87654321kB"),
+    ("oom.host", "[81234.5] python invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), order=0"),
+    ("run.killed", "srun: error: node07: task 0: Exited with exit code 137"),
+    ("run.signal", "[rank: 2] Received SIGTERM: 15"),
+    ("run.signal", "Epoch 0:  31%|###       | 1225/3999 [35:10<1:19:38, 0.58it/s, v_num=29, loss=1.23][rank: 2] "
+                   "Received SIGTERM: 15"),
+    ("run.signal", "W0101 12:00:00.000 1 torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM "
+                   "death signal, shutting down workers"),
+    ("run.signal", "/var/spool/slurmd/job42/slurm_script: line 9: 31337 Terminated              python train.py"),
+    ("run.signal", "Terminated"),
+    ("sched.time_limit", "slurmstepd: error: *** JOB 3726778 ON gpu12 CANCELLED AT 2024-03-02T11:22:33 DUE TO TIME "
+                         "LIMIT ***"),
+    ("sched.time_limit", "slurmstepd: error: *** STEP 42.0 ON gpu12 CANCELLED AT 2024-03-02T11:22:33 DUE TO TIME LIMIT "
+                         "***"),
+    ("sched.time_limit", "=>> PBS: job killed: walltime 86430 exceeded limit 86400"),
+    ("sched.time_limit", "TERM_RUNLIMIT: job killed after reaching LSF run time limit."),
+    ("sched.cancelled", "slurmstepd: error: *** JOB 2584 ON hgx CANCELLED AT 2024-05-06T07:08:09 ***"),
+    ("sched.cancelled", "slurmstepd: error: *** JOB 99 ON n1 CANCELLED AT 2024-05-06T07:08:09 DUE TO NODE FAILURE, "
+                        "SEE SLURMCTLD LOG FOR DETAILS ***"),
+    ("sched.preempted", "slurmstepd: error: *** JOB 77 ON n3 CANCELLED AT 2024-05-06T07:08:09 DUE TO PREEMPTION ***"),
+    ("run.killed", "srun: error: gpu07: task 3: Killed"),
+    ("sched.time_limit", "submitit WARNING (2024-05-06 07:08:09,000) - Job has timed out. Ran 1441 minutes out of "
+                         "requested 1440 minutes."),
+    ("run.signal", "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -15) local_rank: 0 (pid: 42) "
+                   "of binary: /bin/python"),
+    ("oom.host", "    State: Terminated, reason: OOMKilled, exit code: 137"),
+    ("run.signal", "srun: error: gpu07: tasks 0-3: Terminated"),
+    ("oom.host", "srun: error: gpu07: task 0: Out Of Memory"),
+    ("run.native_crash", "Segmentation fault (core dumped)"),
+    ("run.native_crash", "/var/spool/slurmd/job42/slurm_script: line 12: 4242 Segmentation fault      (core dumped) "
+                         "python train.py"),
+    ("run.native_crash", "Fatal Python error: Segmentation fault"),
+    ("run.native_crash", "Aborted (core dumped)"),
+    ("run.native_crash", "Bus error (core dumped)"),
+    ("run.native_crash", "E0101 12:00:00 api.py:869] failed (exitcode: -11) local_rank: 2 (pid: 4242) of binary: "
+                         "/bin/python"),
+    ("run.native_crash", "*** SIGSEGV (@0x0) received by PID 4242 (TID 0x7f3a) from PID 0; stack trace: ***"),
+]
+
+@pytest.mark.parametrize(("sig", "line"), ONE_LINERS + KILL_LINES)
 def test_each_signature_matches(sig: str, line: str) -> None:
     found = errors([line])
     assert [e.signature for e in found] == [sig]
@@ -103,7 +144,7 @@ def test_each_signature_matches(sig: str, line: str) -> None:
 
 
 def test_every_brief_id_has_a_matching_line() -> None:
-    covered = {s for s, _ in ONE_LINERS} | {"run.child_failed"}
+    covered = {s for s, _ in ONE_LINERS + KILL_LINES} | {"run.child_failed"}
     assert covered == BRIEF_IDS
 
 
@@ -165,7 +206,7 @@ Root Cause (first observed failure):
 
 
 @pytest.mark.parametrize(("code", "tb", "sig"), [
-    ("-9", "Signal 9 (SIGKILL) received by PID 208585", "oom.host"),
+    ("-9", "Signal 9 (SIGKILL) received by PID 208585", "run.killed"),
     ("-7", "Signal 7 (SIGBUS) received by PID 208585", "deepspeed.exit7"),
     ("-15", "Signal 15 (SIGTERM) received by PID 208585", "run.signal"),
     ("1", "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html", "run.child_failed"),
@@ -197,6 +238,17 @@ def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> 
     "W1024 01:17:10.936000 140404233111360 torch/_dynamo/convert_frame.py:1009] "
     "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
     "2024-05-01 12:00:00,123 - WARNING - torch._dynamo.exc.Unsupported: graph break on data-dependent branch",
+    # a launcher tearing down the other ranks after one crashed: an echo, never a cause
+    "W0401 08:33:18.099000 139878200616768 torch/distributed/elastic/multiprocessing/api.py:858] Sending process "
+    "310609 closing signal SIGTERM",
+    "RuntimeError: DataLoader worker (pid 4020138) is killed by signal: Terminated.",
+    "Registered a SIGTERM handler; the job will checkpoint when the scheduler stops it",
+    "time_limit: 24:00:00  (the job is cancelled at the time limit)",
+    "preempted: false",
+    "Out of memory budget for the cache, evicting 3 entries",
+    "srun: error: gpu07: task 1: Exited with exit code 1",
+    "Training Aborted by user request, saving the last checkpoint",
+    "Segmentation fault handler installed (faulthandler.enable())",
 ])
 def test_prose_does_not_fire(line: str) -> None:
     assert errors([line]) == []
@@ -295,3 +347,15 @@ def test_other_output_between_two_frames_is_not_taken_for_the_exception() -> Non
              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
     tbs = [e for e in scan(lines + [""]) if e.kind is EventKind.TRACEBACK]
     assert len(tbs) == 1 and tbs[0].fields["exception"].endswith("OutOfMemoryError")
+
+
+def test_keywords_stay_within_the_scanners_simd_prefilter() -> None:
+    """Past 64 long keywords in one scanner (signatures' and a format's own together), the native
+    keyword pass loses its SIMD prefilter and every log reads markedly slower: signatures share keywords."""
+    from trainwatch import adapters
+    from trainwatch.adapters.signatures import trigger_keywords
+
+    sig = {k for k in trigger_keywords() if len(k) > 2}
+    own = max(len({k for k in getattr(adapters.get(name)("x"), "chunk_keywords", ()) if len(k) > 2} - sig)
+              for name in adapters.registry())
+    assert len(sig) + own <= 64

@@ -32,6 +32,7 @@ CHILD_TEXT_LINES = 80  # the report's first lines kept as evidence (one entry pe
 ENTRY_START = re.compile(r"^\[\d+\]:\s*$")
 MAX_STRAYS = 3  # other output taken between a traceback's frames before a line must be its exception
 EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:\(([A-Za-z_][\w.]*)\))?(?::\s?(.*))?$")
+TEXT_FIELDS = frozenset({"job", "at", "what"})  # names and times that look like numbers but are not measures
 SIZE = re.compile(r"^([\d.]+)\s*([KMGT]?)i?B$")
 SIZE_UNITS = {"": 1 / 2**30, "K": 1 / 2**20, "M": 1 / 2**10, "G": 1.0, "T": 2**10}
 
@@ -116,7 +117,7 @@ def _fields(sig: Signature, line: str) -> dict[str, Any]:
         for p in pats:
             m = p.search(line)
             if m:
-                out[name] = _value(m.group(1))
+                out[name] = m.group(1) if name in TEXT_FIELDS else _value(m.group(1))
                 break
     for key in [k for k in out if k.endswith("_bytes")]:
         v = out.pop(key)
@@ -303,6 +304,7 @@ class SignatureScanner:
         elif TB_START in seg:
             self._tbs[rank] = _Traceback(seg[seg.find(TB_START):], lineno, rank)
         if self._child is None and self._cf.start in seg and CHILD_START.search(seg):
+            self._ranks_done(rank, out)
             self._child = {"lineno": lineno, "text": [seg.strip()], "root": False, "n": 0, "entries": []}
             tb = self._tbs.get(rank)
             if tb is not None:
@@ -386,6 +388,14 @@ class SignatureScanner:
         tb.exc_line = stripped
         tb.blank_run = 0
         tb.continued = False
+
+    def _ranks_done(self, rank: int | None, out: list[Event]) -> None:
+        """The launcher reports its failed children: their ranks printed all they will. Their finished
+        tracebacks (exception line read) are told now, before the report, so that the report is the echo
+        of the ranks' error and not the other way round; otherwise they would wait for the end of the log."""
+        for key, tb in sorted(self._tbs.items(), key=lambda kv: kv[1].lineno):
+            if key is not None and key != rank and tb.exc_line is not None:
+                self._end_traceback(tb, out)
 
     def _end_traceback(self, tb: _Traceback, out: list[Event]) -> None:
         # trailing blank lines are not part of it

@@ -9,15 +9,24 @@ echoes can say so (info) instead of raising a second and third critical finding.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from trainwatch.model import Event, Finding, Severity
+from trainwatch.model import Alert, Event, Finding, Severity
 from trainwatch.rules.base import RuleContext, SourceState
 
-ECHO_PRONE = frozenset({"run.child_failed", "hang.nccl", "error.traceback"})
+ECHO_PRONE = frozenset({"run.child_failed", "hang.nccl", "error.traceback", "run.signal", "run.killed",
+                        "run.native_crash"})
 """Errors that usually follow from another failure: a launcher reporting a dead child, ranks left
-waiting in a collective, a driver failing after its worker did. After a root error they are echoes."""
+waiting in a collective, a driver failing after its worker did, a launcher's SIGTERM and SIGKILL to the
+ranks left after one crashed, a rank aborted by the NCCL watchdog or segfaulting in its teardown.
+After a root error they are echoes."""
+
+KILLS = frozenset({"run.signal", "run.killed", "sched.time_limit", "sched.cancelled", "sched.preempted"})
+"""A run stopped from outside. Not critical, yet a root all the same: what fails after it with no step in
+between (a data-loader worker killed by the same signal, the launcher's SignalException, the ranks left
+waiting in a collective) is its echo, not a bug of its own."""
 
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.I)
 
@@ -63,9 +72,10 @@ def root_of(ctx: RuleContext, source: str, rank: Any = None) -> tuple[str, dict[
 
 
 def remember(ctx: RuleContext, finding: Finding, rule: str, title: str, severity: Severity) -> None:
-    """Keeps the first critical error of a source as the root that later errors are compared with."""
+    """Keeps the first critical error (or stop from outside) of a source as the root that later errors
+    are compared with."""
     st = ctx.sources.get(finding.source) if finding.source else None
-    if st is None or st.first_error is not None or severity < Severity.CRITICAL:
+    if st is None or st.first_error is not None or (severity < Severity.CRITICAL and rule not in KILLS):
         return
     st.first_error = {"rule": rule, "title": title, "line": finding.line, "step": finding.step, "at_step": st.step,
                       "rank": finding.evidence.get("rank"), "text": finding.message[:200]}
@@ -101,3 +111,23 @@ class RankList:
         if isinstance(rank, int) and rank not in ranks and len(ranks) < 1024:
             ranks.append(rank)
         return list(ranks)
+
+
+EXPLAINS = {"run.killed": frozenset({"oom.host"})}
+"""Kills whose cause the log may print after them: Slurm reports a cgroup's OOM kills (`Detected 1
+oom-kill event(s)`, `task 0: Out Of Memory`) after the shell's `Killed` line."""
+
+
+def lower_explained(alerts: Iterable[Alert], source: str) -> None:
+    """A kill that a later line of the same step explains is that cause's echo: info, naming it."""
+    mine = [a for a in alerts if a.finding.source == source and not a.retracted]
+    for a in mine:
+        causes = EXPLAINS.get(a.rule)
+        if not causes or a.severity is Severity.INFO:
+            continue
+        cause = next((c for c in mine if c.rule in causes and c.first_line > a.first_line
+                      and c.first_step == a.first_step and c.severity >= a.severity), None)
+        if cause is not None:
+            a.severity = a.finding.severity = Severity.INFO
+            a.finding.message = f"{a.finding.message} -- explained at line {cause.first_line}: {cause.title}"[:400]
+            a.finding.evidence["root_cause"] = f"{cause.rule} at line {cause.first_line}"

@@ -21,6 +21,14 @@ TORCH_SYMBOL = re.compile(r"^_ZN\w*?(?:3c10|2at|5torch)")  # a mangled name in t
 SAVE_WORDS = ("PytorchStreamWriter", "torch.save", "save_checkpoint", "checkpoint")
 SHM_WORDS = ("/dev/shm", "</torch_")
 WARNING_LINE = re.compile(r"(?i:\bwarn)|^(?:\[[Rr]ank\s*\d+\]:\s?)?\[?W\d{4} \d\d:")  # a logged warning, not a raise
+SIGNAL_NAMES = {"15": "SIGTERM (signal 15)", "SIGTERM": "SIGTERM (signal 15)", "Terminated": "SIGTERM (signal 15)",
+                "2": "SIGINT (signal 2)", "SIGINT": "SIGINT (signal 2)", "1": "SIGHUP (signal 1)",
+                "SIGHUP": "SIGHUP (signal 1)"}
+NATIVE_NAMES = {"-11": "a segmentation fault (SIGSEGV)", "SIGSEGV": "a segmentation fault (SIGSEGV)",
+                "Segmentation fault": "a segmentation fault (SIGSEGV)", "-6": "an abort (SIGABRT)",
+                "SIGABRT": "an abort (SIGABRT)", "Aborted": "an abort (SIGABRT)", "Bus error": "a bus error (SIGBUS)",
+                "Illegal instruction": "an illegal instruction (SIGILL)",
+                "Floating point exception": "a floating point exception (SIGFPE)"}
 SHM_FIXES = ("In a container, enlarge /dev/shm (docker run --shm-size 16g, or a memory-backed emptyDir)",
              "Or lower the DataLoader's num_workers")
 
@@ -65,6 +73,21 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
     if sig == "run.signal" and isinstance(f.get("exitcode"), int) and f["exitcode"] < 0:
         who = f"rank {f['rank']}" if "rank" in f else "a worker"
         return f"{who} was ended by signal {-f['exitcode']} before any other failure"
+    if sig == "run.signal" and "signal" in f:
+        return SIGNAL_NAMES.get(str(_num(f["signal"])), f"signal {_num(f['signal'])}")
+    if sig == "run.killed":
+        who = f"rank {f['rank']}" if isinstance(f.get("rank"), int) else "the process"
+        code = f" (exit code {f['exitcode']})" if "exitcode" in f else ""
+        return (f"{who} got SIGKILL{code}, from the kernel's OOM killer, a scheduler's hard stop or a kill -9 "
+                "(the log does not say which)")
+    if sig == "run.native_crash":
+        what = NATIVE_NAMES.get(str(_num(f.get("what", ""))), str(f.get("what", "a native crash")))
+        who = f"rank {f['rank']}" if isinstance(f.get("rank"), int) else "the process"
+        return f"{who} died of {what}"
+    if sig.startswith("sched."):
+        parts = [f"job {f['job']}" if "job" in f else "", f"at {f['at']}" if "at" in f else "",
+                 f"due to {str(f['cause']).strip().lower()}" if "cause" in f else ""]
+        return ", ".join(p for p in parts if p)
     if sig == "run.child_failed" and "rank" in f:
         code = f" with exit code {f['exitcode']}" if "exitcode" in f else ""
         return f"rank {f['rank']} failed first{code}"

@@ -1,0 +1,84 @@
+"""Killed, then started again: an attempt that ends with no summary and a new launch from the first steps
+is a finding dated where the attempt stopped; a resume that carries on, a resume from a checkpoint, or
+a run that had finished before the next one began is not; a crash of an earlier attempt is history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainwatch import runner
+from trainwatch.cli.check import LogClock, feed_file
+from trainwatch.model import Alert, Severity
+from trainwatch.session import Session
+
+
+def steps(start: int, stop: int, every: int = 100, total: int | None = None) -> str:
+    of = f"/{total}" if total else ""
+    return "".join(f"Step {s}{of}: loss={2.0 / (1 + s / 1000):.4f}, grad_norm=1.0\n" for s in range(start, stop, every))
+
+
+def check_text(tmp_path: Path, text: str) -> tuple[dict[str, Alert], Severity | None]:
+    p = tmp_path / "run.log"
+    p.write_text(text)
+    src = runner.open_source(p)
+    session = Session([src], clock=LogClock(0.0))
+    feed_file(session, src)
+    return {a.rule: a for a in session.engine.alerts()}, session.engine.worst()
+
+
+def test_a_new_launch_from_step_0_dates_the_first_attempts_end(tmp_path: Path) -> None:
+    first = steps(0, 1700)  # 17 lines: the attempt stops at step 1600, line 17
+    alerts, _ = check_text(tmp_path, first + "Mon Jan  5 05:13:27 2026\nstarting training\n" + steps(0, 500))
+    alert = alerts["run.restarted"]
+    assert alert.severity is Severity.WARNING
+    assert (alert.first_step, alert.first_line) == (1600, 17)
+    assert alert.finding.evidence["restart_line"] == 20 and alert.finding.evidence["restart_step"] == 0
+    assert "resume.detected" not in alerts or not alerts["resume.detected"].told  # the restart says it all
+
+
+def test_a_resume_that_carries_on_is_no_restart(tmp_path: Path) -> None:
+    text = steps(0, 1700) + "Starting training from iteration 1700\n" + steps(1700, 3000)
+    alerts, _ = check_text(tmp_path, text)
+    assert "run.restarted" not in alerts
+
+
+def test_a_resume_from_a_mid_run_checkpoint_is_no_restart(tmp_path: Path) -> None:
+    alerts, _ = check_text(tmp_path, steps(0, 1700) + steps(1000, 2500))
+    assert "run.restarted" not in alerts
+
+
+def test_a_finished_run_then_a_new_one_is_no_restart(tmp_path: Path) -> None:
+    alerts, _ = check_text(tmp_path, steps(100, 1100, total=1000) + steps(100, 1100, total=1000))
+    assert "run.restarted" not in alerts
+
+
+def test_another_training_appended_to_the_log_is_no_restart(tmp_path: Path) -> None:
+    """A pretraining that finished (its total unread), then a linear evaluation from epoch 0: its loss
+    starts elsewhere, so it is another training, not the first one launched again."""
+    evaluation = "".join(f"Step {s}: loss={7.0 - s / 1000:.4f}, grad_norm=1.0\n" for s in range(0, 900, 100))
+    alerts, _ = check_text(tmp_path, steps(0, 1700) + evaluation)
+    assert "run.restarted" not in alerts
+
+
+def test_an_aborted_start_of_two_lines_is_no_attempt(tmp_path: Path) -> None:
+    alerts, _ = check_text(tmp_path, steps(0, 200) + steps(0, 1500))
+    assert "run.restarted" not in alerts
+
+
+def test_a_crash_of_an_earlier_attempt_is_lowered_to_a_warning(tmp_path: Path) -> None:
+    crash = ("Traceback (most recent call last):\n  File \"/w/train.py\", line 280, in <module>\n    main()\n"
+             "ValueError: Normalization stats not found.\n")
+    text = crash + steps(0, 1700) + steps(0, 900) + \
+        "slurmstepd: error: *** JOB 334949 ON dgx-03 CANCELLED AT 2026-01-06T04:52:18 ***\n"
+    alerts, worst = check_text(tmp_path, text)
+    tb = alerts["error.traceback"]
+    assert tb.severity is Severity.WARNING and "earlier attempt" in tb.finding.message
+    assert alerts["sched.cancelled"].severity is Severity.WARNING and alerts["run.restarted"]
+    assert worst is Severity.WARNING
+
+
+def test_a_crash_in_the_last_attempt_stays_critical(tmp_path: Path) -> None:
+    crash = ("Traceback (most recent call last):\n  File \"/w/train.py\", line 280, in <module>\n    main()\n"
+             "ValueError: shapes do not match\n")
+    alerts, worst = check_text(tmp_path, steps(0, 1700) + steps(0, 900) + crash)
+    assert alerts["error.traceback"].severity is Severity.CRITICAL and worst is Severity.CRITICAL
