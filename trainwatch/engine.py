@@ -28,6 +28,9 @@ from trainwatch.names import Canonicalizer
 from trainwatch.rules import build_rules
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState
+from trainwatch.runconfig import RunConfig
+from trainwatch.runconfig.fit import RunView
+from trainwatch.runconfig.fit import fit as fit_fixes
 from trainwatch.store import ROUND_ROWS, MetricStore, Series
 
 Listener = Callable[[AlertChange], None]
@@ -53,7 +56,7 @@ class Engine:
         self.clock = clock
         self.store = MetricStore()
         self.sources: dict[str, SourceState] = {}
-        self.book = AlertBook(config)
+        self.book = AlertBook(config, fit=self._fit_fixes)
         self.canon = Canonicalizer(config.aliases)
         self.rules: list[Rule] = build_rules(config)
         self.listeners: list[Listener] = []
@@ -87,6 +90,18 @@ class Engine:
                 self._by_signature.setdefault(sig, []).append(rule)
 
     # -- input -----------------------------------------------------------------------------------
+
+    def _fit_fixes(self, spec: RuleSpec, finding: Finding, fixes: tuple[str, ...]) -> tuple[str, ...]:
+        """The fixes fitted to the run the finding is about: its configuration as its log printed it
+        (the session puts it in the source's facts), its task, and the peak LR it logged."""
+        state = self.sources.get(finding.source)
+        facts = state.facts if state is not None else {}
+        cfg = facts.get("run_config")
+        lr = self.store.get("lr", finding.source)
+        peak = lr.maximum if lr is not None and lr.count > lr.nan_count + lr.inf_count else None
+        view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), language=facts.get("language"),
+                       logged_lr=peak if peak is not None and math.isfinite(peak) else None)
+        return fit_fixes(spec.family, fixes, view)
 
     def source(self, name: str, fmt: str = "") -> SourceState:
         state = self.sources.get(name)
