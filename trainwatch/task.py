@@ -79,6 +79,11 @@ _PRETRAIN_WORDS = _Clue(r"(?i)\bpre-?train(?:ing)?\b|\bfrom scratch\b|pretrain_g
 _SFT_WORDS = _Clue(r"(?i)\bsft\b|\bfine-?tun(?:e|ing|ed)\b|\binstruction[- ]tun|\bchat template\b|\blora\b|"
                    r"\bpeft\b|\bqlora\b|trainable%", "sft", "fine", "instruction", "chat template", "lora", "peft",
                    "trainable%")
+_DOWNSTREAM = _Clue(r"(?i)\b(?:bleu|rouge)(?:[-_ ]?(?:\d|l\b|lsum\b))?", "bleu", "rouge")
+_IMAGE_TOPK = _Clue(r"(?i)\bacc(?:@|_top)?[15]\b|_acc[15]\b|\btop-?[15](?:[ _]acc)", "acc", "top")
+_LANGUAGE = _Clue(r"(?i)\bseq(?:uence)?[ _-]?len|\bmax_seq_length\b|\bcutoff_len\b|\btokeni[sz]er\b|"
+                  r"\bchat[ _]template\b|\bvocab(?:ulary)?[ _]size\b|\bperplexity\b|\bppl\b",
+                  "seq", "max_seq_length", "cutoff_len", "tokeni", "chat", "template", "vocab", "perplexity", "ppl")
 _LOSS = re.compile(r"""(?<![\w/])(?:lm[ _])?loss['"]?\s*[:=]\s*['"]?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""")
 
 PRETRAIN_FIRST_LOSS = 6.5
@@ -98,6 +103,8 @@ class TaskGuess:
     reasons: list[str] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
     precision: dict[str, str] = field(default_factory=dict)  # source name -> fp16/bf16 from its banner
+    language: dict[str, bool] = field(default_factory=dict)
+    """Source name -> whether it trains a language model, where the sample says (see `language`)."""
 
     @property
     def preset(self) -> str:
@@ -128,6 +135,9 @@ def guess(sources: Iterable[SourceSample]) -> TaskGuess:
         p = precision(src.head)
         if p:
             out.precision[src.name] = p
+        lang = language(src.head)
+        if lang is not None:
+            out.language[src.name] = lang
     scores: dict[str, float] = {}
     seen: set[tuple[str, str]] = set()
     for task, weight, why in clues:
@@ -154,6 +164,21 @@ def annotate(state: SourceState, g: TaskGuess) -> None:
     p = g.precision.get(state.name)
     if p:
         state.facts.setdefault("precision", p)
+    if state.name in g.language:
+        state.facts.setdefault("language", g.language[state.name])
+
+
+def language(text: str) -> bool | None:
+    """Whether a log trains a language model: False on detection losses, mAP or top-1/top-5 accuracy (an
+    image model); True on words only language models use (sequence length, tokenizer, chat template,
+    perplexity), LM losses, RL or token counters; None without evidence. Advice for language models
+    (LoRA, chat templates, a usual loss of 0.5-2) is only given where this is not False."""
+    if _VISION.search(text) or _IMAGE_TOPK.search(text):
+        return False
+    if (_LANGUAGE.search(text) or _LM_LOSS.search(text) or _TOKENS.search(text) or _RL.search(text)
+            or _SFT_WORDS.search(text) or _DOWNSTREAM.search(text)):
+        return True
+    return None
 
 
 def _dedup(clues: list[tuple[str, float, str]]) -> list[tuple[str, float, str]]:
@@ -195,6 +220,9 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
             out.append(("pretrain", 2, f"first loss {first:.3g}, near ln(vocab): a model starting from scratch"))
         elif first < 4.0:
             out.append(("sft", 1, f"first loss {first:.3g}, far below a model starting from scratch"))
+    d = _DOWNSTREAM.search(text)
+    if d:
+        out.append(("sft", 2.5, f"evaluated by {d.group(0)}: a model fine-tuned for a task, not pretrained"))
     w = _PRETRAIN_WORDS.search(text)
     if w:
         out.append(("pretrain", 1, f"the word '{w.group(0)}'"))

@@ -80,6 +80,7 @@ _QUANT = re.compile(r"(?i)^load the model quantised")
 _SHARD = re.compile(r"(?i)^shard or offload optimi[sz]er states")
 _CLIP = re.compile(r"(?i)(?:\s*[,;]\s*|\s+and\s+|\s+or\s+)?\bclip the (?:global )?grad-norm at 1(?:\.0)?"
                    r"(?:\s*\((?:max_grad_norm)[^)]*\))?(?:\s+and\s+)?")
+_CLIP_PHRASE = re.compile(r"(?i)\bclip the (?:global )?grad-norm at 1(?:\.0)?(?:\s*\(max_grad_norm[^)]*\))?")
 _CLIP_ALONE = re.compile(r"(?i)^clip the (?:global )?grad-norm at 1(?:\.0)?")
 _LOWER_LR = re.compile(r"(?i)\blower the (peak )?LR( 2-5x)?")
 _RAISE_LR = re.compile(r"(?i)\braise the LR( 2-5x)?")
@@ -87,7 +88,7 @@ _WARMUP = re.compile(r"(?i)\bwarm ?up over 5-10% of the steps(?:\s*\(warmup_rati
 _TO_BF16 = re.compile(r"(?i)switch fp16 to bf16|switch to bf16|train in bf16 instead of fp16")
 _ACCUM = re.compile(r"(?i)^raise gradient accumulation")
 _LLM_WORDS = re.compile(r"(?i)\b(?:lora|qlora|peft|chat template|label masking|prompt(?: tokens)?|tokeni[sz]er|"
-                        r"sample packing|max_seq_length|padding tokens|pad token|quantised|target tokens)\b")
+                        r"sample packing|max_seq_length|padding tokens|the sequences|pad token|quantised|target tokens)\b")
 _PAREN = re.compile(r"\s*\(([^()]*)\)")
 _LORA = re.compile(r"(?i)\blora\b")
 
@@ -179,9 +180,11 @@ def _clip(fix: str, run: RunView) -> str | None:
         rest = _CLIP.sub("", fix, count=1).strip(" ,;")
         return rest[:1].upper() + rest[1:] if rest and not rest.endswith(":") else None
     said = f"clipping is off: {key} {v:g}" if v <= 0 else f"{key} {v:g} -> 1.0"
-    m = _CLIP.search(fix)
+    m = _CLIP_PHRASE.search(fix)
     assert m is not None
-    return fix[:m.end()].rstrip() + f" ({said})" + (" " + fix[m.end():].lstrip() if fix[m.end():].strip() else "")
+    head = re.sub(r"\s*\(max_grad_norm[^)]*\)$", "", fix[:m.end()])
+    rest = fix[m.end():]
+    return head + f" ({said})" + (rest if rest.strip() else "")
 
 
 def _lower_lr(fix: str, run: RunView) -> str | None:
@@ -280,8 +283,8 @@ def _far_above(lr: float, run: RunView) -> str:
 def _num(v: float) -> str:
     """1e-5 as people write it (not 1e-05); 0.01 to 9999 as decimals."""
     if v != 0 and (abs(v) < 0.01 or abs(v) >= 1e4):
-        mant, exp = f"{v:.2g}".split("e") if "e" in f"{v:.2g}" else (f"{v:.2g}", "0")
-        return f"{mant}e{int(exp)}"
+        mant, exp = f"{v:.1e}".split("e")
+        return f"{mant.rstrip('0').rstrip('.')}e{int(exp)}"
     return f"{v:g}"
 
 

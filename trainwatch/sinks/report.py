@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from trainwatch.engine import Engine
+from trainwatch.rules.base import SourceState
+from trainwatch.runconfig import RunConfig
 from trainwatch.model import _jsonable
 from trainwatch.task import TASK_NAMES, TASK_PRESET
 from trainwatch.textsafe import plain
@@ -84,6 +86,7 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
             "last_step": state.step if state else None, "total_steps": state.total_steps if state else None,
             "max_step": max(steps) if steps else None,
             "ended": bool(state and state.ended), "metrics": metrics, "skipped": info.skipped,
+            "config": _config_of(state),
         })
     return _jsonable({
         "schema": SCHEMA_VERSION, "status": STATUS[code], "exit_code": code, "preset": preset,
@@ -95,6 +98,13 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
                        "step": a.first_step, "line": a.first_line, "source": a.finding.source,
                        "why": a.retracted} for a in withdrawn],
     })
+
+
+def _config_of(state: SourceState | None) -> dict[str, Any]:
+    """The run's configuration as its log printed it: each fact with the key and the place it was read
+    from, and the framework's own advice (trainwatch.runconfig)."""
+    cfg = state.facts.get("run_config") if state is not None else None
+    return cfg.to_dict() if isinstance(cfg, RunConfig) else {}
 
 
 def task_of(engine: Engine) -> dict[str, Any] | None:
