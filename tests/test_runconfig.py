@@ -85,7 +85,8 @@ def test_megatron_dump_and_dashed_command_line() -> None:
 
 def test_yaml_config_llamafactory_and_axolotl() -> None:
     text = "\n".join(["cutoff_len: 4096", "per_device_train_batch_size: 8", "flash_attn: fa2",
-                      "finetuning_type: lora", "learning_rate: 1.0e-4", "deepspeed: examples/deepspeed/ds_z3_config.json"])
+                      "finetuning_type: lora", "learning_rate: 1.0e-4",
+                      "deepspeed: examples/deepspeed/ds_z3_config.json"])
     cfg = runconfig.read(text)
     assert cfg.get("seq_len") == 4096 and cfg.key("seq_len") == "cutoff_len"
     assert cfg.get("micro_batch") == 8 and cfg.get("attention") == "fa2" and cfg.get("tuner") == "lora"
@@ -108,7 +109,8 @@ def test_metric_rows_are_not_configuration() -> None:
 
 def test_a_framework_warning_is_kept_as_advice_with_the_value_it_advises() -> None:
     text = ("[WARNING:swift] gradient_checkpointing is enabled with FSDP2. For better performance, consider using "
-            'activation_checkpointing in fsdp_config instead. Add "activation_checkpointing": true to your fsdp_config.')
+            "activation_checkpointing in fsdp_config instead. "
+            'Add "activation_checkpointing": true to your fsdp_config.')
     [advice] = runconfig.read(text).advice
     assert advice.fact == "activation_checkpointing" and advice.value is True
     assert advice.text.startswith("gradient_checkpointing is enabled")  # the log prefix is cut

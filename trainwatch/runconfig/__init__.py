@@ -113,10 +113,9 @@ def _choose(spec: catalogue.FactSpec, found: list[Pair]) -> Fact | None:
 def _from_json_sections(text: str, cfg: RunConfig) -> None:
     """What a DeepSpeed JSON config says in nested sections: the ZeRO stage and `"bf16": {"enabled": true}`."""
     if "zero_stage" not in cfg.facts or cfg.facts["zero_stage"].key == "deepspeed":
-        m = None
-        for m in _DS_ZERO.finditer(text):
-            pass
-        if m is not None:
+        found = list(_DS_ZERO.finditer(text))
+        if found:
+            m = found[-1]
             cfg.facts["zero_stage"] = Fact(int(m.group(1)), "zero_optimization.stage", "JSON config")
     for m in _DS_BF16.finditer(text):
         name = m.group(1).lower()

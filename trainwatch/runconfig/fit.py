@@ -88,7 +88,8 @@ _WARMUP = re.compile(r"(?i)\bwarm ?up over 5-10% of the steps(?:\s*\(warmup_rati
 _TO_BF16 = re.compile(r"(?i)switch fp16 to bf16|switch to bf16|train in bf16 instead of fp16")
 _ACCUM = re.compile(r"(?i)^raise gradient accumulation")
 _LLM_WORDS = re.compile(r"(?i)\b(?:lora|qlora|peft|chat template|label masking|prompt(?: tokens)?|tokeni[sz]er|"
-                        r"sample packing|max_seq_length|padding tokens|the sequences|pad token|quantised|target tokens)\b")
+                        r"sample packing|max_seq_length|padding tokens|the sequences|pad token|quantised|"
+                        r"target tokens)\b")
 _PAREN = re.compile(r"\s*\(([^()]*)\)")
 _LORA = re.compile(r"(?i)\blora\b")
 
