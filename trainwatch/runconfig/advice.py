@@ -18,7 +18,8 @@ from trainwatch.runconfig import facts as catalogue
 MAX_TEXT = 240  # characters of the advice kept (a line may run on)
 MAX_ADVICE = 8
 _VERB = re.compile(r"(?i)\b(?:consider (?:using|setting|enabling)|please (?:use|set|enable)|"
-                   r"we recommend(?: using| setting)?|recommended to (?:use|set|enable)|you (?:should|can|may want to) (?:use|set|enable)|"
+                   r"we recommend(?: using| setting)?|recommended to (?:use|set|enable)|"
+                   r"you (?:should|can|may want to) (?:use|set|enable)|"
                    r"try (?:setting|using|enabling)|add|set|enable)\b")
 _PREFIX = re.compile(r"^(?:\s*\[[^\]]{0,80}\]:?)+\s*|^\s*\S*(?:Warning|WARNING|warn)\S*:\s*")
 _NEAR = 80  # the setting must follow the verb within this many characters
