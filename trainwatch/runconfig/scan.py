@@ -18,7 +18,8 @@ from dataclasses import dataclass
 DUMP, DOTTED, JSON, COMMAND_LINE, YAML, LOG_LINE = "dump", "dotted", "json", "command line", "yaml", "log line"
 TRUST = {DUMP: 5, DOTTED: 5, JSON: 4, COMMAND_LINE: 3, YAML: 3, LOG_LINE: 2}
 
-_METRIC_ROW = re.compile(r"""(?<![\w/])(?:train_|lm[ _])?loss['"]?\s*[:=]\s*['"]?-?\d""")
+_METRIC_ROW = re.compile(r"""(?i)(?<![\w/])(?:train_|lm[ _])?(?:loss|grad_norm)['"]?\s*[:=]\s*['"]?"""
+                         r"""(?:[-+]?\d|[-+]?nan\b|[-+]?inf)""")
 """A line that logs a loss value is a metric record: its `learning_rate` is the schedule's, not the config's."""
 _BLOCK_OPEN = re.compile(r"(?<![\w.])([A-Z]\w*)\(\s*$")  # `args: SftArguments(` with one key a line after it
 _INLINE_REPR = re.compile(r"(?<![\w.])(Namespace|[A-Z]\w*(?:Arguments|Args|Config))\(")
