@@ -120,3 +120,15 @@ def test_a_framework_warning_is_kept_as_advice_with_the_value_it_advises() -> No
           "`activation_checkpointing` in `fsdp_config`.")
     assert [a.fact for a in runconfig.read(hf + "\n" + hf).advice] == ["activation_checkpointing"]
     assert runconfig.read("the model was loaded in 2.3 s; consider a coffee").advice == []
+
+
+def test_one_name_with_two_values_at_the_same_trust_is_left_unknown() -> None:
+    text = "\n".join(["  actor: {'optim': {'lr': 3e-07,", "  critic: {'optim': {'lr': 1e-05,"])
+    assert runconfig.read(text).get("lr") is None
+    assert runconfig.read(text + "\nTrainingArguments(\nlearning_rate=2e-5,\n)").get("lr") == 2e-5
+
+
+def test_words_that_are_not_the_fact_are_left_out() -> None:
+    cfg = runconfig.read('aio_config .... {\'block_size\': 1048576}\n"tuner_type": "gridsearch",\n'
+                         "optimizer=OptimizerConfig(name=adamw)")
+    assert cfg.get("seq_len") is None and cfg.get("tuner") is None and cfg.get("optimizer") is None

@@ -89,9 +89,11 @@ def read(text: str) -> RunConfig:
 
 def _choose(spec: catalogue.FactSpec, found: list[Pair]) -> Fact | None:
     """The most trusted reading of a fact: own names before weak ones, then the shape's trust, then the
-    last said (a log of several attempts ends with the one that matters). For a switch with several
+    last said. The same name given different values in places trusted alike (an RL config's actor and
+    critic sections, attempts with different settings) leaves the fact unknown. For a switch with several
     names (`any_on`), a reading that turns it on wins: warmup_steps=0 beside warmup_ratio=0.1 is unused."""
     best: tuple[tuple[int, ...], Fact] | None = None
+    said: dict[tuple[tuple[int, ...], str], set[Any]] = {}  # values per (tier, key): two differing is doubt
     for p in found:
         key = p.key.replace("-", "_")
         if key in spec.keys:
@@ -105,9 +107,12 @@ def _choose(spec: catalogue.FactSpec, found: list[Pair]) -> Fact | None:
             continue
         nonzero = 1 if not spec.any_on or value else 0
         order = (rank, nonzero, p.trust, p.pos)
+        said.setdefault((order[:3], key), set()).add(value)
         if best is None or order > best[0]:
             best = (order, Fact(value, key, p.where, p.line))
-    return best[1] if best is not None else None
+    if best is None or len(said[(best[0][:3], best[1].key)]) > 1:
+        return None  # one name, several values at the same trust (an actor's and a critic's LR): unsure
+    return best[1]
 
 
 def _from_json_sections(text: str, cfg: RunConfig) -> None:

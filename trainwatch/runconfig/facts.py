@@ -42,7 +42,18 @@ def as_bool(raw: str) -> bool | None:
 
 def as_text(raw: str) -> str | None:
     t = raw.strip()
-    return None if t.lower() in _NONE or t.startswith(("{", "[")) else t
+    return None if t.lower() in _NONE or t.startswith(("{", "[")) or "(" in t or "=" in t else t
+
+
+TUNERS = frozenset({"full", "freeze", "lora", "qlora", "dora", "adalora", "longlora", "loha", "lokr", "ia3", "vera",
+                    "boft", "llamapro", "adapter", "prefix", "prompt", "p_tuning", "reft", "bone"})
+
+
+def as_tuner(raw: str) -> str | None:
+    """How the weights are trained (full, lora, qlora...); other words under these keys (DeepSpeed's
+    autotuning `tuner_type: gridsearch`) are not a fine-tuning method."""
+    t = raw.strip().lower()
+    return t if t in TUNERS else None
 
 
 def as_attention(raw: str) -> str | None:
@@ -110,7 +121,7 @@ SPECS: tuple[FactSpec, ...] = (
     FactSpec("grad_accum", ("gradient_accumulation_steps", "grad_accum", "accumulate_grad_batches",
                             "gradient_accumulation"), as_int),
     FactSpec("seq_len", ("max_seq_length", "max_length", "cutoff_len", "sequence_len", "seq_length", "max_seq_len",
-                         "model_max_length", "max_len", "block_size"), as_int),
+                         "model_max_length"), as_int),
     FactSpec("attention", ("attn_implementation", "attn_impl", "flash_attn", "use_flash_attn", "flash_attention",
                            "use_flash_attention_2", "attention_implementation", "sdp_attention"), as_attention),
     FactSpec("precision", ("torch_dtype", "mixed_precision", "precision", "params_dtype"), as_precision),
@@ -133,5 +144,5 @@ SPECS: tuple[FactSpec, ...] = (
     FactSpec("quant_bits", ("quantization_bit", "quant_bits"), as_int),
     FactSpec("load_in_4bit", ("load_in_4bit",), as_bool),
     FactSpec("load_in_8bit", ("load_in_8bit",), as_bool),
-    FactSpec("tuner", ("tuner_type", "train_type", "finetuning_type", "adapter", "peft_type"), as_text),
+    FactSpec("tuner", ("tuner_type", "train_type", "finetuning_type", "adapter", "peft_type"), as_tuner),
 )
