@@ -99,7 +99,7 @@ class Engine:
         cfg = facts.get("run_config")
         lr = self.store.get("lr", finding.source)
         peak = lr.maximum if lr is not None and lr.count > lr.nan_count + lr.inf_count else None
-        view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), language=facts.get("language"),
+        view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), llm=facts.get("llm"),
                        logged_lr=peak if peak is not None and math.isfinite(peak) else None)
         return fit_fixes(spec.family, fixes, view)
 

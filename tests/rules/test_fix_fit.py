@@ -93,14 +93,14 @@ def test_no_fix_twice_in_the_nonfinite_list() -> None:
 
 def test_language_model_advice_stays_away_from_vision_runs() -> None:
     plateau = SPECS["loss.plateau"].fixes
-    fixes = fit("loss", plateau, view("", language=False))
+    fixes = fit("loss", plateau, view("", llm=False))
     text = "\n".join(fixes)
     assert "LoRA" not in text and "label masking" not in text
     assert any(f.startswith("Raise the LR 2-5x") for f in fixes)  # its LoRA aside is cut, not the fix
     assert "LoRA" in "\n".join(fit("loss", plateau, view("")))
     high = SPECS["loss.level"].params.fixes_high
-    assert not any("chat template" in f for f in fit("loss", high, view("", language=False)))
-    assert not any("Shorten the sequences" in f for f in fit("oom", OOM, view("", language=False)))
+    assert not any("chat template" in f for f in fit("loss", high, view("", llm=False)))
+    assert not any("Shorten the sequences" in f for f in fit("oom", OOM, view("", llm=False)))
 
 
 def test_lora_advice_is_not_given_to_a_full_fine_tune() -> None:
@@ -122,7 +122,7 @@ def test_an_alert_carries_the_fitted_fixes_of_its_sources_config() -> None:
 
 def test_loss_level_says_nothing_of_a_run_that_is_not_a_language_model() -> None:
     r = Run()
-    r.engine.source(r.source, "jsonl").facts["language"] = False
+    r.engine.source(r.source, "jsonl").facts["llm"] = False
     for s in range(1, 41):
         r.step(s, loss=7.9)
     r.finish()

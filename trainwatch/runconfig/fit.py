@@ -30,11 +30,11 @@ FAR = 10.0
 
 @dataclass(frozen=True)
 class RunView:
-    """What the fitter knows of one run: its configuration, whether it trains a language model (None:
+    """What the fitter knows of one run: its configuration, whether it trains a large language model (None:
     no evidence either way), and the peak LR its log shows (when the config does not say)."""
 
     config: RunConfig
-    language: bool | None = None
+    llm: bool | None = None
     logged_lr: float | None = None
 
 
@@ -247,8 +247,8 @@ def _task(fix: str, run: RunView) -> str | None:
     advice not to a run the log shows is a full fine-tune."""
     tuner = run.config.get("tuner")
     full = isinstance(tuner, str) and tuner.lower() in ("full", "freeze", "none")
-    if run.language is False or full:
-        words = _LLM_WORDS if run.language is False else _LORA
+    if run.llm is False or full:
+        words = _LLM_WORDS if run.llm is False else _LORA
         fix = _PAREN.sub(lambda m: "" if words.search(m.group(1)) else m.group(0), fix)
         if words.search(fix):
             return None
