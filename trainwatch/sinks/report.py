@@ -140,6 +140,9 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
                 extra = f" ({bad} non-finite)" if bad else ""
                 parts.append(f"{k} {_fmt_json(m['last'])}{extra}")
             w("    last: " + ", ".join(parts) + "\n")
+        cfg = _config_line(s.get("config") or {})
+        if cfg:
+            w(f"    config: {cfg}\n")
         for why in s["skipped"]:
             w(f"    note: {why}\n")
     findings = doc["findings"]
@@ -176,6 +179,24 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
           + ", ".join(f"{e['id']} ({_where_short(e)})" for e in echoes) + "\n")
     c = doc["counts"]
     w(f"Status: {doc['status'].upper()} ({c['critical']} critical, {c['warning']} warning, {c['info']} info)\n")
+
+
+_CONFIG_SHOWN = ("micro_batch", "grad_accum", "seq_len", "attention", "precision", "grad_checkpointing", "fsdp",
+                 "fsdp_version", "reshard", "activation_checkpointing", "zero_stage", "max_grad_norm", "lr", "warmup",
+                 "optimizer", "tuner")
+
+
+def _config_line(cfg: dict[str, Any]) -> str:
+    """The facts the fixes were fitted to, each under the run's own name for it."""
+    parts = []
+    for name in _CONFIG_SHOWN:
+        f = cfg.get(name)
+        if not isinstance(f, dict):
+            continue
+        v = f.get("value")
+        shown = ("true" if v else "false") if isinstance(v, bool) else _fmt_json(v)
+        parts.append(f"{f.get('key', name)} {shown}")
+    return ", ".join(parts)
 
 
 def _where_short(e: dict[str, Any]) -> str:
