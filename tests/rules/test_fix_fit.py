@@ -87,6 +87,7 @@ def test_no_fix_twice_in_the_nonfinite_list() -> None:
     fixes = fit("loss", BLOWUP_FIXES + SPECS["loss.nonfinite"].fixes, view(""))
     assert sum("LR" in f for f in fixes) == 1
     assert sum("Clip" in f for f in fixes) == 1
+    assert sum("bf16" in f for f in fixes) == 1
     assert len(fixes) == len(set(fixes))
     assert any("set_detect_anomaly" in f for f in fixes)  # a new topic is kept
 

@@ -304,22 +304,25 @@ _TOPICS = {
 }
 
 
-def topics(fix: str) -> frozenset[str]:
-    return frozenset(name for name, rx in _TOPICS.items() if rx.search(fix))
+def topics(fix: str) -> list[str]:
+    """The topics a fix speaks of, in the order it names them (its first is what it is about)."""
+    found = [(m.start(), name) for name, rx in _TOPICS.items() if (m := rx.search(fix))]
+    return [name for _, name in sorted(found)]
 
 
 def _without_repeats(fixes: list[str]) -> list[str]:
-    """Each fix once: the same words, or only topics earlier fixes already cover, are a repeat."""
+    """Each fix once: the same words, or a fix about what an earlier fix already covers (its first topic
+    is covered: "Train in bf16 instead of fp16, or fp32..." after "With fp16, switch to bf16"), is a repeat."""
     seen_text: set[str] = set()
     covered: set[str] = set()
     out = []
     for fix in fixes:
         norm = re.sub(r"\W+", " ", fix).strip().lower()
         t = topics(fix)
-        if norm in seen_text or (t and t <= covered):
+        if norm in seen_text or (t and t[0] in covered):
             continue
         seen_text.add(norm)
-        covered |= t
+        covered.update(t)
         out.append(fix)
     return out
 
