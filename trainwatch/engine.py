@@ -47,6 +47,9 @@ ARRAY_FLUSH = ROUND_ROWS
 than this is judged in pieces, so the history a rule declared, and the rows of every other series logged
 before a row judged, are still among the rows the store keeps (store.KEPT_ROWS). Why this size: see
 store.ROUND_ROWS."""
+ADAMW_TRAINERS = frozenset({"hf_console", "trainer_state"})
+"""Formats whose trainer uses AdamW unless told otherwise (the HF Trainer): an LR is judged against
+AdamW's usual range when the log names no optimiser."""
 ANY = "*"  # a rule switched off for every source (one that judges them all at once, on the clock)
 
 
@@ -99,8 +102,11 @@ class Engine:
         cfg = facts.get("run_config")
         lr = self.store.get("lr", finding.source)
         peak = lr.maximum if lr is not None and lr.count > lr.nan_count + lr.inf_count else None
-        view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), llm=facts.get("llm"),
-                       logged_lr=peak if peak is not None and math.isfinite(peak) else None)
+        llm = facts.get("llm")
+        adam = llm is True or (state is not None and state.format in ADAMW_TRAINERS)
+        view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), llm=llm,
+                       logged_lr=peak if peak is not None and math.isfinite(peak) else None,
+                       default_optimizer="adam" if adam else "")
         return fit_fixes(spec.family, fixes, view)
 
     def source(self, name: str, fmt: str = "") -> SourceState:

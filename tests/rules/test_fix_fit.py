@@ -69,6 +69,12 @@ def test_clipping_at_one_only_when_the_run_does_not_clip_that_tightly() -> None:
 def test_the_lr_numbers_come_from_the_run() -> None:
     fixes = fit("loss", ("Lower the peak LR 2-5x",), view("learning_rate: 7\noptim: adamw_torch"))
     assert fixes == ("LR 7 is far above AdamW's usual 1e-5..1e-3: lower the peak LR 2-5x (learning_rate 7 -> 2.3)",)
+    unnamed = fit("loss", ("Lower the peak LR 2-5x",), view("lr: 0.02"))
+    assert unnamed == ("Lower the peak LR 2-5x (lr 0.02 -> 6.7e-3)",)  # SGD's usual for all we know
+    assert fit("loss", ("Lower the peak LR 2-5x",), view("lr: 0.02", default_optimizer="adam"))[0].startswith(
+        "LR 0.02 is far above AdamW's usual")
+    assert fit("loss", ("Lower the peak LR 2-5x",), view("lr: 70"))[0].startswith(
+        "LR 70 is far above the usual range of any common optimiser")
     logged = fit("loss", ("Lower the peak LR 2-5x",), view("", logged_lr=3e-4))
     assert logged == ("Lower the peak LR 2-5x (peak LR 3e-4 -> 1e-4)",)  # usual for Adam: no "far above"
     sgd = fit("loss", ("Lower the peak LR 2-5x",), view("optimizer: sgd\nlr: 0.1"))

@@ -22,7 +22,7 @@ MEMORY_FACTS = frozenset({"micro_batch", "grad_accum", "seq_len", "attention", "
 STABILITY_FACTS = frozenset({"max_grad_norm", "lr", "warmup", "precision", "bf16", "fp16"})
 ADVICE_FOR = {"oom": MEMORY_FACTS, "loss": STABILITY_FACTS}  # which advice is a lead for which family
 
-USUAL_LR = {"adam": (1e-5, 1e-3), "lion": (1e-6, 3e-4), "sgd": (1e-3, 1.0), "adafactor": (1e-4, 1e-2)}
+USUAL_LR = {"adam": (1e-5, 1e-3), "lion": (1e-6, 3e-4), "sgd": (1e-3, 0.5), "adafactor": (1e-4, 1e-2)}
 """Peak learning rates each optimiser family is usually run with; an LR ten times above the top is far off."""
 _OPTIM_NAMES = {"adam": "AdamW", "lion": "Lion", "sgd": "SGD", "adafactor": "Adafactor"}
 FAR = 10.0
@@ -36,6 +36,9 @@ class RunView:
     config: RunConfig
     llm: bool | None = None
     logged_lr: float | None = None
+    default_optimizer: str = ""
+    """The optimiser the run uses when its log names none: `adam` where its trainer defaults to AdamW
+    (the HF Trainer, an LLM run); empty where it could as well be SGD."""
 
 
 def fit(family: str, fixes: tuple[str, ...], run: RunView) -> tuple[str, ...]:
@@ -269,16 +272,18 @@ def _peak_lr(run: RunView) -> tuple[float | None, str]:
 
 
 def _far_above(lr: float, run: RunView) -> str:
-    """'LR 7 is far above AdamW's usual 1e-05..0.001' when it is, by the run's optimiser (Adam when the log
-    names none: the default of every trainer it could be)."""
-    optim = str(run.config.get("optimizer") or "adam").lower()
-    family = next((f for f in USUAL_LR if f in optim), None)
-    if family is None:
+    """'LR 7 is far above AdamW's usual 1e-5..1e-3' when it is, by the run's optimiser; when neither the
+    log nor the trainer names one, only an LR far above every common optimiser's range is called so."""
+    optim = str(run.config.get("optimizer") or run.default_optimizer).lower()
+    family = next((f for f in USUAL_LR if f in optim), None) if optim else None
+    if family is not None:
+        low, high = USUAL_LR[family]
+        if lr <= FAR * high:
+            return ""
+        return f"LR {_num(lr)} is far above {_OPTIM_NAMES[family]}'s usual {_num(low)}..{_num(high)}"
+    if optim or lr <= FAR * max(high for _, high in USUAL_LR.values()):
         return ""
-    low, high = USUAL_LR[family]
-    if lr <= FAR * high:
-        return ""
-    return f"LR {_num(lr)} is far above {_OPTIM_NAMES[family]}'s usual {_num(low)}..{_num(high)}"
+    return f"LR {_num(lr)} is far above the usual range of any common optimiser (AdamW 1e-5..1e-3, SGD up to 0.5)"
 
 
 def _num(v: float) -> str:
