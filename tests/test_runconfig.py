@@ -105,7 +105,8 @@ def test_the_trainers_dump_beats_a_banner_and_the_command_line() -> None:
 def test_metric_rows_are_not_configuration() -> None:
     text = ("{'loss': 1.5071, 'grad_norm': 7.7, 'learning_rate': 4.1e-06, 'epoch': 0.04}\nStep 3: loss=2.1, lr=7\n"
             "{'loss': 'nan', 'grad_norm': 'nan', 'learning_rate': '0.002317', 'epoch': '0.5'}\n"
-            "{'grad_norm': 1.2, 'learning_rate': 3e-4}")
+            "{'grad_norm': 1.2, 'learning_rate': 3e-4}\n"
+            "INFO:root:[1,  50/ 2562] - Autoencoder Loss (total): 236.051 - [lr: 7.50e-05]")
     assert facts(text) == {}
 
 

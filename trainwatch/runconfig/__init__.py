@@ -14,11 +14,11 @@ from typing import Any
 
 from trainwatch.runconfig import facts as catalogue
 from trainwatch.runconfig.advice import Advice, find_advice
-from trainwatch.runconfig.scan import Pair, pattern, pairs
+from trainwatch.runconfig.scan import Pair, occurrences, pairs
 
 __all__ = ["Advice", "Fact", "RunConfig", "read"]
 
-_MATCHER = pattern(k for spec in catalogue.SPECS for k in spec.keys + spec.weak)
+_KEYS = frozenset(k for spec in catalogue.SPECS for k in spec.keys + spec.weak)
 _DS_ZERO = re.compile(r""""zero_optimization"\s*:\s*\{[^{}]*?"stage"\s*:\s*"?([0-3])\b""", re.S)
 _DS_BF16 = re.compile(r""""(bf16|fp16)"\s*:\s*\{\s*"enabled"\s*:\s*(true|false)\b""", re.I)
 
@@ -76,14 +76,15 @@ class RunConfig:
 
 
 def read(text: str) -> RunConfig:
-    found = pairs(text, _MATCHER)
+    keys = occurrences(text, _KEYS)
+    found = pairs(text, keys)
     cfg = RunConfig()
     for spec in catalogue.SPECS:
         fact = _choose(spec, found)
         if fact is not None:
             cfg.facts[spec.name] = fact
     _from_json_sections(text, cfg)
-    cfg.advice = find_advice(text)
+    cfg.advice = find_advice(text, keys)
     return cfg
 
 

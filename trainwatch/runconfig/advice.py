@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainwatch.runconfig import facts as catalogue
+from trainwatch.runconfig.scan import Occurrence
 
 MAX_TEXT = 240  # characters of the advice kept (a line may run on)
 MAX_ADVICE = 8
@@ -24,8 +25,7 @@ _VERB = re.compile(r"(?i)\b(?:consider (?:using|setting|enabling)|please (?:use|
 _PREFIX = re.compile(r"^(?:\s*\[[^\]]{0,80}\]:?)+\s*|^\s*\S*(?:Warning|WARNING|warn)\S*:\s*")
 _NEAR = 80  # the setting must follow the verb within this many characters
 _BY_KEY = {k: spec for spec in catalogue.SPECS for k in spec.keys}
-_KEY = re.compile(r"""(?<![\w.])["'`]?(""" + "|".join(sorted(map(re.escape, _BY_KEY), key=len, reverse=True))
-                  + r""")["'`]?(?![\w])(?:\s*[:=]\s*["'`]?([\w.\-]+))?""")
+_ADVISED = re.compile(r"""["'`]?\s*[:=]\s*["'`]?([\w.\-]+)""")
 
 
 @dataclass(frozen=True)
@@ -41,24 +41,25 @@ class Advice:
         return {"fact": self.fact, "key": self.key, "value": self.value, "text": self.text}
 
 
-def find_advice(text: str) -> list[Advice]:
-    """Each fact's first piece of advice in `text`, in the order first given."""
+def find_advice(text: str, found: list[Occurrence]) -> list[Advice]:
+    """Each fact's first piece of advice in `text`, in the order first given: a setting's name (among
+    the keys `found`, see trainwatch.runconfig.scan.occurrences) with a verb of advice shortly before it
+    on its line."""
     out: dict[str, Advice] = {}
-    for line in text.splitlines():
-        if len(line) > 4 * MAX_TEXT * 4 or not _VERB.search(line):
+    for m in found:
+        spec = _BY_KEY.get(m.key)
+        if spec is None or spec.name in out:
             continue
-        for verb in _VERB.finditer(line):
-            m = _KEY.search(line, verb.end(), verb.end() + _NEAR)
-            if m is None:
-                continue
-            spec = _BY_KEY[m.group(1)]
-            if spec.name in out:
-                break
-            value = spec.parse(m.group(2)) if m.group(2) else None
-            if value is None and spec.parse is catalogue.as_bool:
-                value = True  # "use activation_checkpointing": turn it on
-            out[spec.name] = Advice(spec.name, m.group(1), value, _said(line))
-            break
+        lo = text.rfind("\n", 0, m.start) + 1
+        if _VERB.search(text, max(lo, m.start - _NEAR), m.start) is None:
+            continue
+        hi = text.find("\n", m.end)
+        line = text[lo:hi if hi >= 0 else len(text)]
+        given = _ADVISED.match(text, m.end)
+        value = spec.parse(given.group(1)) if given else None
+        if value is None and spec.parse is catalogue.as_bool:
+            value = True  # "use activation_checkpointing": turn it on
+        out[spec.name] = Advice(spec.name, m.key, value, _said(line))
         if len(out) >= MAX_ADVICE:
             break
     return list(out.values())
