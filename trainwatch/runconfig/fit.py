@@ -47,9 +47,7 @@ def fit(family: str, fixes: tuple[str, ...], run: RunView) -> tuple[str, ...]:
     for fix in fixes:
         fitted: str | None = fix
         for step in _STEPS:
-            fitted = step(fitted, run)
-            if fitted is None:
-                break
+            fitted = step(fitted, run) if fitted else None
         if fitted:
             out.append(fitted)
     return tuple(_without_repeats(out))
