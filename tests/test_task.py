@@ -149,3 +149,24 @@ def test_clue_literals_never_hide_a_match(text: str) -> None:
         for sample in (text, f"x {text} y", text.upper(), text.lower()):
             assert bool(clue.search(sample)) == bool(clue.pattern.search(sample)), (clue.pattern.pattern, sample)
             assert [m.group(0) for m in clue.finditer(sample)] == [m.group(0) for m in clue.pattern.finditer(sample)]
+
+
+def test_bleu_evaluation_is_a_fine_tune_even_when_the_first_loss_is_high() -> None:
+    lines = "".join(f"Epoch 1 - Batch loss: {12.1 - s * 0.01:.4f}\n" for s in range(1, 30))
+    assert g(lines).preset == "pretrain"
+    guess = g(lines + "Epoch 2 - New best model saved with BLEU-2: 65.76\n")
+    assert guess.preset == "sft" and "BLEU" in guess.why()
+
+
+def test_language_model_or_not_from_the_sample() -> None:
+    assert task.llm('{"train_loss": 18.2, "train_loss_bbox": 0.73, "train_loss_giou": 1.18}') is False
+    assert task.llm('{"train_loss": 4.77, "test_96_acc1": 57.3, "test_96_acc5": 81.2}') is False
+    assert task.llm("max_seq_length: 2048\n{'loss': 4.7}") is True
+    assert task.llm("step 1: loss=4.7") is None
+    assert g('{"train_loss": 4.77, "test_acc1": 57.3}\n', "jsonl").llm == {"run.log": False}
+
+
+def test_keras_runs_are_not_llm_runs() -> None:
+    summary = ' Layer (type)                Output Shape              Param #   \n lstm (LSTM)   (None, 100)   80400\n'
+    assert task.llm("Vocabulary Size: 44\n" + summary) is False
+    assert task.llm("epoch,accuracy,learning_rate,loss,val_accuracy,val_loss\n0,0.75,0.005,1.92,0.79,1.42\n") is False

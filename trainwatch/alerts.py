@@ -12,7 +12,7 @@ worded at its start, with every episode listed. That record is what a report sho
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from trainwatch.config import Config, Duration, Inhibit, RuleSpec
@@ -43,8 +43,17 @@ class AlertChange:
     state: AlertState  # FIRING (new) or RESOLVED
 
 
+FixFitter = Callable[[RuleSpec, Finding, tuple[str, ...]], tuple[str, ...]]
+"""Fits an alert's fixes (the finding's own, then the rule's) to the run it is about."""
+
+
+def _as_written(spec: RuleSpec, finding: Finding, fixes: tuple[str, ...]) -> tuple[str, ...]:
+    return fixes
+
+
 class AlertBook:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, fit: FixFitter = _as_written) -> None:
+        self._fit = fit
         self._inhibit: list[Inhibit] = config.inhibit
         self._tracks: dict[tuple[str, str, str], _Track] = {}
         self.tracked = self._tracks  # read-only view for the engine's fast path: (rule, source, subject) keys
@@ -114,7 +123,8 @@ class AlertBook:
         fp = old.alert.fingerprint if old is not None else fingerprint(*key)
         alert = Alert(rule=spec.id, severity=finding.severity if finding.severity is not None else spec.severity,
                       family=spec.family, title=spec.title, finding=finding,
-                      fixes=tuple(finding.extra_fixes) + spec.fixes, state=AlertState.PENDING,
+                      fixes=self._fit(spec, finding, tuple(finding.extra_fixes) + spec.fixes),
+                      state=AlertState.PENDING,
                       fingerprint=fp, first_step=_began(finding), first_line=finding.line, started_at=now,
                       last_seen_at=now, last_step=_last_step(finding), last_value=_last_value(finding))
         track = self._tracks[key] = _Track(alert, active_since=now)

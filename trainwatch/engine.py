@@ -30,6 +30,9 @@ from trainwatch.names import Canonicalizer, Quality
 from trainwatch.rules import build_rules, crash
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState
+from trainwatch.runconfig import RunConfig
+from trainwatch.runconfig.fit import RunView
+from trainwatch.runconfig.fit import fit as fit_fixes
 from trainwatch.store import ROUND_ROWS, MetricStore, Series
 
 Listener = Callable[[AlertChange], None]
@@ -53,6 +56,9 @@ to 7 GB. Past the cap only the names a rule watches by name (loss, grad_norm, th
 are still kept; the others are counted and said once in the report."""
 MAX_SERIES = 20_000
 """Metric names kept over all logs of one process (a glob of many runs), with the same exception."""
+ADAMW_TRAINERS = frozenset({"hf_console", "trainer_state"})
+"""Formats whose trainer uses AdamW unless told otherwise (the HF Trainer): an LR is judged against
+AdamW's usual range when the log names no optimiser."""
 ANY = "*"  # a rule switched off for every source (one that judges them all at once, on the clock)
 
 
@@ -62,7 +68,7 @@ class Engine:
         self.clock = clock
         self.store = MetricStore()
         self.sources: dict[str, SourceState] = {}
-        self.book = AlertBook(config)
+        self.book = AlertBook(config, fit=self._fit_fixes)
         self.canon = Canonicalizer(config.aliases)
         self.rules: list[Rule] = build_rules(config)
         self.listeners: list[Listener] = []
@@ -101,6 +107,21 @@ class Engine:
                 self._by_signature.setdefault(sig, []).append(rule)
 
     # -- input -----------------------------------------------------------------------------------
+
+    def _fit_fixes(self, spec: RuleSpec, finding: Finding, fixes: tuple[str, ...]) -> tuple[str, ...]:
+        """The fixes fitted to the run the finding is about: its configuration as its log printed it
+        (the session puts it in the source's facts), its task, and the peak LR it logged."""
+        state = self.sources.get(finding.source)
+        facts = state.facts if state is not None else {}
+        cfg = facts.get("run_config")
+        lr = self.store.get("lr", finding.source)
+        peak = lr.maximum if lr is not None and lr.count > lr.nan_count + lr.inf_count else None
+        llm = facts.get("llm")
+        adam = llm is True or (state is not None and state.format in ADAMW_TRAINERS)
+        view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), llm=llm,
+                       logged_lr=peak if peak is not None and math.isfinite(peak) else None,
+                       default_optimizer="adam" if adam else "")
+        return fit_fixes(spec.family, fixes, view)
 
     def source(self, name: str, fmt: str = "") -> SourceState:
         state = self.sources.get(name)

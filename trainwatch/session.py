@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from trainwatch import config, task
+from trainwatch import config, runconfig, task
 from trainwatch.alerts import AlertChange
 from trainwatch.batch import Batch
 from trainwatch.engine import Engine
@@ -34,6 +34,7 @@ class Session:
         for o in opened:  # the task and precision the logs show
             state = self.engine.source(o.name, o.format)
             task.annotate(state, self.task)
+            state.facts.setdefault("run_config", runconfig.read(o.head))
             if waiting:
                 state.facts["waiting"] = True
 

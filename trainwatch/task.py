@@ -79,6 +79,12 @@ _PRETRAIN_WORDS = _Clue(r"(?i)\bpre-?train(?:ing)?\b|\bfrom scratch\b|pretrain_g
 _SFT_WORDS = _Clue(r"(?i)\bsft\b|\bfine-?tun(?:e|ing|ed)\b|\binstruction[- ]tun|\bchat template\b|\blora\b|"
                    r"\bpeft\b|\bqlora\b|trainable%", "sft", "fine", "instruction", "chat template", "lora", "peft",
                    "trainable%")
+_DOWNSTREAM = _Clue(r"(?i)\b(?:bleu|rouge)(?:[-_ ]?(?:\d|l\b|lsum\b))?", "bleu", "rouge")
+_IMAGE_TOPK = _Clue(r"(?i)\bacc(?:@|_top)?[15]\b|_acc[15]\b|\btop-?[15](?:[ _]acc)", "acc", "top")
+_LANGUAGE = _Clue(r"(?i)\bseq(?:uence)?[ _-]?len|\bmax_seq_length\b|\bcutoff_len\b|\btokeni[sz]er\b|"
+                  r"\bchat[ _]template\b|\bperplexity\b|\bppl\b",
+                  "seq", "max_seq_length", "cutoff_len", "tokeni", "chat", "template", "perplexity", "ppl")
+_KERAS = _Clue(r"Layer \(type\)\s+Output Shape\s+Param #|\bval_acc(?:uracy)?\b", "Layer (type)", "val_acc")
 _LOSS = re.compile(r"""(?<![\w/])(?:lm[ _])?loss['"]?\s*[:=]\s*['"]?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""")
 
 PRETRAIN_FIRST_LOSS = 6.5
@@ -98,6 +104,8 @@ class TaskGuess:
     reasons: list[str] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
     precision: dict[str, str] = field(default_factory=dict)  # source name -> fp16/bf16 from its banner
+    llm: dict[str, bool] = field(default_factory=dict)
+    """Source name -> whether it trains a large language model, where the sample says (see `llm`)."""
 
     @property
     def preset(self) -> str:
@@ -128,6 +136,9 @@ def guess(sources: Iterable[SourceSample]) -> TaskGuess:
         p = precision(src.head)
         if p:
             out.precision[src.name] = p
+        lang = llm(src.head)
+        if lang is not None:
+            out.llm[src.name] = lang
     scores: dict[str, float] = {}
     seen: set[tuple[str, str]] = set()
     for task, weight, why in clues:
@@ -154,6 +165,23 @@ def annotate(state: SourceState, g: TaskGuess) -> None:
     p = g.precision.get(state.name)
     if p:
         state.facts.setdefault("precision", p)
+    if state.name in g.llm:
+        state.facts.setdefault("llm", g.llm[state.name])
+
+
+def llm(text: str) -> bool | None:
+    """Whether a log trains a large language model with LLM tooling (a transformer fine-tune, pretraining
+    or RL): False on an image model's metrics (detection losses, mAP, top-1/top-5 accuracy) or a Keras
+    run's marks (its model summary, `val_accuracy`); True on what only LLM runs print (a sequence length
+    setting, a tokenizer, a chat template, perplexity, `lm loss`, token counters, RL metrics, fine-tuning
+    words, BLEU/ROUGE); None without evidence. LLM advice (LoRA, chat templates, a usual final loss of
+    0.5-2) is only given where this is not False."""
+    if _VISION.search(text) or _IMAGE_TOPK.search(text) or _KERAS.search(text):
+        return False
+    if (_LANGUAGE.search(text) or _LM_LOSS.search(text) or _TOKENS.search(text) or _RL.search(text)
+            or _SFT_WORDS.search(text) or _DOWNSTREAM.search(text)):
+        return True
+    return None
 
 
 def _dedup(clues: list[tuple[str, float, str]]) -> list[tuple[str, float, str]]:
@@ -195,6 +223,9 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
             out.append(("pretrain", 2, f"first loss {first:.3g}, near ln(vocab): a model starting from scratch"))
         elif first < 4.0:
             out.append(("sft", 1, f"first loss {first:.3g}, far below a model starting from scratch"))
+    d = _DOWNSTREAM.search(text)
+    if d:
+        out.append(("sft", 2.5, f"evaluated by {d.group(0)}: a model fine-tuned for a task, not pretrained"))
     w = _PRETRAIN_WORDS.search(text)
     if w:
         out.append(("pretrain", 1, f"the word '{w.group(0)}'"))

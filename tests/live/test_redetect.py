@@ -47,3 +47,15 @@ def test_small_unknown_file_waits_for_more_lines(tmp_path: Path, engine: Engine)
     src = LiveSource(p, fmt=None, from_end=False, ring=50, notice=notices.append)
     assert src.poll(engine) == 0 and src.opened is None and not src.gave_up
     assert any("waiting for more lines" in n for n in notices)
+
+
+def test_a_file_waited_for_gets_its_config_read_when_it_appears(tmp_path: Path, engine: Engine) -> None:
+    p = tmp_path / "run.log"
+    src = LiveSource(p, fmt=None, from_end=False, ring=50, notice=lambda _n: None)
+    assert src.poll(engine) == 0  # not there yet
+    p.write_text("Namespace(per_device_train_batch_size=1, gradient_checkpointing=True)\n" + EXAMPLE.read_text()
+                 + OOM)
+    src.poll(engine)
+    src.poll(engine)
+    [oom] = [a for a in engine.alerts() if a.rule == "oom.cuda"]
+    assert not any(f.startswith(("Halve the micro batch", "Enable gradient checkpointing")) for f in oom.fixes)

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from trainwatch import adapters
+from trainwatch import adapters, runconfig, task
 from trainwatch.adapters.path_reader import PathAdapter
 from trainwatch.adapters.pipeline import BACKLOG_BLOCK, joined
 from trainwatch.batch import Batch
@@ -168,6 +168,12 @@ class LiveSource:
         state = engine.source(self.name, opened.format)
         state.facts.setdefault("label", self.label)
         state.facts.pop("waiting", None)  # read from now on
+        known = state.facts.get("run_config")
+        if not isinstance(known, runconfig.RunConfig) or not (known.facts or known.advice):
+            state.facts["run_config"] = runconfig.read(opened.head)  # a file waited for: its config is here
+        llm = task.llm(opened.head)
+        if llm is not None:
+            state.facts.setdefault("llm", llm)
         if self._waiting is not None:
             self.notice(f"{self.path}: now following ({opened.format})")
         if self.params:

@@ -461,8 +461,9 @@ class LossLevel(Rule):
 
     def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
         s = ctx.series("loss", source)
-        if s is None:
-            return []
+        state = ctx.sources.get(source)
+        if s is None or (state is not None and state.facts.get("llm") is False):
+            return []  # the 0.5-2.0 range is a language model's; a detector's summed losses have none
         vals = last_finite(s, self.p.tail)
         if len(vals) < self.p.tail:
             return []

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from trainwatch.engine import Engine
+from trainwatch.rules.base import SourceState
+from trainwatch.runconfig import RunConfig
 from trainwatch.model import _jsonable
 from trainwatch.task import TASK_NAMES, TASK_PRESET
 from trainwatch.textsafe import plain
@@ -84,6 +86,7 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
             "last_step": state.step if state else None, "total_steps": state.total_steps if state else None,
             "max_step": max(steps) if steps else None,
             "ended": bool(state and state.ended), "metrics": metrics, "skipped": info.skipped,
+            "config": _config_of(state),
         })
     return _jsonable({
         "schema": SCHEMA_VERSION, "status": STATUS[code], "exit_code": code, "preset": preset,
@@ -95,6 +98,13 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
                        "step": a.first_step, "line": a.first_line, "source": a.finding.source,
                        "why": a.retracted} for a in withdrawn],
     })
+
+
+def _config_of(state: SourceState | None) -> dict[str, Any]:
+    """The run's configuration as its log printed it: each fact with the key and the place it was read
+    from, and the framework's own advice (trainwatch.runconfig)."""
+    cfg = state.facts.get("run_config") if state is not None else None
+    return cfg.to_dict() if isinstance(cfg, RunConfig) else {}
 
 
 def task_of(engine: Engine) -> dict[str, Any] | None:
@@ -130,6 +140,9 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
                 extra = f" ({bad} non-finite)" if bad else ""
                 parts.append(f"{k} {_fmt_json(m['last'])}{extra}")
             w("    last: " + ", ".join(parts) + "\n")
+        cfg = _config_line(s.get("config") or {})
+        if cfg:
+            w(f"    config: {cfg}\n")
         for why in s["skipped"]:
             w(f"    note: {why}\n")
     findings = doc["findings"]
@@ -166,6 +179,24 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
           + ", ".join(f"{e['id']} ({_where_short(e)})" for e in echoes) + "\n")
     c = doc["counts"]
     w(f"Status: {doc['status'].upper()} ({c['critical']} critical, {c['warning']} warning, {c['info']} info)\n")
+
+
+_CONFIG_SHOWN = ("micro_batch", "grad_accum", "seq_len", "attention", "precision", "grad_checkpointing", "fsdp",
+                 "fsdp_version", "reshard", "activation_checkpointing", "zero_stage", "max_grad_norm", "lr", "warmup",
+                 "optimizer", "tuner")
+
+
+def _config_line(cfg: dict[str, Any]) -> str:
+    """The facts the fixes were fitted to, each under the run's own name for it."""
+    parts = []
+    for name in _CONFIG_SHOWN:
+        f = cfg.get(name)
+        if not isinstance(f, dict):
+            continue
+        v = f.get("value")
+        shown = ("true" if v else "false") if isinstance(v, bool) else _fmt_json(v)
+        parts.append(f"{f.get('key', name)} {shown}")
+    return ", ".join(parts)
 
 
 def _where_short(e: dict[str, Any]) -> str:

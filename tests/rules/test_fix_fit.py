@@ -1,0 +1,141 @@
+"""Fixes fitted to the run: leads first, nothing the run already does, its own numbers, no repeats, and
+advice that fits the task."""
+
+from __future__ import annotations
+
+from trainwatch import config, runconfig
+from trainwatch.model import EventKind
+from trainwatch.runconfig.fit import RunView, fit
+
+from rulekit import Run
+
+SPECS = config.load("sft").rules
+OOM = SPECS["oom.cuda"].fixes
+SWIFT = "\n".join([
+    "[WARNING:swift] gradient_checkpointing is enabled with FSDP2. For better performance, consider using "
+    'activation_checkpointing in fsdp_config instead. Add "activation_checkpointing": true to your fsdp_config.',
+    "[INFO:swift] args: SftArguments(", "attn_impl=flash_attention_2,", "fsdp=full_shard auto_wrap,",
+    "fsdp_config={'fsdp_version': 2, 'reshard_after_forward': False, 'activation_checkpointing': False},",
+    "gradient_checkpointing=True,", "max_length=16384,", "per_device_train_batch_size=1,",
+    "gradient_accumulation_steps=1,", "max_grad_norm=1.0,", "learning_rate=1e-05,", "bf16=True,", ")"])
+
+
+def view(text: str, **kw) -> RunView:  # type: ignore[no-untyped-def]
+    return RunView(runconfig.read(text), **kw)
+
+
+def test_the_ms_swift_oom_run_gets_its_own_lead_first_and_nothing_it_already_does() -> None:
+    fixes = fit("oom", OOM, view(SWIFT))
+    assert fixes[0].startswith("The log's own advice: gradient_checkpointing is enabled with FSDP2")
+    text = "\n".join(fixes)
+    assert "Halve the micro batch" not in text  # batch 1
+    assert "Enable gradient checkpointing" not in text
+    assert "Use flash attention" not in text
+    assert "max_length 16384 -> 8192" in text and "1024" not in text
+    assert "reshard_after_forward false -> true" in text
+
+
+def test_without_a_config_the_fixes_stay_as_written() -> None:
+    assert fit("oom", OOM, view("")) == OOM
+
+
+def test_a_run_that_does_not_do_it_yet_is_told_with_its_numbers() -> None:
+    text = "TrainingArguments(\nper_device_train_batch_size=8,\ngradient_accumulation_steps=2,\n" \
+           "attn_implementation=sdpa,\ngradient_checkpointing=False,\n)"
+    fixes = fit("oom", OOM, view(text))
+    assert fixes[0] == ("Halve the micro batch (per_device_train_batch_size 8 -> 4) and double gradient "
+                        "accumulation (gradient_accumulation_steps 2 -> 4) (same effective batch)")
+    assert "Enable gradient checkpointing" in fixes
+    assert "Use flash attention (attn_implementation sdpa -> flash_attention_2)" in fixes
+
+
+def test_the_lead_is_not_given_when_the_run_already_follows_it() -> None:
+    done = SWIFT.replace("'activation_checkpointing': False", "'activation_checkpointing': True")
+    assert not any(f.startswith("The log's own advice") for f in fit("oom", OOM, view(done)))
+    assert not any(f.startswith("The log's own advice") for f in fit("loss", OOM, view(SWIFT)))  # a memory lead
+
+
+def test_clipping_at_one_only_when_the_run_does_not_clip_that_tightly() -> None:
+    spike = SPECS["grad.spike"].fixes
+    assert not any("Clip" in f for f in fit("loss", spike, view("max_grad_norm: 1.0")))
+    assert not any("Clip" in f for f in fit("loss", spike, view("Namespace(clip_max_norm=0.1)")))
+    assert fit("loss", spike, view("max_grad_norm: 5.0"))[0].startswith(
+        "Clip the global grad-norm at 1.0 (max_grad_norm 5 -> 1.0)")
+    assert "clipping is off: max_grad_norm 0" in fit("loss", spike, view("max_grad_norm: 0.0"))[0]
+    rng = fit("loss", SPECS["grad.range"].fixes, view("max_grad_norm: 1.0"))
+    assert rng[0] == "Too high: lower the LR 2-5x"  # the clause it already does is cut, the rest kept
+
+
+def test_the_lr_numbers_come_from_the_run() -> None:
+    fixes = fit("loss", ("Lower the peak LR 2-5x",), view("learning_rate: 7\noptim: adamw_torch"))
+    assert fixes == ("LR 7 is far above AdamW's usual 1e-5..1e-3: lower the peak LR 2-5x (learning_rate 7 -> 2.3)",)
+    unnamed = fit("loss", ("Lower the peak LR 2-5x",), view("lr: 0.02"))
+    assert unnamed == ("Lower the peak LR 2-5x (lr 0.02 -> 6.7e-3)",)  # SGD's usual for all we know
+    assert fit("loss", ("Lower the peak LR 2-5x",), view("lr: 0.02", default_optimizer="adam"))[0].startswith(
+        "LR 0.02 is far above AdamW's usual")
+    assert fit("loss", ("Lower the peak LR 2-5x",), view("lr: 70"))[0].startswith(
+        "LR 70 is far above the usual range of any common optimiser")
+    logged = fit("loss", ("Lower the peak LR 2-5x",), view("", logged_lr=3e-4))
+    assert logged == ("Lower the peak LR 2-5x (peak LR 3e-4 -> 1e-4)",)  # usual for Adam: no "far above"
+    sgd = fit("loss", ("Lower the peak LR 2-5x",), view("optimizer: sgd\nlr: 0.1"))
+    assert not sgd[0].startswith("LR")
+
+
+def test_warmup_and_precision_from_the_run() -> None:
+    fixes = fit("loss", SPECS["loss.diverging"].fixes, view("warmup_ratio: 0.05\nbf16: true\nmax_grad_norm: 1.0"))
+    assert "Lengthen warmup (warmup_ratio 0.05 -> 0.1)" in fixes
+    assert not any("bf16" in f for f in fixes)  # already bf16
+
+
+def test_no_fix_twice_in_the_nonfinite_list() -> None:
+    from trainwatch.rules.loss import BLOWUP_FIXES
+
+    fixes = fit("loss", BLOWUP_FIXES + SPECS["loss.nonfinite"].fixes, view(""))
+    assert sum("LR" in f for f in fixes) == 1
+    assert sum("Clip" in f for f in fixes) == 1
+    assert sum("bf16" in f for f in fixes) == 1
+    assert len(fixes) == len(set(fixes))
+    assert any("set_detect_anomaly" in f for f in fixes)  # a new topic is kept
+
+
+def test_language_model_advice_stays_away_from_vision_runs() -> None:
+    plateau = SPECS["loss.plateau"].fixes
+    fixes = fit("loss", plateau, view("", llm=False))
+    text = "\n".join(fixes)
+    assert "LoRA" not in text and "label masking" not in text
+    assert any(f.startswith("Raise the LR 2-5x") for f in fixes)  # its LoRA aside is cut, not the fix
+    assert "LoRA" in "\n".join(fit("loss", plateau, view("")))
+    high = SPECS["loss.level"].params.fixes_high
+    assert not any("chat template" in f for f in fit("loss", high, view("", llm=False)))
+    assert not any("Shorten the sequences" in f for f in fit("oom", OOM, view("", llm=False)))
+
+
+def test_lora_advice_is_not_given_to_a_full_fine_tune() -> None:
+    fixes = fit("loss", SPECS["loss.overfit"].fixes, view("tuner_type: full"))
+    assert not any("LoRA" in f for f in fixes)
+    quant = fit("oom", OOM, view("tuner_type: full"))
+    assert not any(f.startswith("Load the model quantised") for f in quant)
+
+
+def test_an_alert_carries_the_fitted_fixes_of_its_sources_config() -> None:
+    r = Run()
+    state = r.engine.source(r.source, "hf_console")
+    state.facts["run_config"] = runconfig.read(SWIFT)
+    r.event(EventKind.ERROR, step=3, signature="oom.cuda", text="torch.OutOfMemoryError: CUDA out of memory.")
+    fixes = r.alert("oom.cuda").fixes
+    assert fixes[0].startswith("The log's own advice")
+    assert not any(f.startswith(("Halve the micro batch", "Enable gradient checkpointing")) for f in fixes)
+
+
+def test_loss_level_says_nothing_of_a_run_that_is_not_a_language_model() -> None:
+    r = Run()
+    r.engine.source(r.source, "jsonl").facts["llm"] = False
+    for s in range(1, 41):
+        r.step(s, loss=7.9)
+    r.finish()
+    assert "loss.level" not in r.fired()
+    r2 = Run()
+    for s in range(1, 41):
+        r2.step(s, loss=7.9)
+    r2.finish()
+    assert "loss.level" in r2.fired()

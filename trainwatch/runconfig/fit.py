@@ -1,0 +1,334 @@
+"""Fixes fitted to the run: the log's own advice first, nothing the run already does, its own numbers.
+
+A rule's fixes are written for any run ("Halve the micro batch", "Clip the global grad-norm at 1.0").
+Read against the run's configuration (trainwatch.runconfig) they can say more, or must say less: a
+micro batch of 1 cannot be halved; a run that clips at 1.0 already does not need to be told to; a
+sequence length of 16384 halves to 8192, not "1024 instead of 2048". A fix whose fact the log does not
+state stays as written. Each fix is matched by what it says (so a user's own fixes are fitted too), then
+the list loses repeats: a fix whose every topic an earlier fix already covers is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from trainwatch.runconfig import RunConfig
+
+MEMORY_FACTS = frozenset({"micro_batch", "grad_accum", "seq_len", "attention", "grad_checkpointing",
+                          "activation_checkpointing", "reshard", "zero_stage", "fsdp", "quant_bits",
+                          "load_in_4bit", "load_in_8bit"})
+STABILITY_FACTS = frozenset({"max_grad_norm", "lr", "warmup", "precision", "bf16", "fp16"})
+ADVICE_FOR = {"oom": MEMORY_FACTS, "loss": STABILITY_FACTS}  # which advice is a lead for which family
+
+USUAL_LR = {"adam": (1e-5, 1e-3), "lion": (1e-6, 3e-4), "sgd": (1e-3, 0.5), "adafactor": (1e-4, 1e-2)}
+"""Peak learning rates each optimiser family is usually run with; an LR ten times above the top is far off."""
+_OPTIM_NAMES = {"adam": "AdamW", "lion": "Lion", "sgd": "SGD", "adafactor": "Adafactor"}
+FAR = 10.0
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the fitter knows of one run: its configuration, whether it trains a large language model (None:
+    no evidence either way), and the peak LR its log shows (when the config does not say)."""
+
+    config: RunConfig
+    llm: bool | None = None
+    logged_lr: float | None = None
+    default_optimizer: str = ""
+    """The optimiser the run uses when its log names none: `adam` where its trainer defaults to AdamW
+    (the HF Trainer, an LLM run); empty where it could as well be SGD."""
+
+
+def fit(family: str, fixes: tuple[str, ...], run: RunView) -> tuple[str, ...]:
+    """The fixes for a finding of `family`, fitted to `run`, leads first, without repeats."""
+    out: list[str] = _leads(family, run)
+    for fix in fixes:
+        fitted: str | None = fix
+        for step in _STEPS:
+            fitted = step(fitted, run) if fitted else None
+        if fitted:
+            out.append(fitted)
+    return tuple(_without_repeats(out))
+
+
+# -- leads -------------------------------------------------------------------------------------------
+
+def _leads(family: str, run: RunView) -> list[str]:
+    """The framework's advice about a fact of this family's kind, unless the run already follows it."""
+    wanted = ADVICE_FOR.get(family, frozenset())
+    out = []
+    for a in run.config.advice:
+        if a.fact not in wanted:
+            continue
+        if a.value is not None and run.config.get(a.fact) == a.value:
+            continue  # already done
+        now = run.config.facts.get(a.fact)
+        state = f" (the run has {now.key}: {_shown(now.value)})" if now is not None else ""
+        out.append(f"The log's own advice: {a.text}{state}")
+    return out
+
+
+# -- one step per topic: each returns the fix as fitted, or None to drop it ------------------------------
+
+Step = Callable[[str, RunView], "str | None"]
+_HALVE_BATCH = re.compile(r"(?i)^halve the micro batch")
+_GRAD_CKPT = re.compile(r"(?i)^enable gradient checkpointing")
+_SHORTEN = re.compile(r"(?i)^shorten the sequences")
+_FLASH = re.compile(r"(?i)^use flash attention")
+_QUANT = re.compile(r"(?i)^load the model quantised")
+_SHARD = re.compile(r"(?i)^shard or offload optimi[sz]er states")
+_CLIP = re.compile(r"(?i)(?:\s*[,;]\s*|\s+and\s+|\s+or\s+)?\bclip the (?:global )?grad-norm at 1(?:\.0)?"
+                   r"(?:\s*\((?:max_grad_norm)[^)]*\))?(?:\s+and\s+)?")
+_CLIP_PHRASE = re.compile(r"(?i)\bclip the (?:global )?grad-norm at 1(?:\.0)?(?:\s*\(max_grad_norm[^)]*\))?")
+_CLIP_ALONE = re.compile(r"(?i)^clip the (?:global )?grad-norm at 1(?:\.0)?")
+_LOWER_LR = re.compile(r"(?i)\blower the (peak )?LR( 2-5x)?")
+_RAISE_LR = re.compile(r"(?i)\braise the LR( 2-5x)?")
+_WARMUP = re.compile(r"(?i)\bwarm ?up over 5-10% of the steps(?:\s*\(warmup_ratio: [^)]*\))?|\blengthen warmup")
+_TO_BF16 = re.compile(r"(?i)switch fp16 to bf16|switch to bf16|train in bf16 instead of fp16")
+_ACCUM = re.compile(r"(?i)^raise gradient accumulation")
+_LLM_WORDS = re.compile(r"(?i)\b(?:lora|qlora|peft|chat template|label masking|prompt(?: tokens)?|tokeni[sz]er|"
+                        r"sample packing|max_seq_length|padding tokens|the sequences|pad token|quantised|"
+                        r"target tokens)\b")
+_PAREN = re.compile(r"\s*\(([^()]*)\)")
+_LORA = re.compile(r"(?i)\blora\b")
+
+
+def _micro_batch(fix: str, run: RunView) -> str | None:
+    if not _HALVE_BATCH.search(fix):
+        return fix
+    mb = run.config.get("micro_batch")
+    if mb is None:
+        return fix
+    if mb <= 1:
+        return None  # a micro batch of 1 cannot be halved
+    accum = run.config.get("grad_accum")
+    acc = f", {run.config.key('grad_accum')} {accum} -> {accum * 2}" if isinstance(accum, int) and accum > 0 else ""
+    return (f"Halve the micro batch ({run.config.key('micro_batch')} {mb} -> {mb // 2}) and double gradient "
+            f"accumulation{acc and ' (' + acc[2:] + ')'} (same effective batch)")
+
+
+def _grad_ckpt(fix: str, run: RunView) -> str | None:
+    if _GRAD_CKPT.search(fix) and (run.config.get("grad_checkpointing") is True
+                                   or run.config.get("activation_checkpointing") is True):
+        return None
+    return fix
+
+
+def _shorten(fix: str, run: RunView) -> str | None:
+    if not _SHORTEN.search(fix):
+        return fix
+    n = run.config.get("seq_len")
+    if isinstance(n, int) and n >= 2:
+        return f"Shorten the sequences ({run.config.key('seq_len')} {n} -> {n // 2})"
+    return fix
+
+
+def _flash(fix: str, run: RunView) -> str | None:
+    if not _FLASH.search(fix):
+        return fix
+    att = run.config.get("attention")
+    if att is None:
+        return fix
+    if "flash" in str(att).lower() or str(att).lower() in ("fa2", "fa3"):
+        return None
+    return f"Use flash attention ({run.config.key('attention')} {att} -> flash_attention_2)"
+
+
+def _quantised(fix: str, run: RunView) -> str | None:
+    """A quantised model cannot have all its weights trained: a full fine-tune is told of adapters."""
+    if not _QUANT.search(fix):
+        return fix
+    if run.config.quantized:
+        return None
+    tuner = run.config.get("tuner")
+    if isinstance(tuner, str) and tuner.lower() == "full":
+        return (f"Train adapters (LoRA, or QLoRA on a 4-bit model) instead of every weight "
+                f"({run.config.key('tuner')} {tuner})")
+    return fix
+
+
+def _shard(fix: str, run: RunView) -> str | None:
+    """The next step from where the run's sharding stands: FSDP that keeps gathered layers reshards
+    them; ZeRO-1/2 moves to 3; fully sharded runs offload."""
+    if not _SHARD.search(fix):
+        return fix
+    cfg = run.config
+    stage, fsdp, reshard = cfg.get("zero_stage"), cfg.get("fsdp"), cfg.get("reshard")
+    if fsdp is not None:
+        if reshard is False:
+            return (f"Reshard after forward ({cfg.key('reshard')} false -> true): with it off, FSDP keeps every "
+                    "layer's gathered parameters until backward; else offload parameters to CPU")
+        return "Offload parameters and optimiser states to CPU (FSDP cpu offload)"
+    if isinstance(stage, int):
+        if stage >= 3:
+            return "Offload optimiser states and parameters to CPU (ZeRO-3 offload_optimizer / offload_param)"
+        return f"Shard more: ZeRO stage {stage} -> 3, or offload optimiser states to CPU"
+    return fix
+
+
+def _clip(fix: str, run: RunView) -> str | None:
+    """Clipping at 1.0 is advised only to a run that does not clip that tightly already."""
+    if not _CLIP.search(fix):
+        return fix
+    v = run.config.get("max_grad_norm")
+    if v is None:
+        return fix
+    key = run.config.key("max_grad_norm")
+    if 0 < v <= 1.0:
+        if _CLIP_ALONE.search(fix):
+            return None
+        rest = _CLIP.sub("", fix, count=1).strip(" ,;")
+        return rest[:1].upper() + rest[1:] if rest and not rest.endswith(":") else None
+    said = f"clipping is off: {key} {v:g}" if v <= 0 else f"{key} {v:g} -> 1.0"
+    m = _CLIP_PHRASE.search(fix)
+    assert m is not None
+    head = re.sub(r"\s*\(max_grad_norm[^)]*\)$", "", fix[:m.end()])
+    rest = fix[m.end():]
+    return head + f" ({said})" + (rest if rest.strip() else "")
+
+
+def _lower_lr(fix: str, run: RunView) -> str | None:
+    m = _LOWER_LR.search(fix)
+    if m is None:
+        return fix
+    lr, key = _peak_lr(run)
+    if lr is None:
+        return fix
+    note = f" ({key} {_num(lr)} -> {_num(float(f'{lr / 3:.2g}'))})"
+    far = _far_above(lr, run)
+    fixed = fix[:m.end()] + note + fix[m.end():]
+    return f"{far}: {fixed[0].lower()}{fixed[1:]}" if far else fixed
+
+
+def _raise_lr(fix: str, run: RunView) -> str | None:
+    m = _RAISE_LR.search(fix)
+    if m is None:
+        return fix
+    lr, key = _peak_lr(run)
+    if lr is None or lr <= 0:
+        return fix
+    return fix[:m.end()] + f" ({key} {_num(lr)} -> {_num(float(f'{lr * 3:.2g}'))})" + fix[m.end():]
+
+
+def _warmup(fix: str, run: RunView) -> str | None:
+    m = _WARMUP.search(fix)
+    if m is None:
+        return fix
+    w = run.config.get("warmup")
+    if w is None:
+        return fix
+    key = run.config.key("warmup")
+    if w <= 0:
+        return fix[:m.end()] + f" ({key} is 0)" + fix[m.end():]
+    longer = f"{min(w * 2, 0.2):g}" if "ratio" in key or "fraction" in key else f"{w * 2:g}"
+    said = f"lengthen warmup ({key} {w:g} -> {longer})"
+    out = fix[:m.start()] + said + fix[m.end():]
+    return out[0].upper() + out[1:] if m.start() == 0 else out
+
+
+def _bf16(fix: str, run: RunView) -> str | None:
+    if not _TO_BF16.search(fix) or run.config.precision != "bf16":
+        return fix
+    if re.search(r"(?i)\bfp32\b", fix):
+        return "Try a short run in fp32 to rule precision out (the run is already bf16)"
+    return None
+
+
+def _accum(fix: str, run: RunView) -> str | None:
+    a = run.config.get("grad_accum")
+    if not _ACCUM.search(fix) or not isinstance(a, int) or a <= 0:
+        return fix
+    return f"{fix} ({run.config.key('grad_accum')} {a} -> {a * 2})"
+
+
+def _task(fix: str, run: RunView) -> str | None:
+    """Language-model advice (LoRA, chat templates, tokens) only where the run is, or may be, one; LoRA
+    advice not to a run the log shows is a full fine-tune."""
+    tuner = run.config.get("tuner")
+    full = isinstance(tuner, str) and tuner.lower() in ("full", "freeze", "none")
+    if run.llm is False or full:
+        words = _LLM_WORDS if run.llm is False else _LORA
+        fix = _PAREN.sub(lambda m: "" if words.search(m.group(1)) else m.group(0), fix)
+        if words.search(fix):
+            return None
+    return fix
+
+
+_STEPS: tuple[Step, ...] = (_task, _micro_batch, _grad_ckpt, _shorten, _flash, _quantised, _shard, _clip,
+                            _bf16, _lower_lr, _raise_lr, _warmup, _accum)
+
+
+def _peak_lr(run: RunView) -> tuple[float | None, str]:
+    lr = run.config.get("lr")
+    if isinstance(lr, (int, float)):
+        return float(lr), run.config.key("lr")
+    if run.logged_lr is not None:
+        return run.logged_lr, "peak LR"
+    return None, ""
+
+
+def _far_above(lr: float, run: RunView) -> str:
+    """'LR 7 is far above AdamW's usual 1e-5..1e-3' when it is, by the run's optimiser; when neither the
+    log nor the trainer names one, only an LR far above every common optimiser's range is called so."""
+    optim = str(run.config.get("optimizer") or run.default_optimizer).lower()
+    family = next((f for f in USUAL_LR if f in optim), None) if optim else None
+    if family is not None:
+        low, high = USUAL_LR[family]
+        if lr <= FAR * high:
+            return ""
+        return f"LR {_num(lr)} is far above {_OPTIM_NAMES[family]}'s usual {_num(low)}..{_num(high)}"
+    if optim or lr <= FAR * max(high for _, high in USUAL_LR.values()):
+        return ""
+    return f"LR {_num(lr)} is far above the usual range of any common optimiser (AdamW 1e-5..1e-3, SGD up to 0.5)"
+
+
+def _num(v: float) -> str:
+    """1e-5 as people write it (not 1e-05); 0.01 to 9999 as decimals."""
+    if v != 0 and (abs(v) < 0.01 or abs(v) >= 1e4):
+        mant, exp = f"{v:.1e}".split("e")
+        return f"{mant.rstrip('0').rstrip('.')}e{int(exp)}"
+    return f"{v:g}"
+
+
+# -- repeats ---------------------------------------------------------------------------------------------
+
+_TOPICS = {
+    "lr_down": re.compile(r"(?i)\blower (?:the )?(?:peak )?(?:LR|learning rate)|far above"),
+    "lr_up": re.compile(r"(?i)\braise the (?:LR|learning rate)"),
+    "clip": re.compile(r"(?i)\bclip(?:ping)? the (?:global )?grad"),
+    "warmup": re.compile(r"(?i)\bwarm ?up\b|\bwarmup\b"),
+    "bf16": re.compile(r"(?i)\bbf16\b"),
+    "fp32": re.compile(r"(?i)\bfp32\b"),
+    "anomaly": re.compile(r"(?i)set_detect_anomaly"),
+    "batch": re.compile(r"(?i)\b(?:inspect|look at|find) the (?:failing )?batch|\bbatch of (?:that|the failing) step"),
+    "data": re.compile(r"(?i)\bcheck the data\b"),
+}
+
+
+def topics(fix: str) -> list[str]:
+    """The topics a fix speaks of, in the order it names them (its first is what it is about)."""
+    found = [(m.start(), name) for name, rx in _TOPICS.items() if (m := rx.search(fix))]
+    return [name for _, name in sorted(found)]
+
+
+def _without_repeats(fixes: list[str]) -> list[str]:
+    """Each fix once: the same words, or a fix about what an earlier fix already covers (its first topic
+    is covered: "Train in bf16 instead of fp16, or fp32..." after "With fp16, switch to bf16"), is a repeat."""
+    seen_text: set[str] = set()
+    covered: set[str] = set()
+    out = []
+    for fix in fixes:
+        norm = re.sub(r"\W+", " ", fix).strip().lower()
+        t = topics(fix)
+        if norm in seen_text or (t and t[0] in covered):
+            continue
+        seen_text.add(norm)
+        covered.update(t)
+        out.append(fix)
+    return out
+
+
+def _shown(v: object) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
