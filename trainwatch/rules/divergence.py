@@ -34,6 +34,7 @@ class _Low:
     value: float
     step: int
     noise: float
+    points: int = 0  # how many points the median `value` was taken over (0: not known)
 
 
 @dataclass
@@ -239,7 +240,8 @@ class LossDiverging(ArrayRule):
             nv, first = noise[rows], int(ema != ema)
             for b in lows:
                 i = int(rows[b])
-                best = _Low(float(lv[i]), int(new_step[i]), max(float(nv[b]), float(at_row[b + 1 - first])))
+                best = _Low(float(lv[i]), int(new_step[i]), max(float(nv[b]), float(at_row[b + 1 - first])),
+                            int(size[i]))
             ema = float(at_row[-1])
         else:
             nvs, kl = noise[rows].tolist(), (size[rows] + 1).tolist()
@@ -250,7 +252,7 @@ class LossDiverging(ArrayRule):
                 at = max(at, b + 1)
                 if b >= 0 and lower[rows[b]]:
                     i = int(rows[b])
-                    best = _Low(float(lv[i]), int(new_step[i]), max(nvs[b], ema))
+                    best = _Low(float(lv[i]), int(new_step[i]), max(nvs[b], ema), int(size[i]))
         st.noise, st.best = ema, best
         if len(rows):
             st.held = 0
@@ -314,7 +316,7 @@ class LossDiverging(ArrayRule):
                 if (max(lv, fv) if fv == fv else lv) >= hold_ratio * base_v:
                     cond[i] = True
                     out.episode[i] = episode
-                    out.last[i] = lv
+                    out.last[i] = values_new[i]  # the logged value: a report prints it next to its step
                     continue
                 episode = None
                 nheld = 0
@@ -322,12 +324,12 @@ class LossDiverging(ArrayRule):
             n = count[i] - fb
             if n < trusted:
                 if lv < early_v:
-                    early, early_v = _Low(lv, step, noise[i]), lv
+                    early, early_v = _Low(lv, step, noise[i], k), lv
             else:
                 nv = noise[i]
                 ema = nv if ema != ema else ema + (nv - ema) * 2.0 / (k + 1)
                 if lv < best_v:
-                    best, best_v = _Low(lv, step, max(nv, ema)), lv
+                    best, best_v = _Low(lv, step, max(nv, ema), k), lv
                     nheld = 0
                     continue
                 if (best is not None and best_v > 0 and lv >= rise_ratio * best_v
@@ -372,26 +374,19 @@ class LossDiverging(ArrayRule):
         little noise estimate to date it by)."""
         st.base = low
         st.hold_ratio = 1.0 + (ratio_needed - 1.0) / 2.0
-        began = self._onset(st, steps, values, row, n, low, ref)
-        step = int(steps[row])
-        ratio = level / low.value
-        msg = (f"loss began rising at step {began.step} ({fmt(began.value)}), leaving the noise band of its low "
-               f"{fmt(low.value)} (step {low.step}, noise +-{fmt(low.noise)}); by step {step} {what} "
-               f"was {fmt(level)}, {ratio:.1f}x the low")
-        st.episode = Finding(message=msg, step=step, began_step=began.step,
-                             evidence={"value": began.value, "step": began.step, "baseline": low.value,
-                                       "baseline_step": low.step, "noise": low.noise, "ratio": ratio,
-                                       "detected_value": level, "detected_step": step})
+        began = self._onset(st, steps, values, row, n, low, ref, band(low, self.p.rise_ratio, self.p.rise_noise,
+                                                                       self._floor(st.head)))
+        st.episode = episode_finding(began, low, int(steps[row]), what, level)
         out.episode[i] = st.episode
         out.opened.add(i)
-        out.last[i] = level
+        out.last[i] = float(values[row])
 
     def _onset(self, st: _Trend, steps: np.ndarray, values: np.ndarray, row: int, n: int, low: _Low,
-               ref: float) -> Point:
+               ref: float, band: float) -> Point:
         """The first point of the excursion above `ref`: the change point of a clipped CUSUM over the
         points since half a window before the low (a rolling median lags the curve by about that much),
-        or since the previous episode ended. Runs once per episode, over the finite points the store
-        held at `row`."""
+        or since the previous episode ended, moved back to the first point above the low's noise `band`
+        (`first_of_rise`). Runs once per episode, over the finite points the store held at `row`."""
         w = scaled_window(n, self.p.window_fraction, 1, self.p.window)
         k = min(n, self.p.onset_scan)
         pts: list[Point] = []
@@ -408,8 +403,42 @@ class LossDiverging(ArrayRule):
         noise = low.noise if low.noise > 0 else 0.05 * abs(low.value)
         began = cusum_onset(pts, ref, max(3.0 * noise, ref - low.value)) if pts else None
         if began is not None:
-            return began
+            return first_of_rise(pts, began, low, band)
         return pts[-1] if pts else Point(int(steps[row]), float(values[row]), None, 0)
+
+
+def band(low: _Low, rise_ratio: float, rise_noise: float, floor: float) -> float:
+    """The top of the band a point must leave to be part of a rise: past the low's noise (and the smallest
+    rise that counts) and past the smallest ratio a divergence is called at, so a noisy start's high
+    point before a blow-up is not where the blow-up began."""
+    return max(low.value + max(rise_noise * low.noise, floor), rise_ratio * low.value)
+
+
+def first_of_rise(pts: list[Point], onset: Point, low: _Low, band: float) -> Point:
+    """Where the condition began: the CUSUM's onset, moved back over the points after the low that stood
+    above its noise `band` right before it. A blow-up's first jump (1.2 -> 3.6, then 11, 32) falls short
+    of the CUSUM's reference, yet it is where the rise began."""
+    i = next((j for j, p in enumerate(pts) if p.step == onset.step), None)
+    if i is None:
+        return onset
+    while i > 0 and pts[i - 1].step > low.step and pts[i - 1].value > band:
+        i -= 1
+    return pts[i]
+
+
+def episode_finding(began: Point, low: _Low, step: int, what: str, level: float) -> Finding:
+    """The finding of a divergence episode. A value next to a step is the one logged there; the low and
+    the level are medians and say so (evidence `<name>_stat`)."""
+    ratio = level / low.value
+    over = f"{low.points} points" if low.points else "points"
+    msg = (f"loss began rising at step {began.step} ({fmt(began.value)}), leaving the noise band of its low, "
+           f"the median of {over} up to step {low.step}: {fmt(low.value)} (noise +-{fmt(low.noise)}); "
+           f"by step {step} {what} was {fmt(level)}, {ratio:.1f}x the low")
+    return Finding(message=msg, step=step, began_step=began.step,
+                   evidence={"value": began.value, "step": began.step, "baseline": low.value,
+                             "baseline_step": low.step, "baseline_stat": f"median of {over}", "noise": low.noise,
+                             "ratio": ratio, "detected_value": level, "detected_step": step,
+                             "detected_stat": what.removeprefix("its ").removeprefix("the ")})
 
 
 def _told(f: Finding, last_value: float, last_step: int, step: int | None) -> Finding:
