@@ -158,6 +158,8 @@ class Alert:
     episode_count: int = 0  # every episode, also those no longer listed
     told: bool = False  # told to the sinks at least once; never, when inhibition kept it quiet throughout
     retracted: str = ""  # why later data disproved it (empty while it stands)
+    incident: str = ""  # the root of an incident (trainwatch/incident.py): the chain's story in one line
+    echo_of: str = ""  # a link of an incident that is not its root: the root, "rule at step N"
 
     @property
     def source(self) -> str:
@@ -180,7 +182,7 @@ class Alert:
             "family": self.family,
             "title": self.title,
             "state": self.state.value,
-            "message": f.message,
+            "message": f"{self.incident}. {f.message}" if self.incident else f.message,
             "source": f.source,
             "subject": f.subject,
             "step": self.first_step,
@@ -197,6 +199,8 @@ class Alert:
             "started_at": self.started_at,
             "resolved_at": self.resolved_at,
             "retracted": self.retracted,
+            "incident": self.incident,
+            "echo_of": self.echo_of,
         }
 
 

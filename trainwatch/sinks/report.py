@@ -145,6 +145,9 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         line = f", line {f['line']}" if f["line"] else ""
         w(f"{f['severity'].upper():8} {f['id']}  [{f['family']}]  {_where(f)}{line}  {f['source']}\n")
         w(f"  {f['title']}: {f['message']}\n")
+        if f.get("echo_of"):
+            w(f"  part of the incident above ({f['echo_of']}); its evidence and fixes are there\n\n")
+            continue
         ev = _evidence_line(f["evidence"])
         if ev:
             w(f"  evidence: {ev}\n")
