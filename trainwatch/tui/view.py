@@ -246,7 +246,8 @@ def _alert_view(a: Alert, inhibited: bool, acknowledged: bool, standing: bool = 
     f = a.finding
     state = AlertState.FIRING if a.incident and standing else a.state
     return AlertView(fingerprint=a.fingerprint, rule=a.rule, severity=a.severity, title=a.title,
-                     message=f"{a.incident}. {f.message}" if a.incident else f.message, state=state, source=f.source, subject=f.subject, step=a.first_step,
+                     message=f"{a.incident}. {f.message}" if a.incident else f.message,
+                     state=state, source=f.source, subject=f.subject, step=a.first_step,
                      line=a.first_line, count=a.count, evidence=dict(f.evidence), fixes=tuple(a.fixes),
                      acknowledged=acknowledged, inhibited=inhibited, told=a.told)
 
