@@ -292,7 +292,12 @@ def _last_step(f: Finding) -> int | None:
 
 
 def _last_value(f: Finding) -> float | None:
+    """The value the alert shows as its latest: the rule's `last_value`, else its `value` when that is
+    the logged one (a `value_stat` says it is a median or a mean: then none, rather than a number a
+    reader would take for the value logged at the step)."""
     for k in ("last_value", "value"):
+        if k == "value" and f.evidence.get("value_stat"):
+            continue
         v = f.evidence.get(k)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)

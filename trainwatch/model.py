@@ -204,6 +204,28 @@ class Alert:
         }
 
 
+def evidence_points(evidence: dict[str, Any]) -> list[tuple[str, int, float, str]]:
+    """The (name, step, value, label) pairs a finding's evidence holds, by the naming convention every rule
+    follows: `step` with `value`, and `<name>_step` with `<name>` or `<name>_value`. A value next to a step
+    is the one the log holds at that step, unless `<name>_stat` (`value_stat` for the plain pair) says
+    which statistic it is instead ("median of 8 points"); `label` is that, or "" for a logged value."""
+    out = []
+    for key, step in evidence.items():
+        if key != "step" and not key.endswith("_step"):
+            continue
+        if not isinstance(step, int) or isinstance(step, bool):
+            continue
+        name = "" if key == "step" else key[:-len("_step")]
+        candidates = ["value"] if not name else [f"{name}_value", name]
+        for vk in candidates:
+            v = evidence.get(vk)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                stat = evidence.get(f"{name or 'value'}_stat", "")
+                out.append((name or "value", step, float(v), stat if isinstance(stat, str) else ""))
+                break
+    return out
+
+
 def _jsonable(value: Any) -> Any:
     """NaN and Inf are data here; JSON has no literal for them, so they travel as strings."""
     if isinstance(value, float):

@@ -79,6 +79,7 @@ class LossDivergingParams:
     fast_window: int
     fast_ratio: float
     onset_scan: int
+    near_zero: float
 
 
 @register("loss.diverging")
@@ -350,6 +351,8 @@ class LossDiverging(ArrayRule):
                     continue
                 if fv - low.value < max(rise_noise * low.noise, self._floor(head)):  # type: ignore[union-attr]
                     continue
+                if not blows_up(fv, low.value, head, fast_ratio, self.p.near_zero):  # type: ignore[union-attr]
+                    continue
                 ratio_needed, lvl, what = fast_ratio, fv, fast_what
                 ref = (1.0 + (fast_ratio - 1.0) / 2.0) * low.value  # type: ignore[union-attr]
             st.early, st.best, st.noise, st.held, st.ended = early, best, ema, nheld, ended
@@ -405,6 +408,17 @@ class LossDiverging(ArrayRule):
         if began is not None:
             return first_of_rise(pts, began, low, band)
         return pts[-1] if pts else Point(int(steps[row]), float(values[row]), None, 0)
+
+
+def blows_up(fast: float, low: float, head: list[float], fast_ratio: float, near_zero: float) -> bool:
+    """Whether the median of the last few points is a blow-up, compared on a log scale. Normally that is
+    `fast_ratio` times the low. A loss trained down near 0 (more than `near_zero` times below where the
+    run began) scatters by factors: a few points at 0.25 over a low of 0.01 are its spikes, however
+    large the ratio. There the jump is measured from where the run began instead, and a rise that
+    stays below that is a divergence only once the rolling median says it stays up."""
+    start = median(head[:max(1, len(head) // 2)]) if head else math.nan
+    ref = start if start > 0 and low > 0 and start >= near_zero * low else low
+    return fast >= fast_ratio * ref
 
 
 def band(low: _Low, rise_ratio: float, rise_noise: float, floor: float) -> float:

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 
 from trainwatch.model import Finding
-from trainwatch.rules.divergence import _Low, band, episode_finding, first_of_rise
+from trainwatch.rules.divergence import _Low, band, blows_up, episode_finding, first_of_rise
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import (Episodes, Segment, Segments, cusum_onset, diff_sigma, last_finite, nz,
                                     scaled_window)
@@ -109,6 +109,8 @@ class LossDiverging(Rule):
         if low.value <= 0 or fast < self.p.fast_ratio * low.value:
             return None
         if fast - low.value < max(self.p.rise_noise * low.noise, self._floor(st)):
+            return None
+        if not blows_up(fast, low.value, [p.value for p in st.seg.head], self.p.fast_ratio, self.p.near_zero):
             return None
         hold = 1.0 + (self.p.fast_ratio - 1.0) / 2.0
         return self._open(series, st, low, self.p.fast_ratio, fast, point,
