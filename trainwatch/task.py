@@ -98,6 +98,7 @@ class TaskGuess:
     reasons: list[str] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
     precision: dict[str, str] = field(default_factory=dict)  # source name -> fp16/bf16 from its banner
+    vocab: dict[str, int] = field(default_factory=dict)  # source name -> the vocabulary size its config gives
 
     @property
     def preset(self) -> str:
@@ -128,6 +129,9 @@ def guess(sources: Iterable[SourceSample]) -> TaskGuess:
         p = precision(src.head)
         if p:
             out.precision[src.name] = p
+        v = vocab_size(src.head)
+        if v is not None:
+            out.vocab[src.name] = v
     scores: dict[str, float] = {}
     seen: set[tuple[str, str]] = set()
     for task, weight, why in clues:
@@ -154,6 +158,9 @@ def annotate(state: SourceState, g: TaskGuess) -> None:
     p = g.precision.get(state.name)
     if p:
         state.facts.setdefault("precision", p)
+    v = g.vocab.get(state.name)
+    if v is not None:
+        state.facts.setdefault("vocab_size", v)
 
 
 def _dedup(clues: list[tuple[str, float, str]]) -> list[tuple[str, float, str]]:
@@ -241,6 +248,20 @@ _FP16 = _Clue(r"(?i)\bfp16['\"]?\s*[:=.]+\s*['\"]?True\b|--fp16\b(?!\S)|"
               r"\bprecision['\"]?\s*[:=]\s*['\"]?16(?:-mixed)?(?![\w.])", "fp16", "float16", "precision")
 _BF16 = _Clue(r"(?i)\bbf16['\"]?\s*[:=.]+\s*['\"]?True\b|--bf16\b|dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?bfloat16\b|"
               r"\bmixed_precision['\"]?\s*[:=]\s*['\"]?bf16\b", "bf16", "bfloat16")
+
+
+_VOCAB = re.compile(r"""(?i)\b(?:vocab(?:ulary)?[_ ]size|n_vocab)['"]?\s*(?:[:=]|\bof\b|\bis\b)?\s*"""
+                    r"""['"]?(\d{2,7})\b""")
+
+
+def vocab_size(text: str) -> int | None:
+    """The vocabulary size a config dump or banner gives (`vocab_size: 50257`, `found vocab_size = 65`,
+    `"vocab_size": 32000`), when every mention agrees within 10%; None when none does or two disagree."""
+    found = {int(m.group(1)) for m in _VOCAB.finditer(text)}
+    if not found or max(found) > 1.1 * min(found):
+        return None
+    v = max(found)  # a tokenizer's size and its padded embedding's (50257, 50304): ln of either is the same
+    return v if v >= 2 else None
 
 
 def precision(text: str) -> str | None:

@@ -44,6 +44,7 @@ class _Trend:
     last_step: int | None = None  # the step of the latest row, finite or not: a lower one is a restart
     finite_before: int = 0  # the series' finite points before the current run began
     head: list[float] = field(default_factory=list)  # the run's first finite values (HEAD of them)
+    first_step: int | None = None  # the step of the run's first finite value
     early: _Low | None = None  # lowest level while too few points were logged to trust the noise
     best: _Low | None = None  # lowest level since the noise could be measured
     noise: float = math.nan  # point noise, smoothed over the windows seen
@@ -80,6 +81,7 @@ class LossDivergingParams:
     fast_ratio: float
     onset_scan: int
     near_zero: float
+    from_start: float
 
 
 @register("loss.diverging")
@@ -101,6 +103,7 @@ class LossDiverging(ArrayRule):
         super().__init__(spec)
         self._state: dict[str, _Trend] = {}
         self._verdicts: dict[str, _Verdicts] = {}
+        self._uniform: float | None = None  # ln(vocab) of the source being judged, when its config says
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         st = self._state.get(w.source)
@@ -118,6 +121,7 @@ class LossDiverging(ArrayRule):
         level, fast, noise, size = self._features(steps, values, finite, held, count, st)
         cond = np.zeros(m, dtype=bool)
         verdicts = _Verdicts(w.start, [None] * m, set(), np.full(m, np.nan))
+        self._uniform = uniform_loss(ctx.sources.get(w.source))
         quiet = self._quiet(st, new_step, fin_new, count, level, fast, noise, size)
         if quiet < m:
             self._run(w.source, st, steps, values, held, quiet, new_step.tolist(), fin_new.tolist(),
@@ -214,7 +218,8 @@ class LossDiverging(ArrayRule):
         if len(back):
             stop = int(back[0])
         used = fin_new[:stop] & (size[:stop] > 0)
-        early = np.flatnonzero(used & (count[:stop] - st.finite_before < p.min_history))
+        judged_at = p.min_history + (1 if self._start_armed(st) else 0)  # that row judges the start (`_run`)
+        early = np.flatnonzero(used & (count[:stop] - st.finite_before < judged_at))
         if len(early):
             stop = int(early[0])
             used = used[:stop]
@@ -308,6 +313,8 @@ class LossDiverging(ArrayRule):
             if not finite:
                 continue
             if len(head) < HEAD:
+                if not head:
+                    st.first_step = step
                 head.append(values_new[i])
             k = size[i]
             if k <= 0:
@@ -323,6 +330,12 @@ class LossDiverging(ArrayRule):
                 nheld = 0
                 ended = step
             n = count[i] - fb
+            if n == trusted and episode is None and self._start_armed(st) and lv > self._uniform * self.p.from_start:  # type: ignore[operator]
+                st.early, st.best, st.noise, st.held, st.ended = early, best, ema, nheld, ended
+                self._from_start(st, step, n, lv, out, i, values_new[i])
+                cond[i] = True
+                episode, base_v, hold_ratio = st.episode, st.base.value, st.hold_ratio  # type: ignore[union-attr]
+                continue
             if n < trusted:
                 if lv < early_v:
                     early, early_v = _Low(lv, step, noise[i], k), lv
@@ -363,6 +376,24 @@ class LossDiverging(ArrayRule):
         st.last_step = last
         if episode is None:
             st.base = None
+
+    def _start_armed(self, st: _Trend) -> bool:
+        """Whether the run began far above a uniform guess's loss, ln(vocab): then the row with the
+        first trusted level judges whether it ever came down."""
+        u = self._uniform
+        return u is not None and bool(st.head) and st.head[0] > self.p.from_start * u
+
+    def _from_start(self, st: _Trend, step: int, n: int, level: float, out: _Verdicts, i: int, value: float) -> None:
+        """Opens an episode dated at the run's first step: its loss began far above ln(vocab) and the
+        median of its first `n` points is still there."""
+        u = self._uniform
+        assert u is not None and st.first_step is not None
+        st.episode = start_finding(st.first_step, st.head[0], u, self.p.from_start, step, n, level)
+        st.base = _Low(u, st.first_step, 0.0)
+        st.hold_ratio = 1.0 + (self.p.from_start - 1.0) / 2.0
+        out.episode[i] = st.episode
+        out.opened.add(i)
+        out.last[i] = value
 
     def _floor(self, head: list[float]) -> float:
         """A rise smaller than this share of where the run began is not divergence, however tiny the
@@ -408,6 +439,27 @@ class LossDiverging(ArrayRule):
         if began is not None:
             return first_of_rise(pts, began, low, band)
         return pts[-1] if pts else Point(int(steps[row]), float(values[row]), None, 0)
+
+
+def uniform_loss(state: object) -> float | None:
+    """ln(vocab): the loss of a model that guesses every token alike, when the source's config gives the
+    vocabulary size (task.vocab_size puts it in the facts)."""
+    facts = getattr(state, "facts", None) or {}
+    v = facts.get("vocab_size")
+    return math.log(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 2 else None
+
+
+def start_finding(first_step: int, first: float, uniform: float, ratio: float, step: int, n: int,
+                  level: float) -> Finding:
+    """A run that diverged from its first step: its first loss far above ln(vocab), never come down."""
+    vocab = round(math.exp(uniform))
+    msg = (f"the first logged loss, {fmt(first)} at step {first_step}, is {first / uniform:.1f}x ln({vocab}) = "
+           f"{fmt(uniform)}, the loss of guessing every token alike, and it never came down: by step {step} "
+           f"the median of its first {n} points was {fmt(level)}")
+    return Finding(message=msg, step=step, began_step=first_step,
+                   evidence={"value": first, "step": first_step, "uniform_loss": uniform, "vocab_size": vocab,
+                             "ratio": first / uniform, "from_start": ratio, "detected_value": level,
+                             "detected_step": step, "detected_stat": f"median of the first {n} points"})
 
 
 def blows_up(fast: float, low: float, head: list[float], fast_ratio: float, near_zero: float) -> bool:

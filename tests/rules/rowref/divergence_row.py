@@ -8,7 +8,8 @@ import math
 from dataclasses import dataclass
 
 from trainwatch.model import Finding
-from trainwatch.rules.divergence import _Low, band, blows_up, episode_finding, first_of_rise
+from trainwatch.rules.divergence import (_Low, band, blows_up, episode_finding, first_of_rise, start_finding,
+                                          uniform_loss)
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import (Episodes, Segment, Segments, cusum_onset, diff_sigma, last_finite, nz,
                                     scaled_window)
@@ -70,6 +71,14 @@ class LossDiverging(Rule):
             self._episodes.close(src)
             st.held = 0
             st.ended = point.step
+        u = uniform_loss(ctx.sources.get(src))
+        head = seg.head
+        if (n == trusted and u is not None and head and head[0].value > self.p.from_start * u
+                and level > self.p.from_start * u):
+            st.base = _Low(u, head[0].step, 0.0)
+            st.hold_ratio = 1.0 + (self.p.from_start - 1.0) / 2.0
+            f = start_finding(head[0].step, head[0].value, u, self.p.from_start, point.step, n, level)
+            return self._episodes.open(src, f, point.value, point.step)
         if n < trusted:
             if st.early is None or level < st.early.value:
                 st.early = _Low(level, point.step, nz(diff_sigma(vals)), len(vals))
