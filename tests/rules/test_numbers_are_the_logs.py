@@ -140,3 +140,37 @@ def test_the_issue_blowup_prints_only_its_own_numbers():
     assert (div.last_step, div.last_value) == (29, 292.4586)
     level = next(a for a in alerts if a.rule == "loss.level")
     assert "final loss NaN at step 40; last finite 292.5 at step 29" in level.finding.message
+
+
+FINAL = re.compile(r"final loss (?:is )?(?P<v>\S+?)[,;) ]")
+
+
+def _final_losses(path) -> tuple[set[str], float]:
+    """Every value a report calls the final loss, and the last logged loss as the report writes it."""
+    import io
+    from pathlib import Path
+
+    from rulekit import run_log
+    from trainwatch.sinks import report
+
+    eng = run_log(Path(path))
+    doc = report.document(eng, [report.SourceInfo(str(path), "x")], "sft", True)
+    out = io.StringIO()
+    report.write_text(doc, out)
+    last = doc["sources"][0]["metrics"]["loss"]["last"]
+    return {m.group("v") for m in FINAL.finditer(out.getvalue())}, float(last)
+
+
+def test_a_trainer_state_report_has_one_final_loss_the_last_logged():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "runs" / "hf_high_lr" / "trainer_state.json"
+    finals, last = _final_losses(path)
+    assert finals and all(abs(float(v) - last) <= 1e-3 * abs(last) for v in finals), (finals, last)
+
+
+def test_a_final_loss_that_is_nan_says_so(tmp_path):
+    p = tmp_path / "blowup.log"
+    p.write_text("\n".join(blowup_repro.lines()) + "\n")
+    finals, _ = _final_losses(p)
+    assert finals == {"NaN"}
