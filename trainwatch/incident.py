@@ -43,9 +43,7 @@ def fold(alerts: Iterable[Alert], store: MetricStore) -> None:
             folded.add(root.fingerprint)
             folded.update(a.fingerprint for a in chain)
             start = min([root.first_step, *(a.first_step for a in chain)])  # type: ignore[type-var]
-            root.first_step = start
-            if root.episodes:
-                root.episodes[0].start_step = start
+            root.first_step = start  # its first episode keeps the rule's own start: membership is judged by it
             root.incident = _story(source, start, chain + [root], store)
             for a in chain:
                 a.echo_of = f"{root.rule} at step {start}"
@@ -86,8 +84,9 @@ def _in(a: Alert, root: Alert, store: MetricStore) -> bool:
     """Whether `a` began within the root's episode: from the loss point logged before the root's start
     (a grad-norm spike comes with the jump, or a step before the NaN) until the root stopped holding (a
     divergence that recovered ends its incident; a NaN after that is another story)."""
-    start = root.first_step if root.first_step is not None else 0
     first = root.episodes[0] if root.episodes else None
+    own = first.start_step if first is not None else root.first_step
+    start = own if own is not None else 0
     end = math.inf
     if root.rule == "loss.diverging" and first is not None and first.resolved_at is not None:
         end = first.end_step if first.end_step is not None else math.inf
