@@ -38,11 +38,11 @@ def fold(alerts: Iterable[Alert], store: MetricStore) -> None:
             if root.fingerprint in folded or root.echo_of:
                 continue
             chain = [a for a in links if a is not root and a.fingerprint not in folded and _in(a, root, store)]
-            if not chain and root.rule != "loss.diverging":
-                continue  # a NaN alone is its own finding, told by its rule
+            if not chain:
+                continue  # a divergence or a NaN alone is its own finding, told by its rule
             folded.add(root.fingerprint)
             folded.update(a.fingerprint for a in chain)
-            start = min([root.first_step, *(a.first_step for a in chain)])  # type: ignore[type-var]
+            start = min(a.first_step for a in [root, *chain] if a.first_step is not None)
             root.first_step = start  # its first episode keeps the rule's own start: membership is judged by it
             root.incident = _story(source, start, chain + [root], store)
             for a in chain:
