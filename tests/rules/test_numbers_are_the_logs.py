@@ -174,3 +174,13 @@ def test_a_final_loss_that_is_nan_says_so(tmp_path):
     p.write_text("\n".join(blowup_repro.lines()) + "\n")
     finals, _ = _final_losses(p)
     assert finals == {"NaN"}
+
+
+def test_an_alerts_latest_value_is_the_one_logged_at_its_latest_step():
+    """lr.no_warmup is about the first LR (step 1) and is found at the fifth point: the latest value it
+    shows is not step 1's value under step 5's number."""
+    rows = [(s, {"loss": 2.0 - 0.01 * s, "lr": 3e-4 * (1 - 0.01 * (s - 1))}) for s in range(1, 40)]
+    alerts = run(rows)
+    a = next(a for a in alerts if a.rule == "lr.no_warmup")
+    assert a.last_value is None or _logged(by_step(rows), a.last_step, a.last_value)
+    assert violations(alerts, by_step(rows)) == []
