@@ -302,7 +302,12 @@ def _last_step(f: Finding) -> int | None:
 
 
 def _last_value(f: Finding) -> float | None:
+    """The value the alert shows as its latest: the rule's `last_value`, else its `value` when that is
+    the one logged at the latest step (a `value_stat` says it is a median or a mean, a `step` that it
+    was logged elsewhere: then none, rather than a number a reader would take for the step's own)."""
     for k in ("last_value", "value"):
+        if k == "value" and (f.evidence.get("value_stat") or f.evidence.get("step", f.step) != _last_step(f)):
+            continue  # a statistic, or logged at another step than the one the alert shows as its latest
         v = f.evidence.get(k)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)

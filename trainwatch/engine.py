@@ -23,6 +23,7 @@ from trainwatch import attempts
 from trainwatch.alerts import AlertBook, AlertChange
 from trainwatch.batch import NO_STEP, Batch, BatchBuilder, from_records
 from trainwatch.config import Config, RuleSpec
+from trainwatch import incident
 from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
 from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
@@ -832,11 +833,16 @@ class Engine:
         """Every alert that fired, most severe first, then by step. With `inhibited=False`, only those
         told to the sinks: an alert that inhibition kept quiet all along (an echo of its cause) is left
         out, so a report says what a live follower said."""
+        self.fold_incidents()
         found = self.book.all() if inhibited else (a for a in self.book.all() if a.told and not a.retracted)
-        return sorted(found, key=lambda a: (-a.severity, a.first_step if a.first_step is not None else math.inf,
-                                                      a.first_line))
+        return incident.ordered(found)
+
+    def fold_incidents(self) -> None:
+        """Folds each optimisation blow-up's chain into its root (trainwatch/incident.py); again is a no-op."""
+        incident.fold(list(self.book.all()), self.store)
 
     def worst(self) -> Severity | None:
+        self.fold_incidents()
         worst = None
         for a in self.book.all():
             if a.severity > Severity.INFO and not a.retracted and (worst is None or a.severity > worst):

@@ -158,6 +158,8 @@ class Alert:
     episode_count: int = 0  # every episode, also those no longer listed
     told: bool = False  # told to the sinks at least once; never, when inhibition kept it quiet throughout
     retracted: str = ""  # why later data disproved it (empty while it stands)
+    incident: str = ""  # the root of an incident (trainwatch/incident.py): the chain's story in one line
+    echo_of: str = ""  # a link of an incident that is not its root: the root, "rule at step N"
 
     @property
     def source(self) -> str:
@@ -180,7 +182,7 @@ class Alert:
             "family": self.family,
             "title": self.title,
             "state": self.state.value,
-            "message": f.message,
+            "message": f"{self.incident}. {f.message}" if self.incident else f.message,
             "source": f.source,
             "subject": f.subject,
             "step": self.first_step,
@@ -197,7 +199,31 @@ class Alert:
             "started_at": self.started_at,
             "resolved_at": self.resolved_at,
             "retracted": self.retracted,
+            "incident": self.incident,
+            "echo_of": self.echo_of,
         }
+
+
+def evidence_points(evidence: dict[str, Any]) -> list[tuple[str, int, float, str]]:
+    """The (name, step, value, label) pairs a finding's evidence holds, by the naming convention every rule
+    follows: `step` with `value`, and `<name>_step` with `<name>` or `<name>_value`. A value next to a step
+    is the one the log holds at that step, unless `<name>_stat` (`value_stat` for the plain pair) says
+    which statistic it is instead ("median of 8 points"); `label` is that, or "" for a logged value."""
+    out = []
+    for key, step in evidence.items():
+        if key != "step" and not key.endswith("_step"):
+            continue
+        if not isinstance(step, int) or isinstance(step, bool):
+            continue
+        name = "" if key == "step" else key[:-len("_step")]
+        candidates = ["value"] if not name else [f"{name}_value", name]
+        for vk in candidates:
+            v = evidence.get(vk)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                stat = evidence.get(f"{name or 'value'}_stat", "")
+                out.append((name or "value", step, float(v), stat if isinstance(stat, str) else ""))
+                break
+    return out
 
 
 def _jsonable(value: Any) -> Any:

@@ -106,6 +106,7 @@ class TaskGuess:
     precision: dict[str, str] = field(default_factory=dict)  # source name -> fp16/bf16 from its banner
     llm: dict[str, bool] = field(default_factory=dict)
     """Source name -> whether it trains a large language model, where the sample says (see `llm`)."""
+    vocab: dict[str, int] = field(default_factory=dict)  # source name -> the vocabulary size its config gives
 
     @property
     def preset(self) -> str:
@@ -139,6 +140,9 @@ def guess(sources: Iterable[SourceSample]) -> TaskGuess:
         lang = llm(src.head)
         if lang is not None:
             out.llm[src.name] = lang
+        v = vocab_size(src.head)
+        if v is not None:
+            out.vocab[src.name] = v
     scores: dict[str, float] = {}
     seen: set[tuple[str, str]] = set()
     for task, weight, why in clues:
@@ -167,6 +171,9 @@ def annotate(state: SourceState, g: TaskGuess) -> None:
         state.facts.setdefault("precision", p)
     if state.name in g.llm:
         state.facts.setdefault("llm", g.llm[state.name])
+    v = g.vocab.get(state.name)
+    if v is not None:
+        state.facts.setdefault("vocab_size", v)
 
 
 def llm(text: str) -> bool | None:
@@ -272,6 +279,20 @@ _FP16 = _Clue(r"(?i)\bfp16['\"]?\s*[:=.]+\s*['\"]?True\b|--fp16\b(?!\S)|"
               r"\bprecision['\"]?\s*[:=]\s*['\"]?16(?:-mixed)?(?![\w.])", "fp16", "float16", "precision")
 _BF16 = _Clue(r"(?i)\bbf16['\"]?\s*[:=.]+\s*['\"]?True\b|--bf16\b|dtype['\"]?\s*[:=]\s*['\"]?(?:torch\.)?bfloat16\b|"
               r"\bmixed_precision['\"]?\s*[:=]\s*['\"]?bf16\b", "bf16", "bfloat16")
+
+
+_VOCAB = re.compile(r"""(?i)\b(?:vocab(?:ulary)?[_ ]size|n_vocab)['"]?\s*(?:[:=]|\bof\b|\bis\b)?\s*"""
+                    r"""['"]?(\d{2,7})\b""")
+
+
+def vocab_size(text: str) -> int | None:
+    """The vocabulary size a config dump or banner gives (`vocab_size: 50257`, `found vocab_size = 65`,
+    `"vocab_size": 32000`), when every mention agrees within 10%; None when none does or two disagree."""
+    found = {int(m.group(1)) for m in _VOCAB.finditer(text)}
+    if not found or max(found) > 1.1 * min(found):
+        return None
+    v = max(found)  # a tokenizer's size and its padded embedding's (50257, 50304): ln of either is the same
+    return v if v >= 2 else None
 
 
 def precision(text: str) -> str | None:

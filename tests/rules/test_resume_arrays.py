@@ -57,6 +57,6 @@ def test_the_level_before_a_resume_comes_from_points_the_store_has_since_let_go(
     steps = list(range(2100)) + list(range(10, 110))
     records: list[Record] = [Sample("loss", v, s, source=SRC, line=i + 1) for i, (v, s) in enumerate(zip(rows, steps))]
     want = report("resume.loss_jump", records, None, oracle=row_resume.ResumeLossJump)
-    assert "(3.0x)" in want and "vs 1 before" in want
+    assert "is 3.0x the median" in want and "before, 1\"" in want
     assert report("resume.loss_jump", records, []) == want
     assert report("resume.loss_jump", records, [1500]) == want

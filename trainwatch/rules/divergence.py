@@ -34,6 +34,7 @@ class _Low:
     value: float
     step: int
     noise: float
+    points: int = 0  # how many points the median `value` was taken over (0: not known)
 
 
 @dataclass
@@ -43,6 +44,7 @@ class _Trend:
     last_step: int | None = None  # the step of the latest row, finite or not: a lower one is a restart
     finite_before: int = 0  # the series' finite points before the current run began
     head: list[float] = field(default_factory=list)  # the run's first finite values (HEAD of them)
+    first_step: int | None = None  # the step of the run's first finite value
     early: _Low | None = None  # lowest level while too few points were logged to trust the noise
     best: _Low | None = None  # lowest level since the noise could be measured
     noise: float = math.nan  # point noise, smoothed over the windows seen
@@ -78,6 +80,8 @@ class LossDivergingParams:
     fast_window: int
     fast_ratio: float
     onset_scan: int
+    near_zero: float
+    from_start: float
 
 
 @register("loss.diverging")
@@ -99,6 +103,7 @@ class LossDiverging(ArrayRule):
         super().__init__(spec)
         self._state: dict[str, _Trend] = {}
         self._verdicts: dict[str, _Verdicts] = {}
+        self._uniform: float | None = None  # ln(vocab) of the source being judged, when its config says
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         st = self._state.get(w.source)
@@ -116,6 +121,7 @@ class LossDiverging(ArrayRule):
         level, fast, noise, size = self._features(steps, values, finite, held, count, st)
         cond = np.zeros(m, dtype=bool)
         verdicts = _Verdicts(w.start, [None] * m, set(), np.full(m, np.nan))
+        self._uniform = uniform_loss(ctx.sources.get(w.source))
         quiet = self._quiet(st, new_step, fin_new, count, level, fast, noise, size)
         if quiet < m:
             self._run(w.source, st, steps, values, held, quiet, new_step.tolist(), fin_new.tolist(),
@@ -212,7 +218,8 @@ class LossDiverging(ArrayRule):
         if len(back):
             stop = int(back[0])
         used = fin_new[:stop] & (size[:stop] > 0)
-        early = np.flatnonzero(used & (count[:stop] - st.finite_before < p.min_history))
+        judged_at = p.min_history + (1 if self._start_armed(st) else 0)  # that row judges the start (`_run`)
+        early = np.flatnonzero(used & (count[:stop] - st.finite_before < judged_at))
         if len(early):
             stop = int(early[0])
             used = used[:stop]
@@ -239,7 +246,8 @@ class LossDiverging(ArrayRule):
             nv, first = noise[rows], int(ema != ema)
             for b in lows:
                 i = int(rows[b])
-                best = _Low(float(lv[i]), int(new_step[i]), max(float(nv[b]), float(at_row[b + 1 - first])))
+                best = _Low(float(lv[i]), int(new_step[i]), max(float(nv[b]), float(at_row[b + 1 - first])),
+                            int(size[i]))
             ema = float(at_row[-1])
         else:
             nvs, kl = noise[rows].tolist(), (size[rows] + 1).tolist()
@@ -250,7 +258,7 @@ class LossDiverging(ArrayRule):
                 at = max(at, b + 1)
                 if b >= 0 and lower[rows[b]]:
                     i = int(rows[b])
-                    best = _Low(float(lv[i]), int(new_step[i]), max(nvs[b], ema))
+                    best = _Low(float(lv[i]), int(new_step[i]), max(nvs[b], ema), int(size[i]))
         st.noise, st.best = ema, best
         if len(rows):
             st.held = 0
@@ -305,6 +313,8 @@ class LossDiverging(ArrayRule):
             if not finite:
                 continue
             if len(head) < HEAD:
+                if not head:
+                    st.first_step = step
                 head.append(values_new[i])
             k = size[i]
             if k <= 0:
@@ -314,20 +324,26 @@ class LossDiverging(ArrayRule):
                 if (max(lv, fv) if fv == fv else lv) >= hold_ratio * base_v:
                     cond[i] = True
                     out.episode[i] = episode
-                    out.last[i] = lv
+                    out.last[i] = values_new[i]  # the logged value: a report prints it next to its step
                     continue
                 episode = None
                 nheld = 0
                 ended = step
             n = count[i] - fb
+            if n == trusted and episode is None and self._start_armed(st) and lv > self._uniform * self.p.from_start:  # type: ignore[operator]
+                st.early, st.best, st.noise, st.held, st.ended = early, best, ema, nheld, ended
+                self._from_start(st, step, n, lv, out, i, values_new[i])
+                cond[i] = True
+                episode, base_v, hold_ratio = st.episode, st.base.value, st.hold_ratio  # type: ignore[union-attr]
+                continue
             if n < trusted:
                 if lv < early_v:
-                    early, early_v = _Low(lv, step, noise[i]), lv
+                    early, early_v = _Low(lv, step, noise[i], k), lv
             else:
                 nv = noise[i]
                 ema = nv if ema != ema else ema + (nv - ema) * 2.0 / (k + 1)
                 if lv < best_v:
-                    best, best_v = _Low(lv, step, max(nv, ema)), lv
+                    best, best_v = _Low(lv, step, max(nv, ema), k), lv
                     nheld = 0
                     continue
                 if (best is not None and best_v > 0 and lv >= rise_ratio * best_v
@@ -348,6 +364,8 @@ class LossDiverging(ArrayRule):
                     continue
                 if fv - low.value < max(rise_noise * low.noise, self._floor(head)):  # type: ignore[union-attr]
                     continue
+                if not blows_up(fv, low.value, head, fast_ratio, self.p.near_zero):  # type: ignore[union-attr]
+                    continue
                 ratio_needed, lvl, what = fast_ratio, fv, fast_what
                 ref = (1.0 + (fast_ratio - 1.0) / 2.0) * low.value  # type: ignore[union-attr]
             st.early, st.best, st.noise, st.held, st.ended = early, best, ema, nheld, ended
@@ -358,6 +376,24 @@ class LossDiverging(ArrayRule):
         st.last_step = last
         if episode is None:
             st.base = None
+
+    def _start_armed(self, st: _Trend) -> bool:
+        """Whether the run began far above a uniform guess's loss, ln(vocab): then the row with the
+        first trusted level judges whether it ever came down."""
+        u = self._uniform
+        return u is not None and bool(st.head) and st.head[0] > self.p.from_start * u
+
+    def _from_start(self, st: _Trend, step: int, n: int, level: float, out: _Verdicts, i: int, value: float) -> None:
+        """Opens an episode dated at the run's first step: its loss began far above ln(vocab) and the
+        median of its first `n` points is still there."""
+        u = self._uniform
+        assert u is not None and st.first_step is not None
+        st.episode = start_finding(st.first_step, st.head[0], u, self.p.from_start, step, n, level)
+        st.base = _Low(u, st.first_step, 0.0)
+        st.hold_ratio = 1.0 + (self.p.from_start - 1.0) / 2.0
+        out.episode[i] = st.episode
+        out.opened.add(i)
+        out.last[i] = value
 
     def _floor(self, head: list[float]) -> float:
         """A rise smaller than this share of where the run began is not divergence, however tiny the
@@ -372,26 +408,19 @@ class LossDiverging(ArrayRule):
         little noise estimate to date it by)."""
         st.base = low
         st.hold_ratio = 1.0 + (ratio_needed - 1.0) / 2.0
-        began = self._onset(st, steps, values, row, n, low, ref)
-        step = int(steps[row])
-        ratio = level / low.value
-        msg = (f"loss began rising at step {began.step} ({fmt(began.value)}), leaving the noise band of its low "
-               f"{fmt(low.value)} (step {low.step}, noise +-{fmt(low.noise)}); by step {step} {what} "
-               f"was {fmt(level)}, {ratio:.1f}x the low")
-        st.episode = Finding(message=msg, step=step, began_step=began.step,
-                             evidence={"value": began.value, "step": began.step, "baseline": low.value,
-                                       "baseline_step": low.step, "noise": low.noise, "ratio": ratio,
-                                       "detected_value": level, "detected_step": step})
+        began = self._onset(st, steps, values, row, n, low, ref, band(low, self.p.rise_ratio, self.p.rise_noise,
+                                                                       self._floor(st.head)))
+        st.episode = episode_finding(began, low, int(steps[row]), what, level)
         out.episode[i] = st.episode
         out.opened.add(i)
-        out.last[i] = level
+        out.last[i] = float(values[row])
 
     def _onset(self, st: _Trend, steps: np.ndarray, values: np.ndarray, row: int, n: int, low: _Low,
-               ref: float) -> Point:
+               ref: float, band: float) -> Point:
         """The first point of the excursion above `ref`: the change point of a clipped CUSUM over the
         points since half a window before the low (a rolling median lags the curve by about that much),
-        or since the previous episode ended. Runs once per episode, over the finite points the store
-        held at `row`."""
+        or since the previous episode ended, moved back to the first point above the low's noise `band`
+        (`first_of_rise`). Runs once per episode, over the finite points the store held at `row`."""
         w = scaled_window(n, self.p.window_fraction, 1, self.p.window)
         k = min(n, self.p.onset_scan)
         pts: list[Point] = []
@@ -408,8 +437,74 @@ class LossDiverging(ArrayRule):
         noise = low.noise if low.noise > 0 else 0.05 * abs(low.value)
         began = cusum_onset(pts, ref, max(3.0 * noise, ref - low.value)) if pts else None
         if began is not None:
-            return began
+            return first_of_rise(pts, began, low, band)
         return pts[-1] if pts else Point(int(steps[row]), float(values[row]), None, 0)
+
+
+def uniform_loss(state: object) -> float | None:
+    """ln(vocab): the loss of a model that guesses every token alike, when the source's config gives the
+    vocabulary size (task.vocab_size puts it in the facts)."""
+    facts = getattr(state, "facts", None) or {}
+    v = facts.get("vocab_size")
+    return math.log(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 2 else None
+
+
+def start_finding(first_step: int, first: float, uniform: float, ratio: float, step: int, n: int,
+                  level: float) -> Finding:
+    """A run that diverged from its first step: its first loss far above ln(vocab), never come down."""
+    vocab = round(math.exp(uniform))
+    msg = (f"the first logged loss, {fmt(first)} at step {first_step}, is {first / uniform:.1f}x ln({vocab}) = "
+           f"{fmt(uniform)}, the loss of guessing every token alike, and it never came down: by step {step} "
+           f"the median of its first {n} points was {fmt(level)}")
+    return Finding(message=msg, step=step, began_step=first_step,
+                   evidence={"value": first, "step": first_step, "uniform_loss": uniform, "vocab_size": vocab,
+                             "ratio": first / uniform, "from_start": ratio, "detected_value": level,
+                             "detected_step": step, "detected_stat": f"median of the first {n} points"})
+
+
+def blows_up(fast: float, low: float, head: list[float], fast_ratio: float, near_zero: float) -> bool:
+    """Whether the median of the last few points is a blow-up, compared on a log scale. Normally that is
+    `fast_ratio` times the low. A loss trained down near 0 (more than `near_zero` times below where the
+    run began) scatters by factors: a few points at 0.25 over a low of 0.01 are its spikes, however
+    large the ratio. There the jump is measured from where the run began instead, and a rise that
+    stays below that is a divergence only once the rolling median says it stays up."""
+    start = median(head[:max(1, len(head) // 2)]) if head else math.nan
+    ref = start if start > 0 and low > 0 and start >= near_zero * low else low
+    return fast >= fast_ratio * ref
+
+
+def band(low: _Low, rise_ratio: float, rise_noise: float, floor: float) -> float:
+    """The top of the band a point must leave to be part of a rise: past the low's noise (and the smallest
+    rise that counts) and past the smallest ratio a divergence is called at, so a noisy start's high
+    point before a blow-up is not where the blow-up began."""
+    return max(low.value + max(rise_noise * low.noise, floor), rise_ratio * low.value)
+
+
+def first_of_rise(pts: list[Point], onset: Point, low: _Low, band: float) -> Point:
+    """Where the condition began: the CUSUM's onset, moved back over the points after the low that stood
+    above its noise `band` right before it. A blow-up's first jump (1.2 -> 3.6, then 11, 32) falls short
+    of the CUSUM's reference, yet it is where the rise began."""
+    i = next((j for j, p in enumerate(pts) if p.step == onset.step), None)
+    if i is None:
+        return onset
+    while i > 0 and pts[i - 1].step > low.step and pts[i - 1].value > band:
+        i -= 1
+    return pts[i]
+
+
+def episode_finding(began: Point, low: _Low, step: int, what: str, level: float) -> Finding:
+    """The finding of a divergence episode. A value next to a step is the one logged there; the low and
+    the level are medians and say so (evidence `<name>_stat`)."""
+    ratio = level / low.value
+    over = f"{low.points} points" if low.points else "points"
+    msg = (f"loss began rising at step {began.step} ({fmt(began.value)}), leaving the noise band of its low, "
+           f"the median of {over} up to step {low.step}: {fmt(low.value)} (noise +-{fmt(low.noise)}); "
+           f"by step {step} {what} was {fmt(level)}, {ratio:.1f}x the low")
+    return Finding(message=msg, step=step, began_step=began.step,
+                   evidence={"value": began.value, "step": began.step, "baseline": low.value,
+                             "baseline_step": low.step, "baseline_stat": f"median of {over}", "noise": low.noise,
+                             "ratio": ratio, "detected_value": level, "detected_step": step,
+                             "detected_stat": what.removeprefix("its ").removeprefix("the ")})
 
 
 def _told(f: Finding, last_value: float, last_step: int, step: int | None) -> Finding:

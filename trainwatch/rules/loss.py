@@ -474,6 +474,34 @@ class LossLevel(Rule):
         word = "below" if final < low else "above"
         # a loss far too high and one far too low have opposite causes: only the matching fixes are given
         fixes = self.p.fixes_low if final < low else self.p.fixes_high
-        return [Finding(message=f"final loss {fmt(final)} is far {word} the usual {low:g}-{high:g}",
-                        subject="loss", step=s.last.step if s.last else None,
-                        evidence={"value": final, "low": low, "high": high}, extra_fixes=fixes)]
+        what = f"median of the last {len(vals)} finite points"
+        ev: dict[str, Any] = {"value": final, "value_stat": what, "low": low, "high": high}
+        msg = f"the {what}, {fmt(final)}, is far {word} the usual {low:g}-{high:g}"
+        last = s.last
+        if last is not None:
+            ev.update(final=last.value, final_step=last.step)
+            if math.isfinite(last.value):
+                msg += f" (final loss {fmt(last.value)} at step {last.step})"
+            else:
+                good = _last_finite_point(s)
+                msg += f" (final loss {_word(last.value)} at step {last.step}"
+                if good is not None:
+                    ev.update(last_finite=good.value, last_finite_step=good.step)
+                    msg += f"; last finite {fmt(good.value)} at step {good.step}"
+                msg += ")"
+        return [Finding(message=msg, subject="loss", step=last.step if last else None, evidence=ev,
+                        extra_fixes=fixes)]
+
+
+def _word(v: float) -> str:
+    return "NaN" if v != v else ("Inf" if v > 0 else "-Inf")
+
+
+def _last_finite_point(series: Series) -> Point | None:
+    """The newest finite point among the recent ones: what "last finite" names when the final loss is not."""
+    steps, values, _, _ = series.columns(RECENT_POINTS)
+    ok = np.flatnonzero(np.isfinite(values))
+    if not len(ok):
+        return None
+    i = int(ok[-1])
+    return Point(int(steps[i]), float(values[i]), None, 0)

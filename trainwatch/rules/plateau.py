@@ -237,8 +237,9 @@ class LossPlateau(ArrayRule):
                    f"over the last {points} points (noise +-{fmt(noise)}), still {level / first:.0%} of where it "
                    f"began ({fmt(first)}) and above the expected {self.p.expected_max:g}")
             return Finding(message=msg, step=step, began_step=began,
-                           evidence={"value": level, "step": began, "baseline": then, "drop": drop,
-                                     "noise": noise, "first": first, "window": points, "detected_step": step})
+                           evidence={"value": level, "step": began, "value_stat": "median of the window's newer half",
+                                     "baseline": then, "drop": drop, "noise": noise, "first": first,
+                                     "window": points, "detected_step": step, "last_stat": "median"})
 
         return level, make
 
@@ -474,8 +475,9 @@ class LossFlatFromStart(ArrayRule):
                f"{fmt(last)} over the {len(vals)} to step {step} ({n} points, change {-drop:+.1%}, "
                f"noise +-{fmt(noise)})")
         return Finding(message=msg, step=step, began_step=s0,
-                       evidence={"value": first, "step": s0, "first": first, "now": last, "drop": drop,
-                                 "noise": noise, "points": n, "detected_step": step}), last
+                       evidence={"value": first, "step": s0, "value_stat": f"median of the first {h} points",
+                                 "first": first, "now": last, "drop": drop, "noise": noise, "points": n,
+                                 "detected_step": step, "last_stat": "median"}), last
 
     def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
         s = ctx.series("loss", source)

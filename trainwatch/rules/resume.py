@@ -454,7 +454,8 @@ class ResumeLossJump(_AfterResumeArrays):
         was, now = median(pre), median([p.value for p in after])
         if was <= 0 or now < self.p.ratio * was:
             return None
-        return Finding(message=f"loss {fmt(now)} after resuming at step {r.step} vs {fmt(was)} before "
-                               f"({now / was:.1f}x)",
-                       evidence={"value": now, "baseline": was, "ratio": now / was, "resume_step": r.step,
-                                 "step": point.step})
+        n_after = len(after)
+        return Finding(message=f"after resuming at step {r.step} the median loss of the next {n_after} points, "
+                               f"{fmt(now)}, is {now / was:.1f}x the median of the {len(pre)} before, {fmt(was)}",
+                       evidence={"value": now, "value_stat": f"median of the {n_after} points after the resume",
+                                 "baseline": was, "ratio": now / was, "resume_step": r.step, "step": point.step})

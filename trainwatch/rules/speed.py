@@ -127,7 +127,9 @@ class SpeedDrop(ArrayRule):
         speed = now / base if w.name not in SLOWER_IS_HIGHER else base / now
         return Finding(message=f"{w.name} {fmt(now)} is {speed:.0%} of the run's own level {fmt(base)}",
                        evidence={"metric": w.name, "value": now, "baseline": base, "ratio": now / base,
-                                 "step": int(w.step[row])})
+                                 "step": int(w.step[row]), "last_value": now,
+                                 "value_stat": f"median of the last {self.p.recent} points",
+                                 "last_stat": f"median of the last {self.p.recent} points"})
 
     def last_value(self, w: Window, row: int) -> float | None:
         lv = self._levels[(w.source, w.name)]

@@ -158,6 +158,9 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         line = f", line {f['line']}" if f["line"] else ""
         w(f"{f['severity'].upper():8} {f['id']}  [{f['family']}]  {_where(f)}{line}  {f['source']}\n")
         w(f"  {f['title']}: {f['message']}\n")
+        if f.get("echo_of"):
+            w(f"  part of the incident above ({f['echo_of']}); its evidence and fixes are there\n\n")
+            continue
         ev = _evidence_line(f["evidence"])
         if ev:
             w(f"  evidence: {ev}\n")
@@ -238,7 +241,8 @@ def _latest(f: dict[str, Any]) -> str:
         return ""
     text = f"last seen at step {step}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        text += f", value {_fmt(float(value))}"
+        stat = (f.get("evidence") or {}).get("last_stat")  # a level, not the value logged there
+        text += f", {stat} {_fmt(float(value))}" if isinstance(stat, str) and stat else f", value {_fmt(float(value))}"
     return text + (f" ({f['count']} times)" if f["count"] > 1 else "")
 
 
@@ -261,7 +265,7 @@ def _fmt_json(v: Any) -> str:
     return str(v)
 
 
-_SHOWN_APART = ("last_step", "last_value")  # printed on the "last seen" line, not as the start's evidence
+_SHOWN_APART = ("last_step", "last_value", "last_stat")  # printed on the "last seen" line, not as the start's evidence
 
 
 def _evidence_line(ev: dict[str, Any]) -> str:

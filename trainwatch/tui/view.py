@@ -190,7 +190,10 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
     cache = cache if cache is not None else ViewCache()
     with model.lock:
         eng = model.engine
-        alerts = [_alert_view(a, eng.book.is_inhibited(a), a.fingerprint in acknowledged) for a in eng.book.all()]
+        eng.fold_incidents()  # a blow-up's spikes and NaN are echoes of its root, as the report says
+        standing = {(a.source, a.echo_of) for a in eng.book.all() if a.echo_of and a.state is AlertState.FIRING}
+        alerts = [_alert_view(a, eng.book.is_inhibited(a), a.fingerprint in acknowledged,
+                              (a.source, f"{a.rule} at step {a.first_step}") in standing) for a in eng.book.all()]
         series = [s for s in eng.store]
         # as `tail`'s exit code counts it: a source says something once a metric or an event came of it
         read = {s.source for s in series if s.count} | {s.name for s in eng.sources.values() if s.events}
@@ -237,10 +240,14 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                         finished=model.finished.is_set(), times=times, grid=small)
 
 
-def _alert_view(a: Alert, inhibited: bool, acknowledged: bool) -> AlertView:
+def _alert_view(a: Alert, inhibited: bool, acknowledged: bool, standing: bool = False) -> AlertView:
+    """`standing`: the alert is the root of an incident whose chain still fires (its loss went NaN after
+    the divergence stopped being judged): the incident stands, so the root shows as firing."""
     f = a.finding
+    state = AlertState.FIRING if a.incident and standing else a.state
     return AlertView(fingerprint=a.fingerprint, rule=a.rule, severity=a.severity, title=a.title,
-                     message=f.message, state=a.state, source=f.source, subject=f.subject, step=a.first_step,
+                     message=f"{a.incident}. {f.message}" if a.incident else f.message,
+                     state=state, source=f.source, subject=f.subject, step=a.first_step,
                      line=a.first_line, count=a.count, evidence=dict(f.evidence), fixes=tuple(a.fixes),
                      acknowledged=acknowledged, inhibited=inhibited, told=a.told)
 

@@ -8,19 +8,12 @@ import math
 from dataclasses import dataclass
 
 from trainwatch.model import Finding
+from trainwatch.rules.divergence import (_Low, band, blows_up, episode_finding, first_of_rise, start_finding,
+                                          uniform_loss)
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import (Episodes, Segment, Segments, cusum_onset, diff_sigma, fmt, last_finite, nz,
+from trainwatch.rules.stats import (Episodes, Segment, Segments, cusum_onset, diff_sigma, last_finite, nz,
                                     scaled_window)
 from trainwatch.store import Point, Series
-
-
-@dataclass
-class _Low:
-    """The lowest robust level so far: its value, the step it was seen at and the noise then."""
-
-    value: float
-    step: int
-    noise: float
 
 
 @dataclass
@@ -74,18 +67,26 @@ class LossDiverging(Rule):
         fast = median(vals[-fast_n:]) if len(vals) >= fast_n else math.nan
         if self._episodes.is_open(src):
             if self._holds(st, max(level, fast) if fast == fast else level):
-                return self._episodes.repeat(src, level, point.step)
+                return self._episodes.repeat(src, point.value, point.step)
             self._episodes.close(src)
             st.held = 0
             st.ended = point.step
+        u = uniform_loss(ctx.sources.get(src))
+        head = seg.head
+        if (n == trusted and u is not None and head and head[0].value > self.p.from_start * u
+                and level > self.p.from_start * u):
+            st.base = _Low(u, head[0].step, 0.0)
+            st.hold_ratio = 1.0 + (self.p.from_start - 1.0) / 2.0
+            f = start_finding(head[0].step, head[0].value, u, self.p.from_start, point.step, n, level)
+            return self._episodes.open(src, f, point.value, point.step)
         if n < trusted:
             if st.early is None or level < st.early.value:
-                st.early = _Low(level, point.step, nz(diff_sigma(vals)))
+                st.early = _Low(level, point.step, nz(diff_sigma(vals)), len(vals))
             return self._fast(series, st, fast, level, point)
         noise = nz(diff_sigma(vals))
         st.noise = noise if st.noise != st.noise else st.noise + (noise - st.noise) * 2.0 / (len(vals) + 1)
         if st.best is None or level < st.best.value:
-            st.best = _Low(level, point.step, max(noise, st.noise))
+            st.best = _Low(level, point.step, max(noise, st.noise), len(vals))
             st.held = 0
             return None
         best = st.best
@@ -118,6 +119,8 @@ class LossDiverging(Rule):
             return None
         if fast - low.value < max(self.p.rise_noise * low.noise, self._floor(st)):
             return None
+        if not blows_up(fast, low.value, [p.value for p in st.seg.head], self.p.fast_ratio, self.p.near_zero):
+            return None
         hold = 1.0 + (self.p.fast_ratio - 1.0) / 2.0
         return self._open(series, st, low, self.p.fast_ratio, fast, point,
                           f"the median of its last {self.p.fast_window} points", hold * low.value)
@@ -135,15 +138,8 @@ class LossDiverging(Rule):
         st.base = low
         st.hold_ratio = 1.0 + (ratio_needed - 1.0) / 2.0
         began = self._onset(series, st, low, ref)
-        ratio = level / low.value
-        msg = (f"loss began rising at step {began.step} ({fmt(began.value)}), leaving the noise band of its low "
-               f"{fmt(low.value)} (step {low.step}, noise +-{fmt(low.noise)}); by step {point.step} {what} "
-               f"was {fmt(level)}, {ratio:.1f}x the low")
-        f = Finding(message=msg, step=point.step, began_step=began.step,
-                    evidence={"value": began.value, "step": began.step, "baseline": low.value,
-                              "baseline_step": low.step, "noise": low.noise, "ratio": ratio,
-                              "detected_value": level, "detected_step": point.step})
-        return self._episodes.open(series.source, f, level, point.step)
+        f = episode_finding(began, low, point.step, what, level)
+        return self._episodes.open(series.source, f, point.value, point.step)
 
     def _onset(self, series: Series, st: _Trend, low: _Low, ref: float) -> Point:
         """The first point of the excursion above `ref`: the change point of a clipped CUSUM over the
@@ -161,4 +157,6 @@ class LossDiverging(Rule):
             pts = [p for p in pts if p.step > st.ended] or pts
         noise = low.noise if low.noise > 0 else 0.05 * abs(low.value)
         began = cusum_onset(pts, ref, max(3.0 * noise, ref - low.value)) if pts else None
-        return began if began is not None else pts[-1] if pts else series.last  # type: ignore[return-value]
+        if began is not None:
+            return first_of_rise(pts, began, low, band(low, self.p.rise_ratio, self.p.rise_noise, self._floor(st)))
+        return pts[-1] if pts else series.last  # type: ignore[return-value]

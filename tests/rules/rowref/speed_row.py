@@ -39,4 +39,6 @@ class SpeedDrop(Rule):
         speed = now / base if series.name not in SLOWER_IS_HIGHER else base / now
         return Finding(message=f"{series.name} {fmt(now)} is {speed:.0%} of the run's own level {fmt(base)}",
                        evidence={"metric": series.name, "value": now, "baseline": base, "ratio": now / base,
-                                 "step": point.step})
+                                 "step": point.step, "last_value": now,
+                                 "value_stat": f"median of the last {self.p.recent} points",
+                                 "last_stat": f"median of the last {self.p.recent} points"})

@@ -1,0 +1,155 @@
+"""One optimisation blow-up, one finding: the spikes, the divergence and the NaN it leads to are its chain.
+
+A blow-up trips several rules a step or two apart: the grad-norm spikes, the loss spikes, the loss is
+diverging, then both go NaN. Each is right on its own, but listed side by side they bury the moment
+the run broke under its echoes. As crash echoes fold into the first error (rules/crash.py), the links
+of the chain fold into one root here: the first critical link (a divergence, or a NaN a blow-up
+caused) is dated where the chain began and says so in one line; the other links become info echoes
+that name it. Folding runs over the book's alerts whenever they are read (a report, the dashboard),
+so it always sees the whole chain as far as the log has gone, and folding again changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from trainwatch.model import Alert, Severity
+from trainwatch.rules.stats import fmt
+from trainwatch.store import RECENT_POINTS, MetricStore
+
+NONFINITE = ("loss.nonfinite", "grad.nonfinite")
+CHAIN = frozenset({"grad.spike", "loss.spike", "loss.diverging", "loss.nonfinite", "grad.nonfinite"})
+"""The rules a blow-up trips on its way: each is a link of the same incident when they meet in time."""
+
+
+def fold(alerts: Iterable[Alert], store: MetricStore) -> None:
+    """Marks each blow-up's root (`incident`: its one-line story) and its echoes (`echo_of`, info)."""
+    by_source: dict[str, list[Alert]] = {}
+    for a in alerts:
+        if a.rule in CHAIN and not a.retracted and a.first_step is not None:
+            by_source.setdefault(a.source, []).append(a)
+    for source, links in by_source.items():
+        links.sort(key=lambda a: (a.first_step, a.first_line))
+        folded: set[str] = set()
+        for root in [a for a in links if _anchor(a)]:
+            if root.fingerprint in folded or root.echo_of:
+                continue
+            chain = [a for a in links if a is not root and a.fingerprint not in folded and _in(a, root, store)]
+            if not chain:
+                continue  # a divergence or a NaN alone is its own finding, told by its rule
+            folded.add(root.fingerprint)
+            folded.update(a.fingerprint for a in chain)
+            start = min(a.first_step for a in [root, *chain] if a.first_step is not None)
+            root.first_step = start  # its first episode keeps the rule's own start: membership is judged by it
+            root.incident = _story(source, start, chain + [root], store)
+            for a in chain:
+                a.echo_of = f"{root.rule} at step {start}"
+                a.severity = Severity.INFO
+                a.finding.evidence["root_cause"] = a.echo_of
+
+
+def ordered(alerts: Iterable[Alert]) -> list[Alert]:
+    """Causes first (most severe, then earliest), each followed by its echoes in the order they began."""
+    found = list(alerts)
+    key = _key
+    roots = sorted((a for a in found if not a.echo_of), key=key)
+    echoes = sorted((a for a in found if a.echo_of), key=key)
+    out: list[Alert] = []
+    for r in roots:
+        out.append(r)
+        if r.incident:
+            here = f"{r.rule} at step {r.first_step}"
+            out += [e for e in echoes if e.echo_of == here and e.source == r.source]
+    seen = {id(a) for a in out}
+    return out + [e for e in echoes if id(e) not in seen]
+
+
+def _key(a: Alert) -> tuple[int, float, int]:
+    return (-a.severity, a.first_step if a.first_step is not None else math.inf, a.first_line)
+
+
+def _anchor(a: Alert) -> bool:
+    """A link that says the run broke: a divergence, or a NaN loss a blow-up (a grad-norm spike) caused."""
+    if not a.told or (a.severity < Severity.CRITICAL and not a.incident):
+        return False
+    if a.rule == "loss.diverging":
+        return True
+    return a.rule == "loss.nonfinite" and a.finding.evidence.get("diagnosis") == "blow-up"
+
+
+def _in(a: Alert, root: Alert, store: MetricStore) -> bool:
+    """Whether `a` began within the root's episode: from the loss point logged before the root's start
+    (a grad-norm spike comes with the jump, or a step before the NaN) until the root stopped holding (a
+    divergence that recovered ends its incident; a NaN after that is another story)."""
+    first = root.episodes[0] if root.episodes else None
+    own = first.start_step if first is not None else root.first_step
+    start = own if own is not None else 0
+    end = math.inf
+    if root.rule == "loss.diverging" and first is not None and first.resolved_at is not None:
+        end = first.end_step if first.end_step is not None else math.inf
+        if a.rule in NONFINITE:
+            end = _step_after(store, root.source, end)  # the loss went NaN where it stopped being judged
+    return _step_before(store, root.source, start) <= a.first_step <= end  # type: ignore[operator]
+
+
+def _step_after(store: MetricStore, source: str, step: float) -> float:
+    s = store.get("loss", source)
+    if s is None or not math.isfinite(step):
+        return step
+    steps, _, _, _ = s.columns(RECENT_POINTS)
+    later = steps[steps > step]
+    return int(later[0]) if len(later) else step
+
+
+def _step_before(store: MetricStore, source: str, step: int) -> int:
+    s = store.get("loss", source)
+    if s is None:
+        return step
+    steps, _, _, _ = s.columns(RECENT_POINTS)
+    earlier = steps[steps < step]
+    return int(earlier[-1]) if len(earlier) else step
+
+
+def _story(source: str, start: int, chain: list[Alert], store: MetricStore) -> str:
+    """'training blew up at step 25: grad_norm 1 -> 50, loss 1.204 -> 3.611 (steps 24 -> 25), NaN from
+    step 30': each value is the one logged at the step named, none a median."""
+    jumps = [j for j in (_jump(store, source, name, start) for name in ("grad_norm", "loss")) if j is not None]
+    parts = [f"{name} {a} -> {b}" for name, a, b, _ in jumps]
+    if jumps:
+        befores = {j[3] for j in jumps}
+        if len(befores) == 1:
+            parts[-1] += f" (steps {befores.pop()} -> {start})"
+        else:
+            parts = [f"{p} (steps {j[3]} -> {start})" for p, j in zip(parts, jumps)]
+    bad = sorted((a for a in chain if a.rule in NONFINITE and a.first_step is not None),
+                 key=lambda a: a.first_step)  # type: ignore[arg-type, return-value]
+    if bad:
+        v = bad[0].finding.evidence.get("value")
+        word = "Inf" if isinstance(v, float) and math.isinf(v) else "NaN"
+        parts.append(f"{word} from step {bad[0].first_step}")
+    head = f"training blew up at step {start}"
+    return f"{head}: " + ", ".join(parts) if parts else head
+
+
+def _jump(store: MetricStore, source: str, name: str, start: int) -> tuple[str, str, str, int] | None:
+    """The values of `name` logged at the point before the start and at it, and that point's step."""
+    s = store.get(name, source)
+    if s is None:
+        return None
+    steps, values, _, _ = s.columns(RECENT_POINTS)
+    at = np.flatnonzero(steps == start)
+    before = np.flatnonzero(steps < start)
+    if not len(at) or not len(before):
+        return None
+    a, b = int(before[-1]), int(at[-1])
+    return name, _v(values[a]), _v(values[b]), int(steps[a])
+
+
+def _v(x: float) -> str:
+    x = float(x)
+    if math.isfinite(x):
+        return fmt(x)
+    return "NaN" if x != x else "Inf"
