@@ -27,7 +27,7 @@ from trainwatch.rules.base import Rule
 GROUP = "trainwatch.rules"
 BUILTIN_MODULES = (
     "loss", "divergence", "plateau", "overfit", "grad", "lr", "fp16", "resume", "speed", "rl", "traceback",
-    "run_end", "stall", "gpu", "ranks", "speed_live", "child_exit", "contact",
+    "run_end", "early_stop", "stall", "gpu", "ranks", "speed_live", "child_exit", "contact",
 )
 """Modules under trainwatch.rules whose classes register themselves when imported."""
 
