@@ -32,12 +32,24 @@ NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.0+)?(?![\w.,]?\d)"  # 500000, 1,000, 3.0
 
 @dataclass(frozen=True, slots=True)
 class Patterns:
+    """The compiled data/plans.yaml. Every regex is searched in the lowercased line (Python's
+    case-insensitive matching costs several times more), and only after a plain substring test says
+    it can match: the keywords are broad (`poch` is on every line of many logs), so a line costs a few
+    `in` tests unless it holds a setting, a counter or a stop."""
+
     keywords: tuple[str, ...]
-    declarations: tuple[tuple[re.Pattern[str], dict[str, str]], ...]  # regex, lower-cased key -> unit
+    declaration: re.Pattern[str]
+    keys: dict[str, str]  # a setting's key, lowercased with `_` between its words -> its unit
+    key_parts: tuple[str, ...]  # substrings one of which each key holds (`epochs`, `max_epoch`, `steps`)
     phrases: tuple[re.Pattern[str], ...]
     unit_of: dict[str, str]  # a unit word (`epochs`, `iters`) -> its unit
-    counters: tuple[tuple[str, re.Pattern[str]], ...]
+    counters: tuple[tuple[str, re.Pattern[str]], ...]  # (unit, regex): the unit's name is in what it matches
     early_stop: tuple[re.Pattern[str], ...]
+
+
+def _flat(text: str) -> str:
+    """`Num Epochs`, `num-epochs` and `num_epochs` alike (lowercased first)."""
+    return text.replace("-", "_").replace(" ", "_")
 
 
 def _key_pattern(key: str) -> str:
@@ -53,23 +65,36 @@ def patterns() -> Patterns:
     keys: dict[str, str] = {}
     for unit, names in data["declarations"].items():
         for k in names:
-            keys[re.sub(r"[-_ ]", "_", k.lower())] = unit
+            keys[_flat(k.lower())] = unit
+    plural = {w.lower() for words in data["units"].values() for w in words if w.endswith("s")}
+    parts = {k.rsplit("_", 1)[-1] if k.rsplit("_", 1)[-1] in plural else k for k in keys}
+    parts = {q for q in parts if not any(o != q and o in q for o in parts)}  # `max_iter` holds `max_iters`'
     alts = "|".join(_key_pattern(k) for k in sorted(keys, key=len, reverse=True))
-    decl = re.compile(rf"(?<![\w-])(?:--?)?({alts})['\"]?\s*(?:[:=]|\.{{2,}})?\s*['\"]?{NUMBER}(?!\s*(?:/|of\b))",
-                      re.IGNORECASE)
+    decl = re.compile(rf"(?<![\w-])(?:--?)?({alts})['\"]?\s*(?:[:=]|\.{{2,}})?\s*['\"]?{NUMBER}(?!\s*(?:/|of\b))")
     return Patterns(
         keywords=tuple(data["keywords"]),
-        declarations=((decl, keys),),
-        phrases=tuple(re.compile(p, re.IGNORECASE) for p in data["phrases"]),
+        declaration=decl,
+        keys=keys,
+        key_parts=tuple(sorted(parts)),
+        phrases=tuple(re.compile(p) for p in data["phrases"]),
         unit_of=unit_of,
-        counters=tuple((unit, re.compile(p, re.IGNORECASE)) for unit, pats in data["counters"].items() for p in pats),
-        early_stop=tuple(re.compile(p, re.IGNORECASE) for p in data["early_stop"]),
+        counters=tuple((unit, re.compile(p)) for unit, pats in data["counters"].items() for p in pats),
+        early_stop=tuple(re.compile(p) for p in data["early_stop"]),
     )
 
 
 def plan_keywords() -> list[str]:
     """The literals a line must hold before the reader looks at it (the byte scanner's cheap first test)."""
     return list(patterns().keywords)
+
+
+def _holds(text: str, words: tuple[str, ...]) -> bool:
+    """Whether one of the words is in the text (a plain loop: several times quicker than any() over a
+    generator, and it runs on every line that holds a keyword)."""
+    for w in words:  # noqa: SIM110 (any() over a generator costs several times more)
+        if w in text:
+            return True
+    return False
 
 
 def _int(text: str) -> int:
@@ -95,9 +120,10 @@ class PlanReader:
         self._p = patterns()
         self._units: dict[str, _Unit] = {}
         self._stopped = False  # an early stop was told (once per source is enough)
+        self._counted: dict[str, str] = {}  # unit -> the counter's text last read: the same again is skipped
 
     def wants(self, line: str) -> bool:
-        return any(k in line for k in self._p.keywords)
+        return _holds(line, self._p.keywords)
 
     def feed(self, line: str, lineno: int) -> list[Event]:
         if not self.wants(line):
@@ -115,22 +141,32 @@ class PlanReader:
         if not seg.strip():
             seg = line
         p = self._p
-        for pat, keys in p.declarations:
-            for m in pat.finditer(seg):
-                unit = keys.get(re.sub(r"[-_ ]", "_", m.group(1).lower()))
+        low = seg.lower()
+        flat = _flat(low)
+        if _holds(flat, p.key_parts):
+            for m in p.declaration.finditer(low):
+                unit = p.keys.get(_flat(m.group(1)))
                 if unit is not None:
                     self._declare(unit, _int(m.group(2)), lineno, seg, out)
-        for pat in p.phrases:
-            m = pat.search(seg)
-            if m:
-                unit = p.unit_of.get(m.group(2).lower())
-                if unit is not None:
-                    self._declare(unit, _int(m.group(1)), lineno, seg, out)
+        if "train" in low and " for " in low:
+            for pat in p.phrases:
+                m = pat.search(low)
+                if m:
+                    unit = p.unit_of.get(m.group(2))
+                    if unit is not None:
+                        self._declare(unit, _int(m.group(1)), lineno, seg, out)
         for unit, pat in p.counters:
-            m = pat.search(seg)
+            at = low.find(unit)
+            if at < 0:
+                continue
+            last = self._counted.get(unit)
+            if last and low.startswith(last, at) and not low[at + len(last):at + len(last) + 1].isdigit():
+                continue  # the counter as on the line before (a counter on every line of an epoch)
+            m = pat.search(low, max(at - 1, 0))  # from the unit's name on: quicker
             if m:
+                self._counted[unit] = m.group(0)
                 self._count(unit, int(m.group(1)), int(m.group(2)) if m.group(2) else None, lineno, seg, out)
-        if not self._stopped and any(pat.search(seg) for pat in p.early_stop):
+        if not self._stopped and "stop" in low and any(pat.search(low) for pat in p.early_stop):
             self._stopped = True
             out.append(Event(EventKind.PLAN, self.source, lineno, text=seg.strip()[:EVIDENCE_CHARS],
                              fields={"early_stop": True}))
