@@ -150,11 +150,11 @@ class PlanReader:
                     self._declare(unit, _int(m.group(2)), lineno, seg, out)
         if "train" in low and " for " in low:
             for pat in p.phrases:
-                m = pat.search(low)
-                if m:
-                    unit = p.unit_of.get(m.group(2))
+                said = pat.search(low)
+                if said:
+                    unit = p.unit_of.get(said.group(2))
                     if unit is not None:
-                        self._declare(unit, _int(m.group(1)), lineno, seg, out)
+                        self._declare(unit, _int(said.group(1)), lineno, seg, out)
         for unit, pat in p.counters:
             at = low.find(unit)
             if at < 0:
@@ -162,10 +162,10 @@ class PlanReader:
             last = self._counted.get(unit)
             if last and low.startswith(last, at) and not low[at + len(last):at + len(last) + 1].isdigit():
                 continue  # the counter as on the line before (a counter on every line of an epoch)
-            m = pat.search(low, max(at - 1, 0))  # from the unit's name on: quicker
-            if m:
-                self._counted[unit] = m.group(0)
-                self._count(unit, int(m.group(1)), int(m.group(2)) if m.group(2) else None, lineno, seg, out)
+            c = pat.search(low, max(at - 1, 0))  # from the unit's name on: quicker
+            if c:
+                self._counted[unit] = c.group(0)
+                self._count(unit, int(c.group(1)), int(c.group(2)) if c.group(2) else None, lineno, seg, out)
         if not self._stopped and "stop" in low and any(pat.search(low) for pat in p.early_stop):
             self._stopped = True
             out.append(Event(EventKind.PLAN, self.source, lineno, text=seg.strip()[:EVIDENCE_CHARS],
