@@ -91,6 +91,13 @@ def test_events_only_when_something_changes() -> None:
     assert plans(lines) == [("epoch", 25, 1), ("epoch", 25, 2), ("epoch", 25, 3)]
 
 
+def test_a_counter_past_the_total_is_not_the_runs() -> None:
+    """A fine-tune of 50 epochs that loads a pretrained model `from epoch 66` is at epoch 2, not 66."""
+    lines = ["'epochs': 50,", "INFO:root:loaded pretrained encoder from epoch 66 with msg: ok", "INFO:root:Epoch 1",
+             "INFO:root:Epoch 2"]
+    assert plans(lines)[-1] == ("epoch", 50, 2)
+
+
 def test_a_counter_with_no_total_known_says_nothing() -> None:
     assert plans(["Epoch: [3]  [ 10/782]  loss: 7.0", "epoch 4"]) == []
 

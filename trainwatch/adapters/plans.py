@@ -194,6 +194,8 @@ class PlanReader:
             u.last_n = n
         if u is None:
             return  # a counter with no total known: nothing to compare it with
+        if n > u.total + 1:
+            return  # not this run's counter (`loaded pretrained encoder from epoch 66` in a 50-epoch run)
         if u.reached is None or n > u.reached:
             u.reached = n
             self._tell(unit, lineno, text, out)
