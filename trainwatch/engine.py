@@ -28,6 +28,7 @@ from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
 from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
 from trainwatch.names import Canonicalizer, Quality
+from trainwatch.plans import note as note_plan
 from trainwatch.rules import build_rules, crash
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState
@@ -590,6 +591,8 @@ class Engine:
             total = e.fields.get("total_steps")
             if isinstance(total, int) and total > 0:
                 state.total_steps = total
+        elif e.kind is EventKind.PLAN:
+            note_plan(state, e)
         elif e.kind is EventKind.EVAL_START:
             state.phase = "eval"
         elif e.kind is EventKind.CHECKPOINT:

@@ -53,6 +53,7 @@ class EventKind(str, enum.Enum):
     RESUME = "resume"
     PROGRESS = "progress"  # a progress bar: step of total, without metrics
     INFO = "info"  # facts a banner gives (total steps, batch size, ...)
+    PLAN = "plan"  # the run's planned total in a unit and how far its counter got, or an early stop it told
     CONTACT = "contact"  # the SSH connection a remote log comes over was lost, or is back (fields: lost, host)
 
 

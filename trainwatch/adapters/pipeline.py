@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.plans import PlanReader, plan_keywords
 from trainwatch.adapters.prefix import STARTS, PrefixStripper
 from trainwatch.adapters.signatures import SignatureScanner, trigger_keywords
 from trainwatch.batch import Batch, BatchBuilder
@@ -77,6 +78,12 @@ class SourceParser:
         # every line of a text file is scanned whatever its format: a crash is printed as plain text
         # between the metric lines; a whole-file document (JSON) holds no such lines
         self.scanner = None if adapter.whole_file else SignatureScanner(adapter.source)
+        # and read for the run's planned length: a total sits in a banner or a config dump that no
+        # metric adapter reads (trainwatch/adapters/plans.py). Not beside an adapter that reads the
+        # scanner's arrays: its formats say their totals themselves (the Trainer's banner, JSON keys),
+        # and its speed rests on the keyword automaton staying small (each keyword more slows the
+        # scan of every byte; the plan reader's would have made it 1.8x slower)
+        self.plans = None if adapter.whole_file or has_parse_chunk(adapter) else PlanReader(adapter.source)
         self.errors = 0  # lines an adapter choked on (only third-party adapters should ever do this)
         self.first_error: str | None = None  # what the first of them raised, for `notes`
         self.prefixes = PrefixStripper() if adapter.strip_prefixes else None
@@ -104,6 +111,8 @@ class SourceParser:
         out = self._adapt(line, lineno)
         if self.scanner is not None:
             out.extend(self.scanner.feed(line, lineno))
+        if self.plans is not None:
+            out.extend(self.plans.feed(line, lineno))
         return out
 
     def _adapt(self, line: str, lineno: int) -> list[Record]:
@@ -241,11 +250,13 @@ class _ByteReader:
         self.parser = parser
         self.chunked = has_parse_chunk(parser.adapter)
         sig_words = trigger_keywords() if parser.scanner is not None else []
+        plan_words = plan_keywords() if parser.plans is not None else []
         own_words = list(getattr(parser.adapter, "chunk_keywords", ())) if self.chunked else []
-        keywords = list(dict.fromkeys([ESC, CSI8, *sig_words, *own_words]))
+        keywords = list(dict.fromkeys([ESC, CSI8, *sig_words, *plan_words, *own_words]))
         self.keywords = keywords
         self.scanner = Scanner(keywords)
         self.sig_kw = np.array([w in (ESC, CSI8) or w in sig_words for w in keywords], dtype=bool)
+        self.plan_kw = np.array([w in (ESC, CSI8) or w in plan_words for w in keywords], dtype=bool)
         self.out = BatchBuilder(parser.source)  # one per source: its name table lives as long as the source
         self.own_kw = np.array([w in (ESC, CSI8) or w in own_words for w in keywords], dtype=bool)
 
@@ -260,6 +271,10 @@ class _ByteReader:
         parser.lines = chunk.first_lineno + n - 1
         lines = _Lines(parser, chunk)
         found = self._signatures(chunk, lines) if parser.scanner is not None else []
+        if parser.plans is not None:
+            if not self.chunked:
+                lines.decode_all()  # every line is decoded for the adapter below: once, not line by line
+            found = _merged(found, self._plans(chunk, lines))
         if self.chunked:
             view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw), out, self.keywords,
                               self.scanner)
@@ -303,6 +318,41 @@ class _ByteReader:
                 out.append((first + pos, events))
             pos += 1
         return out
+
+
+    def _plans(self, chunk: Chunk, lines: _Lines) -> list[tuple[int, list[Event]]]:
+        """The plan reader fed the lines holding one of its keywords (the same events as feeding all)."""
+        reader = self.parser.plans
+        assert reader is not None
+        first = chunk.first_lineno
+        out: list[tuple[int, list[Event]]] = []
+        for i in _hit_lines(chunk, self.plan_kw).tolist():
+            events = reader.feed(lines.text(i), first + i)
+            if events:
+                out.append((first + i, events))
+        return out
+
+
+def _merged(a: list[tuple[int, list[Event]]], b: list[tuple[int, list[Event]]]) -> list[tuple[int, list[Event]]]:
+    """Two lists of (line, events) in line order as one, a line's events from `a` before those from `b`."""
+    if not b:
+        return a
+    if not a:
+        return b
+    out: list[tuple[int, list[Event]]] = []
+    i = j = 0
+    while i < len(a) or j < len(b):
+        if j == len(b) or (i < len(a) and a[i][0] < b[j][0]):
+            out.append(a[i])
+            i += 1
+        elif i == len(a) or b[j][0] < a[i][0]:
+            out.append(b[j])
+            j += 1
+        else:
+            out.append((a[i][0], a[i][1] + b[j][1]))
+            i += 1
+            j += 1
+    return out
 
 
 def _hit_lines(chunk: Chunk, wanted: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 from trainwatch.config import RuleSpec
 from trainwatch.model import Event, EventKind, Finding, Retraction
 from trainwatch.names import Quality
+from trainwatch.plans import Plan
 from trainwatch.store import MetricStore, Point, Series
 
 
@@ -38,6 +39,8 @@ class SourceState:
     phase: str = "train"  # train, eval or checkpoint: the stall detector allows longer silences in the last two
     first_error: dict[str, Any] | None = None  # the first critical error told: later errors may be its echoes
     timed: bool = False  # some record carried the log's own time: time-based `for` can count on it
+    plans: dict[str, Plan] = field(default_factory=dict)  # unit -> the planned total the log set last in it
+    early_stop: dict[str, Any] | None = None  # the run said it stopped itself (line, step, text)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from trainwatch.engine import Engine
 from trainwatch.rules.base import SourceState
 from trainwatch.runconfig import RunConfig
 from trainwatch.model import _jsonable
+from trainwatch.plans import latest
 from trainwatch.task import TASK_NAMES, TASK_PRESET
 from trainwatch.textsafe import plain
 
@@ -81,9 +82,11 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
         state = engine.sources.get(info.name)
         metrics = metrics_of(engine, info.name)
         steps = [m["last_step"] for m in metrics.values() if m["last_step"] is not None]
+        plan = latest(state) if state else None
         srcs.append({
             "path": info.name, "format": info.format, "lines": info.lines, "records": info.records,
             "last_step": state.step if state else None, "total_steps": state.total_steps if state else None,
+            "planned_total": plan.to_dict() if plan else None,
             "max_step": max(steps) if steps else None,
             "ended": bool(state and state.ended), "metrics": metrics, "skipped": info.skipped,
             "config": _config_of(state),
@@ -105,6 +108,15 @@ def _config_of(state: SourceState | None) -> dict[str, Any]:
     from, and the framework's own advice (trainwatch.runconfig)."""
     cfg = state.facts.get("run_config") if state is not None else None
     return cfg.to_dict() if isinstance(cfg, RunConfig) else {}
+
+
+def _plan_text(plan: dict[str, Any]) -> str:
+    """The planned total beside the step in a source's header, when no step total was read."""
+    if plan["reached"] is not None:
+        return f", {plan['unit']} {plan['reached']} of {plan['value']}"
+    if plan["unit"] == "step":
+        return f" of {plan['value']} (planned)"
+    return f", {plan['value']} {plan['unit']} planned"
 
 
 def task_of(engine: Engine) -> dict[str, Any] | None:
@@ -131,6 +143,9 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         total = f" of {s['total_steps']}" if s["total_steps"] else ""
         ended = ", training ended" if s["ended"] else ""
         steps = f"step {step}{total}" if step is not None else "no steps"
+        plan = s.get("planned_total")
+        if plan and not s["total_steps"]:
+            steps += _plan_text(plan)
         w(f"  {s['path']}  [{s['format']}]  {s['lines']} lines, {steps}{ended}\n")
         shown = [(k, s["metrics"][k]) for k in KEY_METRICS if k in s["metrics"]]
         if shown:

@@ -1,0 +1,50 @@
+"""What a source's log says of the run's planned length: the total in its unit and how far it got.
+
+The PLAN events of trainwatch/adapters/plans.py land here, on the source's state, where rules read them
+(run.ended_early) and the report shows them. Nothing here judges: a plan is only what the log said.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from trainwatch.model import Event
+
+if TYPE_CHECKING:
+    from trainwatch.rules.base import SourceState
+
+
+@dataclass(slots=True)
+class Plan:
+    """A planned total in one unit (`step`, `epoch`, `kimg`), the line that set it, and the highest value
+    the run's own counter in that unit reached since (None when the log prints no such counter)."""
+
+    unit: str
+    total: int
+    since: int
+    declared: str = ""
+    reached: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.total, "unit": self.unit, "line": self.since, "reached": self.reached}
+
+
+def note(state: SourceState, e: Event) -> None:
+    """Puts a PLAN event on the source's state: an early stop, or the newest plan of its unit."""
+    f = e.fields
+    if f.get("early_stop"):
+        if state.early_stop is None:
+            state.early_stop = {"line": e.line, "step": e.step, "text": e.text}
+        return
+    unit, total, since = f.get("unit"), f.get("total"), f.get("since")
+    if not isinstance(unit, str) or not isinstance(total, int) or total <= 0 or not isinstance(since, int):
+        return
+    reached = f.get("reached")
+    state.plans[unit] = Plan(unit, total, since, str(f.get("declared") or ""),
+                             reached if isinstance(reached, int) else None)
+
+
+def latest(state: SourceState) -> Plan | None:
+    """The plan set last in the log, whatever its unit: the latest launch's total applies."""
+    return max(state.plans.values(), key=lambda p: p.since, default=None)
