@@ -257,11 +257,37 @@ def test_a_log_with_progress_but_no_loss_is_not_called_healthy(tmp_path) -> None
     assert proc.returncode == 3 and "Status: UNKNOWN" in proc.stdout  # nothing was judged: unknown, not ok
 
 
+def json_error(proc: subprocess.CompletedProcess[str], code: int = 3) -> str:
+    """With --json an error is one JSON object on stdout, never text a parser would choke on."""
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and not proc.stderr.strip(), proc.stderr
+    doc = json.loads(proc.stdout)
+    assert set(doc) == {"error", "exit_code"} and doc["exit_code"] == code, doc
+    return str(doc["error"])
+
+
 def test_forced_wrong_format_reads_nothing_and_says_so(tmp_path: Path) -> None:
     hf = Path(__file__).resolve().parents[1] / "examples" / "logs" / "hf_healthy.log"
-    for extra in ((), ("--json",)):
-        line = one_line_error(tw("check", str(hf), "--format", "jsonl", *extra))
-        assert "read as jsonl, but nothing in it was understood" in line and "--format NAME" in line
+    line = one_line_error(tw("check", str(hf), "--format", "jsonl"))
+    assert "read as jsonl, but nothing in it was understood" in line and "--format NAME" in line
+    error = json_error(tw("check", str(hf), "--format", "jsonl", "--json"))
+    assert "read as jsonl, but nothing in it was understood" in error
+
+
+def test_json_errors_are_json_for_every_command_that_takes_json(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.log")
+    assert "no such file" in json_error(tw("check", missing, "--json"))
+    assert "unrecognized arguments: --bogus" in json_error(tw("check", missing, "--json", "--bogus"))
+    assert "unknown format" in json_error(tw("tail", missing, "--headless", "--json", "--format", "nope"))
+    assert "unknown preset" in json_error(tw("rules", "--json", "--preset", "nope"))
+    assert "no such file" in json_error(tw("run", "--json", "--no-gpu", "--log", str(tmp_path / "r.log"), "--",
+                                           str(tmp_path / "no-such-trainer")), 127)
+    # the training command's own --json is not trainwatch's: its error stays a line
+    one_line_error(tw("run", "--bogus", "--", "train", "--json"))
+    gpus = tw("gpus", "--json", "--replay", str(tmp_path / "missing.jsonl"))
+    if gpus.returncode == 3:  # no readings: an error object, with the readings' keys
+        doc = json.loads(gpus.stdout)
+        assert doc["exit_code"] == 3 and doc["error"] and doc["gpus"] == []
 
 
 def test_usage_errors_name_the_command_once_and_its_help(healthy: Path) -> None:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from trainwatch.cli import EXIT_CRITICAL, EXIT_OK, EXIT_WARNING
+from trainwatch.cli import EXIT_CRITICAL, EXIT_OK, EXIT_WARNING, say_error
 from trainwatch.cli.tail import Headless, add_follow_options, build_watcher, is_terminal
 from trainwatch.errors import SourceError, UsageError
 from trainwatch.live.watcher import Watcher
@@ -65,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_command(argv[0])
     except StartError as exc:  # before anything else is said or created
-        print(f"trainwatch: error: {exc}", file=sys.stderr)
-        return exc.code
+        return say_error(str(exc), exc.code, as_json=args.json)
     sinks = Sinks.from_args(args)  # a bad --alert-log or --on-alert is one line, before the child starts
     try:
         path, log = _create_log(args.log)
@@ -85,9 +84,8 @@ def run(args: argparse.Namespace) -> int:
                     return RunHeadless(watcher, args, sinks, child).run()
                 return _tui(watcher, args, sinks, child)
             except StartError as exc:  # found, but the system would not run it after all
-                print(f"trainwatch: error: {exc}", file=sys.stderr)
                 _remove_if_empty(path)
-                return exc.code
+                return say_error(str(exc), exc.code, as_json=args.json)
     finally:
         sinks.close()
 

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from trainwatch.cli import EXIT_UNKNOWN
+from trainwatch.cli import EXIT_UNKNOWN, say_error
 from trainwatch.cli.check import add_engine_options
 from trainwatch.errors import UsageError
 from trainwatch.model import GPU_SOURCE, AlertState, Severity
@@ -175,9 +175,8 @@ class Headless:
             for s, h in old.items():
                 signal.signal(s, h)
         if self.hopeless:
-            print("trainwatch: error: nothing left to follow: every path given was given up on (see above)",
-                  file=sys.stderr)
-            return EXIT_UNKNOWN
+            return say_error("nothing left to follow: every path given was given up on (see above)",
+                             as_json=self.args.json)
         return exit_code(self.watcher)
 
     def _wait(self) -> None:
