@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -334,8 +335,39 @@ def test_tail_without_a_terminal_falls_back_to_headless_lines(tmp_path: Path) ->
 def test_demo_without_a_terminal_prints_lines(tmp_path: Path) -> None:
     proc, out = _no_terminal(["demo", "--interval", "0"], tmp_path)
     assert proc.returncode == 2, (out, proc.stderr)
-    assert "\x1b" not in out and "CRITICAL" in out and "try:" in out
+    assert "\x1b" not in out and "CRITICAL" in out
     assert "no terminal on stdin and stdout" in proc.stderr
+    assert_headless_format(out)
+
+
+HEADLINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d (CRITICAL|WARNING |INFO    ) ([\w.]+) (\S+) step (\d+|-): "
+                      r"(?P<title>[^:]+): (?P<message>.+)$")
+FIX = re.compile(r"^    - .+$")
+OTHER = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d (resolved|stopped) ([\w.]+) (\S+) step (\d+|-): .+$")
+
+
+def assert_headless_format(out: str) -> None:
+    """One line format for tail, run and demo: every alert line carries its rule's title."""
+    from trainwatch import config
+
+    titles = {spec.title for spec in config.load("sft").rules.values()}
+    heads = [HEADLINE.match(line) for line in out.splitlines()]
+    assert any(heads), out
+    for line, m in zip(out.splitlines(), heads):
+        assert m or FIX.match(line) or OTHER.match(line), line
+        if m:
+            assert m["title"] in titles, line
+
+
+def test_tail_run_and_demo_print_the_same_line_format(tmp_path: Path) -> None:
+    (tmp_path / "run.log").write_text(HEALTHY + "Step 420: loss=nan, lr=1e-4, grad_norm=1.0\n")
+    proc, out = _no_terminal(["tail", "run.log", "--no-gpu", "--exit-on", "critical"], tmp_path)
+    assert_headless_format(out)
+    script = tmp_path / "train.py"
+    script.write_text(f"print(open({str(tmp_path / 'run.log')!r}).read(), end='')\n")
+    proc, out = _no_terminal(["run", "--no-gpu", "--log", "child.log", "--", sys.executable, str(script)], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert_headless_format(out)
 
 
 def test_tail_help_names_themes_severities_and_defaults() -> None:

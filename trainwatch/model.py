@@ -158,6 +158,9 @@ class Alert:
     episode_count: int = 0  # every episode, also those no longer listed
     told: bool = False  # told to the sinks at least once; never, when inhibition kept it quiet throughout
     retracted: str = ""  # why later data disproved it (empty while it stands)
+    stopped: str = ""
+    """Why it stopped firing without its metric recovering ("loss is NaN at step 30", "the run ended"):
+    resolved means recovered, so such an alert is told as stopped, never as resolved."""
 
     @property
     def source(self) -> str:
@@ -179,7 +182,7 @@ class Alert:
             "severity": self.severity.label,
             "family": self.family,
             "title": self.title,
-            "state": self.state.value,
+            "state": self.told_state,
             "message": f.message,
             "source": f.source,
             "subject": f.subject,
@@ -197,7 +200,15 @@ class Alert:
             "started_at": self.started_at,
             "resolved_at": self.resolved_at,
             "retracted": self.retracted,
+            "stopped": self.stopped,
         }
+
+    @property
+    def told_state(self) -> str:
+        """The state as said to people and tools: `stopped` for an alert that resolved without recovering."""
+        if self.state is AlertState.RESOLVED and self.stopped:
+            return "stopped"
+        return self.state.value
 
 
 def _jsonable(value: Any) -> Any:

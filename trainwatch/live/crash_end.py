@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainwatch.rules.base import SourceState
+from trainwatch.rules.crash import crashed
 
 QUIET_S = 60.0
 """Seconds a crashed run's log must stay unchanged before the run counts as ended: long enough for a
@@ -25,12 +26,6 @@ launcher to print its report of the failed ranks after the first traceback."""
 class _Seen:
     size: int
     since: float  # clock time the file was last seen to change
-
-
-def crashed(state: SourceState) -> bool:
-    """A critical error was told and the run has logged no new step since it."""
-    first = state.first_error
-    return first is not None and first.get("at_step") == state.step
 
 
 class CrashEnd:

@@ -26,7 +26,7 @@ class AlertLog:
 
     def write(self, change: AlertChange) -> None:
         a = change.alert
-        record = {"time": stamp(time.time()), **a.to_dict(), "state": change.state.value}
+        record = {"time": stamp(time.time()), **a.to_dict(), "state": change.told_state}
         with self._lock:
             try:
                 self._f.write(json.dumps(record) + "\n")
