@@ -16,8 +16,8 @@ from trainwatch.sources.same_run import runs
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "runs"
 
 # pretraining from scratch: the loss starts near ln(vocab) and grad-norm sits at 2-4, normal there
-PRETRAIN = "".join(f"iteration {s}: loss={10.8 * math.exp(-s / 60) + 3.0:.4f}, lr=3e-4, grad_norm={2.5 + (s % 5) * 0.3:.2f}\n"
-                   for s in range(1, 121))
+PRETRAIN = "".join(f"iteration {s}: loss={10.8 * math.exp(-s / 60) + 3.0:.4f}, lr=3e-4, "
+                   f"grad_norm={2.5 + (s % 5) * 0.3:.2f}\n" for s in range(1, 121))
 # an RL run beside it, whose preset (grad-norm healthy only up to 1.0) must not be applied to the other
 RL = "".join(f"step {s}: loss={0.01 * (s % 3):.4f}, reward={0.2 + s / 200:.4f}, reward_std=0.31, kl={0.001 * s:.4f}, "
              f"grad_norm=0.{20 + s % 7}, completions/mean_length=200\n" for s in range(1, 121))

@@ -339,9 +339,7 @@ class Watcher:
         done = bool(followed)
         for src in followed:
             st = self.engine.sources.get(src.name)
-            if st is None:
-                done = False
-            elif not st.ended and not self._crash_end.ended(src.name, str(src.path), st):
+            if st is None or (not st.ended and not self._crash_end.ended(src.name, str(src.path), st)):
                 done = False
             elif not st.ended and src.name not in self._crash_end.told:
                 self._crash_end.told.add(src.name)

@@ -59,7 +59,7 @@ def first_losses(state_path: Path, n: int = MATCHED) -> list[float]:
     try:
         with open_checked(state_path) as f:
             history = json.loads(f.read(STATE_BYTES)).get("log_history") or []
-    except (OSError, ValueError, AttributeError, Exception):  # noqa: BLE001 - any unreadable file is no match
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError):  # unreadable: no match
         return []
     out = []
     for e in history:

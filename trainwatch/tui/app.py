@@ -48,16 +48,16 @@ class TrainwatchApp(App[int]):
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [
         Binding("q", "quit", "quit", id="quit"),
-        Binding("question_mark", "help", "help", id="help"),
+        Binding("question_mark,f1", "help", "help", id="help"),
         Binding("tab", "app.focus_next", "next panel", show=False, id="focus_next"),
         Binding("shift+tab", "app.focus_previous", "previous panel", show=False, id="focus_previous"),
         Binding("right", "app.focus_next", "next panel", show=False, id="panel_right"),
         Binding("left", "app.focus_previous", "previous panel", show=False, id="panel_left"),
-        Binding("enter", "noop", "open metric / alert", show=False, id="open"),
+        Binding("enter", "noop", "open", id="open"),
         Binding("s", "smooth(-1)", "smooth-", id="smooth_down"),
         Binding("S", "smooth(1)", "smooth+", id="smooth_up"),
-        Binding("y", "log_y", "log y", show=False, id="log_y"),
-        Binding("w", "window", "whole run / recent", show=False, id="window"),
+        Binding("y", "log_y", "log y", id="log_y"),
+        Binding("w", "window", "whole run", id="window"),
         Binding("p", "pause", "pause", id="pause"),
         Binding("l", "toggle('log')", "log", id="log"),
         Binding("g", "toggle('gpus')", "GPUs", id="gpus"),
@@ -65,7 +65,7 @@ class TrainwatchApp(App[int]):
         Binding("slash", "filter", "filter", id="filter"),
         Binding("escape", "close_filter", "close filter", show=False, id="close_filter"),
         Binding("t", "next_theme", "theme", id="theme"),
-        Binding("j", "jump_to_alert", "alert's log line", show=False, id="jump"),
+        Binding("j", "jump_to_alert", "log line", id="jump"),
         Binding("ctrl+s", "screenshot_svg", "screenshot", show=False, id="screenshot"),
     ]
 
