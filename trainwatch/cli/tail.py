@@ -2,7 +2,8 @@
 
 Headless, it reads the backlog first, then follows; it ends when every run has ended (its summary,
 or a crash and a quiet file: trainwatch/live/crash_end.py), on --exit-on, or on SIGINT/SIGTERM, and
-exits with the worst severity seen (0/1/2). With --daemon it keeps following after a run ends (a systemd service, say). The dashboard stays open until `q` (or,
+exits with the worst severity seen (0/1/2). With --daemon it keeps following after a run ends (a
+systemd service, say). The dashboard stays open until `q` (or,
 with --until-done, until every run has ended, or on --exit-on) and exits the same way. Both attach
 the same Sinks (--alert-log, --on-alert, --exit-on), built here before either starts. Without a terminal on stdin
 and stdout (cron, nohup, `> file`) the dashboard would write escape codes into a file, so `tail`
