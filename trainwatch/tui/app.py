@@ -58,14 +58,14 @@ class TrainwatchApp(App[int]):
         Binding("S", "smooth(1)", "smooth+", id="smooth_up"),
         Binding("y", "log_y", "log y", id="log_y"),
         Binding("w", "window", "whole run", id="window"),
+        Binding("j", "jump_to_alert", "log line", id="jump"),
+        Binding("a", "acknowledge", "ack", id="ack"),
         Binding("p", "pause", "pause", id="pause"),
         Binding("l", "toggle('log')", "log", id="log"),
         Binding("g", "toggle('gpus')", "GPUs", id="gpus"),
-        Binding("a", "acknowledge", "ack", id="ack"),
         Binding("slash", "filter", "filter", id="filter"),
         Binding("escape", "close_filter", "close filter", show=False, id="close_filter"),
         Binding("t", "next_theme", "theme", id="theme"),
-        Binding("j", "jump_to_alert", "log line", id="jump"),
         Binding("ctrl+s", "screenshot_svg", "screenshot", show=False, id="screenshot"),
     ]
 
