@@ -570,3 +570,15 @@ def test_an_alert_that_stopped_without_recovering_is_not_shown_as_resolved() -> 
     alert.stopped = ""
     snap = view.take(model, selected=None, log_source=None)
     assert row_state(next(a for a in snap.alerts if a.fingerprint == alert.fingerprint)) == "resolved"
+
+
+def test_a_cards_min_and_max_cover_its_sparklines_window() -> None:
+    from trainwatch.tui import view
+
+    model = fixtures.model()
+    fixtures.feed_step(model, 1, loss=50.0)  # an early peak, long out of the sparkline's window
+    for s in range(2, view.SPARK_POINTS + 40):
+        fixtures.feed_step(model, s)
+    card = next(m for m in view.take(model, selected=None, log_source=None).metrics if m.name == "loss")
+    assert len(card.spark) == view.SPARK_POINTS
+    assert card.maximum == max(card.spark) < 50.0 and card.minimum == min(card.spark)

@@ -7,6 +7,7 @@ never see half-updated state. No Textual import here.
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections import deque
 from itertools import islice
 from dataclasses import dataclass, field, replace
@@ -288,14 +289,17 @@ def _metric_view_cached(s: Series, alerts: list[AlertView], multi: bool, cache: 
 
 
 def _metric_view(s: Series, worst: Severity | None, multi: bool) -> MetricView:
+    """A card's view. Its min and max are those of the sparkline's points, so the two cover the same
+    window: a card never shows a max its curve does not reach."""
     newest = s.newest()
-    finite = s.count > s.nan_count + s.inf_count
+    spark = _last_values(s, SPARK_POINTS)
+    shown = [v for v in spark if math.isfinite(v)]
     return MetricView(
         name=s.name, source=s.source,
         label=f"{s.name} [{_short(s.source)}]" if multi and s.source != GPU_SOURCE else s.name,
-        last=newest[1] if newest else None, minimum=s.minimum if finite else None,
-        maximum=s.maximum if finite else None, count=s.count, nan=s.nan_count, inf=s.inf_count,
-        spark=_last_values(s, SPARK_POINTS), severity=worst)
+        last=newest[1] if newest else None, minimum=min(shown) if shown else None,
+        maximum=max(shown) if shown else None, count=s.count, nan=s.nan_count, inf=s.inf_count,
+        spark=spark, severity=worst)
 
 
 def _last_values(s: Series, n: int) -> tuple[float, ...]:
