@@ -109,3 +109,4 @@ def test_headless_tail_ends_on_an_old_crash_with_the_worst_severity(tmp_path: Pa
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert "oom.cuda" in proc.stdout
     assert "the run crashed" in proc.stderr
+
