@@ -582,3 +582,33 @@ def test_a_cards_min_and_max_cover_its_sparklines_window() -> None:
     card = next(m for m in view.take(model, selected=None, log_source=None).metrics if m.name == "loss")
     assert len(card.spark) == view.SPARK_POINTS
     assert card.maximum == max(card.spark) < 50.0 and card.minimum == min(card.spark)
+
+
+async def test_too_few_points_to_chart_gives_a_crash_traceback_the_room() -> None:
+    from trainwatch.engine import Engine
+    from trainwatch.model import Event, EventKind, Sample
+    from trainwatch.tui.model import EngineModel
+
+    from trainwatch import config
+
+    engine = Engine(config.load("sft"), clock=fixtures.clock)  # with the traceback rule
+    engine.source(fixtures.SOURCE, "hf_console")
+    model = EngineModel(engine)
+    frames = "".join(f'  File "train.py", line {i}, in step_{i}\n    step_{i}()\n' for i in range(1, 8))
+    tb = f"Traceback (most recent call last):\n{frames}ValueError: the batch has no labels"
+    with model.lock:
+        engine.feed(Sample("loss", 2.5, step=1, source=fixtures.SOURCE, line=1))
+        engine.feed(Event(EventKind.TRACEBACK, source=fixtures.SOURCE, line=2, text=tb,
+                          fields={"exception": "ValueError", "message": "the batch has no labels"}))
+    app = app_for(model)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert app.snapshot is not None and app.snapshot.alerts
+        assert app.screen.has_class("-sparse")
+        assert app.query_one("#chart").styles.display == "none"
+        assert app.query_one(AlertDetail).region.height > 20  # the chart's rows went to the evidence
+    healthy = app_for(fixtures.critical())
+    async with healthy.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not healthy.screen.has_class("-sparse")  # enough points: the chart stays

@@ -196,6 +196,8 @@ class TrainwatchApp(App[int]):
             # nothing to show but the healthy line: the chart takes the rows (not while nothing is read:
             # the notices that say why are in the evidence pane)
             layout.calm(self.screen_stack[0], not snap.alerts and snap.following)
+            layout.sparse(self.screen_stack[0], bool(snap.alerts) and layout.too_few_points(
+                snap.chart.recent if snap.chart is not None else None))
             self._q(AlertDetail).show(alerts.selected, self._unread())
             self._q(LogPane).show(snap.log_source, snap.log_lines)
             self._q(GpuPanel).show(snap.gpus, snap.metrics, snap.info_lines)
