@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -257,11 +258,37 @@ def test_a_log_with_progress_but_no_loss_is_not_called_healthy(tmp_path) -> None
     assert proc.returncode == 3 and "Status: UNKNOWN" in proc.stdout  # nothing was judged: unknown, not ok
 
 
+def json_error(proc: subprocess.CompletedProcess[str], code: int = 3) -> str:
+    """With --json an error is one JSON object on stdout, never text a parser would choke on."""
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and not proc.stderr.strip(), proc.stderr
+    doc = json.loads(proc.stdout)
+    assert set(doc) == {"error", "exit_code"} and doc["exit_code"] == code, doc
+    return str(doc["error"])
+
+
 def test_forced_wrong_format_reads_nothing_and_says_so(tmp_path: Path) -> None:
     hf = Path(__file__).resolve().parents[1] / "examples" / "logs" / "hf_healthy.log"
-    for extra in ((), ("--json",)):
-        line = one_line_error(tw("check", str(hf), "--format", "jsonl", *extra))
-        assert "read as jsonl, but nothing in it was understood" in line and "--format NAME" in line
+    line = one_line_error(tw("check", str(hf), "--format", "jsonl"))
+    assert "read as jsonl, but nothing in it was understood" in line and "--format NAME" in line
+    error = json_error(tw("check", str(hf), "--format", "jsonl", "--json"))
+    assert "read as jsonl, but nothing in it was understood" in error
+
+
+def test_json_errors_are_json_for_every_command_that_takes_json(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.log")
+    assert "no such file" in json_error(tw("check", missing, "--json"))
+    assert "unrecognized arguments: --bogus" in json_error(tw("check", missing, "--json", "--bogus"))
+    assert "unknown format" in json_error(tw("tail", missing, "--headless", "--json", "--format", "nope"))
+    assert "unknown preset" in json_error(tw("rules", "--json", "--preset", "nope"))
+    assert "no such file" in json_error(tw("run", "--json", "--no-gpu", "--log", str(tmp_path / "r.log"), "--",
+                                           str(tmp_path / "no-such-trainer")), 127)
+    # the training command's own --json is not trainwatch's: its error stays a line
+    one_line_error(tw("run", "--bogus", "--", "train", "--json"))
+    gpus = tw("gpus", "--json", "--replay", str(tmp_path / "missing.jsonl"))
+    if gpus.returncode == 3:  # no readings: an error object, with the readings' keys
+        doc = json.loads(gpus.stdout)
+        assert doc["exit_code"] == 3 and doc["error"] and doc["gpus"] == []
 
 
 def test_usage_errors_name_the_command_once_and_its_help(healthy: Path) -> None:
@@ -308,8 +335,39 @@ def test_tail_without_a_terminal_falls_back_to_headless_lines(tmp_path: Path) ->
 def test_demo_without_a_terminal_prints_lines(tmp_path: Path) -> None:
     proc, out = _no_terminal(["demo", "--interval", "0"], tmp_path)
     assert proc.returncode == 2, (out, proc.stderr)
-    assert "\x1b" not in out and "CRITICAL" in out and "try:" in out
+    assert "\x1b" not in out and "CRITICAL" in out
     assert "no terminal on stdin and stdout" in proc.stderr
+    assert_headless_format(out)
+
+
+HEADLINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d (CRITICAL|WARNING |INFO    ) ([\w.]+) (\S+) step (\d+|-): "
+                      r"(?P<title>[^:]+): (?P<message>.+)$")
+FIX = re.compile(r"^    - .+$")
+OTHER = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d (resolved|stopped) ([\w.]+) (\S+) step (\d+|-): .+$")
+
+
+def assert_headless_format(out: str) -> None:
+    """One line format for tail, run and demo: every alert line carries its rule's title."""
+    from trainwatch import config
+
+    titles = {spec.title for spec in config.load("sft").rules.values()}
+    heads = [HEADLINE.match(line) for line in out.splitlines()]
+    assert any(heads), out
+    for line, m in zip(out.splitlines(), heads):
+        assert m or FIX.match(line) or OTHER.match(line), line
+        if m:
+            assert m["title"] in titles, line
+
+
+def test_tail_run_and_demo_print_the_same_line_format(tmp_path: Path) -> None:
+    (tmp_path / "run.log").write_text(HEALTHY + "Step 420: loss=nan, lr=1e-4, grad_norm=1.0\n")
+    proc, out = _no_terminal(["tail", "run.log", "--no-gpu", "--exit-on", "critical"], tmp_path)
+    assert_headless_format(out)
+    script = tmp_path / "train.py"
+    script.write_text(f"print(open({str(tmp_path / 'run.log')!r}).read(), end='')\n")
+    proc, out = _no_terminal(["run", "--no-gpu", "--log", "child.log", "--", sys.executable, str(script)], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert_headless_format(out)
 
 
 def test_tail_help_names_themes_severities_and_defaults() -> None:

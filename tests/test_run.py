@@ -26,7 +26,7 @@ total = 12
 print("***** Running training *****", flush=True)
 print(f"  Total optimization steps = {total}", flush=True)
 for step in range(1, total + 1):
-    loss = float("nan") if mode in ("nan", "hang", "stubborn") and step >= 7 else 3.0 - 0.1 * step
+    loss = float("nan") if mode in ("nan", "nan_exit", "hang", "stubborn") and step >= 7 else 3.0 - 0.1 * step
     if step % 2 == 0:
         print({"loss": loss, "grad_norm": 0.8, "learning_rate": 5e-05, "epoch": round(step / total, 2)})
     print(f"\r {step * 100 // total}%|####| {step}/{total} [00:01<00:01,  9.00it/s]", end="", flush=True)
@@ -48,7 +48,7 @@ if mode == "sigint":
         ready.write("ready\n")
     signal.pause()
 print({"train_runtime": 1.5, "train_samples_per_second": 80.0, "train_loss": 2.5, "epoch": 1.0})
-sys.exit(int(sys.argv[2]) if mode == "exit" else 0)
+sys.exit(int(sys.argv[2]) if mode == "exit" else 5 if mode == "nan_exit" else 0)
 '''
 
 
@@ -72,16 +72,30 @@ def _alerts(stdout: str) -> list[dict]:
     return [r for r in rows if r.get("type") == "alert" and r.get("state") == "firing"]
 
 
-def test_nan_is_reported_and_the_exit_code_is_the_childs(trainer: Path, tmp_path: Path) -> None:
+def test_a_child_that_exits_0_after_a_critical_finding_exits_2(trainer: Path, tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     r = _run(_cmd("--headless", "--no-gpu", "--log", str(log), "--", sys.executable, str(trainer), "nan"), tmp_path)
-    assert r.returncode == 0, r.stderr  # the child's code, not the severity of what was found
+    assert r.returncode == 2, r.stderr  # `trainwatch run -- train.py && deploy` must stop: NaN is no success
     assert "CRITICAL loss.nonfinite" in r.stdout
     assert "run.child_exit" not in r.stdout  # a clean exit is no finding
     text = log.read_text()
     assert "'loss': nan" in text and "train_runtime" in text
     assert "\r\n" not in text  # the terminal's newline translation is off: the log reads like a redirected one
     assert "exited with code 0" in r.stderr
+
+
+def test_a_healthy_child_that_exits_0_exits_0(trainer: Path, tmp_path: Path) -> None:
+    r = _run(_cmd("--headless", "--no-gpu", "--json", "--log", "ok.log", "--",
+                  sys.executable, str(trainer), "exit", "0"), tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not [a for a in _alerts(r.stdout) if a["severity"] != "info"]
+
+
+def test_the_childs_failure_code_wins_over_the_severity(trainer: Path, tmp_path: Path) -> None:
+    r = _run(_cmd("--headless", "--no-gpu", "--json", "--log", "nan.log", "--",
+                  sys.executable, "-c", TRAINER, "nan_exit"), tmp_path)
+    assert r.returncode == 5, r.stderr  # critical findings, but the child's own code says more
+    assert "loss.nonfinite" in {a["id"] for a in _alerts(r.stdout)}
 
 
 def test_non_zero_exit_is_a_critical_finding(trainer: Path, tmp_path: Path) -> None:
@@ -184,7 +198,7 @@ def test_an_existing_log_is_never_overwritten(trainer: Path, tmp_path: Path) -> 
 
 
 def test_default_log_name_and_no_command(trainer: Path, tmp_path: Path) -> None:
-    r = _run(_cmd("--headless", "--no-gpu", sys.executable, str(trainer), "nan"), tmp_path)  # no "--" needed
+    r = _run(_cmd("--headless", "--no-gpu", sys.executable, str(trainer), "exit", "0"), tmp_path)  # no "--" needed
     assert r.returncode == 0, r.stderr
     logs = list(tmp_path.glob("trainwatch-*Z.log"))
     assert len(logs) == 1 and "train_runtime" in logs[0].read_text()

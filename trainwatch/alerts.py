@@ -42,6 +42,13 @@ class AlertChange:
     alert: Alert
     state: AlertState  # FIRING (new) or RESOLVED
 
+    @property
+    def told_state(self) -> str:
+        """`firing`, `resolved` (recovered) or `stopped` (resolved without recovering: see Alert.stopped)."""
+        if self.state is AlertState.RESOLVED and self.alert.stopped:
+            return "stopped"
+        return self.state.value
+
 
 FixFitter = Callable[[RuleSpec, Finding, tuple[str, ...]], tuple[str, ...]]
 """Fits an alert's fixes (the finding's own, then the rule's) to the run it is about."""
@@ -192,12 +199,22 @@ class AlertBook:
         record.state = AlertState.FIRING
         record.resolved_at = None
         record.retracted = ""  # it holds again: what disproved the last episode does not disprove this one
+        record.stopped = ""
         record.count += a.count
         record.last_seen_at = now
         record.last_step, record.last_value = a.last_step, a.last_value
         if a.severity > record.severity:
             record.severity = a.severity
         self.alerts[a.fingerprint] = self.alerts.pop(a.fingerprint)  # newest activity last, as before
+
+    def stopped(self, spec: RuleSpec, source: str, subject: str, why: str) -> None:
+        """The alert that just resolved did not recover: its metric went non-finite, or the run ended.
+        Said on the alert and its record, so every outlet tells it as stopped, not resolved."""
+        track = self._tracks.get((spec.id, source, subject))
+        if track is None or track.alert.state is not AlertState.RESOLVED or track.alert.retracted:
+            return
+        for target in _distinct(track.alert, self.alerts.get(track.alert.fingerprint)):
+            target.stopped = why
 
     def retract(self, spec: RuleSpec, source: str, subject: str, reason: str, now: float) -> list[AlertChange]:
         """The rule says its finding was wrong: the alert resolves at once (keep_firing_for does not

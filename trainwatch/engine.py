@@ -26,12 +26,13 @@ from trainwatch.config import Config, RuleSpec
 from trainwatch import incident
 from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
-from trainwatch.model import Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
+from trainwatch.model import GPU_SOURCE, Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
 from trainwatch.names import Canonicalizer, Quality
 from trainwatch.plans import note as note_plan
 from trainwatch.rules import build_rules, crash
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState
+from trainwatch.rules.crash import crashed
 from trainwatch.runconfig import RunConfig
 from trainwatch.runconfig.fit import RunView
 from trainwatch.runconfig.fit import fit as fit_fixes
@@ -525,6 +526,8 @@ class Engine:
                 if tracked and (rule_id, source, name) in tracked:  # a pending or firing alert to resolve
                     out.extend(self._before_book())
                     out.extend(self.book.judge(spec, source, name, None, now))
+                    if not math.isfinite(point.value):
+                        self.book.stopped(spec, source, name, _nonfinite(name, point.value, point.step))
                 continue
             if isinstance(finding, Retraction):
                 out.extend(self._before_book())
@@ -644,6 +647,8 @@ class Engine:
                 if finding is not None:
                     finding.source = finding.source or source
                 out.extend(self.book.judge(rule.spec, source, subject, finding, ctx.now))
+                if finding is None and self._run_over(source):
+                    self.book.stopped(rule.spec, source, subject, "the run ended")
         return self._tell(out)
 
     def finish(self, source: str | None = None) -> list[AlertChange]:
@@ -803,7 +808,12 @@ class Engine:
             book.drop(spec, source, subject)
         elif p.kind == "resolve":
             self._hold(p.rule, p.w, p.cond, p.held_from, p.row, p.now)
-            return book.resolve(spec, source, subject, t)
+            changes = book.resolve(spec, source, subject, t)
+            at = p.w.start + p.row
+            value = float(p.w.value[at])
+            if not math.isfinite(value):
+                book.stopped(spec, source, subject, _nonfinite(subject, value, int(p.w.step[at])))
+            return changes
         elif p.kind == "retract":
             return book.retract(spec, source, subject, p.reason, t)
         else:  # still pending or firing at the end of the rows: the rows it held on
@@ -830,6 +840,15 @@ class Engine:
                     listener(c)
         return changes
 
+    def _run_over(self, source: str) -> bool:
+        """The run behind `source` has ended (every run, for the GPUs): an alert that stops then has not
+        recovered, the run just stopped making it hold."""
+        state = self.sources.get(source)
+        if state is not None and source != GPU_SOURCE:
+            return state.ended or crashed(state)
+        runs = [st for name, st in self.sources.items() if name != GPU_SOURCE]
+        return bool(runs) and all(st.ended or crashed(st) for st in runs)
+
     # -- views ------------------------------------------------------------------------------------
 
     def alerts(self, *, inhibited: bool = True) -> list[Alert]:
@@ -851,6 +870,11 @@ class Engine:
             if a.severity > Severity.INFO and not a.retracted and (worst is None or a.severity > worst):
                 worst = a.severity
         return worst
+
+
+def _nonfinite(name: str, value: float, step: int | None) -> str:
+    what = "NaN" if value != value else "Inf" if value > 0 else "-Inf"
+    return f"{name} is {what}" + (f" at step {step}" if step is not None else "")
 
 
 class _Gate:

@@ -161,6 +161,9 @@ class Alert:
     retracted: str = ""  # why later data disproved it (empty while it stands)
     incident: str = ""  # the root of an incident (trainwatch/incident.py): the chain's story in one line
     echo_of: str = ""  # a link of an incident that is not its root: the root, "rule at step N"
+    stopped: str = ""
+    """Why it stopped firing without its metric recovering ("loss is NaN at step 30", "the run ended"):
+    resolved means recovered, so such an alert is told as stopped, never as resolved."""
 
     @property
     def source(self) -> str:
@@ -182,7 +185,7 @@ class Alert:
             "severity": self.severity.label,
             "family": self.family,
             "title": self.title,
-            "state": self.state.value,
+            "state": self.told_state,
             "message": f"{self.incident}. {f.message}" if self.incident else f.message,
             "source": f.source,
             "subject": f.subject,
@@ -202,7 +205,15 @@ class Alert:
             "retracted": self.retracted,
             "incident": self.incident,
             "echo_of": self.echo_of,
+            "stopped": self.stopped,
         }
+
+    @property
+    def told_state(self) -> str:
+        """The state as said to people and tools: `stopped` for an alert that resolved without recovering."""
+        if self.state is AlertState.RESOLVED and self.stopped:
+            return "stopped"
+        return self.state.value
 
 
 def evidence_points(evidence: dict[str, Any]) -> list[tuple[str, int, float, str]]:

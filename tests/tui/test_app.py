@@ -46,7 +46,7 @@ async def test_critical_alert_badge_detail_and_fixes_in_order() -> None:
         assert "NaN×1" in text and "CRIT" in text
 
 
-async def test_acknowledge_hides_from_badge_but_keeps_in_list() -> None:
+async def test_acknowledging_never_turns_the_badge_green() -> None:
     model = fixtures.critical()
     before = [a.to_dict() for a in model.engine.book.all()]
     app = app_for(model)
@@ -55,10 +55,13 @@ async def test_acknowledge_hides_from_badge_but_keeps_in_list() -> None:
         app.query_one(AlertList).focus()
         await pilot.press("a")  # the critical one is first
         await pilot.pause()
-        assert app.snapshot.badge == "WARNING"  # type: ignore[union-attr]
+        assert app.snapshot.badge == "CRITICAL ACK"  # type: ignore[union-attr]  # still the worst standing one
         await pilot.press("down", "a")
         await pilot.pause()
-        assert app.snapshot.badge == "OK"  # type: ignore[union-attr]
+        assert app.snapshot.badge == "CRITICAL ACK"  # type: ignore[union-attr]
+        assert "CRITICAL ACK" in screen_text(app) and " OK " not in screen_text(app)
+        loss_card = next(m for m in app.snapshot.metrics if m.name == "loss")  # type: ignore[union-attr]
+        assert loss_card.severity is Severity.CRITICAL  # a card with a standing alert is not "ok"
         assert len(app.snapshot.alerts) == 2 and all(a.acknowledged for a in app.snapshot.alerts)  # type: ignore[union-attr]
         # acknowledgement is the app's own state: the engine's alerts (and what sinks get) are unchanged
         assert app.acknowledged == {a.fingerprint for a in model.engine.book.all()}
@@ -79,7 +82,7 @@ async def test_enter_opens_alert_and_a_acknowledges_there() -> None:
         await pilot.press("a")
         await pilot.pause()
         assert not isinstance(app.screen, AlertScreen)
-        assert app.snapshot.badge == "WARNING"  # type: ignore[union-attr]
+        assert app.snapshot.badge == "CRITICAL ACK"  # type: ignore[union-attr]
 
 
 async def test_selecting_a_metric_moves_the_chart_and_enter_zooms() -> None:
@@ -504,3 +507,108 @@ def test_detail_puts_a_long_title_on_its_own_line_in_a_narrow_panel() -> None:
     lines = str(detail(a, 28)).split("\n")
     assert lines[0] == "CRIT" and lines[1] == "Gradient norm is NaN or Inf"  # whole, not broken after "or"
     assert str(detail(a, 60)).split("\n")[0] == "CRIT Gradient norm is NaN or Inf"
+
+
+async def test_f1_opens_help_ctrl_s_saves_over_it_and_the_footer_lists_w_y_j_enter(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from textual.widgets import Footer
+
+    monkeypatch.chdir(tmp_path)
+    app = app_for(fixtures.critical())
+    async with app.run_test(size=(200, 40)) as pilot:
+        await pilot.pause()
+        footer = app.screen.query_one(Footer)
+        keys = {b.key for b in app.BINDINGS if b.show}  # type: ignore[union-attr]
+        assert {"w", "y", "j", "enter"} <= keys
+        await _settle(pilot, app, lambda: "open" in screen_text(app).splitlines()[-1])
+        shown = screen_text(app).splitlines()[-1]
+        for word in ("whole run", "log y", "log line", "open"):
+            assert word in shown, (word, shown)
+        assert footer.display
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert len(list(tmp_path.glob("trainwatch-*.svg"))) == 1
+        await pilot.press("f1")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+def test_shorten_path_gives_up_folders_before_the_file_name() -> None:
+    from trainwatch.tui.text import shorten_path
+
+    long = "/scratch/users/someone/experiments/2024-05/sweep-lr/run-0007/logs/train_rank0.log"
+    assert shorten_path("run.log", 5) == "run.log"
+    assert shorten_path(long, len(long)) == long
+    assert shorten_path(long, 31) == "…/run-0007/logs/train_rank0.log"
+    assert shorten_path(long, 30) == "…/logs/train_rank0.log"
+    assert shorten_path(long, 10) == "…/train_rank0.log"  # the name stays whole
+
+
+async def test_the_header_shortens_the_directory_before_the_file_name(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    long = "/scratch/users/someone/experiments/2024-05/sweep-lr/run-0007/logs/train.log"
+    monkeypatch.setattr(fixtures, "SOURCE", long)
+    app = app_for(fixtures.healthy())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        first = screen_text(app).splitlines()[0]
+        assert "train.log (" in first and "…/" in first and "/scratch/users" not in first, first
+
+
+def test_an_alert_that_stopped_without_recovering_is_not_shown_as_resolved() -> None:
+    from trainwatch.model import AlertState
+    from trainwatch.tui import view
+    from trainwatch.tui.widgets.alerts import row_state
+
+    model = fixtures.critical()
+    alert = next(iter(model.engine.book.all()))
+    alert.state, alert.stopped = AlertState.RESOLVED, "loss is NaN at step 61"
+    snap = view.take(model, selected=None, log_source=None)
+    shown = next(a for a in snap.alerts if a.fingerprint == alert.fingerprint)
+    assert row_state(shown) == "stopped"
+    alert.stopped = ""
+    snap = view.take(model, selected=None, log_source=None)
+    assert row_state(next(a for a in snap.alerts if a.fingerprint == alert.fingerprint)) == "resolved"
+
+
+def test_a_cards_min_and_max_cover_its_sparklines_window() -> None:
+    from trainwatch.tui import view
+
+    model = fixtures.model()
+    fixtures.feed_step(model, 1, loss=50.0)  # an early peak, long out of the sparkline's window
+    for s in range(2, view.SPARK_POINTS + 40):
+        fixtures.feed_step(model, s)
+    card = next(m for m in view.take(model, selected=None, log_source=None).metrics if m.name == "loss")
+    assert len(card.spark) == view.SPARK_POINTS
+    assert card.maximum == max(card.spark) < 50.0 and card.minimum == min(card.spark)
+
+
+async def test_too_few_points_to_chart_gives_a_crash_traceback_the_room() -> None:
+    from trainwatch.engine import Engine
+    from trainwatch.model import Event, EventKind, Sample
+    from trainwatch.tui.model import EngineModel
+
+    from trainwatch import config
+
+    engine = Engine(config.load("sft"), clock=fixtures.clock)  # with the traceback rule
+    engine.source(fixtures.SOURCE, "hf_console")
+    model = EngineModel(engine)
+    frames = "".join(f'  File "train.py", line {i}, in step_{i}\n    step_{i}()\n' for i in range(1, 8))
+    tb = f"Traceback (most recent call last):\n{frames}ValueError: the batch has no labels"
+    with model.lock:
+        engine.feed(Sample("loss", 2.5, step=1, source=fixtures.SOURCE, line=1))
+        engine.feed(Event(EventKind.TRACEBACK, source=fixtures.SOURCE, line=2, text=tb,
+                          fields={"exception": "ValueError", "message": "the batch has no labels"}))
+    app = app_for(model)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert app.snapshot is not None and app.snapshot.alerts
+        assert app.screen.has_class("-sparse")
+        assert app.query_one("#chart").styles.display == "none"
+        assert app.query_one(AlertDetail).region.height > 20  # the chart's rows went to the evidence
+    healthy = app_for(fixtures.critical())
+    async with healthy.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not healthy.screen.has_class("-sparse")  # enough points: the chart stays

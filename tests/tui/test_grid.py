@@ -26,7 +26,7 @@ async def test_wide_terminal_shows_the_presets_key_metrics_beside_the_chart() ->
     async with app.run_test(size=(200, 60)) as pilot:
         await pilot.pause()
         grid = app.query_one(ChartGrid)
-        assert grid.names == ["loss", "eval_loss", "grad_norm", "lr"]
+        assert grid.names == ["eval_loss", "grad_norm", "lr"]  # loss is the main chart: not repeated
         main = app.query_one("#chart", MetricChart)
         assert grid.region.width > 40 and main.region.right <= grid.region.x  # beside, not over
         cells = [c for c in app.query(SmallChart) if c.display]
@@ -44,7 +44,7 @@ async def test_narrower_terminal_hides_the_grid_and_copies_nothing_for_it() -> N
         await pilot.pause()
         app.refresh_view()
         await pilot.pause()
-        assert app.query_one(ChartGrid).region.area > 0 and app.query_one(ChartGrid).names[0] == "loss"
+        assert app.query_one(ChartGrid).region.area > 0 and app.query_one(ChartGrid).names[0] == "eval_loss"
 
 
 async def test_small_charts_are_built_only_when_their_series_changed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -70,15 +70,26 @@ async def test_small_charts_are_built_only_when_their_series_changed(monkeypatch
         app.refresh_view(force=True)
         await pilot.pause()
         redrawn = [c.series.name for c, f in zip(cells, first) if c.render() is not f]  # type: ignore[union-attr]
-        assert redrawn == ["loss", "grad_norm", "lr"]  # eval_loss got no point at step 61: kept as drawn
+        # eval_loss got no point at step 61: kept as drawn (loss is the main chart, not a small one)
+        assert redrawn == ["grad_norm", "lr"]
 
 
 def test_grid_metrics_follow_the_preset() -> None:
     assert view.GRID_METRICS["grpo"][:3] == ("reward", "kl", "entropy")
     assert view.DEFAULT_GRID[:4] == ("loss", "eval_loss", "grad_norm", "lr")
     snap = view.take(fixtures.healthy(), selected=None, log_source=None, grid=True)
-    assert [s.name for s in snap.grid] == ["loss", "eval_loss", "grad_norm", "lr"]
+    assert [s.name for s in snap.grid] == ["eval_loss", "grad_norm", "lr"]
     assert view.take(fixtures.healthy(), selected=None, log_source=None).grid == ()
+
+
+def test_the_small_charts_never_repeat_the_main_chart() -> None:
+    model = fixtures.healthy()
+    for selected in ("loss", "grad_norm", "lr"):
+        source = next(s.source for s in model.engine.store if s.name == selected)
+        snap = view.take(model, selected=(source, selected), log_source=None, grid=True)
+        assert snap.chart is not None and snap.chart.name == selected
+        assert selected not in [s.name for s in snap.grid]
+        assert len(snap.grid) == 3
 
 
 def test_one_palette_lookup_per_metric_name() -> None:
@@ -98,8 +109,9 @@ async def test_card_sparkline_small_chart_and_main_curve_share_the_metric_colour
             card = cards.card(m, 30)
             spark_styles = {str(s.style) for s in card.spans if "▁" not in str(s.style)}
             assert f"${metric_var(m.name)}" in spark_styles, (m.name, spark_styles)
-            cell = next(c for c in app.query(SmallChart) if c.series and c.series.name == m.name)
-            assert cell.layer_colors()[charts.EMA] == want
+            cell = next((c for c in app.query(SmallChart) if c.series and c.series.name == m.name), None)
+            if m.name != "loss":  # the main chart's metric has no small chart
+                assert cell is not None and cell.layer_colors()[charts.EMA] == want
         main = app.query_one("#chart", MetricChart)
         assert main.layer_colors()[charts.EMA] == Color.parse(variables[metric_var("loss")]).rgb
         grad = next(c for c in app.query(SmallChart) if c.series and c.series.name == "grad_norm")

@@ -167,4 +167,4 @@ async def test_help_lists_the_log_pane_keys_and_still_fits_80x24() -> None:
         for b in LogLines.BINDINGS:
             assert b.description in text, b.description  # type: ignore[union-attr]
         assert "f/end follow" in text and "ctrl+s screenshot" in " ".join(text.split())
-        assert "alert's log line" in text
+        assert "log line" in text

@@ -118,7 +118,7 @@ async def test_acknowledging_reaches_no_sink(tmp_path: Path) -> None:
             app.query_one(AlertList).focus()
             await pilot.press("a")
             await pilot.pause()
-            assert app.snapshot is not None and app.snapshot.badge == "OK"
+            assert app.snapshot is not None and app.snapshot.badge == "WARNING ACK"  # acknowledged, still standing
             assert len(_records(log)) == 1 and app.return_code is None
     finally:
         sinks.close()

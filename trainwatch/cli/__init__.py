@@ -2,7 +2,8 @@
 
 Exit codes follow the monitoring-plugin convention: 0 healthy, 1 warning, 2 critical, 3 unknown
 (unreadable input, no format recognised, bad config or usage). argparse's own exit 2 for usage
-errors is replaced by 3, and every TrainwatchError becomes one line on stderr.
+errors is replaced by 3, and every TrainwatchError becomes one line on stderr, or with --json one
+JSON object on stdout (`say_error`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,37 @@ def build_parser() -> _Parser:
     return parser
 
 
+def say_error(message: str, code: int = EXIT_UNKNOWN, *, as_json: bool = False) -> int:
+    """An error the command ends on: one line on stderr, or with --json one JSON object on stdout
+    (`{"error": ..., "exit_code": N}`), so a script that parses the output never meets text. Returns
+    `code`."""
+    if as_json:
+        import json
+
+        from trainwatch.textsafe import plain
+
+        try:
+            print(json.dumps({"error": plain(message), "exit_code": code}), flush=True)
+        except BrokenPipeError:
+            pass
+    else:
+        print(f"trainwatch: error: {message}", file=sys.stderr)
+    return code
+
+
+def _json_asked(argv: list[str] | None, args: argparse.Namespace | None) -> bool:
+    """Whether --json was given: from the parsed arguments, or, when parsing itself failed, from the
+    words before `--` (the training command's own words after it are not trainwatch's)."""
+    if args is not None and hasattr(args, "json"):
+        return bool(args.json)
+    words = sys.argv[1:] if argv is None else argv
+    if "--" in words:
+        words = words[:words.index("--")]
+    return "--json" in words
+
+
 def main(argv: list[str] | None = None) -> int:
+    args: argparse.Namespace | None = None
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
@@ -79,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_UNKNOWN
         return int(args.run(args))
     except TrainwatchError as exc:
-        print(f"trainwatch: error: {exc}", file=sys.stderr)
-        return EXIT_UNKNOWN
+        return say_error(str(exc), as_json=_json_asked(argv, args))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -14,6 +14,7 @@ from trainwatch.adapters.pipeline import BACKLOG_BLOCK
 from trainwatch.errors import SourceError
 from trainwatch.session import Session
 from trainwatch.sinks import report
+from trainwatch.sources import same_run
 from trainwatch.sources.files import discover, open_checked
 
 MAX_DOCUMENT = 256 << 20
@@ -97,36 +98,43 @@ def open_all(paths: list[str], fmt: str | None) -> tuple[list[runner.OpenSource]
 
 def _one_view_per_run(opened: list[runner.OpenSource], explicit: set[str],
                       skipped: list[str]) -> list[runner.OpenSource]:
-    """A trainer_state.json found beside a console log of the same run would repeat every finding;
-    the console adapter already takes its steps from it, so it is not read a second time."""
-    console_dirs = {s.path.parent for s in opened if s.format == "hf_console"}
+    """A trainer_state.json beside a console log of the same run (it printed the state's first losses)
+    would repeat every finding: the console log is read, the state is not. One of another run in the
+    same folder is read as its own run."""
+    consoles = [s for s in opened if s.format == "hf_console"]
     out = []
     for s in opened:
-        if s.format == "trainer_state" and s.path.parent in console_dirs and str(s.path) not in explicit:
-            skipped.append(f"{s.path}: same run as the console log beside it (used for its steps)")
-            continue
+        if s.format == "trainer_state" and str(s.path) not in explicit:
+            twin = next((c for c in consoles if same_run.beside(s.path, c.path)
+                         and same_run.same_run(s.path, c.path)), None)
+            if twin is not None:
+                skipped.append(f"{s.path}: same run as {twin.path} (that log printed its losses); read once")
+                continue
         out.append(s)
     return out
 
 
+def runs_of(opened: list[runner.OpenSource]) -> list[list[runner.OpenSource]]:
+    """The runs among the sources, each judged on its own: see trainwatch/sources/same_run.py."""
+    return [[opened[i] for i in group] for group in same_run.runs(opened)]
+
+
 def _drop_unread(opened: list[runner.OpenSource], infos: list[report.SourceInfo], explicit: set[str],
-                 skipped: list[str]) -> list[report.SourceInfo]:
+                 skipped: list[str], alone: bool) -> list[report.SourceInfo]:
     """Sources that yielded nothing at all (no metric, no error, no event) were not understood, and
-    calling them healthy would be a guess: a file named on the command line, or the only one, is an
-    error (exit 3); others become notes."""
+    calling them healthy would be a guess: a file named on the command line, or the only one (`alone`),
+    is an error (exit 3); others become notes."""
     kept = []
     for src, info in zip(opened, infos):
         if info.records == 0:
             err = runner.unrecognised(src.path) if src.fallback else SourceError(
                 f"{src.path}: read as {src.format}, but nothing in it was understood (no metrics, no errors)",
                 hint="force another format with --format NAME (see 'trainwatch formats')")
-            if str(src.path) in explicit or len(opened) == 1:
+            if str(src.path) in explicit or alone:
                 raise err
             skipped.append(str(err))
             continue
         kept.append(info)
-    if not kept:
-        raise SourceError("no readable log in a known format among the files given")
     return kept
 
 
@@ -224,13 +232,20 @@ def _check(args: argparse.Namespace, paths: list[str], names: dict[str, str]) ->
             message = message.replace(local, name)
         raise SourceError(message, hint=hint) from None
     opened = [remote.renamed(s, names[str(s.path)]) if str(s.path) in names else s for s in opened]
-    session = Session(opened, preset=args.preset, configs=args.config, clock=LogClock(time.time()))
-    engine = session.engine
-    infos = [feed_file(session, src) for src in opened]
-    infos = _drop_unread(opened, infos, {str(Path(p)) for p in paths}, skipped)
-    if infos and skipped:
-        infos[0].skipped.extend(skipped)
-    doc = report.document(engine, infos, engine.config.preset, preset_auto=args.preset is None)
+    explicit = {str(Path(p)) for p in paths}
+    docs = []
+    for run in runs_of(opened):  # each run with its own task, preset and engine: no log judged by its neighbours
+        session = Session(run, preset=args.preset, configs=args.config, clock=LogClock(time.time()))
+        engine = session.engine
+        infos = [feed_file(session, src) for src in run]
+        infos = _drop_unread(run, infos, explicit, skipped, alone=len(opened) == 1)
+        if infos:
+            docs.append(report.document(engine, infos, engine.config.preset, preset_auto=args.preset is None))
+    if not docs:
+        raise SourceError("no readable log in a known format among the files given")
+    doc = report.combine(docs)
+    if skipped:
+        doc["sources"][0]["skipped"].extend(skipped)
     if args.json:
         report.write_json(doc, sys.stdout)
     else:

@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser("demo", help="replay a bundled real run with an alert, in the TUI",
                        description="Replays a real training log (learning rate too high) at a readable pace "
                                    "into a temporary file and opens the TUI on it.")
-    p.add_argument("--headless", action="store_true", help="print alerts as they fire instead of opening the TUI")
+    p.add_argument("--headless", action="store_true",
+                   help="print alerts as they fire, in tail --headless's line format, instead of opening the TUI")
     p.add_argument("--interval", type=float, default=0.4, metavar="SECONDS",
                    help="seconds between replayed lines (default 0.4)")
     p.add_argument("--log", metavar="FILE", help="replay this log instead of the bundled one")
@@ -99,18 +100,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _headless(watcher: object, replay: Replayer) -> int:
-    """Prints each alert as it fires, with its first fix; exit code from the worst severity."""
-    from trainwatch.alerts import AlertChange
-    from trainwatch.model import AlertState
+    """Prints each alert as `tail --headless` does (the same Printer, the same line format); exit code
+    from the worst severity."""
+    from trainwatch.sinks.printer import Printer
 
-    def show(change: AlertChange) -> None:
-        if change.state is not AlertState.FIRING:
-            return
-        a = change.alert
-        fix = f"\n  try: {a.fixes[0]}" if a.fixes else ""
-        print(f"{a.severity.label.upper():8} step {a.first_step}: {a.title} — {a.finding.message}{fix}", flush=True)
-
-    watcher.add_listener(show)  # type: ignore[attr-defined]
+    printer = Printer(sys.stdout)
+    watcher.add_listener(printer.alert)  # type: ignore[attr-defined]
     watcher.start()  # type: ignore[attr-defined]
     replay.done.wait()
     watcher.stop()  # type: ignore[attr-defined]

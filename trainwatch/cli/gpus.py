@@ -25,8 +25,10 @@ def run(args: argparse.Namespace) -> int:
     backend = ReplayBackend(args.replay) if args.replay else default_backend()
     sampler = GpuSampler(backend, notice=notices.append)
     if not sampler.open():
-        if args.json:
-            print(json.dumps({"gpus": [], "info": [plain(n) for n in notices]}))
+        if args.json:  # an error as --json errors are, with the readings' keys a reader expects
+            error = plain(notices[-1]) if notices else "no GPU telemetry available"
+            print(json.dumps({"gpus": [], "info": [plain(n) for n in notices], "error": error,
+                              "exit_code": EXIT_UNKNOWN}))
         else:
             for n in notices:
                 print(f"trainwatch: {plain(n)}", file=sys.stderr)

@@ -5,8 +5,10 @@ The log file is the one source of truth: the child's output is written there as 
 headless lines are exactly what `trainwatch tail LOG` would show. What only a parent knows is added:
 the child's end arrives as a TRAIN_END event carrying its exit code or signal, fed after the last
 line of the log was read, so the run is marked ended (never "stalled") and a failure is a finding
-(rule run.child_exit). trainwatch exits with the child's exit code (128 + N for signal N), or with
-the alert's code when --exit-on stopped the run first.
+(rule run.child_exit). The exit code never calls a bad run a success: the child's failure code wins
+(128 + N for signal N); a child that exits 0 gives the worst severity seen (0/1/2), so that
+`trainwatch run -- train.py && deploy` stops after a critical finding; when --exit-on stopped the run,
+the alert's code.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from trainwatch.cli import EXIT_CRITICAL, EXIT_OK, EXIT_WARNING, say_error
 from trainwatch.cli.tail import Headless, add_follow_options, build_watcher, is_terminal
 from trainwatch.errors import SourceError, UsageError
 from trainwatch.live.watcher import Watcher
@@ -36,8 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        usage="trainwatch run [options] -- CMD [ARGS...]",
                        description="Start CMD (no shell) as a child, write its stdout and stderr (merged, through a "
                                    "pseudo-terminal) to a log file and watch that log as 'trainwatch tail' does. "
-                                   "SIGINT and SIGTERM are passed on to the child. Exit code: the child's (128+N "
-                                   "for signal N), or the alert's with --exit-on (the child is then stopped); "
+                                   "SIGINT and SIGTERM are passed on to the child. Exit code: the child's failure "
+                                   "code wins (128+N for signal N); a child that exits 0 gives the worst severity "
+                                   "seen (0 healthy, 1 warning, 2 critical), so a run with a critical finding is "
+                                   "never a success; the alert's with --exit-on (the child is then stopped); "
                                    "127 or 126 when CMD cannot be started; 3 for bad usage or an existing log.")
     p.add_argument("--log", metavar="FILE",
                    help="the log file to write (default ./trainwatch-<UTC time>.log); never overwritten")
@@ -62,8 +67,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_command(argv[0])
     except StartError as exc:  # before anything else is said or created
-        print(f"trainwatch: error: {exc}", file=sys.stderr)
-        return exc.code
+        return say_error(str(exc), exc.code, as_json=args.json)
     sinks = Sinks.from_args(args)  # a bad --alert-log or --on-alert is one line, before the child starts
     try:
         path, log = _create_log(args.log)
@@ -82,9 +86,8 @@ def run(args: argparse.Namespace) -> int:
                     return RunHeadless(watcher, args, sinks, child).run()
                 return _tui(watcher, args, sinks, child)
             except StartError as exc:  # found, but the system would not run it after all
-                print(f"trainwatch: error: {exc}", file=sys.stderr)
                 _remove_if_empty(path)
-                return exc.code
+                return say_error(str(exc), exc.code, as_json=args.json)
     finally:
         sinks.close()
 
@@ -224,8 +227,13 @@ def _started(child: Child) -> str:
 
 
 def _exit_code(child: Child, stopped_by: Sinks | None, watched_rc: int) -> int:
-    """The child's own exit code (128 + N for signal N); the alert's code when --exit-on stopped it."""
+    """The alert's code when --exit-on stopped the child; else the child's failure code (128 + N for
+    signal N); else, the child having exited 0, the worst severity seen (`watched_rc`), because a run
+    that went NaN and exited 0 anyway is not a success. A log with nothing in it understood is no
+    failure of a child that succeeded: 0, not 3."""
     if stopped_by is not None and stopped_by.tripped is not None:
         return int(stopped_by.tripped)
     status = child.status
-    return status.shell_code if status is not None else watched_rc
+    if status is not None and status.shell_code != 0:
+        return status.shell_code
+    return watched_rc if watched_rc in (EXIT_WARNING, EXIT_CRITICAL) else EXIT_OK

@@ -1,8 +1,9 @@
 """`trainwatch tail`: follow logs (and GPUs) live, in the TUI or headless with alerts as they fire.
 
-Headless, it reads the backlog first, then follows; it ends when every run has ended, on
---exit-on, or on SIGINT/SIGTERM, and exits with the worst severity seen (0/1/2). With --daemon it
-keeps following after a run ends (a systemd service, say). The dashboard stays open until `q` (or,
+Headless, it reads the backlog first, then follows; it ends when every run has ended (its summary,
+or a crash and a quiet file: trainwatch/live/crash_end.py), on --exit-on, or on SIGINT/SIGTERM, and
+exits with the worst severity seen (0/1/2). With --daemon it keeps following after a run ends (a
+systemd service, say). The dashboard stays open until `q` (or,
 with --until-done, until every run has ended, or on --exit-on) and exits the same way. Both attach
 the same Sinks (--alert-log, --on-alert, --exit-on), built here before either starts. Without a terminal on stdin
 and stdout (cron, nohup, `> file`) the dashboard would write escape codes into a file, so `tail`
@@ -19,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from trainwatch.cli import EXIT_UNKNOWN
+from trainwatch.cli import EXIT_UNKNOWN, say_error
 from trainwatch.cli.check import add_engine_options
 from trainwatch.errors import UsageError
 from trainwatch.model import GPU_SOURCE, AlertState, Severity
@@ -180,9 +181,8 @@ class Headless:
             for s, h in old.items():
                 signal.signal(s, h)
         if self.hopeless:
-            print("trainwatch: error: nothing left to follow: every path given was given up on (see above)",
-                  file=sys.stderr)
-            return EXIT_UNKNOWN
+            return say_error("nothing left to follow: every path given was given up on (see above)",
+                             as_json=self.args.json)
         return exit_code(self.watcher)
 
     def _wait(self) -> None:

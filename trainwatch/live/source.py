@@ -236,6 +236,7 @@ class LiveSource:
         if chunk.document is not None:
             # whole_file adapters remember what they reported: a re-read yields only new entries
             engine.source(self.name).lines = chunk.document.count("\n") + 1  # counted as `check` counts
+            self._ring_document(chunk.document)
             return self._records(engine, parser.document(chunk.document))
         n = self._feed_raw(engine, chunk) if chunk.raw else 0
         if chunk.lines or not (self.follower is not None and self.follower.more) \
@@ -314,6 +315,18 @@ class LiveSource:
                 break
         for lineno, raw in reversed(newest_first):
             self._ring(lineno, raw.decode("utf-8", "replace"))
+
+    def _ring_document(self, text: str) -> None:
+        """A whole-file document (trainer_state.json) in the log pane as the file's own last lines, its
+        log_history rows among them, numbered as the file is, so an alert's line can be jumped to; a
+        re-read replaces them."""
+        lines = text.splitlines()
+        keep = self.lines.maxlen or len(lines)
+        first = max(0, len(lines) - keep)
+        self.lines.clear()
+        self._ring_upto = 0
+        for i in range(first, len(lines)):
+            self.lines.append((i + 1, lines[i]))
 
     def _ring(self, lineno: int, text: str) -> None:
         """A line for the log pane's ring (after a restart, not the lines it holds already)."""

@@ -22,6 +22,8 @@ from typing import Any
 
 from trainwatch.alerts import AlertChange
 from trainwatch.engine import Engine
+from trainwatch.live.crash_end import QUIET_S as CRASH_QUIET_S
+from trainwatch.live.crash_end import CrashEnd
 from trainwatch.live.source import LiveSource
 from trainwatch.model import Record
 from trainwatch.errors import SourceError, TrainwatchError
@@ -97,7 +99,8 @@ class Watcher:
                  poll: bool = False, from_end: bool = False, clock: Callable[[], float] = time.time,
                  gpu_backend: Backend | None = None, tick_interval: float = 0.5,
                  poll_interval: float | None = None, params: float | None = None,
-                 ring_lines: int = RING_LINES, remote_trainwatch: str = "trainwatch") -> None:
+                 ring_lines: int = RING_LINES, remote_trainwatch: str = "trainwatch",
+                 crash_quiet_s: float = CRASH_QUIET_S) -> None:
         self.fmt = fmt
         self.clock = clock
         self.poll = poll
@@ -108,6 +111,7 @@ class Watcher:
         self.ring_lines = ring_lines
         self.lock = threading.RLock()
         self.finished = threading.Event()
+        self._crash_end = CrashEnd(clock, crash_quiet_s)
         self.info_lines: list[str] = []
         self.dropped = 0  # queue items dropped because the engine thread fell far behind
         self._info_listeners: list[Callable[[str], None]] = []
@@ -329,8 +333,19 @@ class Watcher:
             self._schedule_all()
 
     def _check_finished(self) -> None:
-        states = [self.engine.sources.get(s.name) for s in self._sources.values() if s.follower is not None]
-        if states and all(st is not None and st.ended for st in states):
+        """Every followed run has ended: its end-of-training summary was seen, or it crashed and its log
+        has been quiet since (`CrashEnd`)."""
+        followed = [s for s in self._sources.values() if s.follower is not None]
+        done = bool(followed)
+        for src in followed:
+            st = self.engine.sources.get(src.name)
+            if st is None or (not st.ended and not self._crash_end.ended(src.name, str(src.path), st)):
+                done = False
+            elif not st.ended and src.name not in self._crash_end.told:
+                self._crash_end.told.add(src.name)
+                self._notice(f"{src.name}: the run crashed ({self._crash_end.why(st)}) and its log has been "
+                             f"quiet for {self._crash_end.quiet_s:g} s since: it has ended")
+        if done:
             self.finished.set()
 
     # -- sources ----------------------------------------------------------------------------------

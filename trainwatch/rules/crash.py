@@ -53,6 +53,12 @@ def date(finding: Finding, ctx: RuleContext, event: Event) -> Finding:
     return finding
 
 
+def crashed(state: SourceState) -> bool:
+    """The run behind `state` crashed: a critical error was told and no new step was logged since."""
+    first = state.first_error
+    return first is not None and first.get("at_step") == state.step
+
+
 def root_of(ctx: RuleContext, source: str, rank: Any = None) -> tuple[str, dict[str, Any]] | None:
     """The first critical error of this source, or of the source that holds the log of `rank`.
 

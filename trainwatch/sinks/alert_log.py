@@ -68,7 +68,7 @@ class AlertLog:
 
     def write(self, change: AlertChange) -> None:
         a = change.alert
-        record = {"time": stamp(time.time()), **a.to_dict(), "state": change.state.value}
+        record = {"time": stamp(time.time()), **a.to_dict(), "state": change.told_state}
         data = (json.dumps(record) + "\n").encode("utf-8")
         with self._lock:
             if len(self._held) >= HELD_MAX:

@@ -72,7 +72,7 @@ class Delivered:
     @staticmethod
     def key(change: AlertChange) -> str:
         a = change.alert
-        return _key(a.fingerprint, change.state.value, a.episodes[-1].start_step if a.episodes else a.first_step)
+        return _key(a.fingerprint, change.told_state, a.episodes[-1].start_step if a.episodes else a.first_step)
 
     def register(self, source: str) -> None:
         """Ties a log to its file before anything of it is delivered, so what reaches the alert log is

@@ -27,19 +27,29 @@ class Printer:
         self._lock = threading.Lock()  # the engine thread and the main thread both print
 
     def alert(self, change: AlertChange) -> None:
+        """One alert line, the same for `tail`, `run` and `demo`: time, severity, rule, source, step, the
+        alert's title and what was found, then the fixes. An alert that stops firing is `resolved` only
+        when it recovered; one whose metric went non-finite or whose run ended is `stopped`."""
         a = change.alert
         t = a.started_at if change.state is AlertState.FIRING else (a.resolved_at or a.last_seen_at)
         if self.as_json:
-            self._write(json.dumps({"type": "alert", "time": stamp(t), **a.to_dict(), "state": change.state.value}))
+            self._write(json.dumps({"type": "alert", "time": stamp(t), **a.to_dict(), "state": change.told_state}))
             return
-        step = f"step {a.finding.step}" if a.finding.step is not None else "step -"
         if change.state is AlertState.RESOLVED:
             last = a.last_step if a.last_step is not None else a.finding.step  # the last step it held at
             step = f"step {last}" if last is not None else "step -"
-            why = f" (withdrawn: {plain(a.retracted)})" if a.retracted else ""
-            self._write(f"{stamp(t)} resolved {a.rule} {plain(a.source)} {step}: {plain(a.title)}{why}")
+            if a.retracted:
+                why = f" (withdrawn: {plain(a.retracted)})"
+            elif a.stopped:
+                why = f" (not recovered: {plain(a.stopped)})"
+            else:
+                why = ""
+            self._write(f"{stamp(t)} {change.told_state} {a.rule} {plain(a.source)} {step}: {plain(a.title)}{why}")
             return
-        head = f"{stamp(t)} {a.severity.label.upper():8} {a.rule} {plain(a.source)} {step}: {plain(a.finding.message)}"
+        began = a.first_step if a.first_step is not None else a.finding.step
+        step = f"step {began}" if began is not None else "step -"
+        head = (f"{stamp(t)} {a.severity.label.upper():8} {a.rule} {plain(a.source)} {step}: {plain(a.title)}: "
+                f"{plain(a.finding.message)}")
         lines = [head]
         if self.fixes:
             lines += [f"    - {plain(fix)}" for fix in a.fixes]

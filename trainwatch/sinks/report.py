@@ -84,7 +84,7 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
         steps = [m["last_step"] for m in metrics.values() if m["last_step"] is not None]
         plan = latest(state) if state else None
         srcs.append({
-            "path": info.name, "format": info.format, "lines": info.lines, "records": info.records,
+            "path": info.name, "format": info.format, "preset": preset, "lines": info.lines, "records": info.records,
             "last_step": state.step if state else None, "total_steps": state.total_steps if state else None,
             "planned_total": plan.to_dict() if plan else None,
             "max_step": max(steps) if steps else None,
@@ -119,6 +119,38 @@ def _plan_text(plan: dict[str, Any]) -> str:
     return f", {plan['value']} {plan['unit']} planned"
 
 
+def combine(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One report of several runs, each judged on its own (its own task, preset and engine): sources and
+    findings of each run, the runs with the worst findings first; the status is the worst, and unknown
+    only when no run said anything about how training went. `runs` counts them; `preset` and `task` are
+    the runs' own when they share them, else `per run` and null (each source names its preset)."""
+    if len(docs) == 1:
+        return {**docs[0], "runs": 1}
+    order = sorted(range(len(docs)), key=lambda i: -_worst_rank(docs[i]))
+    known = [d["exit_code"] for d in docs if d["exit_code"] != 3]
+    code = max(known) if known else 3
+    presets = {d["preset"] for d in docs}
+    tasks = {json.dumps(d["task"], sort_keys=True) for d in docs}
+    counts = {k: sum(d["counts"][k] for d in docs) for k in ("critical", "warning", "info")}
+    return {
+        "schema": SCHEMA_VERSION, "status": STATUS[code], "exit_code": code,
+        "preset": presets.pop() if len(presets) == 1 else "per run",
+        "preset_auto": all(d["preset_auto"] for d in docs),
+        "task": docs[0]["task"] if len(tasks) == 1 else None, "runs": len(docs),
+        "sources": [s for d in docs for s in d["sources"]], "counts": counts,
+        "findings": [f for i in order for f in docs[i]["findings"]],
+        "inhibited": [e for i in order for e in docs[i]["inhibited"]],
+        "withdrawn": [e for i in order for e in docs[i]["withdrawn"]],
+    }
+
+
+_SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1}
+
+
+def _worst_rank(doc: dict[str, Any]) -> int:
+    return max((_SEVERITY_RANK.get(f["severity"], 0) for f in doc["findings"]), default=0)
+
+
 def task_of(engine: Engine) -> dict[str, Any] | None:
     """The task the preset was chosen for and the clues behind it, as the sources' facts hold them."""
     for state in engine.sources.values():
@@ -137,7 +169,15 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
     def w(text: str) -> None:
         out.write(plain(text, keep_newlines=True))
 
-    w(f"trainwatch check: {len(doc['sources'])} source(s), preset {doc['preset']}{_preset_why(doc)}\n")
+    runs = doc.get("runs", 1)
+    if runs > 1 and doc["preset"] == "per run":
+        w(f"trainwatch check: {len(doc['sources'])} source(s) in {runs} runs, each judged on its own with its "
+          "own preset\n")
+    elif runs > 1:
+        w(f"trainwatch check: {len(doc['sources'])} source(s) in {runs} runs, each judged on its own, preset "
+          f"{doc['preset']}{_preset_why(doc)}\n")
+    else:
+        w(f"trainwatch check: {len(doc['sources'])} source(s), preset {doc['preset']}{_preset_why(doc)}\n")
     for s in doc["sources"]:
         step = s["last_step"]
         total = f" of {s['total_steps']}" if s["total_steps"] else ""
@@ -146,7 +186,8 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         plan = s.get("planned_total")
         if plan and not s["total_steps"]:
             steps += _plan_text(plan)
-        w(f"  {s['path']}  [{s['format']}]  {s['lines']} lines, {steps}{ended}\n")
+        preset = f", preset {s['preset']}" if doc["preset"] == "per run" and s.get("preset") else ""
+        w(f"  {s['path']}  [{s['format']}{preset}]  {s['lines']} lines, {steps}{ended}\n")
         shown = [(k, s["metrics"][k]) for k in KEY_METRICS if k in s["metrics"]]
         if shown:
             parts = []

@@ -25,9 +25,13 @@ LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", ".csv")
 LOG_NAMES = ("trainer_state.json", "metrics.csv", "trainer_log.jsonl")
 
 
+STATE_SUFFIX = "trainer_state.json"
+"""A Trainer's state file, also when saved under a name of its own (`run1-trainer_state.json`)."""
+
+
 def is_log_name(path: Path) -> bool:
     name = path.name.lower()
-    return name in LOG_NAMES or name.endswith(LOG_SUFFIXES)
+    return name in LOG_NAMES or name.endswith(LOG_SUFFIXES) or name.endswith(STATE_SUFFIX)
 
 
 def discover(paths: list[str]) -> list[Path]:

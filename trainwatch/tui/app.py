@@ -48,24 +48,24 @@ class TrainwatchApp(App[int]):
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [
         Binding("q", "quit", "quit", id="quit"),
-        Binding("question_mark", "help", "help", id="help"),
+        Binding("question_mark,f1", "help", "help", id="help"),
         Binding("tab", "app.focus_next", "next panel", show=False, id="focus_next"),
         Binding("shift+tab", "app.focus_previous", "previous panel", show=False, id="focus_previous"),
         Binding("right", "app.focus_next", "next panel", show=False, id="panel_right"),
         Binding("left", "app.focus_previous", "previous panel", show=False, id="panel_left"),
-        Binding("enter", "noop", "open metric / alert", show=False, id="open"),
+        Binding("enter", "noop", "open", id="open"),
         Binding("s", "smooth(-1)", "smooth-", id="smooth_down"),
         Binding("S", "smooth(1)", "smooth+", id="smooth_up"),
-        Binding("y", "log_y", "log y", show=False, id="log_y"),
-        Binding("w", "window", "whole run / recent", show=False, id="window"),
+        Binding("y", "log_y", "log y", id="log_y"),
+        Binding("w", "window", "whole run", id="window"),
+        Binding("j", "jump_to_alert", "log line", id="jump"),
+        Binding("a", "acknowledge", "ack", id="ack"),
         Binding("p", "pause", "pause", id="pause"),
         Binding("l", "toggle('log')", "log", id="log"),
         Binding("g", "toggle('gpus')", "GPUs", id="gpus"),
-        Binding("a", "acknowledge", "ack", id="ack"),
         Binding("slash", "filter", "filter", id="filter"),
         Binding("escape", "close_filter", "close filter", show=False, id="close_filter"),
         Binding("t", "next_theme", "theme", id="theme"),
-        Binding("j", "jump_to_alert", "alert's log line", show=False, id="jump"),
         Binding("ctrl+s", "screenshot_svg", "screenshot", show=False, id="screenshot"),
     ]
 
@@ -196,6 +196,8 @@ class TrainwatchApp(App[int]):
             # nothing to show but the healthy line: the chart takes the rows (not while nothing is read:
             # the notices that say why are in the evidence pane)
             layout.calm(self.screen_stack[0], not snap.alerts and snap.following)
+            layout.sparse(self.screen_stack[0], bool(snap.alerts) and layout.too_few_points(
+                snap.chart.recent if snap.chart is not None else None))
             self._q(AlertDetail).show(alerts.selected, self._unread())
             self._q(LogPane).show(snap.log_source, snap.log_lines)
             self._q(GpuPanel).show(snap.gpus, snap.metrics, snap.info_lines)

@@ -66,6 +66,22 @@ def calm(screen: Screen[Any], no_alerts: bool) -> None:
         screen.app.call_after_refresh(_refocus, screen)
 
 
+MIN_CHART_POINTS = 3
+"""Fewer finite points than this draw no curve worth the rows: see `sparse`."""
+
+
+def sparse(screen: Screen[Any], on: bool) -> None:
+    """Too few points to chart while alerts stand (a crash at startup, say): the chart gives its rows to
+    the alert's evidence, a traceback, and its fixes (see app.tcss)."""
+    if screen.has_class("-sparse") != on:
+        screen.set_class(on, "-sparse")
+        screen.app.call_after_refresh(_refocus, screen)
+
+
+def too_few_points(points: tuple[tuple[int, float], ...] | None) -> bool:
+    return sum(1 for _, v in points or () if v == v and abs(v) != float("inf")) < MIN_CHART_POINTS
+
+
 def _refocus(screen: Screen[Any]) -> None:
     """A hidden panel keeps the focus in Textual: hand it to the first panel still on screen."""
     focused = screen.focused

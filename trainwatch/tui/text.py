@@ -25,3 +25,16 @@ def is_error_line(line: str) -> bool:
     """Errors and traceback lines are highlighted in the log pane."""
     s = line.lstrip()
     return bool(_ERROR_WORDS.search(line)) or s.startswith(("File \"", "Traceback", "raise "))
+
+
+def shorten_path(path: str, room: int) -> str:
+    """`path` in at most `room` columns where it can: the folders go first, from the outermost, as
+    `…/run7/train.log`, so the file name (what tells two logs apart) stays whole."""
+    if len(path) <= room or "/" not in path:
+        return path
+    parts = path.split("/")
+    for k in range(1, len(parts) - 1):
+        short = "…/" + "/".join(parts[k:])
+        if len(short) <= room:
+            return short
+    return "…/" + parts[-1]

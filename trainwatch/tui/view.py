@@ -7,6 +7,7 @@ never see half-updated state. No Textual import here.
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections import deque
 from itertools import islice
 from dataclasses import dataclass, field, replace
@@ -74,6 +75,7 @@ class AlertView:
     acknowledged: bool  # by the user, in this app (the engine's alert knows nothing of it)
     inhibited: bool  # firing, but held quiet by inhibition: another firing alert explains it
     told: bool = True  # False: inhibition kept it quiet for as long as it fired
+    stopped: str = ""  # resolved without recovering (its metric went NaN, the run ended): why
 
     @property
     def held(self) -> bool:
@@ -82,8 +84,14 @@ class AlertView:
 
     @property
     def live(self) -> bool:
-        """Counts towards the badge: firing, not acknowledged, not held quiet by its cause."""
+        """Still news: firing, not acknowledged, not held quiet by its cause (listed first)."""
         return self.state is AlertState.FIRING and not self.acknowledged and not self.inhibited
+
+    @property
+    def standing(self) -> bool:
+        """Counts towards the badge and the cards: firing and not held quiet by its cause, acknowledged or
+        not. Acknowledging says the user has seen it; the run is no healthier for that."""
+        return self.state is AlertState.FIRING and not self.inhibited
 
 
 @dataclass(frozen=True)
@@ -137,16 +145,20 @@ class Snapshot:
 
     @property
     def badge(self) -> str:
-        live = [a for a in self.alerts if a.live and a.severity > Severity.INFO]
-        if not live and not self.following:
+        """The worst standing severity; ` ACK` when every alert behind it was acknowledged: acknowledging
+        never turns the badge green while the alert still fires."""
+        standing = [a for a in self.alerts if a.standing and a.severity > Severity.INFO]
+        if not standing and not self.following:
             return "UNKNOWN"  # nothing read is no evidence of health
-        if any(a.severity is Severity.CRITICAL and a.rule not in STALL_RULES for a in live):
-            return "CRITICAL"
-        if any(a.rule in STALL_RULES for a in live):
-            return "STALLED"
-        if live:
-            return "WARNING"
-        return "OK"
+        behind = [a for a in standing if a.severity is Severity.CRITICAL and a.rule not in STALL_RULES]
+        word = "CRITICAL"
+        if not behind:
+            behind, word = [a for a in standing if a.rule in STALL_RULES], "STALLED"
+        if not behind:
+            behind, word = standing, "WARNING"
+        if not behind:
+            return "OK"
+        return f"{word} ACK" if all(a.acknowledged for a in behind) else word
 
     @property
     def step(self) -> int | None:
@@ -229,7 +241,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                     cache.chart = (ckey, chart)
             if grid:
                 src_of = key[0] if key[0] != GPU_SOURCE else metrics[0].source  # GPU series have no key metrics
-                small = _grid(eng, src_of, alerts, {m.name for m in metrics}, cache)
+                small = _grid(eng, src_of, alerts, {m.name for m in metrics}, cache, main=key)
         names = [s.name for s in sources if s.name != GPU_SOURCE]
         src = log_source if log_source in names else (names[0] if names else "")
         lines = model.recent_lines(src, LOG_LINES) if src else []
@@ -249,7 +261,8 @@ def _alert_view(a: Alert, inhibited: bool, acknowledged: bool, standing: bool = 
                      message=f"{a.incident}. {f.message}" if a.incident else f.message,
                      state=state, source=f.source, subject=f.subject, step=a.first_step,
                      line=a.first_line, count=a.count, evidence=dict(f.evidence), fixes=tuple(a.fixes),
-                     acknowledged=acknowledged, inhibited=inhibited, told=a.told)
+                     acknowledged=acknowledged, inhibited=inhibited, told=a.told,
+                     stopped=a.stopped if a.state is AlertState.RESOLVED else "")
 
 
 def _alert_order(alerts: list[AlertView]) -> list[AlertView]:
@@ -265,7 +278,7 @@ def _about(a: AlertView, name: str) -> bool:
 def _worst(s: Series, alerts: list[AlertView]) -> Severity | None:
     worst: Severity | None = None
     for a in alerts:
-        if a.live and a.source == s.source and _about(a, s.name):
+        if a.standing and a.source == s.source and _about(a, s.name):
             worst = a.severity if worst is None else max(worst, a.severity)
     return worst
 
@@ -283,14 +296,17 @@ def _metric_view_cached(s: Series, alerts: list[AlertView], multi: bool, cache: 
 
 
 def _metric_view(s: Series, worst: Severity | None, multi: bool) -> MetricView:
+    """A card's view. Its min and max are those of the sparkline's points, so the two cover the same
+    window: a card never shows a max its curve does not reach."""
     newest = s.newest()
-    finite = s.count > s.nan_count + s.inf_count
+    spark = _last_values(s, SPARK_POINTS)
+    shown = [v for v in spark if math.isfinite(v)]
     return MetricView(
         name=s.name, source=s.source,
         label=f"{s.name} [{_short(s.source)}]" if multi and s.source != GPU_SOURCE else s.name,
-        last=newest[1] if newest else None, minimum=s.minimum if finite else None,
-        maximum=s.maximum if finite else None, count=s.count, nan=s.nan_count, inf=s.inf_count,
-        spark=_last_values(s, SPARK_POINTS), severity=worst)
+        last=newest[1] if newest else None, minimum=min(shown) if shown else None,
+        maximum=max(shown) if shown else None, count=s.count, nan=s.nan_count, inf=s.inf_count,
+        spark=spark, severity=worst)
 
 
 def _last_values(s: Series, n: int) -> tuple[float, ...]:
@@ -361,14 +377,17 @@ def _peers(eng: Any, s: Series) -> list[Series]:
     return [o for _, o in sorted(out, key=lambda t: t[0])]
 
 
-def _grid(eng: Any, source: str, alerts: list[AlertView], known: set[str], cache: ViewCache
-          ) -> tuple[ChartSeries, ...]:
-    """The preset's key metrics of one source (the selected metric's), each copied only when it changed.
+def _grid(eng: Any, source: str, alerts: list[AlertView], known: set[str], cache: ViewCache,
+          main: tuple[str, str] | None = None) -> tuple[ChartSeries, ...]:
+    """The preset's key metrics of one source (the selected metric's), each copied only when it changed;
+    never the metric the main chart already draws (`main`: its source and name).
 
     An unchanged series keeps its ChartSeries object, so its small chart is not redrawn.
     """
     out: list[ChartSeries] = []
     for name in GRID_METRICS.get(eng.config.preset, DEFAULT_GRID):
+        if main == (source, name):
+            continue
         s = eng.store.get(name, source)
         if s is None or not s.count:
             continue

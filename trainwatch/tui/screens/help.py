@@ -18,7 +18,9 @@ from trainwatch.tui.widgets.log_pane import LogLines
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close", id="help.close")]
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "close", id="help.close"),
+                # the scroll view has the focus here: the app's ctrl+s is bound again so it still saves
+                Binding("ctrl+s", "app.screenshot_svg", "screenshot", id="help.screenshot")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: auto; max-width: 100%; height: auto; max-height: 100%;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -19,6 +20,8 @@ class AlertList(OptionList):
     DEFAULT_CSS = """
     AlertList { width: 1fr; height: 1fr; }
     """
+    # OptionList binds enter (hidden) itself; shown here, so the footer says what enter does on a card or alert
+    BINDINGS = [Binding("enter", "select", "open")]
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -65,12 +68,14 @@ class AlertList(OptionList):
 
 
 def row_state(a: AlertView) -> str:
-    """The bracketed word after a row: acknowledged, held back by inhibition, or resolved."""
+    """The bracketed word after a row: acknowledged, held back by inhibition, resolved (recovered) or
+    stopped (resolved without recovering)."""
     if a.acknowledged:
         return "ack"
+    ended = "stopped" if a.stopped else "resolved"  # resolved means recovered
     if a.held:
-        return "held" if a.state is not AlertState.RESOLVED else "held, resolved"
-    return "resolved" if a.state is AlertState.RESOLVED else ""
+        return "held" if a.state is not AlertState.RESOLVED else f"held, {ended}"
+    return ended if a.state is AlertState.RESOLVED else ""
 
 
 INDENT = 5  # the severity word's column

@@ -8,6 +8,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from trainwatch.tui.charts import fmt
+from trainwatch.tui.text import shorten_path
 from trainwatch.timefmt import clock
 from trainwatch.tui.view import Snapshot
 from trainwatch.tui.widgets.styles import BADGE_CLASS
@@ -36,7 +37,10 @@ class HeaderBar(Horizontal):
 
     def show(self, snap: Snapshot, *, elapsed: float | None, rate: float | None, eta: float | None,
              paused: bool = False) -> None:
-        srcs = ", ".join(f"{s.name} ({'not read yet' if s.waiting else s.format or '?'})"
+        # the room the sources have on the first line, shared: the folders give way before a file name
+        room = (self.size.width or 80) - 14 - len(" · preset ") - len(snap.preset) - len("trainwatch · ")
+        each = max(12, room // max(1, len(snap.sources)) - 16)
+        srcs = ", ".join(f"{shorten_path(s.name, each)} ({'not read yet' if s.waiting else s.format or '?'})"
                          for s in snap.sources) or "no log followed yet"
         first = Content.assemble(("trainwatch", "bold $accent"), " · ", srcs, " · preset ", (snap.preset, "bold"))
         if paused:
@@ -66,4 +70,4 @@ class HeaderBar(Horizontal):
         if shown is None or shown[1] != snap.badge:
             badge = self.query_one("#badge", Static)
             badge.update(snap.badge)  # its width may change
-            badge.set_classes(BADGE_CLASS.get(snap.badge, "-unknown"))
+            badge.set_classes(BADGE_CLASS.get(snap.badge.removesuffix(" ACK"), "-unknown"))

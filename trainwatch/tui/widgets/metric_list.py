@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -36,6 +37,8 @@ def runs(cells: list[tuple[str, bool]], style: str, bad_style: str) -> list[tupl
 
 class MetricList(OptionList):
     """One option per series; highlighting one selects it for the main chart."""
+    # OptionList binds enter (hidden) itself; shown here, so the footer says what enter does on a card or alert
+    BINDINGS = [Binding("enter", "select", "open")]
 
     DEFAULT_CSS = """
     MetricList { width: 100%; height: 1fr; }

@@ -1,0 +1,84 @@
+"""`resolved` means recovered: an alert that stops because its metric went NaN, or because the run ended,
+is told as `stopped`, with why, by the engine and every outlet (the headless line, JSON, the report)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from trainwatch import config
+from trainwatch.alerts import AlertChange
+from trainwatch.engine import Engine
+from trainwatch.model import Event, EventKind, Sample
+from trainwatch.sinks.printer import Printer
+
+LOG = "run.log"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _engine() -> tuple[Engine, list[AlertChange], Clock]:
+    clock = Clock()
+    eng = Engine(config.load("sft"), clock=clock)
+    told: list[AlertChange] = []
+    eng.listeners.append(told.append)
+    return eng, told, clock
+
+
+def _ends(told: list[AlertChange], rule: str) -> list[AlertChange]:
+    return [c for c in told if c.alert.rule == rule and c.state.value == "resolved"]
+
+
+def _steps(eng: Engine, clock: Clock, grad: dict[int, float], last: int, loss: float = 2.0) -> None:
+    for s in range(1, last + 1):
+        clock.t += 10
+        eng.feed_all([Sample("loss", loss - s * 0.001, step=s, source=LOG, line=s),
+                      Sample("grad_norm", grad.get(s, 1.0 + 0.01 * (s % 3)), step=s, source=LOG, line=s)])
+
+
+def test_a_spike_that_passes_is_resolved() -> None:
+    eng, told, clock = _engine()
+    _steps(eng, clock, {30: 60.0}, 45)
+    ends = _ends(told, "grad.spike")
+    assert ends and all(c.told_state == "resolved" and not c.alert.stopped for c in ends)
+
+
+def test_an_alert_that_stops_because_its_metric_went_nan_is_stopped_not_resolved() -> None:
+    eng, told, clock = _engine()
+    _steps(eng, clock, {30: 60.0, 31: float("nan"), 32: float("nan")}, 32)
+    ends = _ends(told, "grad.spike")
+    assert ends, [(c.alert.rule, c.state) for c in told]
+    change = ends[-1]
+    assert change.told_state == "stopped"
+    assert change.alert.stopped == "grad_norm is NaN at step 31"
+    out = io.StringIO()
+    Printer(out).alert(change)
+    assert " stopped grad.spike run.log step 30: Gradient norm spike (not recovered: grad_norm is NaN at step 31)" \
+        in out.getvalue()
+    assert "resolved" not in out.getvalue()
+    out = io.StringIO()
+    Printer(out, as_json=True).alert(change)
+    doc = json.loads(out.getvalue())
+    assert doc["state"] == "stopped" and doc["stopped"] == "grad_norm is NaN at step 31"
+    record = next(a for a in eng.alerts() if a.rule == "grad.spike")
+    assert record.to_dict()["state"] == "stopped"  # the report says the same
+
+
+def test_a_stall_that_stops_because_the_run_ended_is_stopped_not_resolved() -> None:
+    eng, told, clock = _engine()
+    _steps(eng, clock, {}, 50)
+    for _ in range(200):  # 1000 s of silence: past the stall limits
+        clock.t += 5
+        eng.tick()
+    assert any(c.alert.rule == "hang.stall" and c.state.value == "firing" for c in told)
+    eng.feed(Event(EventKind.TRAIN_END, source=LOG, line=99, text="train_runtime 500"))
+    clock.t += 5
+    eng.tick()
+    ends = _ends(told, "hang.stall")
+    assert ends and all(c.told_state == "stopped" and c.alert.stopped == "the run ended" for c in ends)
