@@ -30,15 +30,19 @@ PAIR = re.compile(
     r"(?P<u>%|[A-Za-z]{1,3}\b)?"
 )
 STEP_PREFIX = re.compile(
-    r"^(?P<k>step|steps|iter|iteration|it|global_step|batch|update)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
+    r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\]\-]?\s*", re.I)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
-STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iteration", "it", "batch", "update",
-                       "num_updates", "trainer/global_step", "_step"})
+STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
+                       "num_updates", "trainer/global_step", "_step", "outer", "round"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
+# Python logging's `%(name)s %(levelname)s:` or `%(name)s - %(levelname)s - ` after the time came off
+NAMED_LEVEL = re.compile(r"^[A-Za-z_][\w.\-]{0,60}(?::|\s+-)?\s+(?:INFO|WARNING|DEBUG)(?:\s*:|\s+-)\s+")
+# one evaluated sample's running scores (`Sample: 246, Validation pixAcc: 0.026`): the overall line says it
+EVAL_SAMPLE = re.compile(r"^(?:sample|image|img)s?\s*[:#]?\s*\d+\s*[,:|]", re.I)
 BLOCK_HEAD = re.compile(r"^\[(?P<k>step|batch|iter)=(?P<n>\d+)(?:/(?P<m>\d+))?(?:,\s*epoch=(?P<e>\d+))?\]:?\s*$")
 BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM + r")")
 # `Epoch 3/20` alone on its line: Keras' fit, and PyTorch's transfer-learning tutorial (`Epoch 0/24`,
@@ -52,7 +56,7 @@ KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not impro
 # `Test:  [ 50/157]  ...`; and the PyTorch tutorial's `[30,  2200] loss: 1.344` (epoch, batch)
 LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
                          r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
-TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*\]\s*")
+TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
 BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
 RUNNING_MEAN = re.compile(r"\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
@@ -236,6 +240,10 @@ class KeyValueAdapter(Adapter):
             text = LEVEL_TOKEN.sub("", text, count=1)
         if text[:1] in "IWDE":
             text = LEVEL_WORD.sub("", text, count=1)
+        elif ("INFO" in text[:70] or "WARNING" in text[:70]) and (lv := NAMED_LEVEL.match(text)) is not None:
+            text = text[lv.end():]
+        if text[:1] in "SsIi" and EVAL_SAMPLE.match(text):
+            return out
         if text[:6] == "Epoch " and (cb := KERAS_CALLBACK.match(text)) is not None:
             if cb.group("what").startswith("early stopping"):  # EarlyStopping ended the fit on purpose
                 out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.printed_step, text=text[:500]))
@@ -337,7 +345,8 @@ class KeyValueAdapter(Adapter):
         """Lines stepped by bracketed counters rather than a `step` key. MetricLogger's `[i/n]` within
         epoch `[e]` gives the step e*n+i (marked inferred: whether epochs count from 0 is not said);
         its running means in brackets are dropped; `Test:`/`Val:` lines are the evaluation at the
-        step training reached. The tutorial's `[epoch, batch]` restarts the batch count each epoch."""
+        step training reached. The tutorial's `[epoch, batch]` restarts the batch count each epoch;
+        `[epoch, batch/total]` says how many batches an epoch has."""
         m = LOGGER_HEAD.match(text)
         if m is not None:
             pairs = _pairs(RUNNING_MEAN.sub("", text[m.end():]))[0]
@@ -361,7 +370,10 @@ class KeyValueAdapter(Adapter):
         pairs = _pairs(text[m.end():])[0]
         if not pairs:
             return False
-        step, _ = self._global_step(int(m.group("i")), [("epoch", float(m.group("e")))])
+        if m.group("n") is not None:  # `[7,  1450/ 2562]`: the epoch's length is printed, the step exact
+            step = int(m.group("e")) * int(m.group("n")) + int(m.group("i"))
+        else:
+            step, _ = self._global_step(int(m.group("i")), [("epoch", float(m.group("e")))])
         self.printed_step = step
         out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
         return True
