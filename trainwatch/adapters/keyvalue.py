@@ -160,7 +160,7 @@ class KeyValueAdapter(Adapter):
         self.mm_step: int | None = None  # the last MMEngine training step
         self.mm_eval = False
         self.count = 0  # records without a printed step
-        self.held: dict[frozenset[str], tuple[int, float | None, list[tuple[str, float]]]] = {}
+        self.held: dict[frozenset[str], tuple[int, float | None, list[tuple[str, float]], int | None]] = {}
         self.taken: set[frozenset[str]] = set()  # key sets of stepless lines seen more than once
         self.last_epoch: float | None = None
         self.epoch_repeats = False  # several records per epoch: the epoch is no step
@@ -316,15 +316,18 @@ class KeyValueAdapter(Adapter):
                 held = self.held.get(keys)
                 if held is None:
                     if len(self.held) < KEYSETS_KEPT:
-                        self.held[keys] = (lineno, when, pairs)
+                        self.held[keys] = (lineno, when, pairs, self.printed_step)
                     return
                 if held[2] == pairs:
                     return  # the same keys and values again: a config printed twice (per rank), not metrics
                 del self.held[keys]
                 if len(self.taken) < KEYSETS_KEPT:
                     self.taken.add(keys)
-                h_line, h_when, h_pairs = held  # the keys came back: the first line was a record too
-                h_step, h_inferred = self._stepless_step(h_pairs, h_line, out)
+                h_line, h_when, h_pairs, h_printed = held  # the keys came back: the first line was a record too
+                if h_printed is not None:  # it belongs to the step printed before it, not to the one now
+                    h_step, h_inferred = h_printed, True
+                else:
+                    h_step, h_inferred = self._stepless_step(h_pairs, h_line, out)
                 out.extend(Sample(k, v, h_step, h_when, self.source, h_line, h_inferred)
                            for k, v in h_pairs if k.lower() not in STEP_KEYS)
             step, inferred = self._stepless_step(pairs, lineno, out)
