@@ -30,12 +30,12 @@ PAIR = re.compile(
     r"(?P<u>%|[A-Za-z]{1,3}\b)?"
 )
 STEP_PREFIX = re.compile(
-    r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
+    r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\]\-]?\s*", re.I)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
-                       "num_updates", "trainer/global_step", "_step", "outer", "round"})
+                       "num_updates", "trainer/global_step", "_step", "outer", "round", "tick"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
