@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy import corpus_dir, run_check  # noqa: E402
+from accuracy import corpus_dir, run_check
 
 # Logs that print no numbered metric at all: the run died before its first logged step.
 NO_METRICS = {

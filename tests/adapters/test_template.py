@@ -80,8 +80,8 @@ def test_boxed_key_value_tables_are_one_record_stepped_by_total_timesteps() -> N
 
 
 def test_space_aligned_table_under_a_header_row() -> None:
-    lines = ["epoch   train loss   val loss   accuracy"] + [f"{e}       {3 - e:.2f}         {3.1 - e:.2f}       {50 + e}"
-                                                          for e in range(1, 4)]
+    rows = [f"{e}       {3 - e:.2f}         {3.1 - e:.2f}       {50 + e}" for e in range(1, 4)]
+    lines = ["epoch   train loss   val loss   accuracy", *rows]
     recs = read(lines)
     assert series(recs, "train loss") == [(1, 2.0), (2, 1.0), (3, 0.0)]
     assert series(recs, "accuracy") == [(1, 51.0), (2, 52.0), (3, 53.0)]
@@ -94,7 +94,8 @@ def test_boxed_table_with_a_header_row() -> None:
 
 # -- quality metrics on their own lines ----------------------------------------------------------
 def test_per_class_list_is_read_as_its_mean_at_the_step_printed_before() -> None:
-    recs = read(["[0] 1140 4.40 0.24", "[0] 1150 4.36 0.25", "Validation mIOU: [0.28632338378181343, 0.14035225081708233]",
+    recs = read(["[0] 1140 4.40 0.24", "[0] 1150 4.36 0.25",
+                 "Validation mIOU: [0.28632338378181343, 0.14035225081708233]",
                  "Validation loss: 5.871632844477035", "[1] 1160 4.67 0.23", "Validation mIOU: [0.3, 0.2]",
                  "Validation loss: 4.9"])
     miou = series(recs, "Validation mIOU")
@@ -145,7 +146,8 @@ def test_evaluation_and_data_bars_never_set_the_training_step() -> None:
                            "last_nan_iter=None]" for n in (1, 2)),
                  "\r".join(f"Epoch 1/25 [Val]:   1%|          | {n}/9000 [00:00<00:48, 2.55it/s, val_loss=4.36, "
                            "last_nan_iter=None]" for n in (1, 8999)),
-                 "\r".join(f"Running validation:   0%|          | {n}/289 [00:00<?, ?it/s, score=1.0]" for n in (1, 288)),
+                 "\r".join(f"Running validation:   0%|          | {n}/289 [00:00<?, ?it/s, score=1.0]"
+                           for n in (1, 288)),
                  "\r".join(f"Map: 50%|█████     | {n}/5000 [00:00<?, ?it/s, rows=3.0]" for n in (1, 4000)),
                  "Epoch [1/25], Training Loss: 4.6271, Validation Loss: 4.4707, Accuracy: 5.74%"])
     assert max(s.step or 0 for s in samples(recs)) == 2
@@ -176,3 +178,26 @@ def test_template_claims_what_no_adapter_reads_and_yields_to_the_key_value_reade
     assert detect(plain, "x.log") == "keyvalue"
     prose = "Loading the model\nTraceback (most recent call last):\n  File \"x.py\", line 3\nValueError: bad\n"
     assert detect(prose, "x.log") == "text"
+
+
+def test_a_json_dict_after_a_tag_is_read_and_a_stepless_dict_joins_the_step_reached() -> None:
+    recs = read(['[2022-06-06 09:18:44,886][train_inner][INFO] - {"epoch": 1, "update": 0.252, "loss": "0.264", '
+                 '"num_updates": "200", "lr": "1.099e-06"}',
+                 '[2022-06-06 09:20:01,000][valid][INFO] - {"epoch": 1, "valid_loss": "0.261", '
+                 '"valid_num_updates": "200"}'])
+    assert series(recs, "loss") == [(200, 0.264)]
+    assert series(recs, "valid_loss") == [(200, 0.261)]
+
+
+def test_an_evaluation_metric_after_training_lines_joins_their_step() -> None:
+    recs = read(["=== Epoch:[  0/120],step:[190/197],total_loss:3.1|lr:0.0001", "  ===test mAP:0.113",
+                 "Saving weights to dir: 3"])
+    assert series(recs, "test mAP") == [(190, 0.113)]
+    assert not samples(recs, "Saving weights to dir")
+
+
+def test_key_value_reader_reads_a_metric_over_a_count_and_a_per_class_list() -> None:
+    recs = run(KeyValueAdapter("k"), ["tick 1     kimg 50.1      sec/tick 315.6", "Validity over 64 molecules: 1.56%",
+                                      "tick 2     kimg 100.2     sec/tick 316.0", "Validation mIOU: [0.5, 0.7]"])
+    assert series(recs, "Validity") == [(1, 1.56)]
+    assert series(recs, "Validation mIOU") == [(2, 0.6)]

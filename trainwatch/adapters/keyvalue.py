@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.shapes import count_pair, list_pair
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 
@@ -263,6 +264,11 @@ class KeyValueAdapter(Adapter):
             return out
         if text[:1] in "sS" and text.lower().startswith("saving checkpoint to"):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
+            return out
+        if text[-1:] in "]%0123456789" and (single := list_pair(text) or count_pair(text)) is not None:
+            # `Validation mIOU: [0.60, 0.80]`, `Validity over 64 molecules: 1.56%`: one metric, at the step reached
+            step, inferred = self._stepless_step([single], lineno, out)
+            out.append(Sample(single[0], single[1], step, when, self.source, lineno, inferred))
             return out
         self._generic(text, lineno, when, out)
         return out

@@ -22,7 +22,7 @@ EPOCH_NAMES = frozenset({"epoch", "ep"})
 # `key:value`, `key=value`, `key:[ 3/120]`, `key:7/200`, with no space needed around the separator;
 # a key may hold up to four words (`Task Loss`, `total time`)
 COMPACT = re.compile(
-    r"(?:^|(?<=[\s\[,|;(]))(?P<k>[A-Za-z_][\w/.@\-]*(?: [A-Za-z_][\w/.@\-]*){0,3}?)\s*[:=]\s*"
+    r"(?:^|(?<=[\s\[,|;(:=]))(?P<k>[A-Za-z_][\w/.@\-]*(?: [A-Za-z_][\w/.@\-]*){0,3}?)\s*[:=]\s*"
     r"(?:\[\s*(?P<a>" + NUM + r")\s*(?:/\s*(?P<at>\d+)\s*)?\]|(?P<v>" + NUM + r")(?:\s*/\s*(?P<vt>\d+))?)"
     r"(?P<pct>%)?(?![\w.:/\-])")
 SOURCE_KEY = re.compile(r"(?:\.py\b|^line$|\bline$|lineno$)", re.I)
@@ -47,6 +47,11 @@ ALL_NUMBERS = re.compile(r"^(?:\s*" + NUM + r")+\s*$")
 WORDS = re.compile(r"^[A-Za-z_][\w/.@%()\-]*(?: [A-Za-z_][\w/.@%()\-]*)*$")
 COLUMNS = re.compile(r"\s{2,}|\t")
 DIGIT = re.compile(r"\d")
+
+
+# what a metric's name says it measures: a key-value pair on a line with no counter needs one of these
+METRIC_WORDS = re.compile(r"(?i)loss|acc|map\b|iou|f1|dice|bleu|rouge|reward|auc|psnr|ssim|wer\b|cer\b|ppl|perplex|"
+                          r"precision|recall|score")
 
 
 def number(text: str) -> float | None:
@@ -160,10 +165,8 @@ def header_cells(text: str) -> list[str] | None:
     """The column names of a table's header row: at least two cells, each of words only (cells split by
     pipes, else by runs of blanks, else by single blanks when every word is one cell)."""
     text = text.strip()
-    if "|" in text:
-        options = [[c.strip() for c in text.strip("|").split("|")]]
-    else:
-        options = [COLUMNS.split(text), text.split()]
+    piped = [[c.strip() for c in text.strip("|").split("|")]]
+    options = piped if "|" in text else [COLUMNS.split(text), text.split()]
     for cells in options:
         if len(cells) >= 2 and all(c and WORDS.match(c) for c in cells):
             return cells

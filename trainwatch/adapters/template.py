@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterable
 
 from trainwatch.adapters import shapes
+from trainwatch.adapters.jsonl import JsonLinesAdapter
 from trainwatch.adapters.keyvalue import STAMP, KeyValueAdapter, _stamp
 from trainwatch.model import Event, EventKind, Record, Sample
 
@@ -47,6 +48,7 @@ class TemplateAdapter(KeyValueAdapter):
         self.row_base = 0  # the same, for `[epoch] step` rows whose step restarts each epoch
         self.row_last: tuple[int, int] | None = None
         self.finer = False  # a counter finer than the epoch was seen: an `Epoch N` line no longer steps
+        self.json = JsonLinesAdapter(source)  # `[train_inner][INFO] - {"loss": "0.264", ...}`: a dict after a tag
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
@@ -86,6 +88,11 @@ class TemplateAdapter(KeyValueAdapter):
             if text and (cells := shapes.header_cells(text)) is not None:
                 self.header = cells
             return out
+        if text[-1:] == "}" and (brace := text.find('{"')) > 0:
+            got = list(self.json.parse(text[brace:], lineno))
+            if got:
+                self._json_step(got)
+                return out + got
         when = None
         if text[:1] in "[0123456789" and (st := STAMP.match(text)) is not None:
             when = _stamp(st.group(1), st.group(2), st.group(3))
@@ -99,22 +106,34 @@ class TemplateAdapter(KeyValueAdapter):
         if text[:1] == "[" and (m := shapes.COUNTER_HEAD.match(text)) is not None:
             self._counter_row(int(m.group("e")), int(m.group("i")), text[m.end():].strip(), lineno, when, out)
             return out
-        single = shapes.list_pair(text) or shapes.count_pair(text)
-        if single is not None:
-            step, inferred = self._stepless_step([single], lineno, out)
-            out.append(Sample(single[0], single[1], step, when, self.source, lineno, inferred))
-            return out
+        held = len(self.held)
         got = list(super().parse(line, lineno))
-        read = any(type(r) is Sample for r in got)
+        read = any(type(r) is Sample for r in got) or len(self.held) != held  # held: read once its keys recur
         if ":" in text or "=" in text:
             pairs, counters = shapes.compact_pairs(text)
             # the compact reader wins where the key-value reader read nothing, or missed a loop counter
             if pairs and counters and (not read or any(c.name not in shapes.EPOCH_NAMES for c in counters)):
                 self._record(pairs, counters, lineno, when, out)
                 return out
+            if pairs and not read and self.printed_step is not None and len(pairs) <= 4 \
+                    and any(shapes.METRIC_WORDS.search(k) for k, _ in pairs):
+                # `===test mAP:0.113` after the training lines: an evaluation at the step they reached
+                out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in pairs)
+                return out
         return out + got
 
     # -- shapes ---------------------------------------------------------------------------------
+    def _json_step(self, got: list[Record]) -> None:
+        """A dict's records without a step of their own (fairseq's `[valid]` summary) join the step the
+        dicts before reached; those with one move it."""
+        steps = [r.step for r in got if type(r) is Sample and r.step is not None]
+        if steps:
+            self.printed_step = steps[-1]
+            return
+        for r in got:
+            if type(r) is Sample and self.printed_step is not None:
+                r.step, r.step_inferred = self.printed_step, True
+
     def _bars(self, line: str, lineno: int) -> list[Record]:
         """tqdm redraws: training bars give the step (epoch x total + position, or positions summed over
         bars that restart) and their postfix the metrics, one record per step with its last redraw's
