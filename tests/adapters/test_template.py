@@ -132,6 +132,7 @@ def test_lightning_postfix_one_record_per_step_from_many_redraws_on_one_line() -
                       lightning(1, 1, 4, "0.923")]) + "[rank: 2] Received SIGTERM: 15"
     recs = read([line])
     assert series(recs, "train_loss_step") == [(1, 1.10), (2, -0.448), (5, 0.923)]
+    assert series(recs, "val_loss") == [(1, 0.744)]  # shown at every redraw, taken once until it changes
     assert not samples(recs, "v_num")
 
 

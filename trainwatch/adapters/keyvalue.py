@@ -172,12 +172,23 @@ class KeyValueAdapter(Adapter):
         self.inner_last: tuple[float, int] | None = None  # (epoch, batch) of the last such record
         self.absorbed = 0  # block lines taken (for scoring)
 
+    _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
+
     @classmethod
     def score(cls, head: str, path: str) -> float:
+        last = KeyValueAdapter._last_score
+        if last is not None and last[0] is head and last[1] == path:
+            return last[2]
+        got = cls._score(head)
+        KeyValueAdapter._last_score = (head, path, got)
+        return got
+
+    @classmethod
+    def _score(cls, head: str) -> float:
         lines = head.split("\n")
         if len(lines) > 1:
             lines = lines[:-1]  # the last may be cut off mid-line
-        probe = cls("")
+        probe = KeyValueAdapter("")
         hits = total = 0
         for i, line in enumerate(lines[:SCORE_LINES]):
             if not line.strip():

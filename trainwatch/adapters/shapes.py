@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf)"
 
@@ -33,6 +34,7 @@ BAR_EPOCH = re.compile(r"\bepoch\s*[:\[]?\s*(?P<e>\d+)(?:\s*/\s*(?P<t>\d+))?", r
 EVAL_WORDS = re.compile(r"(?i)(?:^|[^a-z])(?:val|valid|validation|validating|eval|evaluat\w*|test|testing|sanity|"
                         r"predict\w*|inference|map|download\w*|load\w*|tokeniz\w*|filter|generat\w*)(?:[^a-z]|$)")
 NOT_METRICS = frozenset({"v_num", "it/s", "s/it"})
+HELD_PREFIXES = ("val", "eval", "test")  # postfix keys of the last evaluation, shown until the next one
 
 # `Validation mIOU: [0.28, 0.14]`: a value per class, read as their mean
 LIST_PAIR = re.compile(r"^(?P<k>[A-Za-z][\w .@/\-]{0,40}?)\s*[:=]\s*\[(?P<l>\s*" + NUM + r"(?:\s*,\s*" + NUM
@@ -107,10 +109,16 @@ class Bar:
     @property
     def training(self) -> bool:
         """A bar that counts training steps: not an evaluation, sanity check or data loading."""
-        if EVAL_WORDS.search(self.desc.replace("Epoch", "")):
+        if not self.postfix or _evaluating(self.desc):
             return False
         keys = [k.lower() for k, _ in self.postfix]
         return bool(keys) and not all(k.startswith(("val", "eval", "test")) for k in keys)
+
+
+@lru_cache(maxsize=256)
+def _evaluating(desc: str) -> bool:
+    """Whether a bar's description names an evaluation or data work (descriptions repeat: cached)."""
+    return EVAL_WORDS.search(desc.replace("Epoch", "")) is not None
 
 
 def bars(line: str) -> list[Bar]:

@@ -45,6 +45,7 @@ class TemplateAdapter(KeyValueAdapter):
         self.epoch_base: int | None = None  # 0 or 1: where this log's epochs count from
         self.bar_base = 0  # steps of the bars before, for bars with no epoch in their description
         self.bar_last: tuple[int, int] | None = None
+        self.bar_shown: dict[str, float] = {}  # the last value taken of each postfix key held between evaluations
         self.row_base = 0  # the same, for `[epoch] step` rows whose step restarts each epoch
         self.row_last: tuple[int, int] | None = None
         self.finer = False  # a counter finer than the epoch was seen: an `Epoch N` line no longer steps
@@ -72,7 +73,7 @@ class TemplateAdapter(KeyValueAdapter):
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         if "%|" in line:
-            return self._bars(line, lineno)
+            return self._bars(line, lineno) if "=" in line else []  # bars with no postfix say no metric
         if "\r" in line:
             line = line.rstrip("\r")
             line = line[line.rfind("\r") + 1:]
@@ -159,10 +160,18 @@ class TemplateAdapter(KeyValueAdapter):
         return out
 
     def _emit(self, pending: tuple[int, list[tuple[str, float]]], lineno: int, out: list[Record]) -> None:
+        """One step's postfix. A validation or per-epoch value (`val_loss`, `train_loss_epoch`) stays in the
+        postfix, unchanged, until the next evaluation or epoch: it is taken when it changes, not at every step."""
         step, pairs = pending
         self.printed_step = step
         self.finer = True
-        out.extend(Sample(k, v, step, None, self.source, lineno, False) for k, v in pairs)
+        shown = self.bar_shown
+        for k, v in pairs:
+            if k.lower().startswith(shapes.HELD_PREFIXES) or k.endswith("_epoch"):
+                if shown.get(k) == v:
+                    continue
+                shown[k] = v
+            out.append(Sample(k, v, step, None, self.source, lineno, False))
 
     def _boxed(self, text: str, lineno: int) -> list[Record] | None:
         """A `| key | value |` row of a boxed table (stable-baselines3): `| rollout/ | |` opens a section
