@@ -80,7 +80,7 @@ def test_boxed_key_value_tables_are_one_record_stepped_by_total_timesteps() -> N
 
 
 def test_space_aligned_table_under_a_header_row() -> None:
-    rows = [f"{e}       {3 - e:.2f}         {3.1 - e:.2f}       {50 + e}" for e in range(1, 4)]
+    rows = [f"{e}       {3 - e:.2f}         {3.1 - e:.2f}       {50 + e}.00%" for e in range(1, 4)]
     lines = ["epoch   train loss   val loss   accuracy", *rows]
     recs = read(lines)
     assert series(recs, "train loss") == [(1, 2.0), (2, 1.0), (3, 0.0)]

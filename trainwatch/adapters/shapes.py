@@ -45,7 +45,7 @@ COUNT_PAIR = re.compile(r"^(?P<k>[A-Za-z][A-Za-z ]{0,40}?)\s+(?:over|on|of|for)\
 # `[0] 1150 4.31 0.24` or `[0] 1150 IOU: [...]`: a bracketed epoch, then the step, then values
 COUNTER_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*\]\s+(?P<i>\d+)(?=\s)")
 EPOCH_ALONE = re.compile(r"^(?:===+\s*)?Epoch\s*[:\[]?\s*(?P<e>\d+)\s*(?:/\s*(?P<t>\d+)\s*)?\]?\s*(?:===+)?\s*$", re.I)
-ALL_NUMBERS = re.compile(r"^(?:\s*" + NUM + r")+\s*$")
+ALL_NUMBERS = re.compile(r"^(?:\s*" + NUM + r"%?)+\s*$")
 WORDS = re.compile(r"^[A-Za-z_][\w/.@%()\-]*(?: [A-Za-z_][\w/.@%()\-]*)*$")
 COLUMNS = re.compile(r"\s{2,}|\t")
 DIGIT = re.compile(r"\d")
@@ -186,4 +186,4 @@ def row_values(text: str) -> list[float] | None:
     body = text.replace("|", " ") if "|" in text else text
     if not ALL_NUMBERS.match(body):
         return None
-    return [float(v) for v in body.split()]
+    return [float(v.rstrip("%")) for v in body.split()]
