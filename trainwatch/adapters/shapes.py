@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf)"
+NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf)"
 
 # Counter names, by how close to the training loop they count: the first one a line holds gives the step
 COUNTER_RANK = {"global_step": 0, "step": 1, "steps": 1, "iter": 2, "iters": 2, "iteration": 2, "it": 2,
@@ -45,7 +45,7 @@ COUNT_PAIR = re.compile(r"^(?P<k>[A-Za-z][A-Za-z ]{0,40}?)\s+(?:over|on|of|for)\
 # `[0] 1150 4.31 0.24` or `[0] 1150 IOU: [...]`: a bracketed epoch, then the step, then values
 COUNTER_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*\]\s+(?P<i>\d+)(?=\s)")
 EPOCH_ALONE = re.compile(r"^(?:===+\s*)?Epoch\s*[:\[]?\s*(?P<e>\d+)\s*(?:/\s*(?P<t>\d+)\s*)?\]?\s*(?:===+)?\s*$", re.I)
-ALL_NUMBERS = re.compile(r"^(?:\s*" + NUM + r"%?)+\s*$")
+ALL_NUMBERS = re.compile(r"^\s*" + NUM + r"%?(?:\s+" + NUM + r"%?)*\s*$")  # blanks between: no backtracking
 WORDS = re.compile(r"^[A-Za-z_][\w/.@%()\-]*(?: [A-Za-z_][\w/.@%()\-]*)*$")
 COLUMNS = re.compile(r"\s{2,}|\t")
 DIGIT = re.compile(r"\d")
