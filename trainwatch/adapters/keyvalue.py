@@ -171,6 +171,7 @@ class KeyValueAdapter(Adapter):
         self.inner_base = 0  # batches of the epochs before, when the batch counter restarts each epoch
         self.inner_last: tuple[float, int] | None = None  # (epoch, batch) of the last such record
         self.absorbed = 0  # block lines taken (for scoring)
+        self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
 
     _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
 
@@ -341,12 +342,16 @@ class KeyValueAdapter(Adapter):
                 if len(self.taken) < KEYSETS_KEPT:
                     self.taken.add(keys)
                 h_line, h_when, h_pairs, h_printed = held  # the keys came back: the first line was a record too
-                if h_printed is not None:  # it belongs to the step printed before it, not to the one now
+                # it belongs to the step printed before it, not to the one now; when training has moved on
+                # since, it is dropped rather than sent back in time (steps only go back on a resume)
+                stale = h_printed is not None and self.printed_step is not None and h_printed < self.printed_step
+                if h_printed is not None:
                     h_step, h_inferred = h_printed, True
                 else:
                     h_step, h_inferred = self._stepless_step(h_pairs, h_line, out)
-                out.extend(Sample(k, v, h_step, h_when, self.source, h_line, h_inferred)
-                           for k, v in h_pairs if k.lower() not in STEP_KEYS)
+                if not stale:
+                    out.extend(Sample(k, v, h_step, h_when, self.source, h_line, h_inferred)
+                               for k, v in h_pairs if k.lower() not in STEP_KEYS)
             step, inferred = self._stepless_step(pairs, lineno, out)
         if not pairs:
             return
@@ -391,7 +396,9 @@ class KeyValueAdapter(Adapter):
         if not pairs:
             return False
         if m.group("n") is not None:  # `[7,  1450/ 2562]`: the epoch's length is printed, the step exact
-            step = int(m.group("e")) * int(m.group("n")) + int(m.group("i"))
+            self.epoch_len = int(m.group("n"))
+        if self.epoch_len is not None:  # and `[7,  1450]` lines beside those count the same way
+            step = int(m.group("e")) * self.epoch_len + int(m.group("i"))
         else:
             step, _ = self._global_step(int(m.group("i")), [("epoch", float(m.group("e")))])
         self.printed_step = step

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from trainwatch.adapters import shapes
 from trainwatch.adapters.jsonl import JsonLinesAdapter
-from trainwatch.adapters.keyvalue import STAMP, KeyValueAdapter, _stamp
+from trainwatch.adapters.keyvalue import STAMP, KeyValueAdapter, _pairs, _stamp
 from trainwatch.model import Event, EventKind, Record, Sample
 
 SCORE = 0.41  # over `text` (0.31) and a console of bare tqdm bars (0.4); under every format that names itself
@@ -107,6 +107,12 @@ class TemplateAdapter(KeyValueAdapter):
         if text[:1] == "[" and (m := shapes.COUNTER_HEAD.match(text)) is not None:
             self._counter_row(int(m.group("e")), int(m.group("i")), text[m.end():].strip(), lineno, when, out)
             return out
+        if self.finer and self.printed_step is not None and len(text) < 200 and ":" in text:
+            pairs, nfields, dirty = _pairs(text)
+            if pairs and not dirty and len(pairs) == nfields and all(shapes.METRIC_WORDS.search(k) for k, _ in pairs):
+                # `Validation loss: 5.87` between counted training lines: an evaluation at the step they reached
+                out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in pairs)
+                return out
         held = len(self.held)
         got = list(super().parse(line, lineno))
         read = any(type(r) is Sample for r in got) or len(self.held) != held  # held: read once its keys recur
