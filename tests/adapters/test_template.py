@@ -202,3 +202,8 @@ def test_key_value_reader_reads_a_metric_over_a_count_and_a_per_class_list() -> 
                                       "tick 2     kimg 100.2     sec/tick 316.0", "Validation mIOU: [0.5, 0.7]"])
     assert series(recs, "Validity") == [(1, 1.56)]
     assert series(recs, "Validation mIOU") == [(2, 0.6)]
+
+
+def test_an_epoch_and_step_counter_pair_in_brackets_with_a_pipe() -> None:
+    recs = read(["[ 0 |  100 ] loss: 2.5, acc: 0.1", "[ 0 |  200 ] loss: 2.4, acc: 0.2", "[ 1 |  300 ] loss: 2.3, acc: 0.3"])
+    assert series(recs, "loss") == [(100, 2.5), (200, 2.4), (300, 2.3)]

@@ -43,7 +43,7 @@ LIST_PAIR = re.compile(r"^(?P<k>[A-Za-z][\w .@/\-]{0,40}?)\s*[:=]\s*\[(?P<l>\s*"
 COUNT_PAIR = re.compile(r"^(?P<k>[A-Za-z][A-Za-z ]{0,40}?)\s+(?:over|on|of|for)\s+(?:the\s+)?\d+\s+[A-Za-z][\w ]{0,30}?"
                         r"\s*:\s*(?P<v>" + NUM + r")\s*%?\s*$")
 # `[0] 1150 4.31 0.24` or `[0] 1150 IOU: [...]`: a bracketed epoch, then the step, then values
-COUNTER_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*\]\s+(?P<i>\d+)(?=\s)")
+COUNTER_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*(?:\]\s+|\|\s*)(?P<i>\d+)(?:\s*\])?(?=\s)")  # or `[ 3 | 1200 ]`
 EPOCH_ALONE = re.compile(r"^(?:===+\s*)?Epoch\s*[:\[]?\s*(?P<e>\d+)\s*(?:/\s*(?P<t>\d+)\s*)?\]?\s*(?:===+)?\s*$", re.I)
 ALL_NUMBERS = re.compile(r"^\s*" + NUM + r"%?(?:\s+" + NUM + r"%?)*\s*$")  # blanks between: no backtracking
 WORDS = re.compile(r"^[A-Za-z_][\w/.@%()\-]*(?: [A-Za-z_][\w/.@%()\-]*)*$")
