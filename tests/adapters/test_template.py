@@ -205,5 +205,6 @@ def test_key_value_reader_reads_a_metric_over_a_count_and_a_per_class_list() -> 
 
 
 def test_an_epoch_and_step_counter_pair_in_brackets_with_a_pipe() -> None:
-    recs = read(["[ 0 |  100 ] loss: 2.5, acc: 0.1", "[ 0 |  200 ] loss: 2.4, acc: 0.2", "[ 1 |  300 ] loss: 2.3, acc: 0.3"])
+    recs = read(["[ 0 |  100 ] loss: 2.5, acc: 0.1", "[ 0 |  200 ] loss: 2.4, acc: 0.2",
+                 "[ 1 |  300 ] loss: 2.3, acc: 0.3"])
     assert series(recs, "loss") == [(100, 2.5), (200, 2.4), (300, 2.3)]
