@@ -208,3 +208,10 @@ def test_an_epoch_and_step_counter_pair_in_brackets_with_a_pipe() -> None:
     recs = read(["[ 0 |  100 ] loss: 2.5, acc: 0.1", "[ 0 |  200 ] loss: 2.4, acc: 0.2",
                  "[ 1 |  300 ] loss: 2.3, acc: 0.3"])
     assert series(recs, "loss") == [(100, 2.5), (200, 2.4), (300, 2.3)]
+
+
+def test_a_lightning_console_of_one_line_of_redraws_is_claimed() -> None:
+    bar = "Epoch 0:  {p}%|███       | {n}/200 [00:10<00:20,  1.72it/s, v_num=3, train_loss_step={v:.3f}]"
+    redraws = "\r".join(bar.format(p=n // 2, n=n, v=3 - n / 100) for n in range(1, 201))
+    head = "GPU available: True (cuda), used: True\n" + redraws + "\nTrainer.fit stopped: `max_epochs=1` reached.\n"
+    assert detect(head, "train.log") == "template"

@@ -65,10 +65,10 @@ class TemplateAdapter(KeyValueAdapter):
                 got = list(probe.parse(line, i + 1))
             except Exception:
                 got = []
-            if any(type(r) is Sample for r in got):
-                hits += 1
-                if hits >= MIN_RECORD_LINES:
-                    return SCORE
+            # records, not lines: one physical line of tqdm redraws holds a record per step
+            hits += min(MIN_RECORD_LINES, len({r.step for r in got if type(r) is Sample}))
+            if hits >= MIN_RECORD_LINES:
+                return SCORE
         return 0.0
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
