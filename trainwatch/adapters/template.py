@@ -107,22 +107,24 @@ class TemplateAdapter(KeyValueAdapter):
         if text[:1] == "[" and (m := shapes.COUNTER_HEAD.match(text)) is not None:
             self._counter_row(int(m.group("e")), int(m.group("i")), text[m.end():].strip(), lineno, when, out)
             return out
+        pairs, counters = shapes.compact_pairs(text) if ":" in text or "=" in text else ([], [])
+        if pairs and any(c.name not in shapes.EPOCH_NAMES for c in counters):
+            self._record(pairs, counters, lineno, when, out)  # the training loop's counter: the step is exact
+            return out
         if self.finer and self.printed_step is not None and len(text) < 200 and ":" in text:
-            pairs, nfields, dirty = _pairs(text)
-            if pairs and not dirty and len(pairs) == nfields and all(shapes.METRIC_WORDS.search(k) for k, _ in pairs):
+            lone, nfields, dirty = _pairs(text)
+            if lone and not dirty and len(lone) == nfields and all(shapes.METRIC_WORDS.search(k) for k, _ in lone):
                 # `Validation loss: 5.87` between counted training lines: an evaluation at the step they reached
-                out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in pairs)
+                out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in lone)
                 return out
         held = len(self.held)
         got = list(super().parse(line, lineno))
         read = any(type(r) is Sample for r in got) or len(self.held) != held  # held: read once its keys recur
-        if ":" in text or "=" in text:
-            pairs, counters = shapes.compact_pairs(text)
-            # the compact reader wins where the key-value reader read nothing, or missed a loop counter
-            if pairs and counters and (not read or any(c.name not in shapes.EPOCH_NAMES for c in counters)):
+        if pairs:
+            if counters and not read:  # an epoch counter, on a line the key-value reader cannot read
                 self._record(pairs, counters, lineno, when, out)
                 return out
-            if pairs and not read and self.printed_step is not None and len(pairs) <= 4 \
+            if not read and self.printed_step is not None and len(pairs) <= 4 \
                     and any(shapes.METRIC_WORDS.search(k) for k, _ in pairs):
                 # `===test mAP:0.113` after the training lines: an evaluation at the step they reached
                 out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in pairs)
