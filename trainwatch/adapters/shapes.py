@@ -34,6 +34,7 @@ BAR_EPOCH = re.compile(r"\bepoch\s*[:\[]?\s*(?P<e>\d+)(?:\s*/\s*(?P<t>\d+))?", r
 EVAL_WORDS = re.compile(r"(?i)(?:^|[^a-z])(?:val|valid|validation|validating|eval|evaluat\w*|test|testing|sanity|"
                         r"predict\w*|inference|map|download\w*|load\w*|tokeniz\w*|filter|generat\w*)(?:[^a-z]|$)")
 NOT_METRICS = frozenset({"v_num", "it/s", "s/it"})
+POSTFIX_KEY = re.compile(r"(?:^|,)\s*([^,=\s]+)\s*=")
 HELD_PREFIXES = ("val", "eval", "test")  # postfix keys of the last evaluation, shown until the next one
 
 # `Validation mIOU: [0.28, 0.14]`: a value per class, read as their mean
@@ -95,30 +96,46 @@ def compact_pairs(text: str) -> tuple[list[tuple[str, float]], list[Counter]]:
 
 @dataclass
 class Bar:
-    """One tqdm redraw: its description, position, total and postfix metrics."""
+    """One tqdm redraw: its description, position, total and the raw text of its postfix (read only for
+    the redraws that are taken: a line may hold thousands of redraws of the same step)."""
     desc: str
     n: int
     total: int
-    postfix: list[tuple[str, float]]
+    inner: str
 
     @property
     def epoch(self) -> tuple[int, int | None] | None:
-        m = BAR_EPOCH.search(self.desc)
-        return None if m is None else (int(m.group("e")), int(m.group("t")) if m.group("t") else None)
+        return _epoch_of(self.desc)
 
     @property
     def training(self) -> bool:
-        """A bar that counts training steps: not an evaluation, sanity check or data loading."""
-        if not self.postfix or _evaluating(self.desc):
+        """A bar that counts training steps: not an evaluation, sanity check or data loading, and one
+        with metrics of its own (not only the last evaluation's)."""
+        if "=" not in self.inner or _evaluating(self.desc):
             return False
-        keys = [k.lower() for k, _ in self.postfix]
-        return bool(keys) and not all(k.startswith(("val", "eval", "test")) for k in keys)
+        keys = [k for k in POSTFIX_KEY.findall(self.inner) if k not in NOT_METRICS]
+        return bool(keys) and not all(k.lower().startswith(HELD_PREFIXES) for k in keys)
+
+    def postfix(self) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        for item in self.inner.split(","):
+            k, eq, v = item.partition("=")
+            k = k.strip()
+            if eq and k and k not in NOT_METRICS and (value := number(v)) is not None:
+                out.append((k, value))
+        return out
 
 
 @lru_cache(maxsize=256)
 def _evaluating(desc: str) -> bool:
     """Whether a bar's description names an evaluation or data work (descriptions repeat: cached)."""
     return EVAL_WORDS.search(desc.replace("Epoch", "")) is not None
+
+
+@lru_cache(maxsize=256)
+def _epoch_of(desc: str) -> tuple[int, int | None] | None:
+    m = BAR_EPOCH.search(desc)
+    return None if m is None else (int(m.group("e")), int(m.group("t")) if m.group("t") else None)
 
 
 def bars(line: str) -> list[Bar]:
@@ -133,17 +150,7 @@ def bars(line: str) -> list[Bar]:
         if m is None:
             continue
         desc = seg[:at].rstrip("0123456789 ").rstrip(":").strip()
-        postfix: list[tuple[str, float]] = []
-        if "=" in m.group("inner"):
-            for item in m.group("inner").split(","):
-                k, eq, v = item.partition("=")
-                k = k.strip()
-                if not eq or not k or k in NOT_METRICS:
-                    continue
-                value = number(v)
-                if value is not None:
-                    postfix.append((k, value))
-        out.append(Bar(desc, int(m.group("n")), int(m.group("m")), postfix))
+        out.append(Bar(desc, int(m.group("n")), int(m.group("m")), m.group("inner")))
     return out
 
 

@@ -148,9 +148,9 @@ class TemplateAdapter(KeyValueAdapter):
         bars that restart) and their postfix the metrics, one record per step with its last redraw's
         values. Evaluation, sanity-check and data bars are passed over: their counters are no steps."""
         out: list[Record] = []
-        pending: tuple[int, list[tuple[str, float]]] | None = None
+        pending: tuple[int, shapes.Bar] | None = None
         for bar in shapes.bars(line):
-            if not bar.training or bar.n == 0:  # at 0 the postfix is the first batch's, shown again at 1
+            if bar.n == 0 or not bar.training:  # at 0 the postfix is the first batch's, shown again at 1
                 continue
             ep = bar.epoch
             if ep is not None:
@@ -161,16 +161,15 @@ class TemplateAdapter(KeyValueAdapter):
                 self.bar_last = (bar.n, bar.total)
                 step = self.bar_base + bar.n
             if pending is not None and pending[0] != step:
-                self._emit(pending, lineno, out)
-            pending = (step, bar.postfix)
+                self._emit(pending[0], pending[1].postfix(), lineno, out)
+            pending = (step, bar)
         if pending is not None:
-            self._emit(pending, lineno, out)
+            self._emit(pending[0], pending[1].postfix(), lineno, out)
         return out
 
-    def _emit(self, pending: tuple[int, list[tuple[str, float]]], lineno: int, out: list[Record]) -> None:
+    def _emit(self, step: int, pairs: list[tuple[str, float]], lineno: int, out: list[Record]) -> None:
         """One step's postfix. A validation or per-epoch value (`val_loss`, `train_loss_epoch`) stays in the
         postfix, unchanged, until the next evaluation or epoch: it is taken when it changes, not at every step."""
-        step, pairs = pending
         self.printed_step = step
         self.finer = True
         shown = self.bar_shown
