@@ -240,3 +240,27 @@ def test_keras_callback_messages_are_no_metrics_and_early_stopping_ends_the_run(
     recs = run(KeyValueAdapter(""), lines)
     assert {x.name for x in samples(recs)} == {"loss", "val_loss"}
     assert [e.kind for e in events(recs)].count(EventKind.TRAIN_END) == 1
+
+
+def test_epoch_batch_heads_with_and_without_the_epoch_length_share_one_step_scale() -> None:
+    from trainwatch.adapters.pipeline import SourceParser
+
+    parser = SourceParser(KeyValueAdapter("k"))  # with the launcher's `INFO:root:` taken off, as in a check
+    recs = [r for n, line in enumerate([
+        "INFO:root:[1,     0/ 2562] - train_losses - Parent Class: 6.963 - Children class: 0.681",
+        "INFO:root:[1,     0] grad_stats: 0.5",
+        "INFO:root:[1,    50/ 2562] - train_losses - Parent Class: 5.883 - Children class: 0.497",
+        "INFO:root:[1,    50] grad_stats: 0.6",
+        "INFO:root:[2,     0/ 2562] - train_losses - Parent Class: 4.1 - Children class: 0.4",
+        "INFO:root:[2,     0] grad_stats: 0.7"], 1) for r in parser.feed(line, n)]
+    assert [s for s, _ in series(recs, "Parent Class")] == [2562, 2612, 5124]
+    assert [s for s, _ in series(recs, "grad_stats")] == [2562, 2612, 5124]
+
+
+def test_a_held_line_is_never_dated_at_a_later_step_nor_sent_back_in_time() -> None:
+    recs = run(KeyValueAdapter("k"), ["step 10: loss=1.0", "val_acc: 5", "val_acc: 6", "step 20: loss=0.9", "val_f1: 3",
+                                      "step 30: loss=0.8", "val_f1: 4", "val_acc: 7"])
+    steps = [s.step for s in samples(recs)]
+    assert steps == sorted(steps)
+    assert series(recs, "val_acc") == [(10, 5.0), (10, 6.0), (30, 7.0)]
+    assert series(recs, "val_f1") == [(30, 4.0)]  # printed at 20, known a record only at 30: not dated 30

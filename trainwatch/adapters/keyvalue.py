@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.shapes import count_pair, list_pair
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 
@@ -30,15 +31,19 @@ PAIR = re.compile(
     r"(?P<u>%|[A-Za-z]{1,3}\b)?"
 )
 STEP_PREFIX = re.compile(
-    r"^(?P<k>step|steps|iter|iteration|it|global_step|batch|update)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
+    r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\]\-]?\s*", re.I)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
-STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iteration", "it", "batch", "update",
-                       "num_updates", "trainer/global_step", "_step"})
+STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
+                       "num_updates", "trainer/global_step", "_step", "outer", "round", "tick"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
+# Python logging's `%(name)s %(levelname)s:` or `%(name)s - %(levelname)s - ` after the time came off
+NAMED_LEVEL = re.compile(r"^[A-Za-z_][\w.\-]{0,60}(?::|\s+-)?\s+(?:INFO|WARNING|DEBUG)(?:\s*:|\s+-)\s+")
+# one evaluated sample's running scores (`Sample: 246, Validation pixAcc: 0.026`): the overall line says it
+EVAL_SAMPLE = re.compile(r"^(?:sample|image|img)s?\s*[:#]?\s*\d+\s*[,:|]", re.I)
 BLOCK_HEAD = re.compile(r"^\[(?P<k>step|batch|iter)=(?P<n>\d+)(?:/(?P<m>\d+))?(?:,\s*epoch=(?P<e>\d+))?\]:?\s*$")
 BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM + r")")
 # `Epoch 3/20` alone on its line: Keras' fit, and PyTorch's transfer-learning tutorial (`Epoch 0/24`,
@@ -52,7 +57,7 @@ KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not impro
 # `Test:  [ 50/157]  ...`; and the PyTorch tutorial's `[30,  2200] loss: 1.344` (epoch, batch)
 LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
                          r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
-TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*\]\s*")
+TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
 BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
 RUNNING_MEAN = re.compile(r"\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
@@ -156,7 +161,7 @@ class KeyValueAdapter(Adapter):
         self.mm_step: int | None = None  # the last MMEngine training step
         self.mm_eval = False
         self.count = 0  # records without a printed step
-        self.held: dict[frozenset[str], tuple[int, float | None, list[tuple[str, float]]]] = {}
+        self.held: dict[frozenset[str], tuple[int, float | None, list[tuple[str, float]], int | None]] = {}
         self.taken: set[frozenset[str]] = set()  # key sets of stepless lines seen more than once
         self.last_epoch: float | None = None
         self.epoch_repeats = False  # several records per epoch: the epoch is no step
@@ -166,13 +171,25 @@ class KeyValueAdapter(Adapter):
         self.inner_base = 0  # batches of the epochs before, when the batch counter restarts each epoch
         self.inner_last: tuple[float, int] | None = None  # (epoch, batch) of the last such record
         self.absorbed = 0  # block lines taken (for scoring)
+        self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
+
+    _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
+        last = KeyValueAdapter._last_score
+        if last is not None and last[0] is head and last[1] == path:
+            return last[2]
+        got = cls._score(head)
+        KeyValueAdapter._last_score = (head, path, got)
+        return got
+
+    @classmethod
+    def _score(cls, head: str) -> float:
         lines = head.split("\n")
         if len(lines) > 1:
             lines = lines[:-1]  # the last may be cut off mid-line
-        probe = cls("")
+        probe = KeyValueAdapter("")
         hits = total = 0
         for i, line in enumerate(lines[:SCORE_LINES]):
             if not line.strip():
@@ -236,6 +253,10 @@ class KeyValueAdapter(Adapter):
             text = LEVEL_TOKEN.sub("", text, count=1)
         if text[:1] in "IWDE":
             text = LEVEL_WORD.sub("", text, count=1)
+        elif ("INFO" in text[:70] or "WARNING" in text[:70]) and (lv := NAMED_LEVEL.match(text)) is not None:
+            text = text[lv.end():]
+        if text[:1] in "SsIi" and EVAL_SAMPLE.match(text):
+            return out
         if text[:6] == "Epoch " and (cb := KERAS_CALLBACK.match(text)) is not None:
             if cb.group("what").startswith("early stopping"):  # EarlyStopping ended the fit on purpose
                 out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.printed_step, text=text[:500]))
@@ -255,6 +276,11 @@ class KeyValueAdapter(Adapter):
             return out
         if text[:1] in "sS" and text.lower().startswith("saving checkpoint to"):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
+            return out
+        if text[-1:] in "]%0123456789" and (single := list_pair(text) or count_pair(text)) is not None:
+            # `Validation mIOU: [0.60, 0.80]`, `Validity over 64 molecules: 1.56%`: one metric, at the step reached
+            step, inferred = self._stepless_step([single], lineno, out)
+            out.append(Sample(single[0], single[1], step, when, self.source, lineno, inferred))
             return out
         self._generic(text, lineno, when, out)
         return out
@@ -308,17 +334,24 @@ class KeyValueAdapter(Adapter):
                 held = self.held.get(keys)
                 if held is None:
                     if len(self.held) < KEYSETS_KEPT:
-                        self.held[keys] = (lineno, when, pairs)
+                        self.held[keys] = (lineno, when, pairs, self.printed_step)
                     return
                 if held[2] == pairs:
                     return  # the same keys and values again: a config printed twice (per rank), not metrics
                 del self.held[keys]
                 if len(self.taken) < KEYSETS_KEPT:
                     self.taken.add(keys)
-                h_line, h_when, h_pairs = held  # the keys came back: the first line was a record too
-                h_step, h_inferred = self._stepless_step(h_pairs, h_line, out)
-                out.extend(Sample(k, v, h_step, h_when, self.source, h_line, h_inferred)
-                           for k, v in h_pairs if k.lower() not in STEP_KEYS)
+                h_line, h_when, h_pairs, h_printed = held  # the keys came back: the first line was a record too
+                # it belongs to the step printed before it, not to the one now; when training has moved on
+                # since, it is dropped rather than sent back in time (steps only go back on a resume)
+                stale = h_printed is not None and self.printed_step is not None and h_printed < self.printed_step
+                if h_printed is not None:
+                    h_step, h_inferred = h_printed, True
+                else:
+                    h_step, h_inferred = self._stepless_step(h_pairs, h_line, out)
+                if not stale:
+                    out.extend(Sample(k, v, h_step, h_when, self.source, h_line, h_inferred)
+                               for k, v in h_pairs if k.lower() not in STEP_KEYS)
             step, inferred = self._stepless_step(pairs, lineno, out)
         if not pairs:
             return
@@ -337,7 +370,8 @@ class KeyValueAdapter(Adapter):
         """Lines stepped by bracketed counters rather than a `step` key. MetricLogger's `[i/n]` within
         epoch `[e]` gives the step e*n+i (marked inferred: whether epochs count from 0 is not said);
         its running means in brackets are dropped; `Test:`/`Val:` lines are the evaluation at the
-        step training reached. The tutorial's `[epoch, batch]` restarts the batch count each epoch."""
+        step training reached. The tutorial's `[epoch, batch]` restarts the batch count each epoch;
+        `[epoch, batch/total]` says how many batches an epoch has."""
         m = LOGGER_HEAD.match(text)
         if m is not None:
             pairs = _pairs(RUNNING_MEAN.sub("", text[m.end():]))[0]
@@ -361,7 +395,12 @@ class KeyValueAdapter(Adapter):
         pairs = _pairs(text[m.end():])[0]
         if not pairs:
             return False
-        step, _ = self._global_step(int(m.group("i")), [("epoch", float(m.group("e")))])
+        if m.group("n") is not None:  # `[7,  1450/ 2562]`: the epoch's length is printed, the step exact
+            self.epoch_len = int(m.group("n"))
+        if self.epoch_len is not None:  # and `[7,  1450]` lines beside those count the same way
+            step = int(m.group("e")) * self.epoch_len + int(m.group("i"))
+        else:
+            step, _ = self._global_step(int(m.group("i")), [("epoch", float(m.group("e")))])
         self.printed_step = step
         out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
         return True

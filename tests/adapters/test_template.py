@@ -1,0 +1,217 @@
+"""The template reader: series and steps from shapes no specific format names, synthetic and real."""
+
+from __future__ import annotations
+
+import math
+
+from tests.adapters.helpers import run, samples, series
+from trainwatch.adapters import detect
+from trainwatch.adapters.keyvalue import KeyValueAdapter
+from trainwatch.adapters.template import TemplateAdapter
+from trainwatch.model import EventKind
+from trainwatch.names import Canonicalizer
+
+
+def read(lines: list[str]) -> list:  # type: ignore[type-arg]
+    return run(TemplateAdapter("t"), lines)
+
+
+# -- compact key:value with bracketed counters ------------------------------------------------------
+def test_bracketed_counters_and_pipe_separated_metrics_give_epoch_times_total_plus_step() -> None:
+    lines = [f"=== Epoch:[{e:3d}/4],step:[{s:3d}/50],img:[416],total_loss:{9 - e - s / 100:.4f}|loss_a:1.5|lr:0.0010"
+             for e in range(2) for s in (0, 10, 20)]
+    recs = read(lines)
+    assert series(recs, "total_loss") == [(0, 9.0), (10, 8.9), (20, 8.8), (50, 8.0), (60, 7.9), (70, 7.8)]
+    progress = [r for r in recs if getattr(r, "kind", None) == EventKind.PROGRESS]
+    assert progress[-1].fields == {"step": 70, "total": 200}
+
+
+def test_real_yolov4_line_reads_total_loss_and_skips_the_source_location() -> None:
+    line = ("[2021-01-08 16:24:27,999]-[train.py line:229]:  === Epoch:[  0/120],step:[ 10/197],img_size:[416],"
+            "total_loss:1777.3824|loss_ciou:2.1019|loss_conf:1773.8387|loss_cls:1.4414|lr:0.0000")
+    recs = read([line])
+    assert series(recs, "total_loss") == [(10, 1777.3824)]
+    assert not [s for s in samples(recs) if "line" in s.name.lower()]
+
+
+def test_bracketed_key_value_tokens_with_an_epoch_counter() -> None:
+    lines = [f"[epoch:{e}/1200] [loss:{1 / e:.4f}] [lr:0.009] [Time:[2022-08-28 00:11:31]] [total time:0:02:28]"
+             for e in range(1, 5)]
+    recs = read(lines)
+    assert [s for s, _ in series(recs, "loss")] == [1, 2, 3, 4]
+    assert not samples(recs, "total time") and not samples(recs, "Time")
+
+
+def test_compact_pairs_with_no_space_and_an_n_of_m_step() -> None:
+    recs = read([f"iter:{i}/1000,loss:{2 - i / 1000:.3f},acc:{i / 10:.1f}" for i in (10, 20, 30)])
+    assert series(recs, "loss") == [(10, 1.99), (20, 1.98), (30, 1.97)]
+
+
+def test_a_count_of_something_else_is_no_counter() -> None:
+    recs = read([f"GLOBAL_RANK: {r}, MEMBER: {r + 1}/5, loss:{r}" for r in range(3)])
+    assert not [r for r in recs if getattr(r, "kind", None) == EventKind.PROGRESS]
+
+
+# -- tables --------------------------------------------------------------------------------------
+SB3 = """\
+----------------------------------
+| rollout/            |          |
+|    ep_len_mean      | 56.7     |
+|    ep_rew_mean      | {rew}     |
+| time/               |          |
+|    fps              | 754      |
+|    total_timesteps  | {steps}    |
+| train/              |          |
+|    loss             | 1e-07    |
+|    n_updates        | 20085    |
+----------------------------------"""
+
+
+def test_boxed_key_value_tables_are_one_record_stepped_by_total_timesteps() -> None:
+    lines: list[str] = []
+    for steps, rew in ((80443, 0.31), (80769, 0.34)):
+        lines += SB3.format(rew=rew, steps=steps).split("\n")
+    recs = read(lines)
+    assert series(recs, "rollout/ep_rew_mean") == [(80443, 0.31), (80769, 0.34)]
+    assert series(recs, "train/loss") == [(80443, 1e-07), (80769, 1e-07)]
+    assert not samples(recs, "time/total_timesteps")
+    canon = Canonicalizer()
+    assert canon("rollout/ep_rew_mean") == "reward" and canon("train/loss") == "loss"
+
+
+def test_space_aligned_table_under_a_header_row() -> None:
+    rows = [f"{e}       {3 - e:.2f}         {3.1 - e:.2f}       {50 + e}.00%" for e in range(1, 4)]
+    lines = ["epoch   train loss   val loss   accuracy", *rows]
+    recs = read(lines)
+    assert series(recs, "train loss") == [(1, 2.0), (2, 1.0), (3, 0.0)]
+    assert series(recs, "accuracy") == [(1, 51.0), (2, 52.0), (3, 53.0)]
+
+
+def test_boxed_table_with_a_header_row() -> None:
+    recs = read(["| step | loss | acc |", "| 10 | 0.9 | 0.5 |", "| 20 | 0.8 | 0.6 |"])
+    assert series(recs, "loss") == [(10, 0.9), (20, 0.8)]
+
+
+# -- quality metrics on their own lines ----------------------------------------------------------
+def test_per_class_list_is_read_as_its_mean_at_the_step_printed_before() -> None:
+    recs = read(["[0] 1140 4.40 0.24", "[0] 1150 4.36 0.25",
+                 "Validation mIOU: [0.28632338378181343, 0.14035225081708233]",
+                 "Validation loss: 5.871632844477035", "[1] 1160 4.67 0.23", "Validation mIOU: [0.3, 0.2]",
+                 "Validation loss: 4.9"])
+    miou = series(recs, "Validation mIOU")
+    assert [s for s, _ in miou] == [1150, 1160]
+    assert math.isclose(miou[0][1], (0.28632338378181343 + 0.14035225081708233) / 2)
+    assert series(recs, "Validation loss") == [(1150, 5.871632844477035), (1160, 4.9)]
+    assert Canonicalizer()("Validation mIOU") == "miou"
+
+
+def test_epoch_on_its_own_line_steps_the_metrics_after_it() -> None:
+    recs = read(["Epoch 1", "Validation mIOU: [0.5, 0.6]", "Epoch 2", "Validation mIOU: [0.6, 0.7]"])
+    assert [s for s, _ in series(recs, "Validation mIOU")] == [1, 2]
+
+
+def test_ids_in_a_list_are_no_scores() -> None:
+    assert not samples(read(["Using GPUS: [0, 1, 2, 3]"]))
+
+
+def test_a_metric_over_a_sample_count_is_named_by_the_metric() -> None:
+    recs = read(["tick 1     kimg 50.1      time 7m 49s       sec/tick 315.6", "Validity over 64 molecules: 1.56%",
+                 "tick 2     kimg 100.2     time 13m 05s      sec/tick 316.0", "Validity over 64 molecules: 3.12%"])
+    assert series(recs, "Validity") == [(1, 1.56), (2, 3.12)]
+
+
+# -- progress bars ------------------------------------------------------------------------------------
+def lightning(epoch: int, n: int, total: int, loss: str) -> str:
+    return (f"Epoch {epoch}:  31%|███       | {n}/{total} [35:01<1:19:18,  1.72s/it, v_num=29, "
+            f"train_loss_step={loss}, val_loss=0.744]")
+
+
+def test_lightning_postfix_one_record_per_step_from_many_redraws_on_one_line() -> None:
+    line = "\r".join([lightning(0, 1, 4, "1.20"), lightning(0, 1, 4, "1.10"), lightning(0, 2, 4, "-.448"),
+                      "Validation DataLoader 0:  50%|█████     | 2/4 [00:01<00:01, 9.1it/s]",
+                      lightning(1, 1, 4, "0.923")]) + "[rank: 2] Received SIGTERM: 15"
+    recs = read([line])
+    assert series(recs, "train_loss_step") == [(1, 1.10), (2, -0.448), (5, 0.923)]
+    assert series(recs, "val_loss") == [(1, 0.744)]  # shown at every redraw, taken once until it changes
+    assert not samples(recs, "v_num")
+
+
+def test_real_lightning_redraw() -> None:
+    line = ("\rEpoch 0:  31%|███       | 1225/3999 [1:07:35<2:33:02,  3.31s/it, v_num=29, "
+            "train_intent_loss_step=1.110, train_total_loss=0.375]")
+    assert series(read([line]), "train_total_loss") == [(1225, 0.375)]
+
+
+def test_evaluation_and_data_bars_never_set_the_training_step() -> None:
+    recs = read(["\r".join(f"Epoch 1/25 [Train]:   0%|          | {n}/100 [00:23<7:11:26, 1.0s/it, loss=4.9, "
+                           "last_nan_iter=None]" for n in (1, 2)),
+                 "\r".join(f"Epoch 1/25 [Val]:   1%|          | {n}/9000 [00:00<00:48, 2.55it/s, val_loss=4.36, "
+                           "last_nan_iter=None]" for n in (1, 8999)),
+                 "\r".join(f"Running validation:   0%|          | {n}/289 [00:00<?, ?it/s, score=1.0]"
+                           for n in (1, 288)),
+                 "\r".join(f"Map: 50%|█████     | {n}/5000 [00:00<?, ?it/s, rows=3.0]" for n in (1, 4000)),
+                 "Epoch [1/25], Training Loss: 4.6271, Validation Loss: 4.4707, Accuracy: 5.74%"])
+    assert max(s.step or 0 for s in samples(recs)) == 2
+    assert series(recs, "Accuracy") == [(2, 5.74)]
+    assert not samples(recs, "last_nan_iter")  # None is no value, and no NaN
+
+
+def test_bars_of_later_epochs_continue_the_step() -> None:
+    recs = read([f"\rEpoch {e}/3 [Train]:  50%|█████     | {n}/10 [00:01<00:01, 9it/s, loss={e}.{n}]"
+                 for e in (1, 2) for n in (5, 10)])
+    assert [s for s, _ in series(recs, "loss")] == [5, 10, 15, 20]
+
+
+# -- counters named otherwise ----------------------------------------------------------------------
+def test_outer_and_round_counters_date_their_rows_and_a_nan_at_its_own_value() -> None:
+    recs = read(["outer: 3, loss: 0.5", "outer: 4, loss: 0.4", "outer: 5, loss: nan"])
+    got = series(recs, "loss")
+    assert [s for s, _ in got] == [3, 4, 5] and math.isnan(got[-1][1])
+    recs = run(KeyValueAdapter("k"), ["round 7: loss=0.3", "round 8: loss=nan"])
+    assert [s for s, _ in series(recs, "loss")] == [7, 8]
+
+
+# -- detection -----------------------------------------------------------------------------------
+def test_template_claims_what_no_adapter_reads_and_yields_to_the_key_value_reader() -> None:
+    compact = "\n".join(f"[epoch:{e}/1200] [loss:{1 / e:.4f}] [lr:0.009]" for e in range(1, 6)) + "\nKilled\n"
+    assert detect(compact, "x.out") == "template"
+    plain = "\n".join(f"Step {s}: loss={2 - s / 100:.3f}, lr=0.001" for s in range(1, 30)) + "\n"
+    assert detect(plain, "x.log") == "keyvalue"
+    prose = "Loading the model\nTraceback (most recent call last):\n  File \"x.py\", line 3\nValueError: bad\n"
+    assert detect(prose, "x.log") == "text"
+
+
+def test_a_json_dict_after_a_tag_is_read_and_a_stepless_dict_joins_the_step_reached() -> None:
+    recs = read(['[2022-06-06 09:18:44,886][train_inner][INFO] - {"epoch": 1, "update": 0.252, "loss": "0.264", '
+                 '"num_updates": "200", "lr": "1.099e-06"}',
+                 '[2022-06-06 09:20:01,000][valid][INFO] - {"epoch": 1, "valid_loss": "0.261", '
+                 '"valid_num_updates": "200"}'])
+    assert series(recs, "loss") == [(200, 0.264)]
+    assert series(recs, "valid_loss") == [(200, 0.261)]
+
+
+def test_an_evaluation_metric_after_training_lines_joins_their_step() -> None:
+    recs = read(["=== Epoch:[  0/120],step:[190/197],total_loss:3.1|lr:0.0001", "  ===test mAP:0.113",
+                 "Saving weights to dir: 3"])
+    assert series(recs, "test mAP") == [(190, 0.113)]
+    assert not samples(recs, "Saving weights to dir")
+
+
+def test_key_value_reader_reads_a_metric_over_a_count_and_a_per_class_list() -> None:
+    recs = run(KeyValueAdapter("k"), ["tick 1     kimg 50.1      sec/tick 315.6", "Validity over 64 molecules: 1.56%",
+                                      "tick 2     kimg 100.2     sec/tick 316.0", "Validation mIOU: [0.5, 0.7]"])
+    assert series(recs, "Validity") == [(1, 1.56)]
+    assert series(recs, "Validation mIOU") == [(2, 0.6)]
+
+
+def test_an_epoch_and_step_counter_pair_in_brackets_with_a_pipe() -> None:
+    recs = read(["[ 0 |  100 ] loss: 2.5, acc: 0.1", "[ 0 |  200 ] loss: 2.4, acc: 0.2",
+                 "[ 1 |  300 ] loss: 2.3, acc: 0.3"])
+    assert series(recs, "loss") == [(100, 2.5), (200, 2.4), (300, 2.3)]
+
+
+def test_a_lightning_console_of_one_line_of_redraws_is_claimed() -> None:
+    bar = "Epoch 0:  {p}%|███       | {n}/200 [00:10<00:20,  1.72it/s, v_num=3, train_loss_step={v:.3f}]"
+    redraws = "\r".join(bar.format(p=n // 2, n=n, v=3 - n / 100) for n in range(1, 201))
+    head = "GPU available: True (cuda), used: True\n" + redraws + "\nTrainer.fit stopped: `max_epochs=1` reached.\n"
+    assert detect(head, "train.log") == "template"

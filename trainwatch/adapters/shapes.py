@@ -1,0 +1,196 @@
+"""Line shapes the template reader recognises, as pure functions of one line's text.
+
+Each function answers for one shape and returns None when the line is not in it, so the reader can try
+them in turn. Values are read as logs print them (`-.448`, `1e-07`, `55.15%`); `None` is no value (a
+postfix's `last_nan_iter=None` is not a NaN) and a source location (`[train.py line:229]`) is no metric.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf)"
+
+# Counter names, by how close to the training loop they count: the first one a line holds gives the step
+COUNTER_RANK = {"global_step": 0, "step": 1, "steps": 1, "iter": 2, "iters": 2, "iteration": 2, "it": 2,
+                "update": 3, "updates": 3, "num_updates": 3, "batch": 4, "round": 5, "outer": 5, "tick": 6,
+                "epoch": 9, "ep": 9}
+EPOCH_NAMES = frozenset({"epoch", "ep"})
+
+# `key:value`, `key=value`, `key:[ 3/120]`, `key:7/200`, with no space needed around the separator;
+# a key may hold up to four words (`Task Loss`, `total time`)
+COMPACT = re.compile(
+    r"(?:^|(?<=[\s\[,|;(:=]))(?P<k>[A-Za-z_][\w/.@\-]*(?: [A-Za-z_][\w/.@\-]*){0,3}?)\s*[:=]\s*"
+    r"(?:\[\s*(?P<a>" + NUM + r")\s*(?:/\s*(?P<at>\d+)\s*)?\]|(?P<v>" + NUM + r")(?:\s*/\s*(?P<vt>\d+))?)"
+    r"(?P<pct>%)?(?![\w.:/\-])")
+SOURCE_KEY = re.compile(r"(?:\.py\b|^line$|\bline$|lineno$)", re.I)
+
+# tqdm: `Epoch 0:  31%|███       | 1225/3999 [35:01<1:19:18,  1.72s/it, v_num=29, loss=0.923]`
+BAR_REST = re.compile(r"%\|[^|]*\|\s*(?P<n>\d+)/(?P<m>\d+)\s*\[(?P<inner>[^\]]*)\]")
+BAR_EPOCH = re.compile(r"\bepoch\s*[:\[]?\s*(?P<e>\d+)(?:\s*/\s*(?P<t>\d+))?", re.I)
+EVAL_WORDS = re.compile(r"(?i)(?:^|[^a-z])(?:val|valid|validation|validating|eval|evaluat\w*|test|testing|sanity|"
+                        r"predict\w*|inference|map|download\w*|load\w*|tokeniz\w*|filter|generat\w*)(?:[^a-z]|$)")
+NOT_METRICS = frozenset({"v_num", "it/s", "s/it"})
+POSTFIX_KEY = re.compile(r"(?:^|,)\s*([^,=\s]+)\s*=")
+HELD_PREFIXES = ("val", "eval", "test")  # postfix keys of the last evaluation, shown until the next one
+
+# `Validation mIOU: [0.28, 0.14]`: a value per class, read as their mean
+LIST_PAIR = re.compile(r"^(?P<k>[A-Za-z][\w .@/\-]{0,40}?)\s*[:=]\s*\[(?P<l>\s*" + NUM + r"(?:\s*,\s*" + NUM
+                       + r")+\s*)\]\s*$")
+# `Validity over 64 molecules: 1.56%`, `Accuracy of the network on the 10000 test images: 54 %`
+COUNT_PAIR = re.compile(r"^(?P<k>[A-Za-z][A-Za-z ]{0,40}?)\s+(?:over|on|of|for)\s+(?:the\s+)?\d+\s+[A-Za-z][\w ]{0,30}?"
+                        r"\s*:\s*(?P<v>" + NUM + r")\s*%?\s*$")
+# `[0] 1150 4.31 0.24` or `[0] 1150 IOU: [...]`: a bracketed epoch, then the step, then values
+COUNTER_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*(?:\]\s+|\|\s*)(?P<i>\d+)(?:\s*\])?(?=\s)")  # or `[ 3 | 1200 ]`
+EPOCH_ALONE = re.compile(r"^(?:===+\s*)?Epoch\s*[:\[]?\s*(?P<e>\d+)\s*(?:/\s*(?P<t>\d+)\s*)?\]?\s*(?:===+)?\s*$", re.I)
+ALL_NUMBERS = re.compile(r"^\s*" + NUM + r"%?(?:\s+" + NUM + r"%?)*\s*$")  # blanks between: no backtracking
+WORDS = re.compile(r"^[A-Za-z_][\w/.@%()\-]*(?: [A-Za-z_][\w/.@%()\-]*)*$")
+COLUMNS = re.compile(r"\s{2,}|\t")
+DIGIT = re.compile(r"\d")
+
+
+# what a metric's name says it measures: a key-value pair on a line with no counter needs one of these
+METRIC_WORDS = re.compile(r"(?i)loss|acc|map\b|iou|f1|dice|bleu|rouge|reward|auc|psnr|ssim|wer\b|cer\b|ppl|perplex|"
+                          r"precision|recall|score")
+
+
+def number(text: str) -> float | None:
+    """A value as printed, or None for words (`None`, `True`)."""
+    try:
+        return float(text.strip().rstrip("%"))
+    except ValueError:
+        return None
+
+
+@dataclass
+class Counter:
+    name: str
+    value: int
+    total: int | None
+
+
+def compact_pairs(text: str) -> tuple[list[tuple[str, float]], list[Counter]]:
+    """Metrics and counters of a `key:value|key:[a/b],...` line: counters are named ones (epoch, step,
+    iter, ...) or any value printed as `a/b`; a source location is neither."""
+    pairs: list[tuple[str, float]] = []
+    counters: list[Counter] = []
+    for m in COMPACT.finditer(text):
+        key = m.group("k").strip()
+        if SOURCE_KEY.search(key):
+            continue
+        raw = m.group("a") if m.group("a") is not None else m.group("v")
+        total = m.group("at") or m.group("vt")
+        value = number(raw)
+        if value is None:
+            continue
+        low = key.lower()
+        if low in COUNTER_RANK and math.isfinite(value) and value == int(value):
+            counters.append(Counter(low, int(value), int(total) if total else None))
+        elif total is None:  # `MEMBER: 1/5` counts something else than training
+            pairs.append((key, value))
+    return pairs, counters
+
+
+@dataclass
+class Bar:
+    """One tqdm redraw: its description, position, total and the raw text of its postfix (read only for
+    the redraws that are taken: a line may hold thousands of redraws of the same step)."""
+    desc: str
+    n: int
+    total: int
+    inner: str
+
+    @property
+    def epoch(self) -> tuple[int, int | None] | None:
+        return _epoch_of(self.desc)
+
+    @property
+    def training(self) -> bool:
+        """A bar that counts training steps: not an evaluation, sanity check or data loading, and one
+        with metrics of its own (not only the last evaluation's)."""
+        if "=" not in self.inner or _evaluating(self.desc):
+            return False
+        keys = [k for k in POSTFIX_KEY.findall(self.inner) if k not in NOT_METRICS]
+        return bool(keys) and not all(k.lower().startswith(HELD_PREFIXES) for k in keys)
+
+    def postfix(self) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        for item in self.inner.split(","):
+            k, eq, v = item.partition("=")
+            k = k.strip()
+            if eq and k and k not in NOT_METRICS and (value := number(v)) is not None:
+                out.append((k, value))
+        return out
+
+
+@lru_cache(maxsize=256)
+def _evaluating(desc: str) -> bool:
+    """Whether a bar's description names an evaluation or data work (descriptions repeat: cached)."""
+    return EVAL_WORDS.search(desc.replace("Epoch", "")) is not None
+
+
+@lru_cache(maxsize=256)
+def _epoch_of(desc: str) -> tuple[int, int | None] | None:
+    m = BAR_EPOCH.search(desc)
+    return None if m is None else (int(m.group("e")), int(m.group("t")) if m.group("t") else None)
+
+
+def bars(line: str) -> list[Bar]:
+    """Every tqdm redraw in one physical line (redraws are separated by `\\r`), in order. Linear in the
+    line: a 3 MB line of 26k redraws is common."""
+    out: list[Bar] = []
+    for seg in line.split("\r"):
+        at = seg.find("%|")
+        if at < 0:
+            continue
+        m = BAR_REST.match(seg, at)
+        if m is None:
+            continue
+        desc = seg[:at].rstrip("0123456789 ").rstrip(":").strip()
+        out.append(Bar(desc, int(m.group("n")), int(m.group("m")), m.group("inner")))
+    return out
+
+
+def list_pair(text: str) -> tuple[str, float] | None:
+    """`key: [a, b, ...]` as (key, mean of the values)."""
+    m = LIST_PAIR.match(text)
+    if m is None:
+        return None
+    values = [float(v) for v in m.group("l").split(",")]
+    if all(v == int(v) for v in values if math.isfinite(v)):
+        return None  # `GPUs: [0, 1, 2, 3]`: ids, not scores
+    return m.group("k").strip(), sum(values) / len(values)
+
+
+def count_pair(text: str) -> tuple[str, float] | None:
+    """`Validity over 64 molecules: 1.56%` as ("Validity", 1.56): the count names the sample, not the metric."""
+    m = COUNT_PAIR.match(text)
+    if m is None:
+        return None
+    value = number(m.group("v"))
+    if value is None:
+        return None
+    return m.group("k").split(" of ")[0].strip(), value
+
+
+def header_cells(text: str) -> list[str] | None:
+    """The column names of a table's header row: at least two cells, each of words only (cells split by
+    pipes, else by runs of blanks, else by single blanks when every word is one cell)."""
+    text = text.strip()
+    piped = [[c.strip() for c in text.strip("|").split("|")]]
+    options = piped if "|" in text else [COLUMNS.split(text), text.split()]
+    for cells in options:
+        if len(cells) >= 2 and all(c and WORDS.match(c) for c in cells):
+            return cells
+    return None
+
+
+def row_values(text: str) -> list[float] | None:
+    """A table row of numbers only (`| 3 | 0.52 |` or `3   0.52   0.81`)."""
+    body = text.replace("|", " ") if "|" in text else text
+    if not ALL_NUMBERS.match(body):
+        return None
+    return [float(v.rstrip("%")) for v in body.split()]

@@ -1,0 +1,285 @@
+"""The template reader: metric lines of any shape that no specific adapter claims.
+
+Home-made loops print their metrics in shapes no format names: `Epoch:[  0/120],step:[ 10/197],loss:1.48|lr:0.01`,
+`[epoch:3/1200] [loss:0.0041]`, stable-baselines3's boxed `| key | value |` tables, space-aligned tables
+under a header row, tqdm bars whose postfix holds the loss (PyTorch Lightning's console among them),
+`Validation mIOU: [0.60, 0.80]` after an `Epoch 3` line. Lines that recur with the same shape and other
+numbers are series named by their keys or by the table's header; counters (epoch, step, iter, batch,
+update, round, outer, tick, `a/b`) give the step, the training loop's own counter first, so that an
+evaluation bar or a data-loading bar never moves it. Everything else is read as the key-value reader
+reads it (this adapter is that reader with more shapes), so the fallback never knows less than it.
+
+It claims a file only when the key-value reader does not and its own probe reads records: any adapter
+that recognises a file keeps it, and a file of prose and errors stays with the `text` adapter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from trainwatch.adapters import shapes
+from trainwatch.adapters.jsonl import JsonLinesAdapter
+from trainwatch.adapters.keyvalue import STAMP, KeyValueAdapter, _pairs, _stamp
+from trainwatch.model import Event, EventKind, Record, Sample
+
+SCORE = 0.41  # over `text` (0.31) and a console of bare tqdm bars (0.4); under every format that names itself
+MIN_RECORD_LINES = 3
+DETECT_THRESHOLD = 0.3
+STEP_NAMES = ("total_timesteps", "timesteps", "global_step", "step", "steps", "iteration", "iterations", "iter",
+              "n_updates", "epoch")
+
+
+class TemplateAdapter(KeyValueAdapter):
+    name = "template"
+    description = ("Any other metric lines: bracketed counters, compact key:value|key:value, boxed and "
+                   "aligned tables, tqdm/Lightning postfix bars, per-class lists")
+    example = "=== Epoch:[  0/120],step:[ 10/197],total_loss:17.38|loss_ciou:2.10|lr:0.0001"
+
+    def __init__(self, source: str = "") -> None:
+        super().__init__(source)
+        self.box: list[tuple[str, float]] | None = None  # a boxed table being gathered
+        self.box_line = 0
+        self.section = ""
+        self.header: list[str] | None = None
+        self.epoch_base: int | None = None  # 0 or 1: where this log's epochs count from
+        self.bar_base = 0  # steps of the bars before, for bars with no epoch in their description
+        self.bar_last: tuple[int, int] | None = None
+        self.bar_shown: dict[str, float] = {}  # the last value taken of each postfix key held between evaluations
+        self.row_base = 0  # the same, for `[epoch] step` rows whose step restarts each epoch
+        self.row_last: tuple[int, int] | None = None
+        self.finer = False  # a counter finer than the epoch was seen: an `Epoch N` line no longer steps
+        self.json = JsonLinesAdapter(source)  # `[train_inner][INFO] - {"loss": "0.264", ...}`: a dict after a tag
+
+    @classmethod
+    def score(cls, head: str, path: str) -> float:
+        if KeyValueAdapter.score(head, path) >= DETECT_THRESHOLD:
+            return 0.0  # the key-value reader claims it and reads it the same way
+        lines = head.split("\n")
+        if len(lines) > 1:
+            lines = lines[:-1]
+        probe = cls("")
+        hits = 0
+        for i, line in enumerate(lines[:2000]):
+            try:
+                got = list(probe.parse(line, i + 1))
+            except Exception:
+                got = []
+            # records, not lines: one physical line of tqdm redraws holds a record per step
+            hits += min(MIN_RECORD_LINES, len({r.step for r in got if type(r) is Sample}))
+            if hits >= MIN_RECORD_LINES:
+                return SCORE
+        return 0.0
+
+    def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        if "%|" in line:
+            return self._bars(line, lineno) if "=" in line else []  # bars with no postfix say no metric
+        if "\r" in line:
+            line = line.rstrip("\r")
+            line = line[line.rfind("\r") + 1:]
+        text = line.strip()
+        out: list[Record] = []
+        if text[:1] == "|" and text[-1:] == "|" and len(text) > 2:
+            got = self._boxed(text, lineno)
+            if got is not None:
+                return got
+        if self.box is not None:
+            out.extend(self._flush_box())
+        if not text or shapes.DIGIT.search(text) is None:
+            if text and (cells := shapes.header_cells(text)) is not None:
+                self.header = cells
+            return out
+        if text[-1:] == "}" and (brace := text.find('{"')) > 0:
+            got = list(self.json.parse(text[brace:], lineno))
+            if got:
+                self._json_step(got)
+                return out + got
+        when = None
+        if text[:1] in "[0123456789" and (st := STAMP.match(text)) is not None:
+            when = _stamp(st.group(1), st.group(2), st.group(3))
+        if (values := shapes.row_values(text)) is not None:
+            if self.header is not None and len(values) == len(self.header):
+                self._record(list(zip(self.header, values)), [], lineno, when, out)
+            return out
+        if (m := shapes.EPOCH_ALONE.match(text)) is not None:
+            self._epoch_line(int(m.group("e")), lineno, out)
+            return out
+        if text[:1] == "[" and (m := shapes.COUNTER_HEAD.match(text)) is not None:
+            self._counter_row(int(m.group("e")), int(m.group("i")), text[m.end():].strip(), lineno, when, out)
+            return out
+        pairs, counters = shapes.compact_pairs(text) if ":" in text or "=" in text else ([], [])
+        if pairs and any(c.name not in shapes.EPOCH_NAMES for c in counters):
+            self._record(pairs, counters, lineno, when, out)  # the training loop's counter: the step is exact
+            return out
+        if self.finer and self.printed_step is not None and len(text) < 200 and ":" in text:
+            lone, nfields, dirty = _pairs(text)
+            if lone and not dirty and len(lone) == nfields and all(shapes.METRIC_WORDS.search(k) for k, _ in lone):
+                # `Validation loss: 5.87` between counted training lines: an evaluation at the step they reached
+                out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in lone)
+                return out
+        held = len(self.held)
+        got = list(super().parse(line, lineno))
+        read = any(type(r) is Sample for r in got) or len(self.held) != held  # held: read once its keys recur
+        if pairs:
+            if counters and not read:  # an epoch counter, on a line the key-value reader cannot read
+                self._record(pairs, counters, lineno, when, out)
+                return out
+            if not read and self.printed_step is not None and len(pairs) <= 4 \
+                    and any(shapes.METRIC_WORDS.search(k) for k, _ in pairs):
+                # `===test mAP:0.113` after the training lines: an evaluation at the step they reached
+                out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in pairs)
+                return out
+        return out + got
+
+    # -- shapes ---------------------------------------------------------------------------------
+    def _json_step(self, got: list[Record]) -> None:
+        """A dict's records without a step of their own (fairseq's `[valid]` summary) join the step the
+        dicts before reached; those with one move it."""
+        steps = [r.step for r in got if type(r) is Sample and r.step is not None]
+        if steps:
+            self.printed_step = steps[-1]
+            return
+        for r in got:
+            if type(r) is Sample and self.printed_step is not None:
+                r.step, r.step_inferred = self.printed_step, True
+
+    def _bars(self, line: str, lineno: int) -> list[Record]:
+        """tqdm redraws: training bars give the step (epoch x total + position, or positions summed over
+        bars that restart) and their postfix the metrics, one record per step with its last redraw's
+        values. Evaluation, sanity-check and data bars are passed over: their counters are no steps."""
+        out: list[Record] = []
+        pending: tuple[int, shapes.Bar] | None = None
+        for bar in shapes.bars(line):
+            if bar.n == 0 or not bar.training:  # at 0 the postfix is the first batch's, shown again at 1
+                continue
+            ep = bar.epoch
+            if ep is not None:
+                step = max(0, ep[0] - self._epoch_base(ep[0])) * bar.total + bar.n
+            else:
+                if self.bar_last is not None and bar.n < self.bar_last[0]:
+                    self.bar_base += self.bar_last[1]
+                self.bar_last = (bar.n, bar.total)
+                step = self.bar_base + bar.n
+            if pending is not None and pending[0] != step:
+                self._emit(pending[0], pending[1].postfix(), lineno, out)
+            pending = (step, bar)
+        if pending is not None:
+            self._emit(pending[0], pending[1].postfix(), lineno, out)
+        return out
+
+    def _emit(self, step: int, pairs: list[tuple[str, float]], lineno: int, out: list[Record]) -> None:
+        """One step's postfix. A validation or per-epoch value (`val_loss`, `train_loss_epoch`) stays in the
+        postfix, unchanged, until the next evaluation or epoch: it is taken when it changes, not at every step."""
+        self.printed_step = step
+        self.finer = True
+        shown = self.bar_shown
+        for k, v in pairs:
+            if k.lower().startswith(shapes.HELD_PREFIXES) or k.endswith("_epoch"):
+                if shown.get(k) == v:
+                    continue
+                shown[k] = v
+            out.append(Sample(k, v, step, None, self.source, lineno, False))
+
+    def _boxed(self, text: str, lineno: int) -> list[Record] | None:
+        """A `| key | value |` row of a boxed table (stable-baselines3): `| rollout/ | |` opens a section
+        whose keys are prefixed with it; the table is one record, flushed at its closing rule."""
+        cells = [c.strip() for c in text[1:-1].split("|")]
+        if len(cells) != 2 or not cells[0]:
+            return None
+        key, raw = cells
+        value = shapes.number(raw)
+        if (raw and value is None) or shapes.number(key) is not None:
+            return None  # a header row, or a row of numbers: a table with columns
+        if self.box is None:
+            self.box, self.box_line, self.section = [], lineno, ""
+        if not raw:
+            if key.endswith("/"):
+                self.section = key
+                return []
+            return None
+        assert value is not None
+        indented = text[1:].startswith("  ")
+        self.box.append((self.section + key if indented else key, value))
+        return []
+
+    def _flush_box(self) -> list[Record]:
+        pairs, self.box = self.box or [], None
+        if not pairs:
+            return []
+        out: list[Record] = []
+        names = {k.rsplit("/", 1)[-1].lower(): k for k, _ in pairs}
+        step_key = next((names[n] for n in STEP_NAMES if n in names), None)
+        counters = []
+        if step_key is not None:
+            value = dict(pairs)[step_key]
+            if math.isfinite(value):
+                counters.append(shapes.Counter("step", int(value), None))
+        self._record([(k, v) for k, v in pairs if k != step_key], counters, self.box_line, None, out)
+        return out
+
+    def _epoch_line(self, epoch: int, lineno: int, out: list[Record]) -> None:
+        """`Epoch 3` alone: the lines after it belong to that epoch. It is their step while no finer
+        counter was seen."""
+        self._epoch_base(epoch)
+        if not self.finer:
+            self.printed_step = epoch
+
+    def _counter_row(self, epoch: int, n: int, rest: str, lineno: int, when: float | None,
+                     out: list[Record]) -> None:
+        """`[0] 1150 ...`: a bracketed epoch and a step (summed over epochs when it restarts in each)."""
+        last = self.row_last
+        if last is not None and epoch > last[0] and n <= last[1]:
+            self.row_base += last[1]
+        self.row_last = (epoch, n)
+        step = self.row_base + n
+        self.printed_step = step
+        self.finer = True
+        single = shapes.list_pair(rest)
+        pairs = [single] if single is not None else shapes.compact_pairs(rest)[0]
+        out.extend(Sample(k, v, step, when, self.source, lineno, False) for k, v in pairs)
+
+    def _epoch_base(self, epoch: int) -> int:
+        if self.epoch_base is None:
+            self.epoch_base = 0 if epoch == 0 else 1
+        return self.epoch_base
+
+    def _record(self, pairs: list[tuple[str, float]], counters: list[shapes.Counter], lineno: int,
+                when: float | None, out: list[Record]) -> None:
+        """One record: its step from the counters (the training loop's own: the finest, combined with the
+        epoch when it counts within one), else the step the log is at."""
+        named = [(k, v) for k, v in pairs if k.lower() in shapes.COUNTER_RANK and math.isfinite(v)]
+        counters = counters + [shapes.Counter(k.lower(), int(v), None) for k, v in named]
+        pairs = [(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]
+        if not pairs:
+            return
+        step: int | None = None
+        inferred = False
+        if counters:
+            counters.sort(key=lambda c: shapes.COUNTER_RANK.get(c.name, 8))
+            inner = counters[0]
+            epoch = next((c for c in counters if c.name in shapes.EPOCH_NAMES), None)
+            if inner.name in shapes.EPOCH_NAMES:
+                step = inner.value
+                self._epoch_base(inner.value)
+                total = inner.total
+            else:
+                self.finer = True
+                step, total = inner.value, inner.total
+                if epoch is not None and inner.total:
+                    step = max(0, epoch.value - self._epoch_base(epoch.value)) * inner.total + inner.value
+                    total = epoch.total * inner.total if epoch.total else None
+                    inferred = True
+                elif epoch is not None:
+                    step, inferred = self._global_step(inner.value, [("epoch", float(epoch.value))])
+            self.printed_step = step
+            if total:
+                out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
+                                 fields={"step": step, "total": total}))
+        else:
+            step, inferred = self._stepless_step(pairs, lineno, out)
+        out.extend(Sample(k, v, step, when, self.source, lineno, inferred) for k, v in pairs)
+
+    def finish(self) -> Iterable[Record]:
+        out = self._flush_box()
+        out.extend(super().finish())
+        return out
