@@ -27,18 +27,16 @@ import stat
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import IO, Any
 
 from trainwatch import __version__
 from trainwatch.errors import UsageError
 from trainwatch.model import Event, Record, Sample
-from trainwatch.scan.chunk import MAX_LINE as SCANNED
-from trainwatch.scan.chunk import kept
+from trainwatch.sources.tail import REDRAW, FileFollower
 
 PROTOCOL = 1
 HEARTBEAT_S = 2.0
-READ_BYTES = SCANNED + 2
-"""Bytes read at a time: a read without a line end holds more than a scanned line (its `\r\n` aside)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -61,85 +59,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 class _FileTail:
-    """One file read from a byte offset; complete lines carry the offset just after them."""
+    """One file followed by the local follower's code (FileFollower: truncation, rotation with the renamed
+    file read on until quiet), its lines sent with the offset just after them in the file now at the path.
+
+    A rotation is sent as a restart message before the new file's first line; the renamed file's late
+    lines come without an offset (a client resuming after them resumes in the new file)."""
 
     def __init__(self, path: str, offset: int = 0, lineno: int = 0) -> None:
         self.path = path
-        self.offset = offset
-        self.lineno = lineno
-        self.ino: tuple[int, int] | None = None
-        self.partial_sent = b""
-        self.said = ""  # the last error told about this file, so a lasting one is told once
-        self.long: bytes | None = None  # the kept head of a line longer than a read, until its end comes
-        self.long_cr = False  # the last byte read of that line was a `\r` (it may be the one before `\n`)
-
-    def _say(self, out: _Out, text: str) -> None:
-        if text != self.said:
-            self.said = text
-            if text:
-                out.notice(text)
+        self.follower = FileFollower(Path(path), offsets=True, start=(offset, lineno) if offset else None)
 
     def read(self, out: _Out) -> None:
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return
-        if self.ino is None:  # first sight: a file it may not read is said now, even while it is empty
-            try:
-                open(self.path, "rb").close()  # only whether it opens
-            except OSError as exc:
-                self._say(out, f"{self.path}: cannot read ({exc.strerror or exc})")
-                return
-        ino = (st.st_dev, st.st_ino)
-        if (self.ino is not None and ino != self.ino) or st.st_size < self.offset:
-            out.write({"path": self.path, "restart": True})  # rotated or truncated: line numbers start again
-            self.offset = self.lineno = 0
-            self.long = None
-        self.ino = ino
-        if st.st_size == self.offset:
-            return
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read(READ_BYTES)
-        except OSError as exc:
-            self._say(out, f"{self.path}: cannot read ({exc.strerror or exc})")
-            return
-        self._say(out, "")
-        start = 0
-        if self.long is not None:  # inside a line longer than a read: only its head is kept
-            end = data.find(b"\n")
-            if end < 0:
-                self.offset += len(data)
-                self.long_cr = data.endswith(b"\r")
-                return
-            cr = data[end - 1:end] == b"\r" if end else self.long_cr
-            self.lineno += 1
-            out.write({"path": self.path, "offset": self.offset + end + 1, "lineno": self.lineno,
-                       "line": (self.long + (b"\r" if cr else b"")).decode("utf-8", "replace")})
-            self.long = None
-            start = end + 1
-        while True:
-            end = data.find(b"\n", start)
-            if end < 0:
-                break
-            self.lineno += 1
-            raw = kept(data[start:end])
-            out.write({"path": self.path, "offset": self.offset + end + 1, "lineno": self.lineno,
-                       "line": raw.decode("utf-8", "replace")})
-            start = end + 1
-        self.offset += start
-        rest = data[start:]
-        if start == 0 and len(data) == READ_BYTES:  # no line end in a whole read: a line longer than
-            self.long = data[:SCANNED]  # the scanners keep; the rest of it is skipped up to its end
-            self.long_cr = data.endswith(b"\r")
-            self.offset += len(data)
-        elif b"\r" in rest and rest != self.partial_sent:
-            done = rest[:rest.rfind(b"\r")]
-            if done.strip(b"\r"):
-                out.write({"path": self.path, "lineno": self.lineno + 1, "partial": True,
-                           "line": done.decode("utf-8", "replace")})
-            self.partial_sent = rest
+        chunk = self.follower.poll()
+        for text in chunk.notices:
+            out.notice(text)
+        for i, ((lineno, line), end) in enumerate(zip(chunk.lines, chunk.ends, strict=True)):
+            if chunk.restarted and i == chunk.restart_at:
+                out.write({"path": self.path, "restart": True})  # line numbers start again
+            msg: dict[str, Any] = {"path": self.path}
+            if end == REDRAW:
+                msg["partial"] = True
+            elif end is not None:
+                msg["offset"] = end
+            msg["lineno"], msg["line"] = lineno, line
+            out.write(msg)
+        if chunk.restarted and chunk.restart_at >= len(chunk.lines):
+            out.write({"path": self.path, "restart": True})
+
+    def close(self) -> None:
+        self.follower.close()
 
 
 class _Out:

@@ -20,7 +20,8 @@ from trainwatch.engine import Engine
 from trainwatch.errors import TrainwatchError
 from trainwatch.model import Event, EventKind, Record
 from trainwatch.runner import OpenSource, claimed_format, open_source, rank_of
-from trainwatch.sources.files import looks_binary, sample_file
+from trainwatch.sources.fifo import FifoFollower, is_fifo
+from trainwatch.sources.files import SAMPLE_BYTES, looks_binary, sample_file
 from trainwatch.sources.tail import Chunk, FileFollower
 
 DETECT_GIVE_UP_BYTES = 16 << 10  # this much text and still no format: read it for errors only
@@ -39,8 +40,10 @@ def too_early_to_tell(opened: OpenSource, head: bytes) -> bool:
 
 class LiveSource:
     def __init__(self, path: Path, *, fmt: str | None, from_end: bool, ring: int,
-                 notice: Callable[[str], None], params: float | None = None) -> None:
+                 notice: Callable[[str], None], params: float | None = None,
+                 wake: Callable[[], None] | None = None) -> None:
         self.path = path
+        self.wake = wake  # a named pipe's data is there: have the engine thread poll this source
         self.name = str(path)
         self.rank = rank_of(self.name)
         self.fmt = fmt
@@ -50,7 +53,9 @@ class LiveSource:
         self._reader_failure_said = False
         self.params = params
         self.opened: OpenSource | None = None
-        self.follower: FileFollower | None = None
+        self.follower: FileFollower | FifoFollower | None = None
+        self.stream: FifoFollower | None = None  # a named pipe, read before its format is known
+        self._held: list[tuple[int, str]] = []  # the pipe's lines read for detection, fed once it is done
         self.lines: deque[tuple[int, str]] = deque(maxlen=ring)
         self.gave_up = False
         self._understood = 0  # records read so far
@@ -71,12 +76,14 @@ class LiveSource:
         """Reads what is new and feeds it; returns the number of records fed."""
         if self.gave_up:
             return 0
+        if self.follower is None and (self.stream is not None or is_fifo(self.path)):
+            return self._detect_stream(engine)
         if self.reader is not None or (self.follower is None and self._claimed(engine)):
             return self._read_path(engine)
         if self.follower is None and not self._detect(engine):
             return 0
         assert self.follower is not None and self.opened is not None
-        if self.opened.fallback and self._redetect_at:
+        if self.opened.fallback and self._redetect_at and self.stream is None:
             self._redetect(engine)
         chunk = self.follower.poll()
         n = self._feed(engine, chunk)
@@ -85,6 +92,8 @@ class LiveSource:
 
     def close(self, engine: Engine) -> int:
         """The end: an unfinished last line and any block the adapter held back are fed."""
+        if self.follower is None and self.stream is not None:  # a pipe's few lines, never recognised
+            self.stream.close()
         if self.follower is None or self.opened is None:
             return 0
         n = 0
@@ -179,6 +188,49 @@ class LiveSource:
         if self.params:
             engine.feed(Event(EventKind.INFO, source=self.name, fields={"params": self.params}))
         return True
+
+    def _detect_stream(self, engine: Engine) -> int:
+        """A named pipe: its lines are kept in memory until they are enough to tell the format (a pipe
+        cannot be sampled or read twice), then those same lines are fed, and the pipe is read on."""
+        if self.stream is None:
+            self.stream = FifoFollower(self.path, wake=self.wake)
+        chunk = self.stream.poll()
+        for text in chunk.notices:
+            self.notice(text)
+        self._held.extend(chunk.lines)
+        head = _head(self._held)
+        if not head.strip() or (self.fmt is None and not self._held):
+            return 0
+        if self.fmt is None and looks_binary(head):
+            self.notice(f"{self.path}: binary data, not a text log; not followed")
+            self.gave_up = True
+            self.stream.close()
+            return 0
+        try:
+            opened = open_source(self.path, self.fmt, head=head)
+        except TrainwatchError as exc:
+            self.notice(f"{exc}; not followed")
+            self.gave_up = True
+            self.stream.close()
+            return 0
+        if opened.fallback:
+            if too_early_to_tell(opened, head):
+                self._wait("unrecognised", f"{self.path}: format not recognised yet; waiting for more lines")
+                return 0
+            self.notice(f"{self.path}: no known log format; reading it for errors only")
+        self.opened, self.follower = opened, self.stream
+        state = engine.source(self.name, opened.format)
+        state.facts.setdefault("label", self.label)
+        state.facts.pop("waiting", None)
+        if self._waiting is not None:
+            self.notice(f"{self.path}: now following ({opened.format})")
+            self._waiting = None
+        if self.params:
+            engine.feed(Event(EventKind.INFO, source=self.name, fields={"params": self.params}))
+        held, self._held = self._held, []
+        n = self._feed(engine, Chunk(lines=held))
+        self._check_understood(engine, n)
+        return n
 
     def _check_understood(self, engine: Engine, n: int) -> None:
         """A forced --format that understands none of many lines is most likely the wrong one: said once
@@ -364,6 +416,19 @@ class LiveSource:
         engine.feed_all(records)
         self._rule_failures(engine)
         return len(records)
+
+
+def _head(lines: list[tuple[int, str]]) -> bytes:
+    """What detection reads of a pipe: its first lines held, up to a file sample's size."""
+    out: list[bytes] = []
+    size = 0
+    for _, text in lines:
+        raw = text.encode("utf-8", "replace")
+        if out and size + len(raw) > SAMPLE_BYTES:
+            break
+        out.append(raw)
+        size += len(raw) + 1
+    return b"".join(line + b"\n" for line in out)
 
 
 def _key(e: Event) -> tuple[str, int, str]:

@@ -29,6 +29,7 @@ from trainwatch.model import Record
 from trainwatch.errors import SourceError, TrainwatchError
 from trainwatch.runner import open_source
 from trainwatch.session import Session
+from trainwatch.sources.fifo import is_fifo
 from trainwatch.sources.files import is_log_name, looks_binary, read_sample
 from trainwatch.sources.gpu import Backend, GpuSampler
 from trainwatch.sources.runfolders import is_member, members, owner, path_format
@@ -356,7 +357,7 @@ class Watcher:
             return None  # the same file named twice (say "run.log" and "./logs/../run.log"): followed once
         from_end = self.from_end and self._thread is None and path.exists()  # later files: from their start
         src = LiveSource(path, fmt=self.fmt, from_end=from_end, ring=self.ring_lines, notice=self._notice,
-                         params=self.params)
+                         params=self.params, wake=partial(self.wake, key))
         self._sources[src.name] = src
         self._by_file[key] = src
         return src
@@ -417,6 +418,8 @@ class Watcher:
         opened = []
         for spec in self._specs:
             for p in spec.existing():
+                if is_fifo(p):
+                    continue  # opening a pipe to sample it would block until a writer comes, and eat its lines
                 try:
                     opened.append(open_source(p, self.fmt))
                 except TrainwatchError:

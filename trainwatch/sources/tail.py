@@ -26,6 +26,7 @@ READ_CHUNK = 1 << 20
 POLL_BYTES = 16 << 20
 """At most this much is read per poll: a backlog of gigabytes is read and judged piece by piece (memory
 stays bounded, and readers get the lock between pieces); `more` says another poll is due at once."""
+REDRAW = -1  # `Chunk.ends` of a redraw segment of the unfinished line
 MAX_DOCUMENT = 64 << 20  # a whole_file document (trainer_state.json) larger than this is not re-read
 ROTATE_WAIT_S = 5.0
 """After a rotation, the renamed file is still read until it has had nothing new for this long: under
@@ -58,6 +59,11 @@ class Chunk:
     raw_first: int = 0  # the number of the first line in `raw`
     raw_lines: list[int] = field(default_factory=list)
     """The lines in each piece of `raw` (counted as they are read, so no reader counts them again)."""
+    ends: list[int | None] = field(default_factory=list)
+    """With `offsets`: for each of `lines`, the byte offset just after it in the file now at the path;
+    None for a line with no place there (the rotated file's, a line cut at MAX_LINE), REDRAW for a redraw
+    of the unfinished line. `trainwatch stream` sends these so a client resumes where it stopped."""
+    restart_at: int = 0  # with `restarted`: lines[restart_at:] are the new (or truncated) file's
 
 
 def newlines(data: bytes, end: int) -> int:
@@ -74,8 +80,11 @@ class FileFollower:
 
     def __init__(self, path: Path, *, from_end: bool = False, whole_file: bool = False,
                  notice: Callable[[str], None] | None = None, raw_backlog: bool = False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, offsets: bool = False,
+                 start: tuple[int, int] | None = None) -> None:
         self.path = path
+        self._offsets = offsets  # fill Chunk.ends
+        self._start = start  # (offset, lineno) to resume the first file at, after a line end
         self.clock = clock
         self._rotated: _Rotated | None = None
         self.whole_file = whole_file
@@ -139,7 +148,7 @@ class FileFollower:
             self._end_raw(out)
             self._keep_rotated()
             out.notices.append(f"{self.path}: file was replaced (rotation); following the new file")
-            out.restarted = True
+            self._restart(out)
         if self._fd is None:
             if not self._open(st, out):
                 return out
@@ -150,13 +159,18 @@ class FileFollower:
             self._lineno = 0
             self._partial = b""
             self._partial_skip = False  # the new text's first line is no rest of the old long one
-            out.restarted = True
+            self._restart(out)
         self._drain(out)
         return out
 
     @property
     def lineno(self) -> int:
         return self._lineno
+
+    @staticmethod
+    def _restart(out: Chunk) -> None:
+        out.restarted = True
+        out.restart_at = len(out.lines)
 
     @property
     def is_open(self) -> bool:
@@ -191,6 +205,7 @@ class FileFollower:
         """New lines of the replaced file, numbered on from its own last line; let go of once quiet."""
         r = self._rotated
         assert r is not None
+        first = len(out.lines)
         mine = (self._fd, self._offset, self._lineno, self._partial, self._partial_skip, self.more)
         self._fd, self._offset, self._lineno = r.fd, r.offset, r.lineno
         self._partial, self._partial_skip = r.partial, r.partial_skip
@@ -205,6 +220,8 @@ class FileFollower:
                 self._let_go_of_rotated()
         finally:
             self._fd, self._offset, self._lineno, self._partial, self._partial_skip, self.more = mine
+            if self._offsets:  # offsets in a file no longer at the path
+                out.ends[first:] = [None] * (len(out.lines) - first)
 
     def _let_go_of_rotated(self) -> None:
         r, self._rotated = self._rotated, None
@@ -224,7 +241,8 @@ class FileFollower:
             return False
         if self._missing_said and not out.restarted:
             out.notices.append(f"{self.path}: file appeared; following it")
-            out.restarted = self._ino is not None
+            if self._ino is not None:
+                self._restart(out)
         if self._unreadable_said:
             out.notices.append(f"{self.path}: readable again; following it")
         if self._ino is not None:
@@ -239,6 +257,13 @@ class FileFollower:
         if self._from_end:
             self._from_end = False
             self._skip_to_end(st.st_size)
+        elif self._start is not None:
+            offset, lineno = self._start
+            self._start = None
+            if offset <= st.st_size:
+                self._offset, self._lineno = offset, lineno
+            else:  # shorter than where it was left: another file now, read from its start
+                self._restart(out)
         return True
 
     def _skip_to_end(self, size: int) -> None:
@@ -313,6 +338,8 @@ class FileFollower:
     def _split(self, data: bytes, out: Chunk) -> None:
         parts = data.split(b"\n")
         rest = parts.pop()
+        if self._offsets:
+            self._ends(parts, rest, len(data), out)
         for raw in parts:
             if self._partial_skip:
                 self._partial_skip = False
@@ -334,6 +361,21 @@ class FileFollower:
             if done.strip(b"\r"):
                 out.lines.append((self._lineno + 1, done.decode("utf-8", "replace")))
         self._partial = rest
+
+    def _ends(self, parts: list[bytes], rest: bytes, size: int, out: Chunk) -> None:
+        """Chunk.ends for the lines `_split` is about to hand over (`data` ended at self._offset)."""
+        at = self._offset - size
+        skip = self._partial_skip
+        for raw in parts:
+            at += len(raw) + 1
+            if skip:
+                skip = False
+                continue
+            out.ends.append(at)
+        if len(rest) > MAX_LINE and not skip:
+            out.ends.append(None)
+        elif not skip and b"\r" in rest and rest[:rest.rfind(b"\r")].strip(b"\r"):
+            out.ends.append(REDRAW)
 
     def _document(self, st: os.stat_result, out: Chunk) -> None:
         sig = (st.st_ino, st.st_size, st.st_mtime_ns)
