@@ -297,6 +297,11 @@ class BatchBuilder:
     def samples(self) -> int:
         return self._n + len(self._value)
 
+    @property
+    def names_table(self) -> list[str]:
+        """The names by id (`name_id`)."""
+        return self._names
+
     def name_id(self, name: str) -> int:
         i = self._ids.get(name)
         if i is None:
@@ -384,14 +389,16 @@ class BatchBuilder:
         if len(self._redraws) != redraws:
             self._redraws.cut(redraws)
 
-    def only_stepped_samples_since(self, at: tuple[int, int, int, int]) -> bool:
-        """Whether everything appended since `mark` is samples given one at a time, each with the step its
-        line printed (no events, no redraws, no columns): what a plain metric line gives."""
+    def stepped_samples_since(self, at: tuple[int, int, int, int]) -> tuple[tuple[int, int, float], ...] | None:
+        """What was appended since `mark` as (name id, step, value) rows, when it is samples given one at a
+        time each with the step its line printed (no events, redraws or columns: a plain metric line);
+        None otherwise."""
         pieces, singles, events, redraws = at
         steps = self._step
-        return (len(self._pieces) == pieces and len(steps) > singles and len(self._events) == events
-                and len(self._redraws) == redraws and NO_STEP not in steps[singles:]
-                and not any(self._inferred[singles:]))
+        if (len(self._pieces) != pieces or len(steps) <= singles or len(self._events) != events
+                or len(self._redraws) != redraws or NO_STEP in steps[singles:] or any(self._inferred[singles:])):
+            return None
+        return tuple(zip(self._name[singles:], steps[singles:], self._value[singles:]))
 
     def fill_time(self, at: tuple[int, int, int, int], t: float) -> None:
         """Samples appended one at a time since `mark` without a time get `t` (a launcher prefix's). Columns

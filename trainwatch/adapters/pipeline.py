@@ -64,6 +64,16 @@ _STRIP_FIRST[0xC2] = True  # U+009B, the 8-bit CSI, in UTF-8
 _SRUN_REACH = 10  # `srun -l` tags after blanks: up to 4 blanks, up to 4 digits, then the colon (prefix.SRUN)
 
 
+def _stepped_rows(records: list[Record]) -> tuple[tuple[Any, ...], ...] | None:
+    """(name, step, value) of a line's records when they are all samples with the step the line printed."""
+    rows = []
+    for r in records:
+        if not isinstance(r, Sample) or r.step is None or r.step_inferred:
+            return None
+        rows.append((r.name, r.step, r.value))
+    return tuple(rows)
+
+
 def has_parse_chunk(adapter: Adapter) -> bool:
     """Whether the adapter reads scanner chunks itself (it overrides `Adapter.parse_chunk`)."""
     return type(adapter).parse_chunk is not Adapter.parse_chunk
@@ -89,7 +99,7 @@ class SourceParser:
         self.prefixes = PrefixStripper() if adapter.strip_prefixes else None
         self.lines = 0  # lines read through feed_bytes so far (the last line number)
         self._bytes: _ByteReader | None = None
-        self._last_metric_line: str | None = None  # see `_repeated`
+        self._last_metric_rows: tuple[tuple[Any, ...], ...] | None = None  # see `_repeated`
 
     def failed(self, exc: Exception) -> None:
         """The adapter raised: what it was reading is dropped, and counted, and the first error kept."""
@@ -123,8 +133,7 @@ class SourceParser:
         except Exception as exc:  # an adapter bug must cost one line, not the watcher
             self.failed(exc)
             out = []
-        if out and self._repeated(text, all(type(r) is Sample and r.step is not None and not r.step_inferred
-                                            for r in out)):
+        if out and self._repeated(_stepped_rows(out)):
             return []
         if prefix is not None and prefix.time is not None and out:
             for r in out:  # the adapter saw the line without its timestamp: give the samples theirs
@@ -132,17 +141,21 @@ class SourceParser:
                     r.time = prefix.time
         return out
 
-    def _repeated(self, text: str, stepped: bool) -> bool:
-        """Whether a metric line that printed its step is the previous metric line again, word for word
-        once its timestamp and launcher prefix are off: two handlers (or two writers) on one file write
-        every line twice or more. Counted again, each step's value would look like several points with
-        no noise between them; dropped, the series is what the run logged once."""
-        if not stepped:
-            self._last_metric_line = None
+    def _repeated(self, rows: tuple[tuple[Any, ...], ...] | None, out: BatchBuilder | None = None) -> bool:
+        """Whether a metric line that printed its step gave exactly what the previous metric line gave (the
+        same names, steps and values): two handlers (or two writers) on one file write every line twice
+        or more. Counted again, each step's value would look like several points with no noise between
+        them; dropped, the series is what the run logged once. Rows from a builder carry its name ids,
+        made names here so both paths compare alike."""
+        if rows is None:
+            self._last_metric_rows = None
             return False
-        if text == self._last_metric_line:
+        if out is not None:
+            names = out.names_table
+            rows = tuple((names[i], step, value) for i, step, value in rows)
+        if rows == self._last_metric_rows:
             return True
-        self._last_metric_line = text
+        self._last_metric_rows = rows
         return False
 
     def _adapt_into(self, line: str, lineno: int, out: BatchBuilder) -> None:
@@ -155,7 +168,7 @@ class SourceParser:
             self.failed(exc)
             out.rollback(at)
             return
-        if out.mark() != at and self._repeated(text, out.only_stepped_samples_since(at)):
+        if out.mark() != at and self._repeated(out.stepped_samples_since(at), out):
             out.rollback(at)
             return
         if prefix is not None and prefix.time is not None:

@@ -43,6 +43,7 @@ class _Collapse:
     low: float
     recovered: int | None  # index where it came back, if it did
     back: float  # the value it came back to
+    window: int = 1  # points of the rolling median the values are
 
 
 @register("quality.collapse")
@@ -62,8 +63,9 @@ class QualityCollapse(Rule):
         c = found[0]
         t = c.t
         at_step = int(t.steps[c.at])
+        smooth = f" (medians of {c.window} points)" if c.window > 1 else ""
         msg = (f"{t.name} collapsed from its best {t.shown(c.best)} (step {c.best_step}) to "
-               f"{t.shown(c.low)} at step {at_step} ({c.low / c.best:.0%} of the best)")
+               f"{t.shown(c.low)} at step {at_step} ({c.low / c.best:.0%} of the best){smooth}")
         last = float(t.values[-1])
         if c.recovered is not None:
             msg += (f"; a transient collapse: it recovered to {t.shown(c.back)} by step "
@@ -75,6 +77,8 @@ class QualityCollapse(Rule):
             msg += f" (also collapsed: {', '.join(others[:4])})"
         return [Finding(message=msg, step=at_step, began_step=at_step, subject=t.name,
                         evidence={"value": c.low, "step": at_step, "best": c.best, "best_step": c.best_step,
+                                  **({"value_stat": f"median of {c.window} points",
+                                      "best_stat": f"median of {c.window} points"} if c.window > 1 else {}),
                                   "recovered": c.recovered is not None, "metrics": [o.t.name for o in found],
                                   "detected_step": at_step, "last_value": last, "last_step": int(t.steps[-1])})]
 
@@ -96,15 +100,21 @@ class QualityCollapse(Rule):
         bar = (1 - p.drop) * best
         below = (v <= bar) & (best - v > p.noise_k * noise) & (best > 0)
         k = max(1, p.persist)
+        found: list[_Collapse] = []
+        after = 0  # a collapse is looked for again only once the one before recovered
         for i in np.flatnonzero(below).tolist():
             if i + k > n:
                 break
-            if median(v[i:i + k].tolist()) > bar[i]:
+            if i < after or median(v[i:i + k].tolist()) > bar[i]:
                 continue
             b = float(best[i])
             bi = int(np.flatnonzero(v[:i + 1] == b)[0])
             back = np.flatnonzero(v[i:] >= p.recover * b)
             rec = int(back[0]) + i if len(back) else None
             low = float(v[i:rec].min() if rec else v[i:].min())
-            return _Collapse(t, b, int(t.steps[bi]), i, low, rec, float(v[rec]) if rec is not None else low)
-        return None
+            found.append(_Collapse(t, b, int(t.steps[bi]), i, low, rec, float(v[rec]) if rec is not None else low, w))
+            if rec is None:
+                break
+            after = rec
+        # the deepest fall is the story (a small dip early in a run that later climbs far higher is not)
+        return max(found, key=lambda c: c.best - c.low) if found else None
