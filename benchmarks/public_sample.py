@@ -9,7 +9,8 @@ scoreboard's own `judge` on every log found in a folder, and prints the pass fig
 
     python benchmarks/public_sample.py --logs DIR [--only NAME] [--jobs 2]
 
-The first look of each round (before that round's fixes) is kept in the TSV's `first_look` column.
+The first look of each round (before that round's fixes) is kept in the TSV's `first_look` column;
+`after_stop21_merges` is the same logs judged by the code of the fixes made without seeing them.
 """
 
 from __future__ import annotations
