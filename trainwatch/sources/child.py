@@ -171,8 +171,8 @@ class Child:
             except ProcessLookupError:
                 return False
             if signum == signal.SIGTERM:
-                if self.tree is not None:
-                    self.tree.signal(signal.SIGTERM)
+                if self.tree is not None:  # what left the group; the child itself has it already
+                    self.tree.signal(signal.SIGTERM, but=self.proc.pid)
                 if self._kill_timer is None:
                     self._kill_timer = threading.Timer(self.grace_s, self._kill)
                     self._kill_timer.daemon = True
