@@ -71,7 +71,7 @@ def test_rows_already_judged_are_kept_only_as_far_as_the_recent_window() -> None
     assert used(judge=True) < 0.75 * used(judge=False)
 
 
-@pytest.mark.xfail(reason="issue 22: the new quality and loss aliases changed how averaged losses are named", strict=True)
+@pytest.mark.xfail(reason="issue 22: the new aliases changed how averaged losses are named", strict=True)
 def test_losses_named_by_their_averaging_are_the_train_or_eval_loss() -> None:
     from trainwatch.names import Canonicalizer
 
