@@ -299,9 +299,9 @@ def test_check_reads_remote_paths_and_says_what_went_wrong_in_one_line(tmp_path:
     for target, words in ((f"root@twnode:{tmp_path}/missing.log", "no such file on twnode"),
                           (f"root@twstranger:{log}", "cannot connect: root@127.0.0.1: Permission denied"),
                           (f"root@twclosed:{log}", "cannot connect: ssh: connect to host 127.0.0.1")):
-        bad = check(target)
-        assert bad.returncode == 3 and bad.stdout == ""
-        assert len(bad.stderr.splitlines()) == 1 and words in bad.stderr, bad.stderr
+        bad = check(target)  # with --json the one line is a JSON object on stdout, and stderr stays empty
+        assert bad.returncode == 3 and bad.stderr == "", bad.stderr
+        assert len(bad.stdout.splitlines()) == 1 and words in json.loads(bad.stdout)["error"], bad.stdout
 
 
 UNREADABLE = Path("/proc/sys/vm/compact_memory")  # write-only, even for root: a file the node cannot read

@@ -118,11 +118,11 @@ class Engine:
         facts = state.facts if state is not None else {}
         cfg = facts.get("run_config")
         lr = self.store.get("lr", finding.source)
-        peak = lr.maximum if lr is not None and lr.count > lr.nan_count + lr.inf_count else None
+        peak = lr.peak_upto(finding.line) if lr is not None else None
         llm = facts.get("llm")
         adam = llm is True or (state is not None and state.format in ADAMW_TRAINERS)
         view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), llm=llm,
-                       logged_lr=peak if peak is not None and math.isfinite(peak) else None,
+                       logged_lr=peak,
                        default_optimizer="adam" if adam else "")
         return fit_fixes(spec.family, fixes, view)
 

@@ -493,6 +493,23 @@ class Series:
         lo = max(self._first, hi - RECENT_POINTS)
         return self._step[lo:hi], self._value[lo:hi]
 
+    def peak_upto(self, line: int) -> float | None:
+        """The greatest finite value logged on lines up to `line`, None when there is none. A finding's
+        fixes quote the peak as it stood when the finding was made, so the words are the same whether
+        the rows came one at a time (tail) or a whole backlog at once (check). Rows no longer stored are
+        read from the history buckets that ended before the first stored row."""
+        at = np.flatnonzero(self._line[self._first:self._hi] <= line)
+        hi = self._first + (int(at[-1]) + 1 if len(at) else 0)
+        kept = self._value[self._first:hi]
+        kept = kept[np.isfinite(kept)]
+        peak = float(kept.max()) if len(kept) else -math.inf
+        if self.count > self._hi - self._first and self._hi > self._first:  # rows were dropped
+            first_kept = int(self._step[self._first])
+            for b in self.history.buckets():
+                if b.last_step < first_kept and b.finite and b.maximum > peak:
+                    peak = b.maximum
+        return peak if math.isfinite(peak) else None
+
     @property
     def recent(self) -> deque[Point]:
         """The newest RECENT_POINTS rows as points, oldest first. Built on demand, each row once."""

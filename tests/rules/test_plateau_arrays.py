@@ -16,6 +16,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rowref.harness import decided
 from rowref.plateau_rows import LossFlatFromStart as RowFlat
 from rowref.plateau_rows import LossPlateau as RowPlateau
 from trainwatch import config
@@ -105,7 +106,7 @@ def runs(draw: st.DrawFn) -> list[Record]:
 
 
 def _report(eng: Engine) -> str:
-    return json.dumps([a.to_dict() for a in eng.alerts() if a.rule in IDS], indent=1, sort_keys=True, default=str)
+    return json.dumps([decided(a.to_dict()) for a in eng.alerts() if a.rule in IDS], indent=1, sort_keys=True, default=str)
 
 
 def _fresh(records: list[Record]) -> list[Record]:

@@ -21,6 +21,7 @@ from trainwatch.batch import from_records
 from trainwatch.engine import Engine
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.rules.base import Rule
+from tests.rules.rowref.harness import decided
 from tests.rules.rowref.spike_rows import GradSpikeRows, LossSpikeRows
 
 SOURCE = "run.log"
@@ -54,7 +55,7 @@ def report(rule_id: str, oracle: type[Rule] | None, records: list[Record], cuts:
         for lo, hi in zip(bounds, bounds[1:], strict=False):
             engine.feed_batch(from_records(SOURCE, fresh[lo:hi]))
     engine.finish(SOURCE)
-    alerts = [a.to_dict() for a in engine.alerts()]
+    alerts = [decided(a.to_dict()) for a in engine.alerts()]
     return json.dumps({"alerts": alerts, "told": told}, indent=1, default=str)  # NaN == NaN as text
 
 

@@ -39,10 +39,10 @@ def report(rule_id: str, records: Sequence[Record], cuts: Sequence[int] | None, 
     sources = {r.source for r in records}
     for s in sorted(sources):
         engine.finish(s)
-    return json.dumps([_judged(a.to_dict()) for a in engine.alerts() if a.rule == rule_id], indent=1, default=str)
+    return json.dumps([decided(a.to_dict()) for a in engine.alerts() if a.rule == rule_id], indent=1, default=str)
 
 
-def _judged(d: dict[str, Any]) -> dict[str, Any]:
+def decided(d: dict[str, Any]) -> dict[str, Any]:
     """What the rule decided. Whether an ended alert is told as `stopped` (its metric went non-finite) or
     `resolved` is the engine's reading of the row it ended on, which differs between a row rule and its
     array form where non-finite rows are skipped; tests/test_resolved_means_recovered.py pins that."""
