@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch.batch import BatchBuilder, RecordList, RedrawColumns
 from trainwatch.model import Event, EventKind, Sample
 
@@ -155,7 +156,7 @@ def test_a_total_no_int64_holds_is_kept_as_the_log_printed_it() -> None:
     assert total([huge, 7, None, huge + 1]) == huge + 1
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(ops=st.lists(st.one_of(st.tuples(st.just("one"), st.integers(0, 9)),
                               st.tuples(st.just("run"), st.integers(0, 5)),
                               st.tuples(st.just("cut"), st.integers(0, 30))), max_size=25))

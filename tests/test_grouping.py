@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch.grouping import group_rows, group_rows_reference
 from trainwatch.scan import native
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(names=st.lists(st.integers(0, 5), max_size=80), table=st.permutations(range(6)), extra=st.integers(0, 3))
 def test_rows_are_grouped_by_id_in_row_order(names: list[int], table: list[int], extra: int) -> None:
     name = np.array(names, dtype=np.int32)

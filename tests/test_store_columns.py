@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from tests.rules.rowref import store_rows
 from trainwatch import store
 from trainwatch.scan import native
@@ -48,7 +49,7 @@ def _assert_same(col: Series, row: store_rows.Series) -> None:
             assert col.tail_values(n, skip_newest=skip) == row.tail_values(n, skip_newest=skip)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(VALUES, max_size=300), st.lists(st.integers(1, 400), max_size=20), st.integers(0, 3),
        st.lists(st.booleans(), max_size=21))
 @example([float(i) for i in range(70)], [10, 10, 50], 3, [])  # the arrays move with rows not yet folded
@@ -103,7 +104,7 @@ def test_a_long_batch_keeps_the_newest_rows_and_the_whole_run():
     assert s.tolist() == list(range(n - 10, n))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(1, store.KEPT_ROWS + 300), st.lists(st.integers(1, store.ROUND_ROWS), min_size=1, max_size=6),
        st.integers(1, 3))
 def test_a_series_read_up_to_a_line_is_the_series_as_it_was_then(n, cuts, per_line):
@@ -162,7 +163,7 @@ def test_a_rarely_logged_metric_holds_little_history() -> None:
 
 
 @pytest.mark.skipif(native() is None, reason="the native extension is not in use")
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(values=st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0, 1e308, -1e308, math.inf, -math.inf, math.nan, 3.25]),
                        max_size=60),
        size=st.integers(1, 9))
@@ -178,7 +179,7 @@ def test_the_native_bucket_fold_is_the_reference_one(values: list[float], size: 
 
 
 @pytest.mark.skipif(native() is None, reason="the native extension is not in use")
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(values=st.lists(st.sampled_from([0.0, 1.5, -2.0, 1e308, math.inf, -math.inf, math.nan, 3.25]), min_size=1,
                        max_size=40),
        picks=st.lists(st.integers(0, 39), max_size=30))

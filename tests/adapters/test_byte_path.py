@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 import trainwatch.scan as scan
 from trainwatch import runner
 from trainwatch.adapters import pipeline
@@ -219,7 +220,7 @@ def _cuts(data: bytes) -> st.SearchStrategy[list[int]]:
 @pytest.mark.parametrize("adapter_class,pieces", [
     (HFConsoleAdapter, CONSOLE_PIECES), (JsonLinesAdapter, JSON_PIECES), (KeyValueAdapter, CONSOLE_PIECES),
 ], ids=["hf_console", "jsonl", "keyvalue"])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_cuts_give_the_same_records(adapter_class: type[Adapter], pieces: list[str], scanner: Any,
                                            data: st.DataObject, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -396,7 +397,7 @@ def test_a_file_truncated_inside_a_long_line_is_read_again_from_its_first_line(t
     assert drain() == [(1, "a"), (2, "b")]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(pieces=st.lists(st.binary(max_size=9), max_size=12), size=st.integers(1, 20))
 def test_backlog_pieces_are_joined_into_blocks_of_at_least_the_size(pieces: list[bytes], size: int) -> None:
     """`tail` joins its backlog's reads into blocks of BACKLOG_BLOCK before the byte path reads them:

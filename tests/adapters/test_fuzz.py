@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch.adapters import registry
 from trainwatch.adapters.signatures import SignatureScanner
 
@@ -18,7 +19,7 @@ FRAGMENTS = ["{'loss': ", "'nan'", "nan", "inf", "-inf", "}", "{'", "\r", " 10/1
 lines = st.lists(st.one_of(st.text(max_size=200), st.sampled_from(FRAGMENTS)), max_size=12).map("".join)
 byte_lines = st.binary(max_size=300).map(lambda b: b.decode("utf-8", "replace"))
 NAMES = sorted(registry())
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize("name", NAMES)

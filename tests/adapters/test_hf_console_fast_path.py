@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 import trainwatch.scan as scan
 from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.hf_console import HFConsoleAdapter
@@ -126,7 +127,7 @@ BAR_READERS = _bar_readers()
 
 
 @pytest.mark.parametrize("read", BAR_READERS)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(parts=BAR_PARTS)
 def test_plain_bars_read_only_what_last_bar_reads_alike(read: Any, parts: tuple[str, ...]) -> None:
     """The array reader of tqdm bars answers only for bars `_last_bar` reads the same way at once."""
@@ -174,7 +175,7 @@ SHAPED_BAR = st.lists(st.tuples(st.integers(0, len(_BAR_FIELDS) - 1), st.integer
 
 
 @pytest.mark.skipif(len(BAR_READERS) < 2, reason="trainwatch._scan is not built")
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(pieces=st.lists(SHAPED_BAR, min_size=1, max_size=4),
        at=st.lists(st.tuples(st.integers(-3, 400), st.integers(-3, 400), st.integers(-3, 400)), max_size=3),
        short=st.integers(0, 3))
@@ -224,7 +225,7 @@ EPOCHS = st.sampled_from(["0.01", "0.5", "1.0", "0.0", "0.1234", "nan", "-0.5", 
 
 
 @pytest.mark.parametrize("scanner", SCANNERS)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(start=st.booleans(), steps=st.lists(st.tuples(STEADY_KINDS, st.integers(-3, 40), EPOCHS), max_size=60),
        cuts=st.lists(st.integers(0, 6000), max_size=4))
 def test_steady_runs_read_over_arrays_as_line_by_line(scanner: Any, start: bool, steps: list[tuple[str, int, str]],
@@ -314,7 +315,7 @@ def test_a_steady_run_starts_one_step_past_the_last_dict(scanner: Any, monkeypat
 
 
 @pytest.mark.skipif(len(BAR_READERS) < 2, reason="trainwatch._scan is not built")
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(raw=st.lists(st.sampled_from([b"'", b":", b" ", b",", b"a", b"{", b"}", b"\xe9", b"\"", b"%", b"\x00",
                                      b"'loss': 1.5, ", b"x" * 300]), max_size=30).map(b"".join),
        spans=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 2000)), min_size=1, max_size=8))
@@ -335,7 +336,7 @@ def test_the_native_byte_census_is_the_reference_one(raw: bytes, spans: list[tup
 
 
 @pytest.mark.skipif(len(BAR_READERS) < 2, reason="trainwatch._scan is not built")
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(raw=st.lists(st.sampled_from([b"{", b"\r", b"%", b"|", b"%|", b"a", b"\xe9", b"\x00", b"x" * 70]),
                     max_size=40).map(b"".join),
        needle=st.sampled_from([b"{", b"\r", b"%|", b"||", b"|||", b"%|%", b"", b"\x00"]))
@@ -459,7 +460,7 @@ def test_the_native_steady_runs_are_the_reference_ones(both_plans: dict[str, int
     assert both_plans["runs"] > 2
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(banner=st.booleans(), lines=st.lists(CONSOLE_LINE, max_size=60), cuts=st.lists(st.integers(0, 6000), max_size=3))
 def test_the_native_plan_is_the_reference_one_on_any_mix(banner: bool, lines: list[str], cuts: list[int],
                                                          both_plans: dict[str, int]) -> None:

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 import trainwatch.scan as scan
 from trainwatch.adapters import jsonl
 from trainwatch.adapters.jsonl import JsonLinesAdapter
@@ -85,7 +86,7 @@ def _native_rows() -> Any:
 
 
 @pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(rows=st.lists(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(
            [0.0, 1.0, 7.9, 8.2, -3.0, 99.0, 1e8, 1e8 + 1, 1.7e9, 1e11, 1.7e12, 2.5])), max_size=6), max_size=12),
        step_keys=st.permutations([0, 1, 2, 3, 4, 5]).map(lambda p: p[:3]), time_keys=st.sets(st.integers(0, 5)),
@@ -140,7 +141,7 @@ _LAYOUT_PIECES = [  # lines sharing key layouts with different nesting, and ever
 
 
 @pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(picks=st.lists(st.integers(0, len(_LAYOUT_PIECES) - 1), max_size=40))
 def test_the_native_readable_lines_are_the_reference_ones(picks: list[int]) -> None:
     """Any mix of lines that share layouts but not their nesting, with a `/`, a non-finite value, a total,
@@ -192,7 +193,7 @@ def _chunked_lines(draw: st.DrawFn) -> tuple[bytes, int]:
 
 
 @pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=_chunked_lines())
 def test_the_native_readable_lines_are_the_reference_ones_on_any_chunking(case: tuple[bytes, int]) -> None:
     """Generated lines (numbers at the edges of what JSON and a float say, CR redraws, CRLF, a cut last
@@ -233,7 +234,7 @@ def _records_and_parsed(adapter: Counting, data: bytes, cuts: list[int]) -> tupl
 
 @pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
 @pytest.mark.parametrize("max_shapes", [jsonl.MAX_SHAPES, 1])
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(case=_chunked_lines(), picks=st.lists(st.integers(0, len(_LAYOUT_PIECES) - 1), max_size=30),
        cuts=st.lists(st.floats(0, 1), max_size=4))
 def test_the_one_native_pass_reads_what_the_two_steps_read(case: tuple[bytes, int], picks: list[int],

@@ -11,6 +11,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from tests.rules.rowref.compare import alerts, random_cuts, samples
 from tests.rules.rowref.divergence_row import LossDiverging as RowLossDiverging
 
@@ -49,7 +50,7 @@ def make_loss(segments: list[tuple[str, int, float, float]], seed: int) -> list[
     return rows
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(segments=st.lists(segment, min_size=1, max_size=8), seed=st.integers(0, 2**16))
 def test_array_rule_finds_what_the_row_rule_found(segments: list[tuple[str, int, float, float]], seed: int) -> None:
     records = samples("loss", make_loss(segments, seed))

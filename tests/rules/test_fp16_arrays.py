@@ -10,6 +10,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.examples import examples
 from rowref import fp16 as row_fp16
 from rowref.harness import report
 
@@ -30,7 +31,7 @@ def scale_logs(draw) -> list[Record]:
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(scale_logs(), st.lists(st.integers(0, 80), max_size=6))
 def test_loss_scale_collapse_matches_the_row_rule(records, cuts) -> None:
     want = report("fp16.overflow", records, None, oracle=row_fp16.Fp16Overflow)

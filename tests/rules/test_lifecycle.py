@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch.alerts import AlertBook
 from trainwatch.config import Config, Duration, RuleSpec
 from trainwatch.lifecycle import Cycle, Step, advance
@@ -38,7 +39,7 @@ def array_transitions(cond: list[bool], now: list[float], for_: Duration, keep: 
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(cond=st.lists(st.booleans(), max_size=60), gaps=st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0]), max_size=60),
        for_=durations, keep=durations, cuts=st.lists(st.integers(0, 60), max_size=8))
 def test_array_life_cycle_matches_the_book_under_any_batching(cond, gaps, for_, keep, cuts) -> None:

@@ -9,6 +9,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.examples import examples
 from rowref import lr as row_lr
 from rowref.harness import report
 
@@ -55,7 +56,7 @@ def _same(rule_id: str, oracle: type, records: list[Sample], cuts: list[int]) ->
     assert report(rule_id, records, [c % (len(records) + 1) for c in cuts]) == want
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(lr_logs(), st.lists(st.integers(0, 400), max_size=8))
 def test_lr_schedule_matches_the_row_rule(records, cuts) -> None:
     _same("lr.schedule", row_lr.LrSchedule, records, cuts)
@@ -92,7 +93,7 @@ def warmup_logs(draw) -> list[Sample]:
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(warmup_logs(), st.lists(st.integers(0, 60), max_size=6))
 def test_lr_no_warmup_matches_the_row_rule(records, cuts) -> None:
     _same("lr.no_warmup", row_lr.LrNoWarmup, records, cuts)

@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch.rules.resume import _LrRun
 
 
@@ -13,7 +14,7 @@ def _state(run: _LrRun) -> tuple:
     return run.n, run.peak, list(run.pre), list(run.post), run.low, run.last
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.floats(0, 10, allow_nan=False), max_size=80), st.lists(st.integers(0, 80), max_size=6),
        st.integers(1, 40))
 def test_extend_equals_add_one_at_a_time(values, cuts, keep):

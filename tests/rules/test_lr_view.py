@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch.rules.base import RuleContext
 from trainwatch.rules.plateau_feed import LrView
 from trainwatch.store import MetricStore
@@ -27,7 +28,7 @@ def _one_at_a_time(values: list[float], below: float) -> list[bool]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(values=st.lists(LRS, min_size=1, max_size=60), cuts=st.lists(st.integers(0, 60), max_size=5),
        below=st.sampled_from([0.3, 0.5, 1.0]))
 def test_annealing_is_the_lr_read_point_by_point(values: list[float], cuts: list[int], below: float) -> None:

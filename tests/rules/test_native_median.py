@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch.rules import rolling
 
 try:
@@ -29,7 +30,7 @@ values = st.one_of(
 )
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(xs=st.lists(values, max_size=300), window=st.one_of(st.integers(1, 70), st.integers(71, 300)))
 def test_the_rolling_median_is_bottlenecks(xs: list[float], window: int) -> None:
     """Row for row what `bn.move_median(x, window, min_count=1)` gives; a window longer than the data
@@ -44,7 +45,7 @@ def test_the_rolling_median_is_bottlenecks(xs: list[float], window: int) -> None
     assert got.dtype == np.float64
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(xs=st.lists(values, min_size=1, max_size=120),
        spans=st.lists(st.tuples(st.integers(-3, 130), st.integers(-3, 130)), max_size=12))
 def test_span_medians_are_bottlenecks_at_the_spans_last_row(xs: list[float], spans: list[tuple[int, int]]) -> None:
@@ -66,7 +67,7 @@ def test_a_bad_call_is_refused_not_crashed() -> None:
     assert np.isnan(_scan.move_median(np.ones(3), 0)).all()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(xs=st.lists(values, max_size=300), data=st.data(), self_=st.booleans())
 def test_the_rules_medians_do_not_depend_on_which_computes_them(
         xs: list[float], data: st.DataObject, self_: bool) -> None:
@@ -113,7 +114,7 @@ def test_windows_around_the_limit_give_the_same_medians_either_way() -> None:
         np.testing.assert_array_equal(rolling.trailing_median(x, w), plain)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(xs=st.lists(values, max_size=300), window=st.one_of(st.integers(1, 12), st.integers(13, 300)),
        greatest=st.booleans())
 def test_the_rolling_extremes_are_bottlenecks(xs: list[float], window: int, greatest: bool) -> None:

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from rulekit import Run
+from tests.examples import examples
 from tests.fixtures import blowup_repro
 from trainwatch.model import Alert, evidence_points
 
@@ -119,7 +120,7 @@ def run(rows: list[tuple[int, dict[str, float]]]) -> list[Alert]:
     return r.engine.alerts()
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow],
           phases=(Phase.explicit, Phase.reuse, Phase.generate))  # an engine per example: shrinking is slow
 @given(st.lists(segment, min_size=1, max_size=6), st.integers(0, 10**6), st.sampled_from((1, 1, 5, 10)),
        st.booleans(), st.booleans())

@@ -16,6 +16,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from rowref.harness import decided
 from rowref.plateau_rows import LossFlatFromStart as RowFlat
 from rowref.plateau_rows import LossPlateau as RowPlateau
@@ -106,7 +107,8 @@ def runs(draw: st.DrawFn) -> list[Record]:
 
 
 def _report(eng: Engine) -> str:
-    return json.dumps([decided(a.to_dict()) for a in eng.alerts() if a.rule in IDS], indent=1, sort_keys=True, default=str)
+    judged = [decided(a.to_dict()) for a in eng.alerts() if a.rule in IDS]
+    return json.dumps(judged, indent=1, sort_keys=True, default=str)
 
 
 def _fresh(records: list[Record]) -> list[Record]:
@@ -128,7 +130,8 @@ def _judge(records: list[Record], cfg: config.Config, cuts: list[int] | None) ->
     return _report(eng)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(40), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(records=runs(), cut_seed=st.integers(0, 10**6), small=st.booleans())
 def test_array_plateau_rules_equal_the_row_rules(records: list[Record], cut_seed: int, small: bool) -> None:
     # small windows make the plateau read the bucketed history early and often
@@ -176,7 +179,8 @@ def _flat_state(eng: Engine) -> list[tuple]:
              st.told is None) for src, st in sorted(rule._states.items())]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(60), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(records=runs(), cut_seed=st.integers(0, 10**6), quarter=st.sampled_from([8, 16, 200]))
 def test_flat_start_batches_settled_over_arrays_leave_the_state_of_the_row_loop(
         records: list[Record], cut_seed: int, quarter: int) -> None:
@@ -200,7 +204,7 @@ def test_flat_start_batches_settled_over_arrays_leave_the_state_of_the_row_loop(
     assert _report(quick) == _report(slow)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(v=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=9, max_size=60), data=st.data())
 def test_the_medians_of_nine_at_some_rows_are_the_rolling_ones(v: list[float], data: st.DataObject) -> None:
     """flat_from_start's cheap look takes the median of the last nine only at the rows it judges: the

@@ -10,6 +10,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.examples import examples
 from rowref import resume as row_resume
 from rowref.harness import report
 
@@ -40,7 +41,7 @@ def resumed_logs(draw) -> list[Record]:
     return out
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(resumed_logs(), st.lists(st.integers(0, 200), max_size=6))
 def test_loss_jump_matches_the_row_rule(records, cuts) -> None:
     want = report("resume.loss_jump", records, None, oracle=row_resume.ResumeLossJump)

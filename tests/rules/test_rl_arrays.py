@@ -10,6 +10,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.examples import examples
 from rowref import rl as row_rl
 from rowref.harness import report
 
@@ -32,7 +33,7 @@ def reward_logs(draw) -> list[Record]:
     return out
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(reward_logs(), st.lists(st.integers(0, 400), max_size=6))
 def test_reward_zero_matches_the_row_rule(records, cuts) -> None:
     want = report("rl.reward_zero", records, None, oracle=row_rl.StaysZero, preset="grpo")

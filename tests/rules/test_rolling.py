@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch.rules import rolling
 from trainwatch.rules.base import median
 from trainwatch.rules.rolling import (restarts, run_lengths, spike_medians, trailing_diff_sigma, trailing_median,
@@ -17,7 +18,7 @@ from trainwatch.rules.stats import diff_sigma
 floats = st.floats(-1e6, 1e6, allow_nan=False, width=32)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(xs=st.lists(floats, max_size=50), n=st.integers(1, 12), self_=st.booleans())
 def test_trailing_median_is_the_median_of_each_window(xs: list[float], n: int, self_: bool) -> None:
     got = trailing_median(np.array(xs), n, include_self=self_)
@@ -27,7 +28,7 @@ def test_trailing_median_is_the_median_of_each_window(xs: list[float], n: int, s
         assert (math.isnan(want) and math.isnan(got[i])) or math.isclose(got[i], want, rel_tol=1e-9, abs_tol=1e-9)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(xs=st.lists(floats, min_size=1, max_size=50), data=st.data())
 def test_growing_windows_match_row_by_row(xs: list[float], data: st.DataObject) -> None:
     ns = np.array(data.draw(st.lists(st.integers(1, 10), min_size=len(xs), max_size=len(xs))))
@@ -36,7 +37,7 @@ def test_growing_windows_match_row_by_row(xs: list[float], data: st.DataObject) 
         assert math.isclose(got[i], median(xs[max(0, i + 1 - ns[i]):i + 1]), rel_tol=1e-9, abs_tol=1e-9)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(xs=st.lists(floats, max_size=50), n=st.integers(1, 15))
 def test_trailing_diff_sigma_matches_stats(xs: list[float], n: int) -> None:
     got = trailing_diff_sigma(np.array(xs), n)
@@ -60,7 +61,7 @@ def test_value_before_is_causal() -> None:
     assert value_before(steps, vals, np.array([3]), inclusive=True).tolist() == [30.0]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(pattern=st.one_of(st.lists(st.just(True), min_size=1, max_size=100),
                          st.lists(st.booleans(), min_size=1, max_size=400)), data=st.data())
 def test_tail_sizes_are_how_many_points_tail_returns(pattern: list[bool], data: st.DataObject) -> None:
@@ -98,7 +99,7 @@ def test_row_tail_carries_the_rows_the_store_holds_and_starts_afresh_for_a_new_s
     assert held == 0 and values.tolist() == [5.0]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ema=st.floats(allow_nan=True, allow_infinity=True, width=64),
        rows=st.lists(st.tuples(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
                                st.integers(2, 10**6)), max_size=60))
@@ -124,7 +125,7 @@ def test_the_smoothing_is_the_python_loop_float_for_float(ema: float, rows: list
             rolling.native = original
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(xs=st.lists(st.one_of(floats, st.sampled_from([0.0, -0.0, 1.0, 2.0, -1.0])), max_size=60), data=st.data(),
        self_=st.booleans())
 def test_the_median_at_some_rows_is_the_rolling_ones_and_the_minimum_bounds_it(
@@ -148,7 +149,7 @@ def test_the_median_at_some_rows_is_the_rolling_ones_and_the_minimum_bounds_it(
     assert (low[~np.isnan(full)] <= full[~np.isnan(full)]).all()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(xs=st.lists(st.one_of(floats, st.sampled_from([math.nan, 0.0, 1.0, 3.0, -2.0])), max_size=60),
        data=st.data(), ratio=st.sampled_from([1.0, 2.0, 10.0, 0.5, 0.0, -1.0]))
 def test_spike_medians_leave_out_only_rows_that_cannot_pass_the_test(
@@ -180,7 +181,7 @@ def test_spike_medians_rule_out_nothing_when_the_ratio_is_below_zero() -> None:
     assert med[3] == 3.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(xs=st.lists(floats, min_size=1, max_size=60), data=st.data(), self_=st.booleans())
 def test_windows_after_rows_without_one_match_row_by_row(xs: list[float], data: st.DataObject, self_: bool) -> None:
     """A batch's look-back rows ask for no window (0 or less) and its new rows for one size, or sizes mixed
@@ -202,7 +203,7 @@ def test_windows_after_rows_without_one_match_row_by_row(xs: list[float], data: 
             assert math.isclose(med[i], median(window), rel_tol=1e-9, abs_tol=1e-9) and low[i] == min(window)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(finite=st.one_of(st.lists(st.just(True), max_size=300), st.lists(st.booleans(), max_size=300)), data=st.data())
 def test_before_counts_are_how_many_values_before_gives(finite: list[bool], data: st.DataObject) -> None:
     """Per row, the last n finite values before it among the `scan_reach(n)` rows before it: counted."""
@@ -215,7 +216,7 @@ def test_before_counts_are_how_many_values_before_gives(finite: list[bool], data
         assert got[i] == min(n, sum(back))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(m=st.integers(1, 3000), data=st.data())
 def test_tail_sizes_of_rows_all_finite_count_the_rows_scanned(m: int, data: st.DataObject) -> None:
     """Rows all finite, any rows held before them: as many as tail()'s scan reaches, up to n."""

@@ -12,6 +12,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from tests.rules.rowref.compare import alerts, random_cuts, samples
 from tests.rules.rowref.speed_row import SpeedDrop as RowSpeedDrop
 
@@ -42,7 +43,7 @@ def make_speed(segments: list[tuple[str, int, float, float]], seed: int) -> list
     return rows
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(segments=st.lists(segment, min_size=1, max_size=8), seed=st.integers(0, 2**16),
        metric=st.sampled_from(("tokens_per_sec", "step_time_ms")))
 def test_array_rule_finds_what_the_row_rule_found(segments: list[tuple[str, int, float, float]], seed: int,

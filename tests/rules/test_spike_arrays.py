@@ -16,6 +16,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch import config
 from trainwatch.batch import from_records
 from trainwatch.engine import Engine
@@ -102,13 +103,13 @@ def _same(rule_id: str, oracle: type[Rule], records: list[Record], seed: int) ->
     assert report(rule_id, None, records, cuts) == want
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(records=logs("loss"), seed=st.integers(0, 1000))
 def test_loss_spike_over_arrays_equals_the_row_rule(records: list[Record], seed: int) -> None:
     _same("loss.spike", LossSpikeRows, records, seed)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(records=logs("grad_norm"), seed=st.integers(0, 1000))
 def test_grad_spike_over_arrays_equals_the_row_rule(records: list[Record], seed: int) -> None:
     _same("grad.spike", GradSpikeRows, records, seed)

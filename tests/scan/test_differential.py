@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("trainwatch._scan", reason="the native scanner is not built (pip install . needs Rust)")
 
+from tests.examples import examples
 from trainwatch.adapters.signatures import signature_keywords
 from trainwatch.scan.chunk import MAX_LINE, Chunk, concat
 from trainwatch.scan.native import Scanner as NativeScanner
@@ -76,13 +77,13 @@ LOG_BYTES = st.lists(st.one_of(st.sampled_from(ALPHABET).map(lambda c: bytes([c]
 GEN_KEYWORDS = ["loss", "out of memory", "\r", ":", "", "1,", "é"]
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(LOG_BYTES, st.lists(st.integers(min_value=0, max_value=600), max_size=10))
 def test_generated_log_bytes_in_random_cuts(data: bytes, cuts: list[int]) -> None:
     assert_same(data, GEN_KEYWORDS, [min(c, len(data)) for c in cuts], [])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(max_size=400), st.lists(st.integers(min_value=0, max_value=400), max_size=5),
        st.lists(st.text(max_size=3), max_size=4))
 def test_any_bytes_and_any_keywords(data: bytes, cuts: list[int], keywords: list[str]) -> None:
@@ -118,7 +119,7 @@ NESTED_LOG = st.lists(st.one_of(NESTED.filter(lambda b: b[:1] == b"{"), NESTED, 
                       max_size=30).map(b"".join)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(NESTED_LOG, st.lists(st.integers(min_value=0, max_value=800), max_size=10))
 def test_nested_objects_and_lists_in_random_cuts(data: bytes, cuts: list[int]) -> None:
     assert_same(data, GEN_KEYWORDS, [min(c, len(data)) for c in cuts], [])
@@ -149,7 +150,7 @@ def _edge(children: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
 EDGE_OBJECT = _edge(st.recursive(EDGE_NUMBER, _edge, max_leaves=8))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(EDGE_OBJECT, min_size=1, max_size=6).map(lambda xs: b"\n".join(xs) + b"\n"))
 def test_plain_json_flags_agree(data: bytes) -> None:
     assert_same(data, [], [len(data) // 2], [])

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from trainwatch.scan.chunk import ARRAY_FIELDS, Chunk, concat
 from trainwatch.scan.reference import MAX_LINE, Scanner, _Keywords
 
@@ -331,7 +332,7 @@ LOGS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.binary(max_size=8)), ma
 KEYWORDS = ["Traceback", "out of memory", "loss", ":", "\r"]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(LOGS, st.lists(st.integers(min_value=0, max_value=400), max_size=8))
 def test_any_chunking_gives_the_arrays_of_one_feed(data: bytes, cuts: list[int]) -> None:
     whole, s1 = scan(data, KEYWORDS)
@@ -341,7 +342,7 @@ def test_any_chunking_gives_the_arrays_of_one_feed(data: bytes, cuts: list[int])
     assert len(whole) == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(LOGS, st.lists(st.sampled_from(["Traceback", "out of memory", "oo", "o", "\r", ":", "1,2"]), max_size=6))
 def test_the_small_and_the_numpy_keyword_paths_agree(data: bytes, keywords: list[str]) -> None:
     small, _ = scan(data, keywords)
@@ -354,7 +355,7 @@ def test_the_small_and_the_numpy_keyword_paths_agree(data: bytes, keywords: list
     assert small.kw_line.tolist() == big.kw_line.tolist() and small.kw_id.tolist() == big.kw_id.tolist()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=300), st.lists(st.text(max_size=4), max_size=4))
 def test_never_raises_on_any_bytes(data: bytes, keywords: list[str]) -> None:
     keywords = [k for k in keywords if not any(0xD800 <= ord(ch) <= 0xDFFF for ch in k)]
