@@ -7,7 +7,10 @@ of it, written by reading the log before trainwatch was run on it. This script r
 scoreboard's own `judge` on every log found in a folder, and prints the pass figure and the read rate
 (the share of logs printing numbered metrics whose main metric was read as a series with steps).
 
-    python benchmarks/public_sample.py --logs DIR [--only NAME] [--jobs 2]
+    python benchmarks/public_sample.py --logs DIR [--expect public-sample-2.yaml] [--only NAME] [--jobs 2]
+
+Each round has its own pair of files: `public-sample.{tsv,yaml}` is the first, `public-sample-2.{tsv,yaml}`
+the second (logs from repositories the first did not use).
 
 The first look of each round (before that round's fixes) is kept in the TSV's `first_look` column;
 `after_stop21_merges` is the same logs judged by the code of the fixes made without seeing them.
@@ -54,10 +57,13 @@ def main_metric_read(doc: dict[str, Any] | None, expect: dict[str, Any]) -> bool
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--logs", required=True, type=Path, help="the folder holding the fetched logs")
+    ap.add_argument("--expect", type=Path, default=HERE / "public-sample.yaml",
+                    help="the round's expectations (default: the first round's)")
     ap.add_argument("--only", help="only logs whose name contains this")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
-    spec = yaml.safe_load((HERE / "public-sample.yaml").read_text(encoding="utf-8"))["logs"]
+    expect_file = args.expect if args.expect.is_absolute() or args.expect.exists() else HERE / args.expect
+    spec = yaml.safe_load(expect_file.read_text(encoding="utf-8"))["logs"]
     meta = {"why", "numbered", "main", "corrected"}
     cases = [(accuracy.Case(name, args.logs / name, {k: v for k, v in e.items() if k not in meta}), e)
              for name, e in spec.items()
