@@ -51,31 +51,6 @@ def settings(spec: RuleSpec) -> dict[str, str]:
     return out
 
 
-def table_cells(rule_id: str) -> tuple[str, str, str]:
-    """README's rules table for one rule: its severity under sft (`(off)` when sft disables it), its
-    settings under sft, and what each other preset changes (`off`, `on`, `key=value`)."""
-    base = config.load("sft").rules[rule_id]
-    mine = settings(base)
-    severity = base.severity.label + ("" if base.enabled else " (off)")
-    changes = []
-    for name in config.PRESETS:
-        if name == "sft":
-            continue
-        other = config.load(name).rules.get(rule_id)
-        if other is None:
-            continue
-        if other.enabled != base.enabled:
-            changes.append(f"{name}: {'on' if other.enabled else 'off'}")
-            if not other.enabled:
-                continue
-        diff = [f"{k}={v}" for k, v in settings(other).items() if mine.get(k) != v]
-        if other.severity != base.severity:
-            diff.insert(0, other.severity.label)
-        if diff:
-            changes.append(f"{name}: " + ", ".join(diff))
-    return severity, ", ".join(f"{k}={v}" for k, v in mine.items()), "; ".join(changes)
-
-
 def run(args: argparse.Namespace) -> int:
     cfg = config.load(args.preset, runner.config_files(args.config))
     specs = [s for s in cfg.rules.values() if s.enabled or args.all]
