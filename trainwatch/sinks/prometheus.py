@@ -51,7 +51,7 @@ GPU_GAUGES: tuple[tuple[str, str, float, str], ...] = (
 FAMILIES = ("trainwatch_metric", "trainwatch_alerts", "trainwatch_step", "trainwatch_total_steps",
             "trainwatch_steps_per_second", "trainwatch_last_progress_age_seconds", "trainwatch_run_ended",
             "trainwatch_gpu_lost") + tuple(g[0] for g in GPU_GAUGES)
-"""Every family the exporter can serve: the README, the rules file and the dashboard use these names."""
+"""Every family the exporter can serve: docs/remote.md, the rules file and the dashboard use these names."""
 
 
 def parse_address(text: str) -> tuple[str, int]:

@@ -66,7 +66,7 @@ def metrics_of(engine: Engine, source: str) -> dict[str, dict[str, Any]]:
 
 
 def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto: bool) -> dict[str, Any]:
-    """The JSON report; its fields are documented in the README and only ever grow."""
+    """The JSON report; its fields are documented in docs/usage.md and only ever grow."""
     code = exit_code(engine)
     alerts = engine.alerts(inhibited=False)  # what a live follower was told; echoes are listed apart
     if code == 0 and not alerts and not any(JUDGED.search(series.name) for series in engine.store):
