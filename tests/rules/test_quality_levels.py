@@ -204,3 +204,38 @@ def test_a_final_conlleval_line_printed_once_is_an_evaluation(tmp_path: Path) ->
 def test_a_running_best_is_no_task_metric() -> None:
     """`best_dice` and `Max accuracy so far` never fall: judged, they would hide a collapse."""
     assert Quality()("best_dice") is None and Quality()("mean_dice") is not None
+
+
+# -- a top-1 accuracy at the chance level of the config's classes ------------------------------------
+
+
+def _classifier(acc: list[float], classes: int | None, name: str = "val_acc") -> Run:
+    from trainwatch import runconfig
+
+    r = Run()
+    if classes is not None:  # as the session does with the log's head: `num_classes=10` in an argument dump
+        r.engine.source(r.source).facts["run_config"] = runconfig.read(f"Namespace(lr=0.1, num_classes={classes})")
+    for e, a in enumerate(acc):
+        for s in range(e * 20 + 1, e * 20 + 21):
+            r.step(s, loss=2.3 * math.exp(-s / 150) + 0.4)
+        r.sample(name, a, e * 20 + 20)
+    r.finish()
+    return r
+
+
+def test_a_ten_class_accuracy_at_ten_percent_is_at_chance() -> None:
+    rnd = random.Random(2)
+    acc = [10 + rnd.uniform(-0.8, 0.9) for _ in range(12)]
+    a = _firing(_classifier(acc, 10))["quality.not_learning"]
+    assert a.severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert "10 classes" in a.finding.message and "chance" in a.finding.message  # type: ignore[attr-defined]
+    assert "quality.not_learning" not in _firing(_classifier(acc, None))  # no class count: 10 % is no verdict
+    assert "quality.not_learning" not in _firing(_classifier(acc, 10, name="val_acc5"))  # top-5's chance is 5/K
+    few = _firing(_classifier(acc[:6], 10))["quality.not_learning"]
+    assert few.severity is Severity.INFO  # type: ignore[attr-defined]
+
+
+def test_an_accuracy_above_the_chance_band_or_climbing_is_learning() -> None:
+    assert "quality.not_learning" not in _firing(_classifier([16.0 + e * 0.1 for e in range(12)], 10))
+    assert "quality.not_learning" not in _firing(_classifier([0.5 + 0.004 * e for e in range(12)], 2))  # 50 -> 54 %
+    assert "quality.not_learning" not in _firing(_classifier([10.0 + 0.4 * e for e in range(12)], 10))
