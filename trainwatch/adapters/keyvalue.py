@@ -422,8 +422,8 @@ class KeyValueAdapter(Adapter):
     def _stepless_verdict(self, pairs: list[tuple[str, float]], nfields: int, dirty: int) -> object | None:
         """Whether a line without a step is a metrics record: TAKE, HOLD (only once the same keys come
         back: a config echo or a banner prints each key set once) or None (prose). A loss among the keys
-        is taken at once when it has company, and so are two or more task metrics alone; keys with spaces (`Batch loss`) need a loss, or a task
-        metric's name (`Overall validation pixAcc`)."""
+        is taken at once when it has company, and so are two or more task metrics alone; keys with spaces
+        (`Batch loss`) need a loss, or a task metric's name (`Overall validation pixAcc`)."""
         if not pairs or len(pairs) < 0.6 * nfields:
             return None
         keys = [k.lower() for k, _ in pairs]

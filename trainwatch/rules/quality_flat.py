@@ -7,9 +7,9 @@ random, so the first values are the random-policy level. A curve whose late part
 stay within `min_gain` (and the noise) of that early level learnt nothing the task rewards.
 
 Judged once the run's data has ended. Only a metric first logged within the first `start_within` of its
-steps (or at its first logging interval) counts (a resumed log, or an eval first run after training had begun, starts from a learnt level),
-and not an eval split's (a fine-tune's first evaluation already shows what the first epoch learnt). A
-short series is told as info: the start level of a few points is itself a guess."""
+steps (or at its first logging interval) counts: a resumed log starts from a learnt level. So does an
+eval split's (a fine-tune's first evaluation already shows what the first epoch learnt), which is left
+out. A short series is told as info: the start level of a few points is itself a guess."""
 
 from __future__ import annotations
 
