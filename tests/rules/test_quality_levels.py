@@ -239,3 +239,33 @@ def test_an_accuracy_above_the_chance_band_or_climbing_is_learning() -> None:
     assert "quality.not_learning" not in _firing(_classifier([16.0 + e * 0.1 for e in range(12)], 10))
     assert "quality.not_learning" not in _firing(_classifier([0.5 + 0.004 * e for e in range(12)], 2))  # 50 -> 54 %
     assert "quality.not_learning" not in _firing(_classifier([10.0 + 0.4 * e for e in range(12)], 10))
+
+
+# -- precision and recall trade against each other ---------------------------------------------------
+
+
+def test_precision_falling_from_its_best_while_recall_rises_is_no_overfitting() -> None:
+    """A detector's results.csv: precision best early then lower, recall and mAP still rising."""
+    r = Run()
+    for e in range(40):
+        r.step(e, loss=0.06 * math.exp(-e / 30) + 0.03)
+        prec = 0.5 + 0.3 * e / 12 if e <= 12 else 0.8 - 0.1 * (e - 12) / 28
+        r.sample("metrics/precision", prec, e)
+        r.sample("metrics/recall", 0.3 + 0.4 * e / 40, e)
+        r.sample("metrics/mAP_0.5", 0.2 + 0.4 * e / 40, e)
+    r.finish()
+    assert Quality()("metrics/precision").tradeoff  # type: ignore[union-attr]
+    fired = _firing(r)
+    assert "quality.overfit" not in fired and "quality.collapse" not in fired
+
+
+def test_a_flat_eval_reward_beside_a_climbing_training_reward_is_no_flat_run() -> None:
+    """SB3: `ep_rew_mean` 130 -> 216 while the eval callback's `episode_reward` is ~216 from its first eval."""
+    rnd = random.Random(5)
+    r = Run()
+    for i in range(1, 150):
+        r.sample("reward", 130 + 86 * min(1.0, i / 60) + rnd.gauss(0, 3), i * 2048)
+        if i % 5 == 0:
+            r.sample("episode_reward", 216 + rnd.gauss(0, 2), i * 2048)
+    r.finish()
+    assert "quality.no_progress" not in _firing(r)

@@ -56,9 +56,11 @@ class QualityNoProgress(Rule):
     p: QualityNoProgressParams
 
     def on_end(self, ctx: RuleContext, source: str) -> Iterable[Finding]:
-        flat = [f for t in tracks(ctx, source, higher_only=True) if (f := self._flat(t)) is not None]
-        if not flat:
-            return []
+        found = tracks(ctx, source, higher_only=True)
+        flat = [f for t in found if (f := self._flat(t)) is not None]
+        if not flat or any(self._climbed(t) for t in found):
+            return []  # another reward of the run rose (SB3's ep_rew_mean beside its eval's episode_reward,
+            # first evaluated once the policy had learnt): the run learns
         flat.sort(key=lambda f: -len(f.t.values))
         f = flat[0]
         t = f.t
@@ -79,6 +81,14 @@ class QualityNoProgress(Rule):
                         evidence={"value": f.early, "value_stat": "median of the first third", "step": first,
                                   "late": f.late, "peak": f.peak, "points": n, "metrics": [o.t.name for o in flat],
                                   "detected_step": last, "last_value": float(t.values[-1]), "last_step": last})]
+
+    def _climbed(self, t: Track) -> bool:
+        """A reward or score without a scale whose late level rose beyond its early one by `min_gain`."""
+        if t.d.share or len(t.values) < self.p.min_points:
+            return False
+        third = max(1, len(t.values) // 3)
+        early, late = median(t.values[:third].tolist()), median(t.values[-third:].tolist())
+        return late - early > self.p.min_gain * abs(early)
 
     def _flat(self, t: Track) -> _Flat | None:
         p = self.p
