@@ -269,3 +269,19 @@ def test_a_flat_eval_reward_beside_a_climbing_training_reward_is_no_flat_run() -
             r.sample("episode_reward", 216 + rnd.gauss(0, 2), i * 2048)
     r.finish()
     assert "quality.no_progress" not in _firing(r)
+
+
+def test_dice_lines_between_iteration_lines_are_evaluations_from_the_first(tmp_path: Path) -> None:
+    """`iteration 1250, epoch 9: loss: 2.33, lr: 0.0008` lines, a `mean_dice: 0.000455, best_dice: 0.002702`
+    line after every tenth epoch: all ten tests are read, the first one too."""
+    dice = [0.0, 0.000004, 0.002702, 0.0, 0.000455, 0.000186, 0.000317, 0.000506, 0.000108, 0.00012]
+    lines = []
+    for t in range(10):
+        for i in range(t * 1250 + 50, t * 1250 + 1251, 50):
+            lines.append(f"iteration {i}, epoch {i // 125}: loss: {5.75 * math.exp(-i / 3000) + 1.3:.6f}, lr: 0.000800")
+        lines.append(f"mean_dice: {dice[t]:.6f}, best_dice: {max(dice[:t + 1]):.6f}")
+    path = tmp_path / "train.out"
+    path.write_text("\n".join(lines) + "\n")
+    eng = run_log(path)
+    a = next(a for a in eng.alerts() if a.rule == "quality.not_learning")
+    assert a.severity is Severity.WARNING and a.finding.evidence["evals"] == 10 and "mean_dice" in a.finding.message

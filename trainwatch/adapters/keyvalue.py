@@ -422,7 +422,7 @@ class KeyValueAdapter(Adapter):
     def _stepless_verdict(self, pairs: list[tuple[str, float]], nfields: int, dirty: int) -> object | None:
         """Whether a line without a step is a metrics record: TAKE, HOLD (only once the same keys come
         back: a config echo or a banner prints each key set once) or None (prose). A loss among the keys
-        is taken at once when it has company, and so are two or more task metrics alone; keys with spaces
+        is taken at once when it has company, and so are pairs half of which name task metrics; keys with spaces
         (`Batch loss`) need a loss, or a task metric's name (`Overall validation pixAcc`)."""
         if not pairs or len(pairs) < 0.6 * nfields:
             return None
@@ -432,9 +432,9 @@ class KeyValueAdapter(Adapter):
         lossy = any("loss" in k for k in keys)
         if not lossy and (dirty or any(" " in k and _QUALITY(k) is None for k in keys)):
             return None  # a key of words is prose unless it names a task metric (`Overall validation pixAcc`)
-        if len(pairs) >= 2 and (lossy or all(_QUALITY(k) is not None for k in keys)):
-            return TAKE  # several task metrics side by side (`precision: 0.00%; recall: 0.00%; FB1: 0.00`) are
-            # an evaluation even when it is printed once, at the end
+        if len(pairs) >= 2 and (lossy or 2 * sum(_QUALITY(k) is not None for k in keys) >= len(keys)):
+            return TAKE  # task metrics side by side (`precision: 0.00%; recall: 0.00%; FB1: 0.00`, `mean_dice: 0.0,
+            # best_dice: 0.0`) are an evaluation even when it is printed once, at the end
         return TAKE if frozenset(keys) in self.taken else HOLD
 
     def _stepless_step(self, pairs: list[tuple[str, float]], lineno: int, out: list[Record]) -> tuple[int, bool]:
