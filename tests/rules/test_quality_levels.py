@@ -42,7 +42,7 @@ def test_names_of_f_measures_scores_and_distances(name: str, kind: str, higher: 
     assert d is not None and (d.kind, d.higher) == (kind, higher)
 
 
-@pytest.mark.parametrize("name", ["rec", "returncode", "Max accuracy so far"])
+@pytest.mark.parametrize("name", ["rec", "returncode", "Max accuracy so far", "best_dice", "best_test_mAP"])
 def test_look_alikes_have_no_direction(name: str) -> None:
     assert Quality()(name) is None
 
