@@ -67,20 +67,21 @@ _EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev", "ove
 @dataclass(frozen=True)
 class Direction:
     """What a metric's name says about it: its kind, which way is better, whether it is a share of the
-    whole (0-1 or a percent), and whether it is measured on the train or the eval split ("" when the
-    name does not say)."""
+    whole (0-1 or a percent), whether it trades against another metric, and whether it is measured on
+    the train or the eval split ("" when the name does not say)."""
 
     kind: str
     higher: bool
     share: bool
     split: str
+    tradeoff: bool = False  # one side of a trade-off (precision against recall): a fall is no failure alone
 
     @property
     def is_loss(self) -> bool:
         return self.kind == "loss"
 
 
-def _kinds() -> tuple[list[tuple[str, bool, bool, re.Pattern[str]]], set[str]]:
+def _kinds() -> tuple[list[tuple[str, bool, bool, bool, re.Pattern[str]]], set[str]]:
     text = resources.files("trainwatch").joinpath("data/quality.yaml").read_text(encoding="utf-8")
     out = []
     table = yamltext.load(text)
@@ -88,7 +89,7 @@ def _kinds() -> tuple[list[tuple[str, bool, bool, re.Pattern[str]]], set[str]]:
     for kind, spec in table.items():
         pats = "|".join(f"(?:{p})" for p in spec["names"])
         out.append((str(kind), spec["better"] == "higher", bool(spec.get("share", False)),
-                    re.compile(r"(?:^|_)(?:" + pats + r")(?:_|$)")))
+                    bool(spec.get("tradeoff", False)), re.compile(r"(?:^|_)(?:" + pats + r")(?:_|$)")))
     return out, ignore
 
 
@@ -121,7 +122,7 @@ class Quality:
             return Direction(low, self._extra[low], False, split)
         if self._ignore.intersection(tokens):
             return None
-        for kind, higher, share, pat in self._kinds:
+        for kind, higher, share, tradeoff, pat in self._kinds:
             if pat.search(norm):
-                return Direction(kind, higher, share, split)
+                return Direction(kind, higher, share, split, tradeoff)
         return None

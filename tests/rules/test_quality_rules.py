@@ -65,14 +65,14 @@ def test_names_that_say_nothing_about_quality_have_no_direction(name: str) -> No
 
 def test_a_user_config_adds_directions(tmp_path: Path) -> None:
     user = tmp_path / "tw.yaml"
-    user.write_text("directions: {Sharpness Score: higher, fid: lower}\n")
+    user.write_text("directions: {Sharpness: higher, lpips: lower}\n")
     cfg = config.load("sft", [user])
     q = Quality(cfg.directions)
-    assert q("sharpness score") is not None and q("sharpness score").higher  # type: ignore[union-attr]
-    assert q("FID") is not None and not q("FID").higher  # type: ignore[union-attr]
-    assert Quality()("fid") is None
+    assert q("sharpness") is not None and q("sharpness").higher  # type: ignore[union-attr]
+    assert q("LPIPS") is not None and not q("LPIPS").higher  # type: ignore[union-attr]
+    assert Quality()("lpips") is None
     bad = tmp_path / "bad.yaml"
-    bad.write_text("directions: {fid: sideways}\n")
+    bad.write_text("directions: {lpips: sideways}\n")
     with pytest.raises(ConfigError):
         config.load("sft", [bad])
 

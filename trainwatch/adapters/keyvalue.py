@@ -24,6 +24,7 @@ from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.shapes import count_pair, list_pair
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
+from trainwatch.names import Quality
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|Infinity|-inf)"
 PAIR = re.compile(
@@ -78,6 +79,7 @@ KEYSETS_KEPT = 256
 TAKE, HOLD = object(), object()  # verdicts on a line without a step
 MFU_SENTINEL = -100.0
 SCORE_LINES = 400
+_QUALITY = Quality()  # which keys name a task metric (accuracy, mIoU...): data/quality.yaml
 SCORE_MIN_HITS = 8
 
 
@@ -420,17 +422,19 @@ class KeyValueAdapter(Adapter):
     def _stepless_verdict(self, pairs: list[tuple[str, float]], nfields: int, dirty: int) -> object | None:
         """Whether a line without a step is a metrics record: TAKE, HOLD (only once the same keys come
         back: a config echo or a banner prints each key set once) or None (prose). A loss among the keys
-        is taken at once when it has company; keys with spaces (`Batch loss`) need a loss."""
+        is taken at once when it has company, and so are pairs half of which name task metrics; keys with spaces
+        (`Batch loss`) need a loss, or a task metric's name (`Overall validation pixAcc`)."""
         if not pairs or len(pairs) < 0.6 * nfields:
             return None
         keys = [k.lower() for k, _ in pairs]
         if any(k.count(" ") >= MAX_KEY_WORDS for k in keys):
             return None
         lossy = any("loss" in k for k in keys)
-        if not lossy and (dirty or any(" " in k for k in keys)):
-            return None
-        if lossy and len(pairs) >= 2:
-            return TAKE
+        if not lossy and (dirty or any(" " in k and _QUALITY(k) is None for k in keys)):
+            return None  # a key of words is prose unless it names a task metric (`Overall validation pixAcc`)
+        if len(pairs) >= 2 and (lossy or 2 * sum(_QUALITY(k) is not None for k in keys) >= len(keys)):
+            return TAKE  # task metrics side by side (`precision: 0.00%; recall: 0.00%; FB1: 0.00`, `mean_dice: 0.0,
+            # best_dice: 0.0`) are an evaluation even when it is printed once, at the end
         return TAKE if frozenset(keys) in self.taken else HOLD
 
     def _stepless_step(self, pairs: list[tuple[str, float]], lineno: int, out: list[Record]) -> tuple[int, bool]:

@@ -49,14 +49,16 @@ class _Collapse:
 @register("quality.collapse")
 class QualityCollapse(Rule):
     """A task metric below (1 - drop) of its running best for `persist` points, beyond its noise. A metric
-    that goes negative (a shaped reward) is left alone: half of its best means nothing."""
+    that goes negative (a shaped reward) is left alone: half of its best means nothing; so is precision
+    or recall alone, which a threshold trades against the other."""
 
     id = "quality.collapse"
     params = QualityCollapseParams
     p: QualityCollapseParams
 
     def on_end(self, ctx: RuleContext, source: str) -> Iterable[Finding]:
-        found = [c for t in tracks(ctx, source, higher_only=True) if (c := self._collapse(t)) is not None]
+        found = [c for t in tracks(ctx, source, higher_only=True)
+                 if not t.d.tradeoff and (c := self._collapse(t)) is not None]
         if not found:
             return []
         found.sort(key=lambda c: int(c.t.steps[c.at]))

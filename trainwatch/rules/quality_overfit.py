@@ -5,7 +5,8 @@ Judged once the run's data has ended. Sparse evaluations are noisy and the best 
 lucky draw, so the best must be followed by at least `later_evals` evaluations (and `behind` of all of
 them), the median of the latest ones must stand below the level around the best by `level_k` noise
 widths (the evaluations' own second differences) and `min_drop` of the best, and the train loss must
-have fallen `train_fall` since the best. Rewards are left out: a policy has no held-out split."""
+have fallen `train_fall` since the best. Rewards are left out (a policy has no held-out split), and so
+are precision and recall alone (a threshold trades one for the other)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ class QualityOverfit(Rule):
         fin = np.isfinite(l_vals)
         l_steps, l_vals = l_steps[fin], l_vals[fin]
         for t in tracks(ctx, source):
-            if t.d.split == "train" or t.d.kind == "reward":
+            if t.d.split == "train" or t.d.kind == "reward" or t.d.tradeoff:
                 continue
             v = t.sign * t.values
             n = len(v)

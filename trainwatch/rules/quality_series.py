@@ -104,7 +104,7 @@ def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, 
     not climb). A loss curve that misbehaves while the task metric gets better is no training failure."""
     best: Gain | None = None
     for s, d in _quality_series(ctx, source):
-        if d.is_loss or d.split == "train":
+        if d.is_loss or d.split == "train" or d.tradeoff:
             continue
         if line is None:
             steps, values = _values(s)

@@ -145,4 +145,7 @@ SPECS: tuple[FactSpec, ...] = (
     FactSpec("load_in_4bit", ("load_in_4bit",), as_bool),
     FactSpec("load_in_8bit", ("load_in_8bit",), as_bool),
     FactSpec("tuner", ("tuner_type", "train_type", "finetuning_type", "adapter", "peft_type"), as_tuner),
+    # a classifier's classes: 1/K is the accuracy of a guess (quality.not_learning's chance level)
+    FactSpec("num_classes", ("num_classes", "n_classes", "nb_classes", "num_labels", "n_labels", "number_of_classes",
+                             "num_class", "nclass", "nclasses"), as_int),
 )
