@@ -27,6 +27,7 @@
   function fmt(v) {
     if (v === null || v === undefined) return "-";
     if (typeof v === "number") {
+      if (Number.isInteger(v) && Math.abs(v) < 1e15) return String(v);
       if (v !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5)) return v.toPrecision(3);
       return String(Math.round(v * 1e4) / 1e4);
     }
@@ -272,6 +273,7 @@
     var markers = document.querySelectorAll(".tw-marker").length;
     document.documentElement.setAttribute("data-tw-drawn", String(drawn));
     document.documentElement.setAttribute("data-tw-markers", String(markers));
+    document.documentElement.setAttribute("data-tw-ms", performance.now().toFixed(0));
   }
 
   function drawAll(box) {
