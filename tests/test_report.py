@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ def healthy_log(tmp_path: Path, name: str = "after.log", steps: int = 40) -> Pat
     return path
 
 
-def page_data(page: str) -> dict:
+def page_data(page: str) -> dict[str, Any]:
     m = re.search(r'<script type="application/json" id="tw-data">(.*?)</script>', page, re.S)
     assert m, "no data block"
     return json.loads(m.group(1))
@@ -190,3 +191,36 @@ def test_runs_with_nothing_in_common_cannot_be_compared(tmp_path: Path, capsys: 
 def test_html_needs_an_output_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(EXAMPLES / "hf_healthy.log"), "--format", "html"]) == 3
     assert "needs -o FILE" in capsys.readouterr().err
+
+
+# ---- trainwatch run --report ----
+
+CHILD = ("import sys\nfor s in range(1, 31): print(f'Step {s}: loss={2.4 - s / 50:.3f}, lr=3e-4, grad_norm=1', "
+         "flush=True)\nsys.exit(3)")
+
+
+def test_run_writes_the_report_with_the_childs_end(tmp_path: Path) -> None:
+    log, page = tmp_path / "train.log", tmp_path / "r.html"
+    r = subprocess.run([sys.executable, "-m", "trainwatch", "run", "--headless", "--no-gpu", "--log", str(log),
+                        "--report", str(page), "--", sys.executable, "-c", CHILD],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    assert r.returncode == 3, r.stderr  # the child's own failure code
+    data = page_data(page.read_text())
+    ids = [f["id"] for f in data["runs"][0]["doc"]["findings"]]
+    assert "run.child_exit" in ids  # only the parent knew it: fed after the log was judged
+    assert len(data["runs"][0]["charts"]["Loss"][0]["y"]) == 30
+
+
+def test_run_with_an_unwritable_report_starts_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "train.log"
+    code = main(["run", "--headless", "--log", str(log), "--report", str(tmp_path / "no" / "r.html"), "--",
+                 sys.executable, "-c", "print('never')"])
+    assert code == 3 and not log.exists()
+    assert "cannot write the report there" in capsys.readouterr().err
+
+
+def test_rank_suffixes_are_overlaid_on_their_metrics_chart() -> None:
+    from trainwatch.report.data import _rank, group_of
+
+    assert [_rank(n) for n in ("loss_rank3", "rank1/loss", "loss[rank 2]", "loss", "grank")] == [3, 1, 2, None, None]
+    assert group_of("loss_rank3") == "Loss" and group_of("epoch") is None

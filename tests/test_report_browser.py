@@ -116,7 +116,7 @@ def _png_colours(png: Path) -> int:
     bpp = 4 if ctype == 6 else 3
     data = zlib.decompress(idat)
     stride = width * bpp + 1
-    seen = set()
+    seen: set[bytes] = set()
     for row in range(0, height, max(1, height // 60)):
         line = data[row * stride + 1:(row + 1) * stride]
         seen.update(line[i:i + bpp] for i in range(0, len(line), bpp * 7))

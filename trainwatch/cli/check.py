@@ -237,9 +237,10 @@ def with_local_paths(raw_paths: list[str], then: Callable[[list[str], dict[str, 
 
 
 def judge(paths: list[str], names: dict[str, str], fmt: str | None, preset: str | None,
-          configs: list[str] | None) -> tuple[list[Judged], list[str]]:
+          configs: list[str] | None, after: Callable[[Engine], None] | None = None) -> tuple[list[Judged], list[str]]:
     """Every run among the local files judged as `check` judges it, each with its own task, preset and
-    engine (no log judged by its neighbours); the notes on files skipped. Raises SourceError when no file
+    engine (no log judged by its neighbours); the notes on files skipped. `after(engine)` feeds what only
+    the caller knows (`run`: the child's end) once a run's files are read. Raises SourceError when no file
     yields a run."""
     import time
 
@@ -254,7 +255,7 @@ def judge(paths: list[str], names: dict[str, str], fmt: str | None, preset: str 
         for local, name in names.items():  # a copy's error names the remote file
             message = message.replace(local, name)
         raise SourceError(message, hint=hint) from None
-    local = {names.get(str(s.path), s.name): s.path for s in opened}
+    local_of = {names.get(str(s.path), s.name): s.path for s in opened}
     opened = [remote.renamed(s, names[str(s.path)]) if str(s.path) in names else s for s in opened]
     explicit = {str(Path(p)) for p in paths}
     judged = []
@@ -263,9 +264,11 @@ def judge(paths: list[str], names: dict[str, str], fmt: str | None, preset: str 
         engine = session.engine
         infos = [feed_file(session, src) for src in run]
         infos = _drop_unread(run, infos, explicit, skipped, alone=len(opened) == 1)
+        if infos and after is not None:
+            after(engine)
         if infos:
             doc = report.document(engine, infos, engine.config.preset, preset_auto=preset is None)
-            judged.append(Judged(engine, doc, {src.name: local.get(src.name, src.path) for src in run}))
+            judged.append(Judged(engine, doc, {src.name: local_of.get(src.name, src.path) for src in run}))
     if not judged:
         raise SourceError("no readable log in a known format among the files given")
     return judged, skipped
