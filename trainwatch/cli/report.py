@@ -41,7 +41,7 @@ def _report(args: argparse.Namespace, paths: list[str], names: dict[str, str], f
     from trainwatch.report import build
 
     judged, _skipped = judge(paths, names, args.fmt, args.preset, args.config)
-    text = build.render(judged, fmt, args.align)  # type: ignore[arg-type]
+    text = build.render(judged, fmt, args.align)
     if args.output:
         build.write(text, Path(args.output))
         print(f"trainwatch: report written to {args.output}", file=sys.stderr)

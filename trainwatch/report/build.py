@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,7 +25,7 @@ class JudgedRun(Protocol):
     files: dict[str, Path]
 
 
-def page_data(runs: list[JudgedRun], align: str = "step") -> dict[str, Any]:
+def page_data(runs: Sequence[JudgedRun], align: str = "step") -> dict[str, Any]:
     """Everything the page draws. Several runs are compared: each after the first against the first."""
     labels = data.labels([[s["path"] for s in r.doc["sources"]] for r in runs])
     pages = [data.run_page(r.engine, r.doc, r.files, label, align) for r, label in zip(runs, labels)]
@@ -79,7 +80,7 @@ def _place_findings(run: JudgedRun, page: dict[str, Any], align: str) -> None:
     page["homes"] = homes
 
 
-def render(runs: list[JudgedRun], fmt: str = "html", align: str = "step") -> str:
+def render(runs: Sequence[JudgedRun], fmt: str = "html", align: str = "step") -> str:
     """The report as text: "html" (one self-contained page) or "md" (a Markdown summary)."""
     if fmt == "md":
         labels = data.labels([[s["path"] for s in r.doc["sources"]] for r in runs])
