@@ -224,3 +224,12 @@ def test_rank_suffixes_are_overlaid_on_their_metrics_chart() -> None:
 
     assert [_rank(n) for n in ("loss_rank3", "rank1/loss", "loss[rank 2]", "loss", "grank")] == [3, 1, 2, None, None]
     assert group_of("loss_rank3") == "Loss" and group_of("epoch") is None
+
+
+def test_a_folder_whose_runs_share_nothing_is_still_reported(tmp_path: Path) -> None:
+    """One path named (a run folder): a console log with no metric beside a metrics file is no
+    comparison error; the exit code is check's for the folder."""
+    folder = ROOT / "examples" / "runs" / "lightning_tiny"
+    out = tmp_path / "r.html"
+    assert main(["report", str(folder), "-o", str(out)]) == main(["check", str(folder)])
+    assert len(page_data(out.read_text())["runs"]) == 2

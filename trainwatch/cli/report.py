@@ -39,12 +39,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, paths: list[str], names: dict[str, str], fmt: str) -> int:
     from trainwatch.report import build
+    from trainwatch.sinks.report import combine
 
     judged, _skipped = judge(paths, names, args.fmt, args.preset, args.config)
-    text = build.render(judged, fmt, args.align)
+    text = build.render(judged, fmt, args.align, strict=len(args.paths) > 1)  # runs named apart must compare
     if args.output:
         build.write(text, Path(args.output))
         print(f"trainwatch: report written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return max(int(j.doc["exit_code"]) for j in judged) if judged else 3
+    return int(combine([j.doc for j in judged])["exit_code"])  # check's exit code for the same logs

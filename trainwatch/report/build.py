@@ -25,8 +25,9 @@ class JudgedRun(Protocol):
     files: dict[str, Path]
 
 
-def page_data(runs: Sequence[JudgedRun], align: str = "step") -> dict[str, Any]:
-    """Everything the page draws. Several runs are compared: each after the first against the first."""
+def page_data(runs: Sequence[JudgedRun], align: str = "step", strict: bool = True) -> dict[str, Any]:
+    """Everything the page draws. Several runs are compared: each after the first against the first;
+    `strict`: runs the user named apart must share a metric (runs found in one folder need not)."""
     labels = data.labels([[s["path"] for s in r.doc["sources"]] for r in runs])
     pages = [data.run_page(r.engine, r.doc, r.files, label, align) for r, label in zip(runs, labels)]
     if align != "step":
@@ -39,7 +40,8 @@ def page_data(runs: Sequence[JudgedRun], align: str = "step") -> dict[str, Any]:
     out: dict[str, Any] = {"align": align, "runs": pages, "diff": []}
     if len(runs) > 1:
         by_name = [_main_curves(r) for r in runs]
-        compare.check_comparable(labels, [{k: v for k, v in c.items() if data.group_of(k)} for c in by_name])
+        if strict:
+            compare.check_comparable(labels, [{k: v for k, v in c.items() if data.group_of(k)} for c in by_name])
         out["diff"] = compare.in_words(labels, [r.doc for r in runs], by_name)
     return out
 
@@ -80,17 +82,20 @@ def _place_findings(run: JudgedRun, page: dict[str, Any], align: str) -> None:
     page["homes"] = homes
 
 
-def render(runs: Sequence[JudgedRun], fmt: str = "html", align: str = "step") -> str:
-    """The report as text: "html" (one self-contained page) or "md" (a Markdown summary)."""
+def render(runs: Sequence[JudgedRun], fmt: str = "html", align: str = "step", strict: bool = True) -> str:
+    """The report as text: "html" (one self-contained page) or "md" (a Markdown summary); `strict` as
+    for `page_data`."""
     if fmt == "md":
         labels = data.labels([[s["path"] for s in r.doc["sources"]] for r in runs])
         diff = []
         if len(runs) > 1:
             by_name = [_main_curves(r) for r in runs]
-            compare.check_comparable(labels, [{k: v for k, v in c.items() if data.group_of(k)} for c in by_name])
+            if strict:
+                compare.check_comparable(labels, [{k: v for k, v in c.items() if data.group_of(k)}
+                                                  for c in by_name])
             diff = compare.in_words(labels, [r.doc for r in runs], by_name)
         return markdown.summary(labels, [r.doc for r in runs], diff)
-    d = page_data(runs, align)
+    d = page_data(runs, align, strict)
     title = "trainwatch: " + " vs ".join(p["label"] for p in d["runs"])
     return html.page(d, title)
 

@@ -70,10 +70,15 @@ def _at(c: Curve, step: float) -> float | None:
 
 
 def check_comparable(labels: list[str], runs_curves: list[dict[str, Curve]]) -> None:
-    """Runs that share no metric have nothing to draw together: an error, not an empty page."""
-    shared = set(runs_curves[0])
-    for cs in runs_curves[1:]:
+    """Runs that share no metric have nothing to draw together: an error, not an empty page. A run with
+    no curve at all (a console log of errors and notices only) is still reported beside the others."""
+    drawn = [(label, cs) for label, cs in zip(labels, runs_curves) if cs]
+    if len(drawn) < 2:
+        return
+    shared = set(drawn[0][1])
+    for _, cs in drawn[1:]:
         shared &= set(cs)
     if not shared:
+        labels = [label for label, _ in drawn]
         raise SourceError(f"{', '.join(labels)}: these runs have no metric in common to compare",
                           hint="compare runs of the same kind, or report each on its own")

@@ -218,7 +218,8 @@
     marks.forEach(function (m) {
       var b = el("button", "tw-marker tw-" + m.f.severity);
       b.type = "button";
-      b.title = m.f.id + " at step " + m.f.step + " (" + m.f.severity + ")";
+      b.title = (data.runs.length > 1 ? data.runs[m.r].label + ": " : "") + m.f.id + " at step " + m.f.step +
+        " (" + m.f.severity + ")";
       b.setAttribute("aria-label", b.title);
       b.dataset.finding = m.r + "-" + m.i;
       if (m.x < lo || m.x > hi) b.hidden = true;
