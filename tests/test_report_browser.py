@@ -121,3 +121,36 @@ def _png_colours(png: Path) -> int:
         line = data[row * stride + 1:(row + 1) * stride]
         seen.update(line[i:i + bpp] for i in range(0, len(line), bpp * 7))
     return len(seen)
+
+
+HARNESS = """<script>
+// test only: after the charts drew, click the first critical marker, then turn on log scale and smoothing
+setTimeout(function () {
+  var m = document.querySelector(".tw-marker.tw-critical");
+  m.click();
+  var det = document.getElementById("f-" + m.dataset.finding);
+  document.documentElement.setAttribute("data-t-open", String(det.open));
+  document.documentElement.setAttribute("data-t-loglines", String(det.querySelectorAll(".tw-line").length));
+  var log = document.getElementById("tw-log");
+  log.checked = true;
+  log.dispatchEvent(new Event("change"));
+  var sm = document.getElementById("tw-smooth");
+  sm.value = "0.9";
+  sm.dispatchEvent(new Event("change"));
+  setTimeout(function () {
+    document.documentElement.setAttribute("data-t-redrawn", String(document.querySelectorAll(".uplot").length));
+  }, 200);
+}, 500);
+</script>"""
+
+
+def test_a_marker_click_opens_its_finding_and_toggles_redraw(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    main(["report", str(hostile_blowup(tmp_path)), "-o", str(out)])
+    out.write_text(out.read_text().replace("</body>", HARNESS + "</body>"))
+    r = chromium(out, "--dump-dom")
+    dom = r.stdout
+    assert 'data-t-open="true"' in dom, r.stderr[-2000:]
+    assert 'data-t-loglines="13"' in dom  # the finding's line and six either side
+    assert 'data-t-redrawn="3"' in dom  # log scale and smoothing drew the same three charts again
+    assert not console_errors(r.stderr), console_errors(r.stderr)
