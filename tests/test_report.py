@@ -233,3 +233,21 @@ def test_a_folder_whose_runs_share_nothing_is_still_reported(tmp_path: Path) -> 
     out = tmp_path / "r.html"
     assert main(["report", str(folder), "-o", str(out)]) == main(["check", str(folder)])
     assert len(page_data(out.read_text())["runs"]) == 2
+
+
+def test_a_wide_log_gets_fewer_columns_per_curve_within_the_budget(tmp_path: Path) -> None:
+    """300 metrics over 5000 steps: the page's points stay within the budget, and each curve's spike stays."""
+    from trainwatch.report.data import POINT_BUDGET
+
+    log = tmp_path / "wide.jsonl"
+    with log.open("w") as f:
+        for s in range(1, 5001):
+            row = {"step": s, "loss": 2 - s / 5000, **{f"m{i}": (50.0 if s == 2500 + i else 1.0) for i in range(300)}}
+            f.write(json.dumps(row) + "\n")
+    out = tmp_path / "r.html"
+    main(["report", str(log), "-o", str(out)])
+    curves = [c for cs in page_data(out.read_text())["runs"][0]["charts"].values() for c in cs]
+    assert len(curves) == 301
+    assert sum(len(c["y"]) for c in curves) <= POINT_BUDGET
+    assert all(max(v for v in c["y"] if v is not None) == 50.0 for c in curves if c["name"].startswith("m"))
+    assert out.stat().st_size < 3_000_000

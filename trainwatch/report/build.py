@@ -29,7 +29,9 @@ def page_data(runs: Sequence[JudgedRun], align: str = "step", strict: bool = Tru
     """Everything the page draws. Several runs are compared: each after the first against the first;
     `strict`: runs the user named apart must share a metric (runs found in one folder need not)."""
     labels = data.labels([[s["path"] for s in r.doc["sources"]] for r in runs])
-    pages = [data.run_page(r.engine, r.doc, r.files, label, align) for r, label in zip(runs, labels)]
+    n = sum(1 for r in runs for s in r.engine.store if data.group_of(s.name))
+    columns = data.columns_for(n)
+    pages = [data.run_page(r.engine, r.doc, r.files, label, align, columns) for r, label in zip(runs, labels)]
     if align != "step":
         missing = [label for r, label in zip(runs, labels) if not _has(r, align)]
         if missing:

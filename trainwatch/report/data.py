@@ -16,6 +16,10 @@ from trainwatch.engine import Engine
 from trainwatch.report.downsample import COLUMNS, minmax
 from trainwatch.textsafe import plain
 
+POINT_BUDGET = 200_000
+"""Points a page holds in all, at most about: a log of hundreds of metrics gets fewer columns per curve
+(never under MIN_COLUMNS), so the page stays a few MB whatever the log's width and length."""
+MIN_COLUMNS = 150
 CONTEXT_LINES = 6  # log lines shown before and after a finding's line
 MAX_LINE_CHARS = 400  # a longer log line is cut: a page quotes, it does not copy
 
@@ -121,13 +125,18 @@ def finite_or_none(values: np.ndarray) -> list[float | None]:
     return [None if not math.isfinite(v) else float(f"{v:.6g}") for v in values.tolist()]
 
 
+def columns_for(curves_in_page: int) -> int:
+    """Columns per curve so the page's points stay within POINT_BUDGET (each column is up to 3 points)."""
+    return max(MIN_COLUMNS, min(COLUMNS, POINT_BUDGET // max(1, 3 * curves_in_page)))
+
+
 def run_page(engine: Engine, doc: dict[str, Any], files: dict[str, Path], label: str,
-             align: str = "step") -> dict[str, Any]:
+             align: str = "step", columns: int = COLUMNS) -> dict[str, Any]:
     """One run as the page draws it: its label, check's document, curves by chart, and log context."""
     charts: dict[str, list[dict[str, Any]]] = {}
     nonfinite: list[dict[str, Any]] = []
     for src in doc["sources"]:
-        cs = curves(engine, src["path"])
+        cs = curves(engine, src["path"], columns)
         by = next((c for c in cs if c.name == align), None) if align != "step" else None
         for c in cs:
             group = group_of(c.name)
