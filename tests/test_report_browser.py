@@ -38,7 +38,8 @@ def console_errors(stderr: str) -> list[str]:
 def hostile_blowup(tmp_path: Path) -> Path:
     text = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "blowup_repro.py")],
                           capture_output=True, text=True, check=True).stdout.splitlines()
-    text.insert(25, "note </script><script>document.title='pwned'</script> <b id=injected>x</b> \\u003c/script>")
+    text.insert(25, "note </script><script>document.title='pwned'</script> <b id=injected>x</b> \\u003c/script> "
+                    "\x1b[31mred\x1b[0m \x1b]0;title\x07")
     path = tmp_path / "before.log"
     path.write_text("\n".join(text) + "\n")
     return path
@@ -71,6 +72,7 @@ def test_hostile_log_line_stays_text(tmp_path: Path) -> None:
     assert "<title>trainwatch: before.log</title>" in dom  # the injected script never ran
     assert 'id="injected"' not in dom and "<b id=" not in dom
     assert "&lt;/script&gt;&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom  # shown as text
+    assert "\\u003c/script&gt; red" in dom and "\x1b" not in dom and "\x07" not in dom  # escapes made plain
 
 
 def test_comparison_renders_both_runs(tmp_path: Path) -> None:
