@@ -251,3 +251,11 @@ def test_a_wide_log_gets_fewer_columns_per_curve_within_the_budget(tmp_path: Pat
     assert sum(len(c["y"]) for c in curves) <= POINT_BUDGET
     assert all(max(v for v in c["y"] if v is not None) == 50.0 for c in curves if c["name"].startswith("m"))
     assert out.stat().st_size < 3_000_000
+
+
+def test_one_file_per_rank_is_overlaid_as_ranks(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    main(["report", str(ROOT / "examples" / "runs" / "ddp_rank_failure"), "-o", str(out)])
+    loss = page_data(out.read_text())["runs"][0]["charts"]["Loss"]
+    ranks = {c["name"]: c["rank"] for c in loss}
+    assert ranks["loss (rank0.log)"] == 0 and ranks["loss (rank1.log)"] == 1

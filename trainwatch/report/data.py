@@ -148,7 +148,10 @@ def run_page(engine: Engine, doc: dict[str, Any], files: dict[str, Path], label:
             bad = np.flatnonzero(np.isnan(c.y))
             if len(bad):
                 nonfinite.append({"metric": name, "x": finite_or_none(c.x[bad][:200])})
-            charts.setdefault(group, []).append({"name": name, "rank": _rank(c.name),
+            rank = _rank(c.name)
+            if rank is None and len(doc["sources"]) > 1:
+                rank = _rank(Path(src["path"]).name)  # one file per rank (rank0.log, rank1.log)
+            charts.setdefault(group, []).append({"name": name, "rank": rank,
                                                  "x": finite_or_none(c.x), "y": finite_or_none(c.y)})
     context = log_context(files, ((f["source"], f.get("line") or 0) for f in doc["findings"]))
     findings = []

@@ -183,6 +183,8 @@
         if (home === group) out.push({r: r, i: i, x: f.at, f: f});
       });
     });
+    var rank = {info: 0, warning: 1, critical: 2};
+    out.sort(function (a, b) { return (rank[a.f.severity] || 0) - (rank[b.f.severity] || 0); });  // worst on top
     return out;
   }
 
@@ -222,8 +224,13 @@
         " (" + m.f.severity + ")";
       b.setAttribute("aria-label", b.title);
       b.dataset.finding = m.r + "-" + m.i;
-      if (m.x < lo || m.x > hi) b.hidden = true;
-      b.style.left = u.valToPos(m.x, "x") + "px";
+      // a finding past the last point (a crash after the last step) sits at the edge while the whole
+      // run is shown; zoomed in, one outside the view is hidden
+      var x = m.x;
+      var whole = lo <= u.data[0][0] && hi >= u.data[0][u.data[0].length - 1];
+      if (whole) x = Math.min(Math.max(x, lo), hi);
+      if (x < lo || x > hi) b.hidden = true;
+      b.style.left = u.valToPos(x, "x") + "px";
       b.addEventListener("click", function () { openFinding(m.r, m.i); });
       holder.append(b);
     });
@@ -241,7 +248,7 @@
           dash: data.runs.length > 1 ? DASHES[j % DASHES.length] : (c.rank !== null ? DASHES[1] : []),
           width: c.rank !== null ? 1 : 1.5,
           spanGaps: false,
-          points: {show: false},
+          points: {show: c.y.filter(function (v) { return v !== null; }).length < 3},  // a lone point shows
         });
       });
     });
