@@ -92,7 +92,8 @@ def main() -> None:
     print(f"points of loss on the page: {len(loss['y'])}; spike kept: {peak > 10}; NaN kept: {None in loss['y']}")
     print(f"check {t_check:.2f} s, report {t_report:.2f} s (exit {rc}): {t_report / t_check:.2f}x, target at most 2x")
     ms = open_time(page)
-    print("open in chromium: " + ("not measured (no chromium)" if ms is None else f"{ms:.0f} ms to drawn, target < 1000"))
+    opened = "not measured (no chromium)" if ms is None else f"{ms:.0f} ms to drawn, target < 1000"
+    print(f"open in chromium: {opened}")
     if not args.keep:
         shutil.rmtree(d)
 
