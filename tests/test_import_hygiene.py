@@ -8,7 +8,7 @@ import sys
 CORE = [
     "trainwatch.engine", "trainwatch.store", "trainwatch.alerts", "trainwatch.config", "trainwatch.runner",
     "trainwatch.adapters", "trainwatch.adapters.pipeline", "trainwatch.rules", "trainwatch.cli",
-    "trainwatch.cli.check", "trainwatch.sinks.report",
+    "trainwatch.cli.check", "trainwatch.sinks.report", "trainwatch.cli.report", "trainwatch.report.build",
 ]
 
 

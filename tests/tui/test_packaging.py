@@ -14,8 +14,9 @@ from trainwatch.tui.themes import builtin_themes, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "trainwatch"
-# Files the wheel must carry besides Python modules (the README's data files and the bundled themes).
-DATA_GLOBS = ("presets/*.yaml", "data/*.yaml", "data/demo/*.log", "tui/*.tcss", "themes/*.yaml")
+# Files the wheel must carry besides Python modules (the README's data files, the bundled themes, and the
+# report page's assets: uPlot with its license, the page script and styles).
+DATA_GLOBS = ("presets/*.yaml", "data/*.yaml", "data/demo/*.log", "tui/*.tcss", "themes/*.yaml", "report/assets/*")
 
 
 @pytest.fixture(scope="module")

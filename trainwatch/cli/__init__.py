@@ -36,7 +36,7 @@ from trainwatch import __version__  # noqa: E402
 from trainwatch.errors import TrainwatchError, UsageError  # noqa: E402
 
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL, EXIT_UNKNOWN = 0, 1, 2, 3
-COMMANDS = ("check", "tail", "run", "stream", "formats", "rules", "gpus", "demo")
+COMMANDS = ("check", "report", "tail", "run", "stream", "formats", "rules", "gpus", "demo")
 
 
 class _Parser(argparse.ArgumentParser):

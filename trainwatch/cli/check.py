@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from trainwatch import runner
 from trainwatch.adapters.path_reader import reads_path
 from trainwatch.adapters.pipeline import BACKLOG_BLOCK
+from trainwatch.engine import Engine
 from trainwatch.errors import SourceError
 from trainwatch.session import Session
 from trainwatch.sinks import report
@@ -196,34 +200,54 @@ def _quiet_for(path: Path) -> float | None:
         return None
 
 
+@dataclass
+class Judged:
+    """One run as `check` judged it: its engine (read, never fed again), its JSON document, and the
+    local file each source name was read from (a remote copy's name maps to its temporary copy)."""
+
+    engine: Engine
+    doc: dict[str, Any]
+    files: dict[str, Path]
+
+
 def run(args: argparse.Namespace) -> int:
+    return with_local_paths(args.paths, lambda paths, names: _check(args, paths, names))
+
+
+def with_local_paths(raw_paths: list[str], then: Callable[[list[str], dict[str, str]], int]) -> int:
+    """`then(paths, names)` over local files: remote ones are copied first, into a folder that lives while
+    `then` runs, and `names` gives each copy its remote name."""
     from trainwatch.sources import remote
 
-    if not any(remote.looks_remote(p) for p in args.paths):
-        return _check(args, args.paths, {})
+    if not any(remote.looks_remote(p) for p in raw_paths):
+        return then(raw_paths, {})
     import tempfile
 
-    rps = [remote.parse(p) if remote.looks_remote(p) else None for p in args.paths]  # all checked before any ssh
+    rps = [remote.parse(p) if remote.looks_remote(p) else None for p in raw_paths]  # all checked before any ssh
     with tempfile.TemporaryDirectory(prefix="trainwatch-remote-") as tmp:
         paths, names = [], {}
-        for i, (raw, rp) in enumerate(zip(args.paths, rps)):
+        for i, (raw, rp) in enumerate(zip(raw_paths, rps)):
             if rp is None:
                 paths.append(raw)
                 continue
             for name, local in remote.fetch(rp, Path(tmp) / str(i)):  # copies read once, named as there
                 paths.append(str(local))
                 names[str(local)] = name
-        return _check(args, paths, names)
+        return then(paths, names)
 
 
-def _check(args: argparse.Namespace, paths: list[str], names: dict[str, str]) -> int:
-    """The check over local files; `names` gives local copies of remote files their remote names."""
+def judge(paths: list[str], names: dict[str, str], fmt: str | None, preset: str | None,
+          configs: list[str] | None, after: Callable[[Engine], None] | None = None) -> tuple[list[Judged], list[str]]:
+    """Every run among the local files judged as `check` judges it, each with its own task, preset and
+    engine (no log judged by its neighbours); the notes on files skipped. `after(engine)` feeds what only
+    the caller knows (`run`: the child's end) once a run's files are read. Raises SourceError when no file
+    yields a run."""
     import time
 
     from trainwatch.sources import remote
 
     try:
-        opened, skipped = open_all(paths, args.fmt)
+        opened, skipped = open_all(paths, fmt)
     except SourceError as exc:
         if not names:
             raise
@@ -231,19 +255,29 @@ def _check(args: argparse.Namespace, paths: list[str], names: dict[str, str]) ->
         for local, name in names.items():  # a copy's error names the remote file
             message = message.replace(local, name)
         raise SourceError(message, hint=hint) from None
+    local_of = {names.get(str(s.path), s.name): s.path for s in opened}
     opened = [remote.renamed(s, names[str(s.path)]) if str(s.path) in names else s for s in opened]
     explicit = {str(Path(p)) for p in paths}
-    docs = []
-    for run in runs_of(opened):  # each run with its own task, preset and engine: no log judged by its neighbours
-        session = Session(run, preset=args.preset, configs=args.config, clock=LogClock(time.time()))
+    judged = []
+    for run in runs_of(opened):
+        session = Session(run, preset=preset, configs=configs, clock=LogClock(time.time()))
         engine = session.engine
         infos = [feed_file(session, src) for src in run]
         infos = _drop_unread(run, infos, explicit, skipped, alone=len(opened) == 1)
+        if infos and after is not None:
+            after(engine)
         if infos:
-            docs.append(report.document(engine, infos, engine.config.preset, preset_auto=args.preset is None))
-    if not docs:
+            doc = report.document(engine, infos, engine.config.preset, preset_auto=preset is None)
+            judged.append(Judged(engine, doc, {src.name: local_of.get(src.name, src.path) for src in run}))
+    if not judged:
         raise SourceError("no readable log in a known format among the files given")
-    doc = report.combine(docs)
+    return judged, skipped
+
+
+def _check(args: argparse.Namespace, paths: list[str], names: dict[str, str]) -> int:
+    """The check over local files; `names` gives local copies of remote files their remote names."""
+    judged, skipped = judge(paths, names, args.fmt, args.preset, args.config)
+    doc = report.combine([j.doc for j in judged])
     if skipped:
         doc["sources"][0]["skipped"].extend(skipped)
     if args.json:

@@ -51,6 +51,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         f"behind): seconds between SIGTERM to the child's whole process tree and SIGKILL "
                         f"(default {GRACE_S:g})")
     add_follow_options(p, child=True)
+    p.add_argument("--report", metavar="FILE",
+                   help="when the run ends, write an HTML report of its log there (as 'trainwatch report LOG -o "
+                        "FILE' would, with the child's exit)")
     p.add_argument("child_argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                    help="the training command and its arguments")
     p.set_defaults(run=run)
@@ -68,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         check_command(argv[0])
     except StartError as exc:  # before anything else is said or created
         return say_error(str(exc), exc.code, as_json=args.json)
+    if args.report:
+        _check_writable(Path(args.report))  # one line and exit 3 before the training starts, not after it
     sinks = Sinks.from_args(args)  # a bad --alert-log or --on-alert is one line, before the child starts
     try:
         path, log = _create_log(args.log)
@@ -83,13 +88,46 @@ def run(args: argparse.Namespace) -> int:
             teller.child = child
             try:
                 if args.headless:
-                    return RunHeadless(watcher, args, sinks, child).run()
-                return _tui(watcher, args, sinks, child)
+                    rc = RunHeadless(watcher, args, sinks, child).run()
+                else:
+                    rc = _tui(watcher, args, sinks, child)
             except StartError as exc:  # found, but the system would not run it after all
                 _remove_if_empty(path)
                 return say_error(str(exc), exc.code, as_json=args.json)
+        if args.report:
+            _write_report(path, args, teller, child)
+        return rc
     finally:
         sinks.close()
+
+
+def _check_writable(out: Path) -> None:
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir() or not os.access(folder, os.W_OK) or out.is_dir():
+        raise SourceError(f"{out}: cannot write the report there", hint="name a file in a writable folder")
+
+
+def _write_report(path: str, args: argparse.Namespace, teller: ExitTeller, child: Child) -> None:
+    """The report of the finished run: its log judged as `check` judges it, and the child's end (what only
+    this parent knows) fed after the log. A failure here is one line; the run's exit code stands."""
+    from trainwatch.cli.check import judge
+    from trainwatch.errors import TrainwatchError
+    from trainwatch.report import build
+
+    status = child.status
+    end = teller.event(status) if status is not None else None
+
+    def feed_end(engine: Any) -> None:
+        if end is not None:
+            engine.feed(end)
+
+    try:
+        judged, _ = judge([path], {}, args.fmt, args.preset, args.config, after=feed_end)
+        build.write(build.render(judged), Path(args.report))
+    except TrainwatchError as exc:
+        say_error(f"run: report not written: {exc}")
+        return
+    print(f"trainwatch: report written to {args.report}", file=sys.stderr)
 
 
 def default_log_name(now: float | None = None) -> str:
