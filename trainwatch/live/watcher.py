@@ -41,11 +41,11 @@ from trainwatch.sources.runfolders import is_member, members, owner, path_format
 from trainwatch.sources.nvml import default_backend
 
 QUEUE_MAX = 10_000
-GATHER_S = 0.2
+GATHER_S = 0.5
 GATHER_FILES = 8
 """While many files change (GATHER_FILES or more between two ticks of the engine thread), a file-change
 wake-up is read GATHER_S later, so one read takes a file's writes of that while (a file written at 10
-lines/s is read five times a second, not ten) and the other files' wake-ups of the same while are handled
+lines/s is read twice a second, not ten times) and the other files' wake-ups of the same while are handled
 in the same turn. With fewer, each is read at once: that is the least latency, and the least a
 `copytruncate` rotation can cut off before it is read."""
 ROUND_SHARE = 0.1
