@@ -47,7 +47,7 @@ def on_usr1(*_):
 signal.signal(signal.SIGUSR1, on_usr1)
 f = open(path, "a", buffering=1)
 step, start = 0, time.monotonic()
-while time.monotonic() - start < seconds or step % NAN_EVERY < 10:  # the last NaN has recovered
+while time.monotonic() - start < seconds or step % NAN_EVERY < 50:  # the last NaN resolves (20 rows)
     step += 1
     loss = "nan" if step % NAN_EVERY == 0 else f"{2.5 - step * 1e-5:.5f}"
     f.write(f"Step {step}: loss={loss}, lr=1e-4\n")
