@@ -70,3 +70,31 @@ def test_where_the_state_lives(tmp_path: Path, monkeypatch) -> None:  # type: ig
     p = default_path(None, "notify-send", ["x.log"])
     assert p is not None and p.parent == tmp_path / "trainwatch"
     assert p == default_path(None, "notify-send", ["x.log"]) != default_path(None, "notify-send", ["y.log"])
+
+
+def test_episodes_of_one_alert_judged_in_one_round_are_delivered_apart(tmp_path: Path) -> None:
+    """A backlog (or a live round of many rows) with two NaN episodes: each change is keyed by its own
+    episode, so neither is taken for the other, also when read back from the alert log's records."""
+    from trainwatch import config
+    from trainwatch.engine import Engine
+    from trainwatch.model import Sample
+
+    log = tmp_path / "train.log"
+    log.write_text("x\n")
+    told: list[AlertChange] = []
+    eng = Engine(config.load("sft"), clock=lambda: 1_700_000_000.0)
+    eng.listeners.append(told.append)
+    eng.feed_all([Sample("loss", float("nan") if s in (30, 60) else 2.0 - s * 1e-3, step=s, source=str(log), line=s)
+                  for s in range(1, 91)])
+    nan = [c for c in told if c.alert.rule == "loss.nonfinite"]
+    firing = [c for c in nan if c.state is AlertState.FIRING]
+    assert len(firing) == 2
+    assert sorted(Delivered.key(c) for c in firing) == [f"{firing[0].alert.fingerprint}:firing:{s}" for s in (30, 60)]
+    d = Delivered(tmp_path / "s.json")
+    d.register(str(log))
+    d.add(firing[0])
+    assert not d.seen(firing[1])
+    records = Delivered(tmp_path / "s2.json")
+    records.register(str(log))
+    records.absorb([{**c.alert.to_dict(), "state": c.told_state} for c in nan])
+    assert all(records.seen(c) for c in nan)

@@ -93,6 +93,8 @@ class Engine:
         self._hooked = np.zeros(0, dtype=bool)  # by metric id: row rules watch it
         self._is_eval = np.zeros(0, dtype=bool)  # by metric id: an evaluation metric (eval_*)
         self._held: dict[tuple[str, str], _Held] = {}  # rows stored but not yet judged, per (source, metric)
+        self._held_rows = 0  # their rows, all series together
+        self._held_most = 0  # the most rows one series holds
         self._roomy: set[Series] = set()  # series judged last round whose arrays held a round's room
         self._seq = 0  # rows fed so far: the order array rules' transitions reach the book in
         self._cycles: dict[tuple[str, str, str], Cycle] = {}
@@ -140,8 +142,11 @@ class Engine:
             return self.feed_batch(from_records(record.source, (record,)))
         return self._tell(self._judge_held()) + self._event(record)
 
-    def feed_all(self, records: Iterable[Record]) -> list[AlertChange]:
-        """Records in log order, of any sources: each run of one source's records goes in as one batch."""
+    def feed_all(self, records: Iterable[Record], *, more: bool = False) -> list[AlertChange]:
+        """Records in log order, of any sources: each run of one source's records goes in as one batch.
+
+        `more`: as for `feed_batch`, the rows may wait for a later round (a live follower judges the rows
+        of all its files in one round per its timer, not one per file per write)."""
         out: list[AlertChange] = []
         builder: BatchBuilder | None = None
         for r in records:
@@ -152,7 +157,7 @@ class Engine:
             builder.record(r)
         if builder is not None:
             out.extend(self._feed(builder.build()))
-        out.extend(self._tell(self._judge_held()))
+        out.extend(self._end_of_feed(more))
         return out
 
     def feed_batch(self, batch: Batch, *, more: bool = False) -> list[AlertChange]:
@@ -168,10 +173,19 @@ class Engine:
         backlog read in blocks (BACKLOG_BLOCK) pays the rules' fixed cost per round of thousands of rows,
         not per block."""
         out = self._feed(batch)
-        held = self._held.values()
-        if not more or sum(h.n for h in held) >= WAIT_ROWS or any(2 * h.n >= ARRAY_FLUSH for h in held):
-            out.extend(self.settle())
+        out.extend(self._end_of_feed(more))
         return out
+
+    def _end_of_feed(self, more: bool) -> list[AlertChange]:
+        """The rows held judged now, unless more follows and they may wait (see `feed_batch`)."""
+        if not more or self._held_rows >= WAIT_ROWS or 2 * self._held_most >= ARRAY_FLUSH:
+            return self.settle()
+        return []
+
+    @property
+    def holding(self) -> bool:
+        """Rows are stored that the array rules have not judged yet."""
+        return bool(self._held)
 
     def settle(self) -> list[AlertChange]:
         """The rows still held judged now: after the last batch fed with `more`, when nothing is read
@@ -272,6 +286,8 @@ class Engine:
                 if held is None:
                     held = self._held[(src, name)] = _Held(series)
                 held.n += z - a  # counted for every series: none may move on by more than a round
+                self._held_rows += z - a
+                self._held_most = max(self._held_most, held.n)
                 if self._arrays[name]:
                     held.seq.append((seq0, sel))
                     held.now.append(now[sel])
@@ -630,9 +646,10 @@ class Engine:
 
     # -- time and the end of data -------------------------------------------------------------
 
-    def tick(self) -> list[AlertChange]:
-        """Lets time-based rules judge the silence since the last record."""
-        out = self._judge_held()
+    def tick(self, *, settle: bool = True) -> list[AlertChange]:
+        """Lets time-based rules judge the silence since the last record; with `settle`, the rows held
+        are judged first (a live follower that spaces its rounds out passes False between them)."""
+        out = self._judge_held() if settle else []
         ctx = self._ctx
         ctx.now = self.clock()
         for rule in self._tickers:
@@ -683,6 +700,7 @@ class Engine:
         if not self._held:
             return []
         held, self._held = self._held, {}
+        self._held_rows = self._held_most = 0
         plans: list[tuple[int, int, int, int, _Planned]] = []
         for k, h in enumerate(held.values()):
             h.series.judged()

@@ -60,14 +60,11 @@ def read_up_to(proc: subprocess.Popen[str], want: int) -> None:
 
 
 def changes(path: Path) -> list[tuple[str, str, int]]:
-    """(rule, state, step the episode began) of every record an outlet got."""
+    """(rule, state, step the episode began) of every record an outlet got. A record is about its alert's
+    own episode (`step`); `episodes` lists the fingerprint's, up to when the record was written."""
     if not path.exists():
         return []
-    out = []
-    for r in map(json.loads, path.read_text().splitlines()):
-        episodes = r.get("episodes") or []
-        out.append((r["id"], r["state"], episodes[-1]["start"] if episodes else r["step"]))
-    return sorted(out)
+    return sorted((r["id"], r["state"], r["step"]) for r in map(json.loads, path.read_text().splitlines()))
 
 
 def stop(proc: subprocess.Popen[str], sig: int) -> None:

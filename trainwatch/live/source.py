@@ -7,6 +7,7 @@ is reported once and then left alone.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ from trainwatch.adapters.pipeline import BACKLOG_BLOCK, joined
 from trainwatch.batch import Batch
 from trainwatch.engine import Engine
 from trainwatch.errors import TrainwatchError
-from trainwatch.model import Event, EventKind, Record
+from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.runner import OpenSource, claimed_format, open_source, rank_of
 from trainwatch.sources.fifo import FifoFollower, is_fifo
 from trainwatch.sources.files import SAMPLE_BYTES, looks_binary, sample_file
@@ -67,6 +68,9 @@ class LiveSource:
         self._ring_later: list[tuple[int, list[bytes], int]] = []  # see `_feed_raw`: (last line, pieces, lines)
         self._ring_filled_at = 0.0  # monotonic time the held lines last went into the ring
         self.reader: PathAdapter | None = None  # an event file or a run folder, read by its adapter
+        self.hold = False
+        """The rows fed may wait for the watcher's next round (`Engine.feed_all(more=True)`); a
+        non-finite value is judged at once."""
 
     @property
     def label(self) -> str:
@@ -410,10 +414,13 @@ class LiveSource:
 
     def _records(self, engine: Engine, records: list[Record]) -> int:
         records = [r for r in records if not isinstance(r, Event) or self._fresh(r)]
+        urgent = False
         for r in records:
             if not r.source:
                 r.source = self.name
-        engine.feed_all(records)
+            if isinstance(r, Sample) and not math.isfinite(r.value):
+                urgent = True
+        engine.feed_all(records, more=self.hold and not urgent)
         self._rule_failures(engine)
         return len(records)
 

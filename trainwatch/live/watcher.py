@@ -4,6 +4,11 @@ The engine is synchronous and not thread-safe, so only one thread ever touches i
 thread, which drains a bounded queue (file-change wake-ups from watchdog, GPU readings from the
 sampler) and calls engine.tick() on a timer. Other threads only put items on the queue. Readers
 such as the TUI take `lock` briefly to copy what they show.
+
+What a file's new lines cost is mostly the array rules' rounds, a fixed cost per series whatever the
+rows, so the rows read are held (`LiveSource.hold`) and all files' rows are judged together on the timer
+(ROUND_SHARE), not once per file per write; while many files change, their reads are gathered too
+(GATHER_S).
 """
 
 from __future__ import annotations
@@ -36,6 +41,20 @@ from trainwatch.sources.runfolders import is_member, members, owner, path_format
 from trainwatch.sources.nvml import default_backend
 
 QUEUE_MAX = 10_000
+GATHER_S = 0.5
+GATHER_FILES = 8
+"""While many files change (GATHER_FILES or more between two ticks of the engine thread), a file-change
+wake-up is read GATHER_S later, so one read takes a file's writes of that while (a file written at 10
+lines/s is read twice a second, not ten times) and the other files' wake-ups of the same while are handled
+in the same turn. With fewer, each is read at once: that is the least latency, and the least a
+`copytruncate` rotation can cut off before it is read."""
+ROUND_SHARE = 0.1
+"""The array rules judge the rows held (a round, `Engine.settle`) on the timer, at most this share of
+the engine thread's time: a round that cost 50 ms of CPU is followed by the next one 0.5 s later at the
+soonest. A round's cost is mostly fixed per series and rule, whatever the number of new rows, so with a
+few files each is judged at every tick, and with hundreds the rounds come further apart and take more
+rows each instead of taking a core (200 files at 10 lines/s: a round about every few seconds).
+A non-finite value and any event a rule answers (an error, the end of training) are judged at once."""
 RING_LINES = 2_000
 INFO_MAX = 500
 _STOP = object()
@@ -119,6 +138,8 @@ class Watcher:
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_MAX)
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.gather_s = GATHER_S if tick_interval >= GATHER_S else 0.0
         from trainwatch.sources.remote import looks_remote
 
         self._specs = [_Spec(p) for p in paths if not looks_remote(p)]
@@ -218,12 +239,14 @@ class Watcher:
         for feed in self._remote:
             feed.stop()
         if self._thread is not None:
+            self._stopping.set()
             self._queue_put(_STOP, block=True)
             self._thread.join(timeout=30)
         with self.lock:
             self._read_all()
             while any(s.follower is not None and s.follower.more for s in self._sources.values()):
                 self._read_all()
+            self.engine.settle()  # the rows held for the next round
             for src in self._sources.values():
                 self._guard(src, partial(src.close, self.engine))
                 state = self.engine.sources.get(src.name)
@@ -246,6 +269,7 @@ class Watcher:
 
     def add_source(self, src: LiveSource) -> LiveSource:
         """Registers a source known by name only (no local file); the one already there if any. Lock held."""
+        src.hold = True
         return self._sources.setdefault(src.name, src)
 
     def poll_source(self, src: LiveSource) -> None:
@@ -263,6 +287,9 @@ class Watcher:
         mono = time.monotonic
         next_tick = mono() + self.tick_interval
         next_poll = mono() + self.poll_interval
+        next_round = next_tick
+        changed: set[str] = set()  # the paths that changed since the last tick (GATHER_FILES)
+        busy = False
         while True:
             timeout = max(0.0, min(next_tick, next_poll) - mono())
             try:
@@ -270,11 +297,14 @@ class Watcher:
             except queue.Empty:
                 item = None
             items = [] if item is None else [item]
+            if isinstance(item, tuple) and item[0] == "fs" and self.gather_s and busy:
+                self._stopping.wait(min(self.gather_s, max(0.0, next_tick - mono())))  # see GATHER_S
             while True:  # take everything waiting, so a burst costs one lock
                 try:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
+            changed.update(it[1] for it in items if isinstance(it, tuple) and it[0] == "fs")
             with self.lock:
                 for it in items:
                     if it is _STOP:
@@ -286,8 +316,14 @@ class Watcher:
                     self._rescan()
                     next_poll = now + self.poll_interval
                 if now >= next_tick:
-                    self.engine.tick()
+                    settle = now >= next_round and self.engine.holding
+                    cpu = time.thread_time()
+                    self.engine.tick(settle=settle)
+                    if settle:  # see ROUND_SHARE
+                        next_round = now + max(self.tick_interval, (time.thread_time() - cpu) / ROUND_SHARE)
                     next_tick = now + self.tick_interval
+                    busy = len(changed) >= GATHER_FILES
+                    changed.clear()
                 self._check_finished()
 
     def _handle(self, item: Any) -> None:
@@ -296,7 +332,7 @@ class Watcher:
             payload()
             return
         if kind == "records":
-            self.engine.feed_all(payload)
+            self.engine.feed_all(payload, more=True)  # judged in the next round
             return
         path = payload
         with self._pending_lock:
@@ -358,6 +394,7 @@ class Watcher:
         from_end = self.from_end and self._thread is None and path.exists()  # later files: from their start
         src = LiveSource(path, fmt=self.fmt, from_end=from_end, ring=self.ring_lines, notice=self._notice,
                          params=self.params, wake=partial(self.wake, key))
+        src.hold = True  # its rows wait for the next round (ROUND_SHARE)
         self._sources[src.name] = src
         self._by_file[key] = src
         return src

@@ -46,7 +46,11 @@ def default_path(alert_log: str | None, on_alert: str | None, paths: Iterable[st
 
 def _key(fingerprint: str, state: str, began: object) -> str:
     """A change by its alert, its state and the step its episode began: the same whether the engine saw
-    the log live or read it again as a backlog (which may count episodes differently)."""
+    the log live or read it again as a backlog (which may count episodes differently).
+
+    The episode is the changed alert's own (`first_step`, a record's `step`), never the fingerprint's
+    latest: a round that judges several episodes of one alert (a backlog, or a live round of many rows)
+    tells their changes once it is over, when the first episode's alert already lists the later ones."""
     return f"{fingerprint}:{state}:{began}"
 
 
@@ -72,7 +76,7 @@ class Delivered:
     @staticmethod
     def key(change: AlertChange) -> str:
         a = change.alert
-        return _key(a.fingerprint, change.told_state, a.episodes[-1].start_step if a.episodes else a.first_step)
+        return _key(a.fingerprint, change.told_state, a.first_step)
 
     def register(self, source: str) -> None:
         """Ties a log to its file before anything of it is delivered, so what reaches the alert log is
@@ -87,9 +91,7 @@ class Delivered:
         for r in records:
             log = self._logs.get(str(r.get("source", "")))
             if log is not None and "fingerprint" in r and "state" in r:
-                episodes = r.get("episodes") or []
-                began = episodes[-1].get("start") if episodes and isinstance(episodes[-1], dict) else r.get("step")
-                log["keys"][_key(str(r["fingerprint"]), str(r["state"]), began)] = None
+                log["keys"][_key(str(r["fingerprint"]), str(r["state"]), r.get("step"))] = None
 
     def seen(self, change: AlertChange) -> bool:
         log = self._logs.get(change.alert.source)

@@ -23,6 +23,7 @@ from trainwatch.scan.chunk import kept
 from trainwatch.sources.files import MAX_LINE
 
 READ_CHUNK = 1 << 20
+SMALL_READ = 16 << 10  # beyond the size stat gave: what a file grew by since is read in the same call
 POLL_BYTES = 16 << 20
 """At most this much is read per poll: a backlog of gigabytes is read and judged piece by piece (memory
 stays bounded, and readers get the lock between pieces); `more` says another poll is due at once."""
@@ -160,7 +161,7 @@ class FileFollower:
             self._partial = b""
             self._partial_skip = False  # the new text's first line is no rest of the old long one
             self._restart(out)
-        self._drain(out)
+        self._drain(out, st.st_size)
         return out
 
     @property
@@ -285,18 +286,21 @@ class FileFollower:
         if last and not last.endswith(b"\n"):
             self._offset = offset - (len(last) - last.rfind(b"\n") - 1)  # the unfinished line is read whole
 
-    def _drain(self, out: Chunk) -> None:
+    def _drain(self, out: Chunk, size: int | None = None) -> None:
+        """Reads on to the end of the file (`size`, when just stat'ed: the first read asks for about that
+        much, not READ_CHUNK, whose buffer costs more to allocate than a few new lines cost to read)."""
         self.more = False
         if self._fd is None:
             return
         budget = POLL_BYTES
+        want = READ_CHUNK if size is None else min(READ_CHUNK, max(0, size - self._offset) + SMALL_READ)
         while True:
             if budget <= 0:
                 self.more = True
                 return
             budget -= READ_CHUNK
             try:
-                data = os.pread(self._fd, READ_CHUNK, self._offset)
+                data = os.pread(self._fd, want, self._offset)
             except OSError as exc:
                 self._unreadable(out, exc)
                 self._close()
@@ -309,8 +313,9 @@ class FileFollower:
                 self._take_raw(joined, out)
             else:
                 self._split(joined, out)
-            if len(data) < READ_CHUNK:
+            if len(data) < want:
                 break
+            want = READ_CHUNK
         self._end_raw(out)  # the end of the file: from here on, line by line
 
     def _take_raw(self, data: bytes, out: Chunk) -> None:
