@@ -42,13 +42,7 @@ def findings(src: runner.OpenSource, records: list[Record], cuts: list[int] | No
     return json.dumps([a.to_dict() for a in engine.alerts()], indent=1, default=str)  # NaN == NaN as text
 
 
-def _known(logs):  # type: ignore[no-untyped-def]
-    """grpo_tiny's findings depend on the batching since the quality rules came in: open, issue 22."""
-    return [pytest.param(p, marks=pytest.mark.xfail(reason="issue 22: batching changes grpo_tiny's findings",
-                                                    strict=True)) if p.name == "grpo_tiny.log" else p for p in logs]
-
-
-@pytest.mark.parametrize("log", _known(LOGS), ids=[p.name for p in LOGS])
+@pytest.mark.parametrize("log", LOGS, ids=[p.name for p in LOGS])
 def test_findings_do_not_depend_on_how_records_are_batched(log: Path) -> None:
     src, records = records_of(log)
     whole = findings(src, records, [])
@@ -93,7 +87,7 @@ def test_row_rule_gates_leave_out_only_rows_that_change_nothing(log: Path | str,
     assert findings(src, records, []) == gated
 
 
-@pytest.mark.parametrize("log", _known(LOGS), ids=[p.name for p in LOGS])
+@pytest.mark.parametrize("log", LOGS, ids=[p.name for p in LOGS])
 def test_a_backlog_judged_in_rounds_finds_what_blocks_judged_one_by_one_find(log: Path) -> None:
     """`check` and `tail`'s backlog feed their blocks with `more`, so rows wait to be judged with the next
     blocks' rows: the same findings as judging each block at once, and the rows really did wait."""
