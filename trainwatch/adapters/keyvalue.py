@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.shapes import count_pair, list_pair
+from trainwatch.adapters.shapes import count_pair, list_pair, total_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 
@@ -34,6 +34,10 @@ STEP_PREFIX = re.compile(
     r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\]\-]?\s*", re.I)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
+# blanks that align rather than separate: `Global Step:     10`, `Val   Loss: 0.0002` (a phase word padded to
+# the width of `Train`); closed up before fields are split at runs of blanks
+ALIGNED = re.compile(r"(?P<sep>[:=])[ \t]{2,}(?=[-+.\d])|\b(?P<phase>train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])",
+                     re.I)
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
                        "num_updates", "trainer/global_step", "_step", "outer", "round", "tick"})
@@ -48,7 +52,8 @@ BLOCK_HEAD = re.compile(r"^\[(?P<k>step|batch|iter)=(?P<n>\d+)(?:/(?P<m>\d+))?(?
 BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM + r")")
 # `Epoch 3/20` alone on its line: Keras' fit, and PyTorch's transfer-learning tutorial (`Epoch 0/24`,
 # then `train Loss: .. Acc: ..` and `val Loss: ..`), sometimes after a model's name (`resnet-50 - Epoch 0/49`)
-KERAS_EPOCH = re.compile(r"^(?:[\w.\-]{1,40}\s+-\s+)?Epoch (\d+)/(\d+)\s*$")
+KERAS_EPOCH = re.compile(r"^(?:[\w.\-]{1,40}\s+-\s+)?(?:Epoch|EPOCH|epoch):? ?(\d+)\s*(?:/|\s+of\s+)\s*(\d+)\s*$")
+# (or `EPOCH 3 of 30`: the same, spelled out)
 # Keras callbacks: `Epoch 00002: val_loss improved from 0.00093 to 0.00091, saving model to ...`,
 # `Epoch 00005: early stopping`, `Epoch 00012: ReduceLROnPlateau reducing learning rate to 0.0005.`
 KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not improve)|early stopping|"
@@ -60,6 +65,8 @@ LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e
 TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
 BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
+# a tqdm bar at the start of a line with text after it (`Validation: |   | 0/? [00:00<?, ?it/s][12/09/24] INFO ..`)
+BAR_LEAD = re.compile(r"^[^|\[]{0,80}?(?:\d{1,3}%)?\|[^|]{0,200}\|\s*\d+/(?:\d+|\?)\s*\[[^\]]{0,80}\]")
 RUNNING_MEAN = re.compile(r"\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
 EVAL_LABELS = ("test", "val", "eval")
 MM_HEAD = re.compile(  # MMEngine: `Epoch(train) [3][ 50/3104]` or `Iter(train) [  50/20000]`, then `key: value` pairs
@@ -68,7 +75,8 @@ MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's
 # Keras fit lines: `32/32 [====] - 1s 5ms/step - loss: ...`, or Keras 2's verbose=2 ` - 24s - loss: ...`
 KERAS_LINE = re.compile(r"^\s*(?:\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
-SKIP = re.compile(r"\S*\s*")
+SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separator (`epoch 0 : loss : 5.7`)
+LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
 DIGIT = re.compile(r"\d")
 WORD = re.compile(r"[A-Za-z]{2}")
 EPOCH_KEYS = frozenset({"epoch", "ep"})
@@ -92,9 +100,15 @@ def _number(raw: str) -> float | None:
             return None
 
 
+def _closed_up(m: re.Match[str]) -> str:
+    return (m.group("sep") or m.group("phase")) + " "
+
+
 def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     """(key, value) pairs of a line, how many fields it had, and how many of those ended in words
     that are no pair (`Process 3752008 exits successfully.`: prose around a number)."""
+    if "  " in text or "\t" in text:
+        text = ALIGNED.sub(_closed_up, text)
     fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
     dirty = 0
@@ -102,6 +116,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
         pos = 0
         while pos < len(field):
             m = PAIR.match(field, pos)
+            if m is None and pos == 0 and (label := LABEL.match(field)) is not None:
+                pos = label.end()  # a label of words before the pairs: not a key of its own
+                m = PAIR.match(field, pos)
             if m is None:
                 break
             value = _number(m.group("v"))
@@ -216,6 +233,9 @@ class KeyValueAdapter(Adapter):
             line = line[line.rfind("\r") + 1:]
         if "\b" in line:
             line = line.replace("\b", "")
+        if ("/s]" in line or "s/it]" in line or "?]" in line) and (lead := BAR_LEAD.match(line)) is not None \
+                and line[lead.end():].strip():
+            line = line[lead.end():]  # a bar left on the line, then a log line written over it
         out: list[Record] = []
         if self.block is not None:
             m = BLOCK_LINE.match(line) if line[:1] in " \t" else None
@@ -239,7 +259,9 @@ class KeyValueAdapter(Adapter):
                 when = _stamp(m.group(1), m.group(2), m.group(3))
                 text = text[m.end():]
         if "\t" in text:
-            text = text[text.rfind("\t") + 1:]
+            tab = text.rfind("\t")
+            if not text[:tab].rstrip().endswith((",", ";")):  # `Epoch: 3, \tavg train loss: ..`: one record
+                text = text[tab + 1:]  # tab-separated prefixes (time, host, logger, level) before the record
         text = text.strip()
         if text[:1] == "[":
             b = BLOCK_HEAD.match(text)
@@ -261,7 +283,8 @@ class KeyValueAdapter(Adapter):
             if cb.group("what").startswith("early stopping"):  # EarlyStopping ended the fit on purpose
                 out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.printed_step, text=text[:500]))
             return out  # ModelCheckpoint / ReduceLROnPlateau messages: numbers, but no metrics
-        if "Epoch " in text[:48] and (m := KERAS_EPOCH.match(text)) is not None:
+        if ("Epoch" in text[:48] or "EPOCH" in text[:48] or "epoch" in text[:48]) \
+                and (m := KERAS_EPOCH.match(text)) is not None:
             self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
             return out
         if text[:1] in "EI" and text[1:5] in ("poch", "ter(") and (mm := MM_HEAD.match(text)) is not None:
@@ -313,10 +336,14 @@ class KeyValueAdapter(Adapter):
             word = phase.group("p").lower()
             pairs = [(k if k.lower().startswith(word) else f"{word} {k}", v) for k, v in pairs]
         step_key = m.group("k").lower() if m is not None else None
+        step_raw = None
         if step is None:
             for k, v in pairs:
-                if k.lower() in STEP_KEYS and math.isfinite(v):
-                    step, step_key = int(v), k.lower()
+                low = k.lower()
+                if " " in low:
+                    low = low.replace(" ", "_")  # `Global Step: 10`
+                if low in STEP_KEYS and math.isfinite(v):
+                    step, step_key, step_raw = int(v), low, k
                     break
         inferred = False
         if step is not None and step_key in INNER_KEYS:
@@ -355,12 +382,13 @@ class KeyValueAdapter(Adapter):
             step, inferred = self._stepless_step(pairs, lineno, out)
         if not pairs:
             return
+        pairs = total_as_loss(pairs)
         if total is not None:
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
                              fields={"step": step, "total": total}))
         for k, v in pairs:
             low = k.lower()
-            if low in STEP_KEYS:
+            if low in STEP_KEYS or k == step_raw:
                 continue
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
