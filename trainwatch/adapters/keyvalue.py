@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.shapes import count_pair, list_pair, total_as_loss
+from trainwatch.adapters.shapes import METRIC_WORDS, count_pair, list_pair, total_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 
@@ -34,10 +34,11 @@ STEP_PREFIX = re.compile(
     r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\]\-]?\s*", re.I)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
-# blanks that align rather than separate: `Global Step:     10`, `Val   Loss: 0.0002` (a phase word padded to
-# the width of `Train`); closed up before fields are split at runs of blanks
-ALIGNED = re.compile(r"(?P<sep>[:=])[ \t]{2,}(?=[-+.\d])|\b(?P<phase>train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])",
-                     re.I)
+# blanks that align rather than separate: `Val   Loss: 0.0002` (a phase word padded to the width of `Train`), and
+# `Global Step:     10, accuracy:  10.9%` (values padded, on a line whose fields are split by commas); closed up
+# before fields are split at runs of blanks
+ALIGNED_PHASE = re.compile(r"\b(train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])", re.I)
+ALIGNED_VALUE = re.compile(r"([:=])[ \t]{2,}(?=[-+.\d])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
                        "num_updates", "trainer/global_step", "_step", "outer", "round", "tick"})
@@ -100,15 +101,13 @@ def _number(raw: str) -> float | None:
             return None
 
 
-def _closed_up(m: re.Match[str]) -> str:
-    return (m.group("sep") or m.group("phase")) + " "
-
-
 def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     """(key, value) pairs of a line, how many fields it had, and how many of those ended in words
     that are no pair (`Process 3752008 exits successfully.`: prose around a number)."""
     if "  " in text or "\t" in text:
-        text = ALIGNED.sub(_closed_up, text)
+        text = ALIGNED_PHASE.sub(r"\1 ", text)
+        if ", " in text:
+            text = ALIGNED_VALUE.sub(r"\1 ", text)
     fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
     dirty = 0
@@ -117,8 +116,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
         while pos < len(field):
             m = PAIR.match(field, pos)
             if m is None and pos == 0 and (label := LABEL.match(field)) is not None:
-                pos = label.end()  # a label of words before the pairs: not a key of its own
-                m = PAIR.match(field, pos)
+                m = PAIR.match(field, label.end())  # a label of words before a metric: not a key of its own
+                if m is not None and METRIC_WORDS.search(m.group("k")) is None:
+                    m = None  # (`Initializing distributed: GLOBAL_RANK: 0`: no metric, no label)
             if m is None:
                 break
             value = _number(m.group("v"))
