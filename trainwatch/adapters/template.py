@@ -2,7 +2,9 @@
 
 Home-made loops print their metrics in shapes no format names: `Epoch:[  0/120],step:[ 10/197],loss:1.48|lr:0.01`,
 `[epoch:3/1200] [loss:0.0041]`, stable-baselines3's boxed `| key | value |` tables, space-aligned tables
-under a header row, tqdm bars whose postfix holds the loss (PyTorch Lightning's console among them),
+under a header row, tqdm bars whose postfix holds the loss (PyTorch Lightning's console among them) or
+whose description does (`Epoch [0][198/1200] ... Loss 200.35 (260.9) :  17%|`), training bars with no
+metric at all (they still say how far training got),
 `Validation mIOU: [0.60, 0.80]` after an `Epoch 3` line. Lines that recur with the same shape and other
 numbers are series named by their keys or by the table's header; counters (epoch, step, iter, batch,
 update, round, outer, tick, `a/b`) give the step, the training loop's own counter first, so that an
