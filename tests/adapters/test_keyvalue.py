@@ -329,3 +329,14 @@ def test_a_total_beside_its_parts_is_the_loss() -> None:
     assert v["total"] == (3, 512.0)
     v = values("step 3: loss=0.5 total=2.5 aux=0.1")  # a line that names its loss keeps `total`
     assert "total" in v
+
+
+def test_tab_separated_counters_are_part_of_the_record() -> None:
+    def redraws(first: int) -> str:
+        return "".join(f"\rEpisode {e}\tFrame {e * 23} \tAverage100 Score: {20 + e % 7:.2f}"
+                       for e in range(first, first + 100))
+    recs = run(KeyValueAdapter(""), [redraws(1), redraws(101), redraws(201)])
+    assert series(recs, "Average100 Score") == [(100, 22.0), (200, 24.0), (300, 26.0)]
+    assert not samples(recs, "Frame") and not samples(recs, "Episode")  # counters, not series
+    real = "\rEpisode 101\tFrame 2481 \tAverage100 Score: 24.61\rEpisode 102\tFrame 2511 \tAverage100 Score: 24.65"
+    assert values(real) == {"Average100 Score": (102, 24.65)}

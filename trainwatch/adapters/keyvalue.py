@@ -41,7 +41,8 @@ ALIGNED_PHASE = re.compile(r"\b(train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])", 
 ALIGNED_VALUE = re.compile(r"([:=])[ \t]{2,}(?=[-+.\d])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
-                       "num_updates", "trainer/global_step", "_step", "outer", "round", "tick"})
+                       "num_updates", "trainer/global_step", "_step", "outer", "round", "tick", "episode", "frame",
+                       "frames"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
@@ -134,6 +135,16 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
         if pos < len(field) and WORD.search(field, pos):
             dirty += 1
     return out, len(fields), dirty
+
+
+def _record_fields(before: str) -> bool:
+    """Whether the text before a line's last tab is part of its record (fields ending in a comma, or only
+    `key value` pairs) rather than tab-separated prefixes (a time, a host, a logger, a level)."""
+    before = before.rstrip()
+    if before.endswith((",", ";")):
+        return True
+    pairs, nfields, dirty = _pairs(before)
+    return bool(pairs) and not dirty and len(pairs) == nfields
 
 
 def _is_epoch(key: str) -> bool:
@@ -260,7 +271,7 @@ class KeyValueAdapter(Adapter):
                 text = text[m.end():]
         if "\t" in text:
             tab = text.rfind("\t")
-            if not text[:tab].rstrip().endswith((",", ";")):  # `Epoch: 3, \tavg train loss: ..`: one record
+            if not _record_fields(text[:tab]):  # `Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..`
                 text = text[tab + 1:]  # tab-separated prefixes (time, host, logger, level) before the record
         text = text.strip()
         if text[:1] == "[":
