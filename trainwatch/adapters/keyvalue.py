@@ -38,6 +38,7 @@ FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 # `Global Step:     10, accuracy:  10.9%` (values padded, on a line whose fields are split by commas); closed up
 # before fields are split at runs of blanks
 ALIGNED_PHASE = re.compile(r"\b(train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])", re.I)
+PHASE_HINT = re.compile(r"[nltvNLTV][ \t]{2}")
 ALIGNED_VALUE = re.compile(r"([:=])[ \t]{2,}(?=[-+.\d])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
@@ -78,6 +79,7 @@ MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's
 KERAS_LINE = re.compile(r"^\s*(?:\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
 SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separator (`epoch 0 : loss : 5.7`)
+LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test|testing|eval|evaluation)\b")
 LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
 DIGIT = re.compile(r"\d")
 WORD = re.compile(r"[A-Za-z]{2}")
@@ -106,12 +108,14 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     """(key, value) pairs of a line, how many fields it had, and how many of those ended in words
     that are no pair (`Process 3752008 exits successfully.`: prose around a number)."""
     if "  " in text or "\t" in text:
-        text = ALIGNED_PHASE.sub(r"\1 ", text)
+        if PHASE_HINT.search(text) is not None:  # (the last letter of a phase word, then blanks: cheap to look for)
+            text = ALIGNED_PHASE.sub(r"\1 ", text)
         if ", " in text:
             text = ALIGNED_VALUE.sub(r"\1 ", text)
     fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
     dirty = 0
+    phase = ""  # the split a dropped label named (`Dev BLEU: BLEU-1 65.4`): its keys say it
     for field in fields:
         pos = 0
         while pos < len(field):
@@ -120,6 +124,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                 m = PAIR.match(field, label.end())  # a label of words before a metric: not a key of its own
                 if m is not None and METRIC_WORDS.search(m.group("k")) is None:
                     m = None  # (`Initializing distributed: GLOBAL_RANK: 0`: no metric, no label)
+                elif m is not None and (word := LABEL_PHASE.search(label.group())) is not None:
+                    phase = word.group().lower().replace("ing", "") + "_"  # `Testing ..`: test
             if m is None:
                 break
             value = _number(m.group("v"))
@@ -128,6 +134,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                 break
             if m.group("u") == "ms" and not key.lower().endswith("ms"):
                 key += "_ms"
+            if phase and not key.lower().startswith(phase[:3]):
+                key = phase + key
             out.append((key, value))
             pos = m.end()
             skip = SKIP.match(field, pos)  # a unit or "/513" stuck to the value
