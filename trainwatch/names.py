@@ -14,7 +14,8 @@ _QUALIFIERS = r"(?:(?:epoch|avg|average|mean|running|smoothed|total|batch|step|i
 _TRAIN_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:train(?:ing)?[ _.]+)?" + _QUALIFIERS + r"loss$")
 _LOSS_TRAIN = re.compile(r"^loss[/_. ](?:train|training)(?:[/_. ](?:epoch|step))?$")  # Lightning's `loss/train`
 _LOSS_EVAL = re.compile(r"^loss[/_. ](?:val|valid|validation|eval|test|dev)(?:[/_. ](?:epoch|step))?$")
-_EVAL_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:val|valid|validation|eval|evaluation|dev|test)[ _.]+"
+# (`v_loss`: the short prefix some Lightning modules log their validation under)
+_EVAL_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:val|valid|validation|eval|evaluation|dev|test|v(?=[_/]))[ _./]+"
                         + _QUALIFIERS + r"loss$")
 
 

@@ -57,6 +57,8 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
         if looks_binary(raw):
             raise SourceError(f"{path}: binary data, not a text log")
         text = raw.decode("utf-8", "replace")
+        if "\x00" in text:
+            text = text.replace("\x00", "")  # padding (see looks_binary): the parser drops it too
         fmt = adapters.detect(text, name)
         if fmt is None and FALLBACK_FORMAT not in adapters.registry():
             raise unrecognised(path)

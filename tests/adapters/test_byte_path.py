@@ -438,3 +438,20 @@ def test_reading_blocks_ahead_takes_no_piece_past_the_end(tmp_path: Path) -> Non
     rows = sum(batch.size for batch in parser.read_blocks(pieces))
     assert rows == 1
     assert next(pieces) == b'{"step": 2, "loss": 1.4}\n'
+
+
+def test_nul_padding_is_dropped_and_the_text_after_it_is_read(tmp_path: Path) -> None:
+    from trainwatch.runner import open_source
+    from trainwatch.sources.files import looks_binary
+
+    body = "".join(f"step {s:5d} | loss {4.5 - s / 1000:.4f} | ppl 374.1 | lr 2.99e-04\r\n"
+                   for s in range(710, 800, 10))
+    padded = b"\x00" * 11000 + body.encode()
+    assert not looks_binary(padded)
+    assert looks_binary(b"\x7fELF\x02\x01\x01\x00\x00\x00" + b"abc" * 10)  # scattered NULs: binary still
+    path = tmp_path / "train.log"
+    path.write_bytes(padded)
+    src = open_source(path)
+    assert src.format == "keyvalue"
+    got = [r for r in src.parser.feed_bytes(padded) + src.parser.finish() if getattr(r, "name", None) == "loss"]
+    assert [(r.step, r.value) for r in got][:2] == [(710, 3.79), (720, 3.78)]

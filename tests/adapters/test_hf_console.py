@@ -214,3 +214,13 @@ def test_max_steps_inside_the_first_epoch_steps_by_the_data_not_by_the_total() -
               for e in (0.05, 0.1, 0.16)]
     steps = [x.step for x in samples(run(HFConsoleAdapter(""), lines)) if x.name == "loss"]
     assert steps[-1] is not None and 290 <= steps[-1] <= 305 and steps == sorted(steps)
+
+
+def test_a_run_that_printed_only_its_summary_reads_its_mean_train_loss() -> None:
+    summary = ("{'train_runtime': 11.2237, 'train_samples_per_second': 0.713, 'train_steps_per_second': 0.713, "
+               "'train_loss': 1.527357816696167, 'epoch': 1.0}")
+    recs = run(HFConsoleAdapter(""), ["Training adapter1", summary, "100% 8/8 [00:11<00:00,  1.40s/it]"])
+    assert [s.value for s in samples(recs, "train_loss")] == [1.527357816696167]
+    assert events(recs, EventKind.TRAIN_END)
+    logged = run(HFConsoleAdapter(""), ["{'loss': 2.0592, 'learning_rate': 7.17e-05, 'epoch': 0.5}", summary])
+    assert not samples(logged, "train_loss")  # beside logged steps, the mean over the run is no point of the series

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from trainwatch.adapters.keyvalue import KeyValueAdapter
+from trainwatch.adapters.keyvalue import KeyValueAdapter, _pairs
 from trainwatch.model import EventKind
 from trainwatch.names import Canonicalizer
 from tests.adapters.helpers import events, run, samples, series
@@ -264,3 +264,83 @@ def test_a_held_line_is_never_dated_at_a_later_step_nor_sent_back_in_time() -> N
     assert steps == sorted(steps)
     assert series(recs, "val_acc") == [(10, 5.0), (10, 6.0), (30, 7.0)]
     assert series(recs, "val_f1") == [(30, 4.0)]  # printed at 20, known a record only at 30: not dated 30
+
+
+# -- separators and labels as home-made loops print them ------------------------------------------
+def test_a_spaced_colon_separates_like_a_tight_one() -> None:
+    v = values("iter 7, epoch 2 : loss : 0.5, acc : 0.9")
+    assert v["loss"] == (7, 0.5) and v["acc"] == (7, 0.9)
+    recs = run(KeyValueAdapter(""), ["iteration 50, epoch 0 : loss : 5.753381, lr: 0.000800",
+                                     "iteration 100, epoch 0 : loss : 3.900187, lr: 0.000800"])
+    assert series(recs, "loss") == [(50, 5.753381), (100, 3.900187)]
+
+
+def test_a_label_of_words_before_the_pairs_is_no_key() -> None:
+    lines = ["iter 10: loss 2.0", "Scores after the eval pass: mean_f1 : 0.25, best_f1 : 0.25",
+             "iter 20: loss 1.5", "Scores after the eval pass: mean_f1 : 0.5, best_f1 : 0.5"]
+    recs = run(KeyValueAdapter(""), lines)
+    # (the first is held until its keys come back, then dropped: training had moved on since)
+    assert series(recs, "eval_mean_f1") == [(20, 0.5)] and series(recs, "eval_best_f1") == [(20, 0.5)]
+    recs = run(KeyValueAdapter(""), ["iteration 125, epoch 0 : loss : 3.48, lr: 0.0008",
+                                     "Testing performance in val model: mean_dice : 0.000000, best_dice : 0.000000",
+                                     "iteration 250, epoch 1 : loss : 2.63, lr: 0.0008",
+                                     "Testing performance in val model: mean_dice : 0.000004, best_dice : 0.000000"])
+    assert series(recs, "test_mean_dice") == [(250, 0.000004)]
+    # the split a label names stays in the keys: two evaluations are two series
+    assert _pairs("Validation BLEU: BLEU-1 73.98, BLEU-2 68.28")[0] == [("validation_BLEU-1", 73.98),
+                                                                         ("validation_BLEU-2", 68.28)]
+    assert _pairs("Dev BLEU: BLEU-1 65.43, BLEU-2 60.65")[0][0] == ("dev_BLEU-1", 65.43)
+
+
+def test_a_step_key_of_two_words_and_aligned_values() -> None:
+    recs = run(KeyValueAdapter(""), [
+        f"Global Step: {s:6d}, accuracy: {10 + s / 10:5.1f}%, loss = {2.3 - s / 100:.2f} (611.0 examples/sec, "
+        "0.21 sec/batch)" for s in (10, 20)])
+    assert series(recs, "loss") == [(10, 2.2), (20, 2.1)]
+    assert series(recs, "accuracy") == [(10, 11.0), (20, 12.0)]
+    assert not samples(recs, "Global Step")
+
+
+def test_a_phase_word_padded_to_align_stays_with_its_key() -> None:
+    recs = run(KeyValueAdapter(""), ["Epoch 3/20", "  Train Loss: 0.0045", "  Val   Loss: 0.0011",
+                                     "Epoch 4/20", "  Train Loss: 0.0040", "  Val   Loss: 0.0012"])
+    canon = Canonicalizer()
+    got = {(canon(s.name), s.step, s.value) for s in samples(recs)}
+    assert got == {("loss", 4, 0.004), ("eval_loss", 4, 0.0012)}  # (a lone key is read once it comes back)
+    assert not [s for s in samples(recs) if s.name == "Loss"]  # the `Val` half is no field of its own
+
+
+def test_comma_then_tab_separates_pairs_of_one_record() -> None:
+    lines = [f"Epoch: {e}, \tavg train loss: {0.2 / e:.4f}, \tavg validation loss: {0.07 + e / 100:.4f}"
+             for e in (1, 2, 3)]
+    recs = run(KeyValueAdapter(""), lines)
+    canon = Canonicalizer()
+    assert [(s.step, canon(s.name)) for s in samples(recs) if "loss" in s.name] == [
+        (1, "loss"), (1, "eval_loss"), (2, "loss"), (2, "eval_loss"), (3, "loss"), (3, "eval_loss")]
+    # tab-separated prefixes (time, host, logger, level) still come off
+    v = values("2025-11-02 10:01:02\tnode-a:0\ttrain:990\tINFO\tstep=5 loss=2.5")
+    assert v == {"loss": (5, 2.5)}
+
+
+def test_a_total_beside_its_parts_is_the_loss() -> None:
+    recs = run(KeyValueAdapter(""), [
+        f"2026-03-24 11:15:5{s},482 | INFO | epoch=0 step={s} lr=0.001 total=2.{s}92192 det=1.932989 kd=0.518404"
+        for s in range(3)])
+    canon = Canonicalizer()
+    assert [(s.step, s.value) for s in samples(recs) if canon(s.name) == "loss"] == [
+        (0, 2.092192), (1, 2.192192), (2, 2.292192)]
+    v = values("step 3: total=512 correct=400 acc=0.78")  # a whole total counts something: no loss
+    assert v["total"] == (3, 512.0)
+    v = values("step 3: loss=0.5 total=2.5 aux=0.1")  # a line that names its loss keeps `total`
+    assert "total" in v
+
+
+def test_tab_separated_counters_are_part_of_the_record() -> None:
+    def redraws(first: int) -> str:
+        return "".join(f"\rEpisode {e}\tFrame {e * 23} \tAverage100 Score: {20 + e % 7:.2f}"
+                       for e in range(first, first + 100))
+    recs = run(KeyValueAdapter(""), [redraws(1), redraws(101), redraws(201)])
+    assert series(recs, "Average100 Score") == [(100, 22.0), (200, 24.0), (300, 26.0)]
+    assert not samples(recs, "Frame") and not samples(recs, "Episode")  # counters, not series
+    real = "\rEpisode 101\tFrame 2481 \tAverage100 Score: 24.61\rEpisode 102\tFrame 2511 \tAverage100 Score: 24.65"
+    assert values(real) == {"Average100 Score": (102, 24.65)}

@@ -215,3 +215,66 @@ def test_a_lightning_console_of_one_line_of_redraws_is_claimed() -> None:
     redraws = "\r".join(bar.format(p=n // 2, n=n, v=3 - n / 100) for n in range(1, 201))
     head = "GPU available: True (cuda), used: True\n" + redraws + "\nTrainer.fit stopped: `max_epochs=1` reached.\n"
     assert detect(head, "train.log") == "template"
+
+
+# -- shapes of issue 22's public sample ----------------------------------------------------------
+def test_bracketed_counters_with_a_pipe_and_aligned_pairs() -> None:
+    lines = [f"Epoch:[ {e} | 19 ]    Batch:[ {b} | 2068 ]    loss_giou: 5.6838    loss_conf: 45.7363    "
+             f"loss: {90 - e - b / 100:.4f}    lr: 0.0001" for e in (0, 1) for b in (0, 100)]
+    recs = read(lines)
+    assert series(recs, "loss") == [(0, 90.0), (100, 89.0), (2068, 89.0), (2168, 88.0)]
+    assert series(recs, "loss_giou")[0] == (0, 5.6838)
+
+
+def test_metrics_in_a_bars_description_when_it_has_no_postfix() -> None:
+    def redraw(i: int, n: int, loss: float) -> str:
+        return (f"Epoch [1][{i}/100] Time/b 0.22 (0.32) Loss {loss:.4f} ({loss + 7:.3f}) :   "
+                f"{n}%|          | {n}/100 [00:00<08:17,  2.41it/s]")
+    line = "\r" + "\r".join([redraw(0, 0, 9.0), redraw(0, 1, 9.0), redraw(1, 1, 8.0), redraw(1, 2, 8.0),
+                             redraw(2, 2, 7.5)])
+    recs = read([line])
+    assert series(recs, "Loss") == [(1, 8.0), (2, 7.5)]  # each step its last redraw
+    assert not [s for s in samples(recs) if s.name.lower().startswith("time")]
+    real = ("\rEpoch [0][1/1200] Time/b 0.22 (0.32) Loss 115.9429 (223.459) :   0%|          | 1/1200 "
+            "[00:00<08:17,  2.41it/s]")
+    assert series(read([real]), "Loss") == [(1, 115.9429)]
+    # the whole redraws of a console's last line count toward detection (the file is that one line)
+    console = "\r" + "\r".join(redraw(n, n, 9.0 - n / 10) for n in range(6))
+    assert detect("\n".join(["noise", console]), "x.out") == "template"
+
+
+def test_a_log_line_written_over_a_bar_is_read_and_v_loss_is_the_eval_loss() -> None:
+    canon = Canonicalizer()
+    lines = [f"\rValidation: |          | 0/? [00:00<?, ?it/s][12/09/24 14:0{e}:31] INFO   Epoch {e}: "
+             f"v_recons 4.545e-01  recons 4.626e-01  v_loss {4.5 - e / 10:.3e}  loss {5.3 - e / 10:.3e}"
+             for e in range(3)]
+    recs = run(KeyValueAdapter("k"), lines)
+    got = {(canon(s.name), s.step) for s in samples(recs)}
+    assert {("eval_loss", 0), ("loss", 0), ("eval_loss", 2), ("loss", 2)} <= got
+    assert canon("v_loss") == "eval_loss" and canon("v/loss") == "eval_loss" and canon("vloss") == "vloss"
+
+
+def test_epoch_n_of_m_steps_the_metrics_after_it() -> None:
+    lines = ["2024-05-26 16:04:46 - INFO - train.py - 65 - ", "EPOCH 1 of 30",
+             "2024-05-26 16:25:29 - INFO - train.py - 128 - ", "EPOCH loss: 0.535859936185811",
+             "EPOCH 2 of 30", "EPOCH loss: 0.48", "EPOCH 3 of 30", "EPOCH loss: 0.45"]
+    recs = run(KeyValueAdapter("k"), lines)
+    assert [s for s, _ in series(recs, "EPOCH loss")] == [2, 3]
+    progress = [r.fields for r in recs if getattr(r, "kind", None) == EventKind.PROGRESS]
+    assert progress[-1] == {"step": 3, "total": 30}
+    assert not samples(recs, "of")
+
+
+def test_a_training_bar_with_no_metric_says_how_far_training_got() -> None:
+    line = "\r" + "\r".join(f"Training:   0%|          | {n}/30000000 [00:00<1:24:00, 5951.32step/s]"
+                            for n in (0, 640, 1408, 2176))
+    recs = read([line])
+    assert not samples(recs)
+    progress = [r.fields for r in recs if getattr(r, "kind", None) == EventKind.PROGRESS]
+    assert progress == [{"step": 2176, "total": 30000000}]
+    more = ["\r".join(f"Training:   0%|          | {n}/30000000 [00:01<1:15:28, 6623.88step/s]" for n in (k, k + 768))
+            for k in (2944, 4480, 6016)]
+    assert detect("\n".join(["Using device: cuda", line, *more]), "x.log") == "template"
+    # an evaluation's or a data loader's bar says nothing of training
+    data = "\r".join(f"Map:  50%|█████     | {n}/5000 [00:00<?, ?it/s]" for n in (1, 2, 3))
+    assert not [r for r in read([data]) if getattr(r, "kind", None) == EventKind.PROGRESS]

@@ -63,6 +63,7 @@ STEP_KEYS = ("step", "global_step")
 EVAL_PREFIXES = ("eval_", "test_", "predict_")
 TRAIN_BARS = frozenset({"train", "training"})  # ms-swift names its training bar
 SUMMARY_KEY = "train_runtime"
+SUMMARY_LOSS = "train_loss"
 KNOWN_KEYS = ("epoch", "loss", "learning_rate", "grad_norm", "train_runtime")
 
 
@@ -459,6 +460,10 @@ class HFConsoleAdapter(Adapter):
         step = self._judge(kind, epoch, printed)
         if kind == "summary":
             out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=step, text=text[:2000], fields=values))
+            if self.train_count == 0 and SUMMARY_LOSS in values:
+                # a run that logged no step (logging_steps past its length) printed only this: its mean
+                # train loss is the one loss there is; beside logged steps it would read as a jump
+                out.sample(SUMMARY_LOSS, values[SUMMARY_LOSS], step, lineno, None, True)
             return
         inferred = printed is None
         for k, v in values.items():

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.shapes import count_pair, list_pair
+from trainwatch.adapters.shapes import METRIC_WORDS, count_pair, list_pair, total_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Quality
@@ -35,9 +35,16 @@ STEP_PREFIX = re.compile(
     r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\]\-]?\s*", re.I)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
+# blanks that align rather than separate: `Val   Loss: 0.0002` (a phase word padded to the width of `Train`), and
+# `Global Step:     10, accuracy:  10.9%` (values padded, on a line whose fields are split by commas); closed up
+# before fields are split at runs of blanks
+ALIGNED_PHASE = re.compile(r"\b(train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])", re.I)
+PHASE_HINT = re.compile(r"[nltvNLTV][ \t]{2}")
+ALIGNED_VALUE = re.compile(r"([:=])[ \t]{2,}(?=[-+.\d])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
-                       "num_updates", "trainer/global_step", "_step", "outer", "round", "tick"})
+                       "num_updates", "trainer/global_step", "_step", "outer", "round", "tick", "episode", "frame",
+                       "frames"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
@@ -49,7 +56,8 @@ BLOCK_HEAD = re.compile(r"^\[(?P<k>step|batch|iter)=(?P<n>\d+)(?:/(?P<m>\d+))?(?
 BLOCK_LINE = re.compile(r"^\s+(?P<k>[^=:\s][^=]{0,80}?)\s*[=:]\s*(?P<v>" + NUM + r")")
 # `Epoch 3/20` alone on its line: Keras' fit, and PyTorch's transfer-learning tutorial (`Epoch 0/24`,
 # then `train Loss: .. Acc: ..` and `val Loss: ..`), sometimes after a model's name (`resnet-50 - Epoch 0/49`)
-KERAS_EPOCH = re.compile(r"^(?:[\w.\-]{1,40}\s+-\s+)?Epoch (\d+)/(\d+)\s*$")
+KERAS_EPOCH = re.compile(r"^(?:[\w.\-]{1,40}\s+-\s+)?(?:Epoch|EPOCH|epoch):? ?(\d+)\s*(?:/|\s+of\s+)\s*(\d+)\s*$")
+# (or `EPOCH 3 of 30`: the same, spelled out)
 # Keras callbacks: `Epoch 00002: val_loss improved from 0.00093 to 0.00091, saving model to ...`,
 # `Epoch 00005: early stopping`, `Epoch 00012: ReduceLROnPlateau reducing learning rate to 0.0005.`
 KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not improve)|early stopping|"
@@ -61,6 +69,8 @@ LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e
 TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
 BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
+# a tqdm bar at the start of a line with text after it (`Validation: |   | 0/? [00:00<?, ?it/s][12/09/24] INFO ..`)
+BAR_LEAD = re.compile(r"^[^|\[]{0,80}?(?:\d{1,3}%)?\|[^|]{0,200}\|\s*\d+/(?:\d+|\?)\s*\[[^\]]{0,80}\]")
 RUNNING_MEAN = re.compile(r"\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
 EVAL_LABELS = ("test", "val", "eval")
 MM_HEAD = re.compile(  # MMEngine: `Epoch(train) [3][ 50/3104]` or `Iter(train) [  50/20000]`, then `key: value` pairs
@@ -69,7 +79,9 @@ MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's
 # Keras fit lines: `32/32 [====] - 1s 5ms/step - loss: ...`, or Keras 2's verbose=2 ` - 24s - loss: ...`
 KERAS_LINE = re.compile(r"^\s*(?:\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
-SKIP = re.compile(r"\S*\s*")
+SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separator (`epoch 0 : loss : 5.7`)
+LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test|testing|eval|evaluation)\b")
+LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
 DIGIT = re.compile(r"\d")
 WORD = re.compile(r"[A-Za-z]{2}")
 EPOCH_KEYS = frozenset({"epoch", "ep"})
@@ -97,13 +109,25 @@ def _number(raw: str) -> float | None:
 def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     """(key, value) pairs of a line, how many fields it had, and how many of those ended in words
     that are no pair (`Process 3752008 exits successfully.`: prose around a number)."""
+    if "  " in text or "\t" in text:
+        if PHASE_HINT.search(text) is not None:  # (the last letter of a phase word, then blanks: cheap to look for)
+            text = ALIGNED_PHASE.sub(r"\1 ", text)
+        if ", " in text:
+            text = ALIGNED_VALUE.sub(r"\1 ", text)
     fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
     dirty = 0
+    phase = ""  # the split a dropped label named (`Dev BLEU: BLEU-1 65.4`): its keys say it
     for field in fields:
         pos = 0
         while pos < len(field):
             m = PAIR.match(field, pos)
+            if m is None and pos == 0 and (label := LABEL.match(field)) is not None:
+                m = PAIR.match(field, label.end())  # a label of words before a metric: not a key of its own
+                if m is not None and METRIC_WORDS.search(m.group("k")) is None:
+                    m = None  # (`Initializing distributed: GLOBAL_RANK: 0`: no metric, no label)
+                elif m is not None and (word := LABEL_PHASE.search(label.group())) is not None:
+                    phase = word.group().lower().replace("ing", "") + "_"  # `Testing ..`: test
             if m is None:
                 break
             value = _number(m.group("v"))
@@ -112,6 +136,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                 break
             if m.group("u") == "ms" and not key.lower().endswith("ms"):
                 key += "_ms"
+            if phase and not key.lower().startswith(phase[:3]):
+                key = phase + key
             out.append((key, value))
             pos = m.end()
             skip = SKIP.match(field, pos)  # a unit or "/513" stuck to the value
@@ -119,6 +145,16 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
         if pos < len(field) and WORD.search(field, pos):
             dirty += 1
     return out, len(fields), dirty
+
+
+def _record_fields(before: str) -> bool:
+    """Whether the text before a line's last tab is part of its record (fields ending in a comma, or only
+    `key value` pairs) rather than tab-separated prefixes (a time, a host, a logger, a level)."""
+    before = before.rstrip()
+    if before.endswith((",", ";")):
+        return True
+    pairs, nfields, dirty = _pairs(before)
+    return bool(pairs) and not dirty and len(pairs) == nfields
 
 
 def _is_epoch(key: str) -> bool:
@@ -218,6 +254,9 @@ class KeyValueAdapter(Adapter):
             line = line[line.rfind("\r") + 1:]
         if "\b" in line:
             line = line.replace("\b", "")
+        if ("/s]" in line or "s/it]" in line or "?]" in line) and (lead := BAR_LEAD.match(line)) is not None \
+                and line[lead.end():].strip():
+            line = line[lead.end():]  # a bar left on the line, then a log line written over it
         out: list[Record] = []
         if self.block is not None:
             m = BLOCK_LINE.match(line) if line[:1] in " \t" else None
@@ -241,7 +280,9 @@ class KeyValueAdapter(Adapter):
                 when = _stamp(m.group(1), m.group(2), m.group(3))
                 text = text[m.end():]
         if "\t" in text:
-            text = text[text.rfind("\t") + 1:]
+            tab = text.rfind("\t")
+            if not _record_fields(text[:tab]):  # `Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..`
+                text = text[tab + 1:]  # tab-separated prefixes (time, host, logger, level) before the record
         text = text.strip()
         if text[:1] == "[":
             b = BLOCK_HEAD.match(text)
@@ -263,7 +304,8 @@ class KeyValueAdapter(Adapter):
             if cb.group("what").startswith("early stopping"):  # EarlyStopping ended the fit on purpose
                 out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.printed_step, text=text[:500]))
             return out  # ModelCheckpoint / ReduceLROnPlateau messages: numbers, but no metrics
-        if "Epoch " in text[:48] and (m := KERAS_EPOCH.match(text)) is not None:
+        if ("Epoch" in text[:48] or "EPOCH" in text[:48] or "epoch" in text[:48]) \
+                and (m := KERAS_EPOCH.match(text)) is not None:
             self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
             return out
         if text[:1] in "EI" and text[1:5] in ("poch", "ter(") and (mm := MM_HEAD.match(text)) is not None:
@@ -315,10 +357,14 @@ class KeyValueAdapter(Adapter):
             word = phase.group("p").lower()
             pairs = [(k if k.lower().startswith(word) else f"{word} {k}", v) for k, v in pairs]
         step_key = m.group("k").lower() if m is not None else None
+        step_raw = None
         if step is None:
             for k, v in pairs:
-                if k.lower() in STEP_KEYS and math.isfinite(v):
-                    step, step_key = int(v), k.lower()
+                low = k.lower()
+                if " " in low:
+                    low = low.replace(" ", "_")  # `Global Step: 10`
+                if low in STEP_KEYS and math.isfinite(v):
+                    step, step_key, step_raw = int(v), low, k
                     break
         inferred = False
         if step is not None and step_key in INNER_KEYS:
@@ -357,12 +403,13 @@ class KeyValueAdapter(Adapter):
             step, inferred = self._stepless_step(pairs, lineno, out)
         if not pairs:
             return
+        pairs = total_as_loss(pairs)
         if total is not None:
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
                              fields={"step": step, "total": total}))
         for k, v in pairs:
             low = k.lower()
-            if low in STEP_KEYS:
+            if low in STEP_KEYS or k == step_raw:
                 continue
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations

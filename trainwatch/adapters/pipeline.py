@@ -182,7 +182,7 @@ class SourceParser:
         """The batch of every complete line in `data` (a partial last line is kept for the next call)."""
         if self._bytes is None:
             self._bytes = _ByteReader(self)
-        return self._bytes.chunk(self._bytes.scanner.feed(data))
+        return self._bytes.chunk(self._bytes.scanner.feed(unpadded(data)))
 
     def read_file(self, f: BinaryIO, block: int) -> Iterator[Batch]:
         """The batches of a whole file read `block` bytes at a time (see `read_blocks`), the first piece
@@ -208,7 +208,7 @@ class SourceParser:
             if not data:
                 ended = True
                 return None
-            return reader.chunk(scanner.feed(data))
+            return reader.chunk(scanner.feed(unpadded(data)))
 
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainwatch-scan") as pool:
@@ -241,6 +241,13 @@ class SourceParser:
         if self.scanner is not None:
             out.extend(self.scanner.finish())
         return out
+
+
+def unpadded(data: bytes) -> bytes:
+    """Bytes without NULs: a file written to while it was truncated, or preallocated, holds runs of them
+    (`looks_binary` lets only such runs through); they are no text, and left in they glue to the line
+    after them."""
+    return data.replace(b"\x00", b"") if b"\x00" in data else data
 
 
 def joined(pieces: Iterable[bytes], size: int) -> Iterator[bytes]:

@@ -20,11 +20,11 @@ COUNTER_RANK = {"global_step": 0, "step": 1, "steps": 1, "iter": 2, "iters": 2, 
                 "epoch": 9, "ep": 9}
 EPOCH_NAMES = frozenset({"epoch", "ep"})
 
-# `key:value`, `key=value`, `key:[ 3/120]`, `key:7/200`, with no space needed around the separator;
-# a key may hold up to four words (`Task Loss`, `total time`)
+# `key:value`, `key=value`, `key:[ 3/120]` (or `key:[ 3 | 120 ]`), `key:7/200`, with no space needed around the
+# separator; a key may hold up to four words (`Task Loss`, `total time`)
 COMPACT = re.compile(
     r"(?:^|(?<=[\s\[,|;(:=]))(?P<k>[A-Za-z_][\w/.@\-]*(?: [A-Za-z_][\w/.@\-]*){0,3}?)\s*[:=]\s*"
-    r"(?:\[\s*(?P<a>" + NUM + r")\s*(?:/\s*(?P<at>\d+)\s*)?\]|(?P<v>" + NUM + r")(?:\s*/\s*(?P<vt>\d+))?)"
+    r"(?:\[\s*(?P<a>" + NUM + r")\s*(?:[/|]\s*(?P<at>\d+)\s*)?\]|(?P<v>" + NUM + r")(?:\s*/\s*(?P<vt>\d+))?)"
     r"(?P<pct>%)?(?![\w.:/\-])")
 SOURCE_KEY = re.compile(r"(?:\.py\b|^line$|\bline$|lineno$)", re.I)
 
@@ -45,11 +45,15 @@ COUNT_PAIR = re.compile(r"^(?P<k>[A-Za-z][A-Za-z ]{0,40}?)\s+(?:over|on|of|for)\
                         r"\s*:\s*(?P<v>" + NUM + r")\s*%?\s*$")
 # `[0] 1150 4.31 0.24` or `[0] 1150 IOU: [...]`: a bracketed epoch, then the step, then values
 COUNTER_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*(?:\]\s+|\|\s*)(?P<i>\d+)(?:\s*\])?(?=\s)")  # or `[ 3 | 1200 ]`
-EPOCH_ALONE = re.compile(r"^(?:===+\s*)?Epoch\s*[:\[]?\s*(?P<e>\d+)\s*(?:/\s*(?P<t>\d+)\s*)?\]?\s*(?:===+)?\s*$", re.I)
+EPOCH_ALONE = re.compile(r"^(?:===+\s*)?Epoch\s*[:\[]?\s*(?P<e>\d+)\s*(?:(?:/|of\s)\s*(?P<t>\d+)\s*)?\]?\s*"
+                         r"(?:===+)?\s*$", re.I)
 ALL_NUMBERS = re.compile(r"^\s*" + NUM + r"%?(?:\s+" + NUM + r"%?)*\s*$")  # blanks between: no backtracking
 WORDS = re.compile(r"^[A-Za-z_][\w/.@%()\-]*(?: [A-Za-z_][\w/.@%()\-]*)*$")
 COLUMNS = re.compile(r"\s{2,}|\t")
 DIGIT = re.compile(r"\d")
+DESC_VALUE = re.compile(r"[A-Za-z]\s*[:=]?\s+" + NUM + r"(?![\w/])")  # `Loss 200.35` in a bar's description
+TRAIN_DESC = re.compile(r"(?i)^(?:train(?:ing)?|epoch)\b")
+TIMING = re.compile(r"(?i)^(?:time|data|eta|batch.?time|data.?time)\b")
 
 
 # what a metric's name says it measures: a key-value pair on a line with no counter needs one of these
@@ -116,6 +120,18 @@ class Bar:
         keys = [k for k in POSTFIX_KEY.findall(self.inner) if k not in NOT_METRICS]
         return bool(keys) and not all(k.lower().startswith(HELD_PREFIXES) for k in keys)
 
+    @property
+    def described(self) -> bool:
+        """A training bar with no postfix whose description holds `key value` metrics."""
+        desc = self.desc
+        return "=" not in self.inner and not _evaluating(desc) and METRIC_WORDS.search(desc) is not None \
+            and DESC_VALUE.search(desc) is not None
+
+    @property
+    def bare_training(self) -> bool:
+        """A bar with no metric at all that says it counts training (`Training:  5%|...| 640/30000000`)."""
+        return "=" not in self.inner and TRAIN_DESC.search(self.desc) is not None and not _evaluating(self.desc)
+
     def postfix(self) -> list[tuple[str, float]]:
         out: list[tuple[str, float]] = []
         for item in self.inner.split(","):
@@ -152,6 +168,19 @@ def bars(line: str) -> list[Bar]:
         desc = seg[:at].rstrip("0123456789 ").rstrip(":").strip()
         out.append(Bar(desc, int(m.group("n")), int(m.group("m")), m.group("inner")))
     return out
+
+
+TOTALS = frozenset({"total", "tot", "sum"})
+
+
+def total_as_loss(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """`total=2.147 det=1.913 kd=0.469`: a loss summed from the parts printed beside it, on a line where no
+    key says loss, is the loss (`total_loss`). A whole `total` is a count of something, not a loss."""
+    if len(pairs) < 3 or not any(k.lower() in TOTALS for k, _ in pairs) \
+            or any("loss" in k.lower() for k, _ in pairs):
+        return pairs
+    return [("total_loss", v) if k.lower() in TOTALS and not (math.isfinite(v) and v == int(v)) else (k, v)
+            for k, v in pairs]
 
 
 def list_pair(text: str) -> tuple[str, float] | None:

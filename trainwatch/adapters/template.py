@@ -2,7 +2,9 @@
 
 Home-made loops print their metrics in shapes no format names: `Epoch:[  0/120],step:[ 10/197],loss:1.48|lr:0.01`,
 `[epoch:3/1200] [loss:0.0041]`, stable-baselines3's boxed `| key | value |` tables, space-aligned tables
-under a header row, tqdm bars whose postfix holds the loss (PyTorch Lightning's console among them),
+under a header row, tqdm bars whose postfix holds the loss (PyTorch Lightning's console among them) or
+whose description does (`Epoch [0][198/1200] ... Loss 200.35 (260.9) :  17%|`), training bars with no
+metric at all (they still say how far training got),
 `Validation mIOU: [0.60, 0.80]` after an `Epoch 3` line. Lines that recur with the same shape and other
 numbers are series named by their keys or by the table's header; counters (epoch, step, iter, batch,
 update, round, outer, tick, `a/b`) give the step, the training loop's own counter first, so that an
@@ -20,7 +22,7 @@ from collections.abc import Iterable
 
 from trainwatch.adapters import shapes
 from trainwatch.adapters.jsonl import JsonLinesAdapter
-from trainwatch.adapters.keyvalue import STAMP, KeyValueAdapter, _pairs, _stamp
+from trainwatch.adapters.keyvalue import RUNNING_MEAN, STAMP, KeyValueAdapter, _pairs, _stamp
 from trainwatch.model import Event, EventKind, Record, Sample
 
 SCORE = 0.41  # over `text` (0.31) and a console of bare tqdm bars (0.4); under every format that names itself
@@ -56,8 +58,10 @@ class TemplateAdapter(KeyValueAdapter):
         if KeyValueAdapter.score(head, path) >= DETECT_THRESHOLD:
             return 0.0  # the key-value reader claims it and reads it the same way
         lines = head.split("\n")
-        if len(lines) > 1:
-            lines = lines[:-1]
+        if len(lines) > 1:  # the last may be cut off mid-line: its whole redraws are kept (a console that
+            last = lines.pop()  # is one line of tqdm redraws has no other)
+            if "\r" in last:
+                lines.append(last[:last.rfind("\r")])
         probe = cls("")
         hits = 0
         for i, line in enumerate(lines[:2000]):
@@ -66,14 +70,15 @@ class TemplateAdapter(KeyValueAdapter):
             except Exception:
                 got = []
             # records, not lines: one physical line of tqdm redraws holds a record per step
-            hits += min(MIN_RECORD_LINES, len({r.step for r in got if type(r) is Sample}))
+            hits += min(MIN_RECORD_LINES, len({r.step for r in got if type(r) is Sample or getattr(r, "kind", None)
+                                                is EventKind.PROGRESS}))
             if hits >= MIN_RECORD_LINES:
                 return SCORE
         return 0.0
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         if "%|" in line:
-            return self._bars(line, lineno) if "=" in line else []  # bars with no postfix say no metric
+            return self._bars(line, lineno, "=" not in line)  # no postfix: the metrics are in the description
         if "\r" in line:
             line = line.rstrip("\r")
             line = line[line.rfind("\r") + 1:]
@@ -143,15 +148,24 @@ class TemplateAdapter(KeyValueAdapter):
             if type(r) is Sample and self.printed_step is not None:
                 r.step, r.step_inferred = self.printed_step, True
 
-    def _bars(self, line: str, lineno: int) -> list[Record]:
+    def _bars(self, line: str, lineno: int, described: bool = False) -> list[Record]:
         """tqdm redraws: training bars give the step (epoch x total + position, or positions summed over
         bars that restart) and their postfix the metrics, one record per step with its last redraw's
-        values. Evaluation, sanity-check and data bars are passed over: their counters are no steps."""
+        values. Evaluation, sanity-check and data bars are passed over: their counters are no steps.
+        `described`: bars with no postfix, whose description holds the metrics (`Epoch [0][198/1200]
+        Time/b 0.22 (0.32) Loss 200.35 (260.9) :  17%|...`)."""
         out: list[Record] = []
         pending: tuple[int, shapes.Bar] | None = None
+        plain: tuple[int, int | None] | None = None  # the last bare training bar: progress, no metric
         for bar in shapes.bars(line):
-            if bar.n == 0 or not bar.training:  # at 0 the postfix is the first batch's, shown again at 1
+            # at 0 the postfix is the first batch's, shown again at 1
+            if bar.n == 0:
                 continue
+            bare = False
+            if not (bar.described if described else bar.training):
+                if not (described and bar.bare_training):
+                    continue
+                bare = True
             ep = bar.epoch
             if ep is not None:
                 step = max(0, ep[0] - self._epoch_base(ep[0])) * bar.total + bar.n
@@ -160,11 +174,20 @@ class TemplateAdapter(KeyValueAdapter):
                     self.bar_base += self.bar_last[1]
                 self.bar_last = (bar.n, bar.total)
                 step = self.bar_base + bar.n
+            if bare:
+                total = (ep[1] or 0) * bar.total if ep is not None else bar.total if self.bar_base == 0 else 0
+                plain = (step, total or None)
+                continue
             if pending is not None and pending[0] != step:
-                self._emit(pending[0], pending[1].postfix(), lineno, out)
+                self._emit(pending[0], _bar_pairs(pending[1], described), lineno, out)
             pending = (step, bar)
         if pending is not None:
-            self._emit(pending[0], pending[1].postfix(), lineno, out)
+            self._emit(pending[0], _bar_pairs(pending[1], described), lineno, out)
+        elif plain is not None:  # a training bar that shows no metric still says how far training got
+            self.printed_step = plain[0]
+            if plain[1]:
+                out.append(Event(EventKind.PROGRESS, self.source, lineno, step=plain[0],
+                                 fields={"step": plain[0], "total": plain[1]}))
         return out
 
     def _emit(self, step: int, pairs: list[tuple[str, float]], lineno: int, out: list[Record]) -> None:
@@ -249,7 +272,7 @@ class TemplateAdapter(KeyValueAdapter):
         epoch when it counts within one), else the step the log is at."""
         named = [(k, v) for k, v in pairs if k.lower() in shapes.COUNTER_RANK and math.isfinite(v)]
         counters = counters + [shapes.Counter(k.lower(), int(v), None) for k, v in named]
-        pairs = [(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]
+        pairs = shapes.total_as_loss([(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK])
         if not pairs:
             return
         step: int | None = None
@@ -283,3 +306,12 @@ class TemplateAdapter(KeyValueAdapter):
         out = self._flush_box()
         out.extend(super().finish())
         return out
+
+
+def _bar_pairs(bar: shapes.Bar, described: bool) -> list[tuple[str, float]]:
+    """A taken redraw's metrics: its postfix, or its description's pairs without the counters, the
+    timings and the running means in parentheses."""
+    if not described:
+        return bar.postfix()
+    pairs = _pairs(RUNNING_MEAN.sub("", bar.desc))[0]
+    return [(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK and not shapes.TIMING.match(k)]

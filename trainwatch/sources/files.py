@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -133,14 +134,20 @@ def read_sample(path: Path) -> bytes:
             raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+NUL_PADDING = re.compile(rb"\x00{16,}")
+
+
 def looks_binary(head: bytes) -> bool:
     """NUL bytes or mostly control bytes: not a text log. Backspace is text here: Keras' verbose=1
-    progress bar redraws itself with runs of it."""
+    progress bar redraws itself with runs of it. Long runs of NULs alone are padding (a log truncated
+    while it was written, or preallocated) before or between text: the text is judged."""
     if not head:
         return False
-    if b"\x00" in head[:8192]:
-        return True
     sample = head[:8192]
+    if b"\x00" in sample:
+        sample = NUL_PADDING.sub(b"", head[:65536])[:8192]
+        if not sample or b"\x00" in sample:
+            return True
     bad = sum(1 for b in sample if b < 8 or 13 < b < 27 or 27 < b < 32)
     return bad > len(sample) * 0.1
 
