@@ -26,7 +26,7 @@ from trainwatch.config import Config, RuleSpec
 from trainwatch import incident
 from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
-from trainwatch.model import GPU_SOURCE, Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
+from trainwatch.model import GPU_SOURCE, Alert, AlertState, Event, EventKind, Finding, Record, Retraction, Sample, Severity
 from trainwatch.names import Canonicalizer, Quality
 from trainwatch.plans import note as note_plan
 from trainwatch.rules import build_rules, crash
@@ -835,6 +835,10 @@ class Engine:
     def _tell(self, changes: list[AlertChange]) -> list[AlertChange]:
         if changes:
             self.changes += len(changes)
+            if self.listeners and any(c.state is AlertState.FIRING and c.alert.rule in incident.CHAIN
+                                      for c in changes):
+                self.fold_incidents()  # a link firing after its root is told as the echo it is, as check says
+                changes = incident.root_first(changes)
             for listener in self.listeners:
                 for c in changes:
                     listener(c)
