@@ -26,7 +26,8 @@ from trainwatch.config import Config, RuleSpec
 from trainwatch import incident
 from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
-from trainwatch.model import GPU_SOURCE, Alert, AlertState, Event, EventKind, Finding, Record, Retraction, Sample, Severity
+from trainwatch.model import (GPU_SOURCE, Alert, AlertState, Event, EventKind, Finding, Record, Retraction, Sample,
+                              Severity)
 from trainwatch.names import Canonicalizer, Quality
 from trainwatch.plans import note as note_plan
 from trainwatch.rules import build_rules, crash

@@ -28,9 +28,10 @@ class Printer:
 
     def alert(self, change: AlertChange) -> None:
         """One alert line, the same for `tail`, `run` and `demo`: time, severity, rule, source, step, the
-        alert's title and what was found (a blow-up's root with its story), then the fixes; a link of a blow-up
-        told after its root is one info line naming it (trainwatch/incident.py). An alert that stops firing is `resolved` only
-        when it recovered; one whose metric went non-finite or whose run ended is `stopped`."""
+        alert's title and what was found (a blow-up's root with its story), then the fixes; a link of a
+        blow-up told after its root is one info line naming it (trainwatch/incident.py). An alert that stops
+        firing is `resolved` only when it recovered; one whose metric went non-finite or whose run ended is
+        `stopped`."""
         a = change.alert
         t = a.started_at if change.state is AlertState.FIRING else (a.resolved_at or a.last_seen_at)
         if self.as_json:
@@ -50,7 +51,8 @@ class Printer:
         began = a.first_step if a.first_step is not None else a.finding.step
         step = f"step {began}" if began is not None else "step -"
         what = f"{a.incident}. {a.finding.message}" if a.incident else a.finding.message
-        head = f"{stamp(t)} {a.severity.label.upper():8} {a.rule} {plain(a.source)} {step}: {plain(a.title)}: {plain(what)}"
+        head = (f"{stamp(t)} {a.severity.label.upper():8} {a.rule} {plain(a.source)} {step}: {plain(a.title)}: "
+                f"{plain(what)}")
         if a.echo_of:  # a later link of a blow-up already told: one info line that names its root, no fixes
             self._write(f"{head} (part of the incident of {plain(a.echo_of)})")
             return
