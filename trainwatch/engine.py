@@ -75,6 +75,7 @@ class Engine:
         self.book = AlertBook(config, fit=self._fit_fixes)
         self.canon = Canonicalizer(config.aliases)
         self.rules: list[Rule] = build_rules(config)
+        self.book.once = frozenset(r.spec.id for r in self.rules if r.once)
         self.listeners: list[Listener] = []
         self.changes: int = 0
         self._ctx = RuleContext(self.store, self.sources, clock(), Quality(config.directions))

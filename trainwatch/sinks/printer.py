@@ -31,12 +31,14 @@ class Printer:
         alert's title and what was found (a blow-up's root with its story), then the fixes; a link of a
         blow-up told after its root is one info line naming it (trainwatch/incident.py). An alert that stops
         firing is `resolved` only when it recovered; one whose metric went non-finite or whose run ended is
-        `stopped`."""
+        `stopped`; a one-time judgement's end is not printed (JSON says `ended`)."""
         a = change.alert
         t = a.started_at if change.state is AlertState.FIRING else (a.resolved_at or a.last_seen_at)
         if self.as_json:
             self._write(json.dumps({"type": "alert", "time": stamp(t), **a.to_dict(), "state": change.told_state}))
             return
+        if change.state is AlertState.RESOLVED and a.once:
+            return  # a one-time judgement that no longer holds: nothing recovered, nothing new to say
         if change.state is AlertState.RESOLVED:
             last = a.last_step if a.last_step is not None else a.finding.step  # the last step it held at
             step = f"step {last}" if last is not None else "step -"
