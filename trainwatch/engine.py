@@ -28,7 +28,7 @@ from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
 from trainwatch.model import (GPU_SOURCE, Alert, AlertState, Event, EventKind, Finding, Record, Retraction, Sample,
                               Severity)
-from trainwatch.names import Canonicalizer, Quality
+from trainwatch.names import Canonicalizer, Quality, averaged
 from trainwatch.plans import note as note_plan
 from trainwatch.rules import build_rules, crash
 from trainwatch.rules.array import ArrayRule, Window
@@ -343,9 +343,19 @@ class Engine:
         for i, raw in enumerate(b.names):
             k = known.get(raw)
             if k is None:
-                k = known[raw] = self._admit(b.source, self.canon(raw))
+                k = known[raw] = self._admit(b.source, self._own_name(known, raw))
             out[i] = k
         return out
+
+    def _own_name(self, known: dict[str, int], raw: str) -> str:
+        """The canonical name of `raw`, unless it is an average over steps (names.averaged) whose canonical
+        name another raw name of the same log already holds: an epoch's mean loss printed after its batch
+        losses is its own series, so the loss series, its steps and its "final" value stay per-step."""
+        name = self.canon(raw)
+        if name != raw and averaged(raw) and any(
+                r != raw and k < len(self._names) and self._names[k] == name for r, k in known.items()):
+            return raw
+        return name
 
     def _admit(self, source: str, name: str) -> int:
         k = self._metric.get(name)
