@@ -193,6 +193,7 @@ class Alert:
             "step": self.first_step,
             "step_inferred": f.step_inferred,
             "line": self.first_line,
+            "line_step": f.step,  # the step logged on `line`: the start, or where the evidence became enough
             "found_step": self.found_step if self.found_step is not None else f.step,
             "last_step": self.last_step if self.last_step is not None else f.step,
             "last_value": self.last_value,
