@@ -82,3 +82,47 @@ def test_a_stall_that_stops_because_the_run_ended_is_stopped_not_resolved() -> N
     eng.tick()
     ends = _ends(told, "hang.stall")
     assert ends and all(c.told_state == "stopped" and c.alert.stopped == "the run ended" for c in ends)
+
+
+def _said(change: AlertChange) -> tuple[str, dict]:
+    text, doc = io.StringIO(), io.StringIO()
+    Printer(text).alert(change)
+    Printer(doc, as_json=True).alert(change)
+    return text.getvalue(), json.loads(doc.getvalue())
+
+
+def test_a_one_time_judgement_ends_it_never_resolves() -> None:
+    """lr.no_warmup judges the run's start once: when its row passes nothing recovered. Its end is told
+    as `ended` (JSON, the report) and the headless line says nothing."""
+    eng, told, clock = _engine()
+    for s in range(1, 30):
+        clock.t += 10
+        eng.feed_all([Sample("loss", 2.0 - s * 0.01, step=s, source=LOG, line=s),
+                      Sample("lr", 3e-4, step=s, source=LOG, line=s)])
+    ends = _ends(told, "lr.no_warmup")
+    assert ends, [(c.alert.rule, c.state) for c in told]
+    text, doc = _said(ends[-1])
+    assert text == "" and doc["state"] == "ended"
+    assert all(c.told_state != "resolved" for c in told if c.alert.rule == "lr.no_warmup")
+    record = next(a for a in eng.alerts() if a.rule == "lr.no_warmup")
+    assert record.to_dict()["state"] == "ended"
+
+
+def test_every_one_time_rule_is_told_alike() -> None:
+    """What a resume did (the loss jumped, the schedule restarted its warmup) is judged once on the points
+    after it: those alerts end as lr.no_warmup does, by the same flag (Rule.once), while a condition such
+    as a spike still resolves."""
+    eng, told, clock = _engine()
+    rows = [(s, 2.0 - s * 0.01, 3e-4 * min(1, s / 10) * (1 - s / 200)) for s in range(1, 61)]
+    rows += [(s, 3.5 - (s - 31) * 0.01 if s < 40 else 1.6 - (s - 40) * 0.005, 3e-4 * min(1, (s - 30) / 10))
+             for s in range(31, 91)]  # resumed at step 31: the loss back up, the LR warming up again
+    for i, (s, loss, lr) in enumerate(rows, start=1):
+        clock.t += 10
+        eng.feed_all([Sample("loss", loss, step=s, source=LOG, line=i), Sample("lr", lr, step=s, source=LOG, line=i)])
+    for rule in ("resume.loss_jump", "resume.sched_reset"):
+        ends = [c for c in told if c.alert.rule == rule and c.state.value == "resolved"]
+        assert ends and all(c.told_state == "ended" for c in ends), [(c.alert.rule, c.told_state) for c in told]
+        assert _said(ends[-1])[0] == ""
+    once = {r.spec.id for r in eng.rules if r.once}
+    assert {"lr.no_warmup", "resume.detected", "run.restarted", "resume.sched_reset", "resume.loss_jump"} <= once
+    assert not once & {"grad.spike", "loss.spike", "loss.diverging", "hang.stall"}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from trainwatch.config import Config, Duration, Inhibit, RuleSpec
-from trainwatch.model import Alert, AlertState, Episode, Finding
+from trainwatch.model import Alert, AlertState, Episode, Finding, told_state
 
 MAX_ALERTS = 2000  # oldest resolved alerts are dropped past this, so memory stays bounded
 
@@ -44,10 +44,9 @@ class AlertChange:
 
     @property
     def told_state(self) -> str:
-        """`firing`, `resolved` (recovered) or `stopped` (resolved without recovering: see Alert.stopped)."""
-        if self.state is AlertState.RESOLVED and self.alert.stopped:
-            return "stopped"
-        return self.state.value
+        """`firing`, `resolved` (recovered), `stopped` (resolved without recovering: see Alert.stopped) or
+        `ended` (a one-time judgement: see Rule.once)."""
+        return told_state(self.alert, self.state)
 
 
 FixFitter = Callable[[RuleSpec, Finding, tuple[str, ...]], tuple[str, ...]]
@@ -65,6 +64,7 @@ class AlertBook:
         self._tracks: dict[tuple[str, str, str], _Track] = {}
         self.tracked = self._tracks  # read-only view for the engine's fast path: (rule, source, subject) keys
         self.alerts: dict[str, Alert] = {}  # every alert that fired, by fingerprint, oldest first
+        self.once: frozenset[str] = frozenset()  # ids of the rules that judge once (Rule.once)
 
     def judge(self, spec: RuleSpec, source: str, subject: str, finding: Finding | None, now: float,
               *, one_shot: bool = False) -> list[AlertChange]:
@@ -133,6 +133,7 @@ class AlertBook:
                       fixes=self._fit(spec, finding, tuple(finding.extra_fixes) + spec.fixes),
                       state=AlertState.PENDING,
                       fingerprint=fp, first_step=_began(finding), first_line=finding.line, started_at=now,
+                      once=spec.id in self.once,
                       last_seen_at=now, last_step=_last_step(finding), last_value=_last_value(finding))
         track = self._tracks[key] = _Track(alert, active_since=now)
         return track

@@ -26,8 +26,9 @@ from trainwatch.config import Config, RuleSpec
 from trainwatch import incident
 from trainwatch.grouping import group_rows
 from trainwatch.lifecycle import Cycle, Phase, Step, advance
-from trainwatch.model import GPU_SOURCE, Alert, Event, EventKind, Finding, Record, Retraction, Sample, Severity
-from trainwatch.names import Canonicalizer, Quality
+from trainwatch.model import (GPU_SOURCE, Alert, AlertState, Event, EventKind, Finding, Record, Retraction, Sample,
+                              Severity)
+from trainwatch.names import Canonicalizer, Quality, averaged
 from trainwatch.plans import note as note_plan
 from trainwatch.rules import build_rules, crash
 from trainwatch.rules.array import ArrayRule, Window
@@ -74,6 +75,7 @@ class Engine:
         self.book = AlertBook(config, fit=self._fit_fixes)
         self.canon = Canonicalizer(config.aliases)
         self.rules: list[Rule] = build_rules(config)
+        self.book.once = frozenset(r.spec.id for r in self.rules if r.once)
         self.listeners: list[Listener] = []
         self.changes: int = 0
         self._ctx = RuleContext(self.store, self.sources, clock(), Quality(config.directions))
@@ -357,9 +359,19 @@ class Engine:
         for i, raw in enumerate(b.names):
             k = known.get(raw)
             if k is None:
-                k = known[raw] = self._admit(b.source, self.canon(raw))
+                k = known[raw] = self._admit(b.source, self._own_name(known, raw))
             out[i] = k
         return out
+
+    def _own_name(self, known: dict[str, int], raw: str) -> str:
+        """The canonical name of `raw`, unless it is an average over steps (names.averaged) whose canonical
+        name another raw name of the same log already holds: an epoch's mean loss printed after its batch
+        losses is its own series, so the loss series, its steps and its "final" value stay per-step."""
+        name = self.canon(raw)
+        if name != raw and averaged(raw) and any(
+                r != raw and k < len(self._names) and self._names[k] == name for r, k in known.items()):
+            return raw
+        return name
 
     def _admit(self, source: str, name: str) -> int:
         k = self._metric.get(name)
@@ -853,6 +865,10 @@ class Engine:
     def _tell(self, changes: list[AlertChange]) -> list[AlertChange]:
         if changes:
             self.changes += len(changes)
+            if self.listeners and any(c.state is AlertState.FIRING and c.alert.rule in incident.CHAIN
+                                      for c in changes):
+                self.fold_incidents()  # a link firing after its root is told as the echo it is, as check says
+                changes = incident.root_first(changes)
             for listener in self.listeners:
                 for c in changes:
                     listener(c)

@@ -16,7 +16,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from trainwatch.model import Alert, Severity
+from trainwatch.alerts import AlertChange
+from trainwatch.model import Alert, AlertState, Severity
 from trainwatch.rules.stats import fmt
 from trainwatch.store import RECENT_POINTS, MetricStore
 
@@ -37,7 +38,7 @@ def fold(alerts: Iterable[Alert], store: MetricStore) -> None:
         for root in [a for a in links if _anchor(a)]:
             if root.fingerprint in folded or root.echo_of:
                 continue
-            chain = [a for a in links if a is not root and a.fingerprint not in folded and _in(a, root, store)]
+            chain = _chain(root, [a for a in links if a is not root and a.fingerprint not in folded], store)
             if not chain:
                 continue  # a divergence or a NaN alone is its own finding, told by its rule
             folded.add(root.fingerprint)
@@ -67,6 +68,23 @@ def ordered(alerts: Iterable[Alert]) -> list[Alert]:
     return out + [e for e in echoes if id(e) not in seen]
 
 
+def root_first(changes: list[AlertChange]) -> list[AlertChange]:
+    """The changes to tell, each incident's root before the echoes told with it: when one batch of lines
+    holds a whole blow-up, its links fire before the root that needed more rows, yet the root is told first."""
+    roots = {(c.alert.source, f"{c.alert.rule} at step {c.alert.first_step}"): i for i, c in enumerate(changes)
+             if c.state is AlertState.FIRING and c.alert.incident}
+    later: dict[int, list[AlertChange]] = {}
+    out: list[AlertChange] = []
+    for i, c in enumerate(changes):
+        root = roots.get((c.alert.source, c.alert.echo_of), -1) if c.state is AlertState.FIRING else -1
+        if root > i:
+            later.setdefault(root, []).append(c)
+            continue
+        out.append(c)
+        out += later.pop(i, [])
+    return out
+
+
 def _key(a: Alert) -> tuple[int, float, int]:
     return (-a.severity, a.first_step if a.first_step is not None else math.inf, a.first_line)
 
@@ -80,19 +98,32 @@ def _anchor(a: Alert) -> bool:
     return a.rule == "loss.nonfinite" and a.finding.evidence.get("diagnosis") == "blow-up"
 
 
-def _in(a: Alert, root: Alert, store: MetricStore) -> bool:
-    """Whether `a` began within the root's episode: from the loss point logged before the root's start
-    (a grad-norm spike comes with the jump, or a step before the NaN) until the root stopped holding (a
-    divergence that recovered ends its incident; a NaN after that is another story)."""
+def _chain(root: Alert, others: list[Alert], store: MetricStore) -> list[Alert]:
+    """The links of the root's incident: those that began within its episode, from the loss point logged
+    before its start (a grad-norm spike comes with the jump, or a step before the NaN), and, link by link,
+    those that began at the logged point before the earliest link found (a grad-norm spike, then a loss
+    spike, then the NaN: one chain); until the root stopped holding (a divergence that recovered ends its
+    incident; a NaN after that is another story)."""
     first = root.episodes[0] if root.episodes else None
     own = first.start_step if first is not None else root.first_step
     start = own if own is not None else 0
     end = math.inf
     if root.rule == "loss.diverging" and first is not None and first.resolved_at is not None:
         end = first.end_step if first.end_step is not None else math.inf
-        if a.rule in NONFINITE:
-            end = _step_after(store, root.source, end)  # the loss went NaN where it stopped being judged
-    return _step_before(store, root.source, start) <= a.first_step <= end  # type: ignore[operator]
+    chain: list[Alert] = []
+    while True:
+        lo = _step_before(store, root.source, start)
+        more = [a for a in others if a not in chain and lo <= a.first_step <= _end(a, root, end, store)]  # type: ignore[operator]
+        if not more:
+            return chain
+        chain += more
+        start = min(start, *(a.first_step for a in more))  # type: ignore[type-var]
+
+
+def _end(a: Alert, root: Alert, end: float, store: MetricStore) -> float:
+    """The last step `a` may begin at: a NaN belongs to a recovered divergence when the loss went NaN
+    where it stopped being judged."""
+    return _step_after(store, root.source, end) if a.rule in NONFINITE and math.isfinite(end) else end
 
 
 def _step_after(store: MetricStore, source: str, step: float) -> float:
@@ -124,18 +155,33 @@ def _story(source: str, start: int, chain: list[Alert], store: MetricStore) -> s
             parts[-1] += f" (steps {befores.pop()} -> {start})"
         else:
             parts = [f"{p} (steps {j[3]} -> {start})" for p, j in zip(parts, jumps)]
-    bad = sorted((a for a in chain if a.rule in NONFINITE and a.first_step is not None),
-                 key=lambda a: a.first_step)  # type: ignore[arg-type, return-value]
-    if bad:
-        v = bad[0].finding.evidence.get("value")
-        word = "Inf" if isinstance(v, float) and math.isinf(v) else "NaN"
-        parts.append(f"{word} from step {bad[0].first_step}")
+    parts += _nonfinite_from(a for a in chain if a.rule in NONFINITE)
     head = f"training blew up at step {start}"
     return f"{head}: " + ", ".join(parts) if parts else head
 
 
+def _nonfinite_from(bad: Iterable[Alert]) -> list[str]:
+    """'NaN from step 30' when every metric went non-finite at one step, else 'grad_norm NaN from step 26,
+    loss NaN from step 27': the step each rule's own first episode began, not the incident's start."""
+    seen: list[tuple[int, str, str]] = []
+    for a in bad:
+        first = a.episodes[0].start_step if a.episodes and a.episodes[0].start_step is not None else a.first_step
+        if first is None:
+            continue
+        v = a.finding.evidence.get("value")
+        word = "Inf" if isinstance(v, float) and math.isinf(v) else "NaN"
+        seen.append((first, a.finding.subject or a.rule, word))
+    seen.sort()
+    if not seen:
+        return []
+    if len({step for step, _, _ in seen}) == 1 and len({w for _, _, w in seen}) == 1:
+        return [f"{seen[0][2]} from step {seen[0][0]}"]
+    return [f"{name} {word} from step {step}" for step, name, word in seen]
+
+
 def _jump(store: MetricStore, source: str, name: str, start: int) -> tuple[str, str, str, int] | None:
-    """The values of `name` logged at the point before the start and at it, and that point's step."""
+    """The values of `name` logged at the point before the start and at it, and that point's step, when
+    it rose there or stopped being finite."""
     s = store.get(name, source)
     if s is None:
         return None
@@ -145,6 +191,8 @@ def _jump(store: MetricStore, source: str, name: str, start: int) -> tuple[str, 
     if not len(at) or not len(before):
         return None
     a, b = int(before[-1]), int(at[-1])
+    if math.isfinite(values[a]) and math.isfinite(values[b]) and values[b] <= values[a]:
+        return None  # it did not jump there: a grad-norm spike can lead while the loss still falls
     return name, _v(values[a]), _v(values[b]), int(steps[a])
 
 

@@ -161,6 +161,7 @@ class Alert:
     retracted: str = ""  # why later data disproved it (empty while it stands)
     incident: str = ""  # the root of an incident (trainwatch/incident.py): the chain's story in one line
     echo_of: str = ""  # a link of an incident that is not its root: the root, "rule at step N"
+    once: bool = False  # a one-time judgement (Rule.once): it ends, it never recovers
     stopped: str = ""
     """Why it stopped firing without its metric recovering ("loss is NaN at step 30", "the run ended"):
     resolved means recovered, so such an alert is told as stopped, never as resolved."""
@@ -192,6 +193,7 @@ class Alert:
             "step": self.first_step,
             "step_inferred": f.step_inferred,
             "line": self.first_line,
+            "line_step": f.step,  # the step logged on `line`: the start, or where the evidence became enough
             "found_step": self.found_step if self.found_step is not None else f.step,
             "last_step": self.last_step if self.last_step is not None else f.step,
             "last_value": self.last_value,
@@ -210,10 +212,19 @@ class Alert:
 
     @property
     def told_state(self) -> str:
-        """The state as said to people and tools: `stopped` for an alert that resolved without recovering."""
-        if self.state is AlertState.RESOLVED and self.stopped:
-            return "stopped"
-        return self.state.value
+        """The state as said to people and tools: `ended` for a one-time judgement that no longer holds,
+        `stopped` for an alert that resolved without recovering."""
+        return told_state(self, self.state)
+
+
+def told_state(alert: Alert, state: AlertState) -> str:
+    """How `state` of `alert` is said: resolved means recovered, so a one-time judgement that no longer
+    holds has `ended` and an alert whose metric went non-finite, or whose run ended, has `stopped`."""
+    if state is AlertState.RESOLVED and alert.once:
+        return "ended"
+    if state is AlertState.RESOLVED and alert.stopped:
+        return "stopped"
+    return state.value
 
 
 def evidence_points(evidence: dict[str, Any]) -> list[tuple[str, int, float, str]]:

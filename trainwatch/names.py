@@ -48,6 +48,15 @@ class Canonicalizer:
         return name
 
 
+_AVERAGED = re.compile(r"(?:^|[ _.])(?:epoch|avg|average|mean|running|smoothed)[ _.]", re.I)
+
+
+def averaged(raw: str) -> bool:
+    """Whether a raw loss name says it is a statistic over many steps (`Average Train Loss`, `EPOCH loss`,
+    `running loss`): beside a per-step loss of the same log it is another series, not more of its points."""
+    return bool(_AVERAGED.search(raw.strip() + " "))
+
+
 def _by_shape(key: str) -> str | None:
     if "loss" not in key:
         return None

@@ -64,7 +64,7 @@ def test_a_finding_dated_before_its_evidence_says_both_steps() -> None:
     assert (f["step"], f["found_step"]) == (1, 5)
     out = io.StringIO()
     report.write_text(doc, out)
-    assert "step 1 (evidence enough at 5)" in out.getvalue()
+    assert "step 1 (evidence enough at 5, line " in out.getvalue()  # the line holds step 5, not 1
 
 
 def test_episodes_stay_bounded_on_a_long_flapping_run(tmp_path: Path) -> None:
@@ -82,3 +82,25 @@ def test_episodes_stay_bounded_on_a_long_flapping_run(tmp_path: Path) -> None:
     out = io.StringIO()
     report.write_text(doc, out)
     assert "fired 150 times: steps 1, 3, 5, 7, 9, 11, 13, 15, ... (141 more), 299" in out.getvalue()
+
+
+def test_the_line_a_report_names_holds_the_step_beside_it(tmp_path: Path) -> None:
+    """A divergence dated at its start and found later was made at the later row: its line is printed
+    with the step it holds ('evidence enough at 27, line 27'), not beside the start, so a reader who opens
+    that line finds the step written next to it."""
+    import re
+
+    from rulekit import run_log
+    from tests.fixtures import blowup_repro
+
+    log = tmp_path / "blowup.log"
+    log.write_text("\n".join(blowup_repro.lines()) + "\n")
+    lines = log.read_text().splitlines()
+    doc = report.document(run_log(log), [report.SourceInfo(str(log), "keyvalue")], "sft", preset_auto=False)
+    out = io.StringIO()
+    report.write_text(doc, out)
+    heads = [h for h in out.getvalue().splitlines() if re.match(r"(CRITICAL|WARNING|INFO) ", h)]
+    assert any("step 25 (evidence enough at 27, line 27)" in h for h in heads), heads
+    for h in heads:
+        for m in re.finditer(r"(?:step|at) (\d+)(?:\)|\s\([^)]*\))?, line (\d+)", h):
+            assert lines[int(m.group(2)) - 1].startswith(f"Step {m.group(1)}:"), h

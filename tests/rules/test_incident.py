@@ -86,3 +86,22 @@ def test_folding_again_changes_nothing(tmp_path):
     once = [a.to_dict() for a in eng.alerts()]
     twice = [a.to_dict() for a in eng.alerts()]
     assert once == twice
+
+
+def test_the_chain_runs_back_link_by_link_and_names_what_went_nan():
+    """A grad-norm spike while the loss still falls, then a loss spike as grad_norm goes NaN, then a NaN
+    loss: each link began a logged step before the next, so all are one incident dated at the first, and
+    the story says which metric went NaN where (no loss jump where the loss fell)."""
+    r = Run()
+    for step in range(1, 41):
+        loss = 5.0 if step == 26 else 2.43 - 0.04 * step if step < 27 else math.nan
+        r.step(step, loss=loss, grad_norm=1.0 if step < 25 else 50.0 if step == 25 else math.nan)
+    r.finish()
+    found = r.engine.alerts(inhibited=False)
+    root = found[0]
+    assert root.rule == "loss.nonfinite" and root.first_step == 25
+    assert root.incident == ("training blew up at step 25: grad_norm 1 -> 50 (steps 24 -> 25), "
+                             "grad_norm NaN from step 26, loss NaN from step 27")
+    assert {a.rule for a in found if a.echo_of == "loss.nonfinite at step 25"} == {
+        "grad.spike", "loss.spike", "grad.nonfinite"}
+    assert [a.rule for a in found if a.severity >= Severity.WARNING] == ["loss.nonfinite"]

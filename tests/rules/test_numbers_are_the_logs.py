@@ -109,6 +109,26 @@ def violations(alerts: list[Alert], rows: dict[int, list[float]]) -> list[str]:
                 if not _logged(rows, step, value):
                     bad.append(f"{a.rule}: message says {m.group(0)!r}, but the log holds "
                                f"{rows.get(step)} at step {step}: {text}")
+        bad += _named(a, text, rows)
+    return bad
+
+
+def _named(a: Alert, text: str, rows: dict[int, list[float]]) -> list[str]:
+    """'tokens_per_sec 316.3' in a finding dated at a step reads as the metric's value at that step: it is
+    the logged one, or a label says what statistic it is, or a step of its own follows it (an incident's
+    'loss 1.204 -> 3.611 (steps 24 -> 25)' is checked by its own test)."""
+    f = a.finding
+    metric = f.evidence.get("metric") if isinstance(f.evidence.get("metric"), str) else f.subject
+    if not metric or f.step is None:
+        return []
+    bad = []
+    for m in re.finditer(r"(?<![\w/])" + re.escape(metric) + r" (?:= )?" + NUM + r"(?![\w.])", text):
+        after = text[m.end():m.end() + 12]
+        if LABELS.search(text[max(0, m.start() - 45):m.start()]) or re.match(r" (?:at step|\(step|->)", after):
+            continue
+        if not _logged(rows, f.step, float(m.group("v"))):
+            bad.append(f"{a.rule}: message says {m.group(0)!r} in a finding at step {f.step}, where the log "
+                       f"holds {rows.get(f.step)}: {text}")
     return bad
 
 

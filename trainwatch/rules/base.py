@@ -66,6 +66,10 @@ class Rule:
     """Event kinds that trigger `on_event`."""
     ticks: ClassVar[bool] = False
     """Whether `on_tick` runs on the clock (stall and other time-based rules)."""
+    once: ClassVar[bool] = False
+    """A one-time judgement about the run (how it started, what a resume did): what it says stays true
+    once said, nothing can recover from it. When its condition stops holding the alert is told as
+    `ended`, never as resolved, and the headless line says nothing more."""
     params: ClassVar[type | None] = None
     """The rule's parameter dataclass (typed fields, no defaults: those live in the YAML). The config
     checks the YAML against it at load and hands the rule an instance as `self.p`; without one, `self.p`

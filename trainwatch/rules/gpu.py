@@ -242,7 +242,8 @@ class MemoryCreep(Rule):
         if cap <= 0 or rise < self.p.min_rise_frac * cap:
             return None
         return Finding(message=f"{key} memory rose {rise / 1024:.1f} GiB over {span(t1 - t0)} without falling back "
-                               f"({lows[0] / 1024:.1f} -> {lows[-1] / 1024:.1f} of {cap / 1024:.1f} GiB)",
+                               f"(the lowest reading of each stretch {lows[0] / 1024:.1f} -> {lows[-1] / 1024:.1f} "
+                               f"of {cap / 1024:.1f} GiB)",
                        subject=key, evidence={"gpu": key, "from_mib": lows[0], "to_mib": lows[-1],
                                               "total_mib": cap, "span_s": t1 - t0})
 

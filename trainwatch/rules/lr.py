@@ -133,6 +133,7 @@ class LrNoWarmup(ArrayRule):
     """
 
     id = "lr.no_warmup"
+    once = True  # the start of the run: it never recovers, the verdict just stops being news
     params = LrNoWarmupParams
     p: LrNoWarmupParams
     watches = ("lr",)

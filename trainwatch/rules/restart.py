@@ -42,6 +42,7 @@ def _first_step(series: Series, fallback: int) -> int:
 @register("run.restarted")
 class RunRestarted(Rule):
     id = "run.restarted"
+    once = True  # the run started again: a fact about the run, not a condition that recovers
     watches = ("loss",)
     params = RunRestartedParams
     p: RunRestartedParams

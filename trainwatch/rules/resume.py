@@ -40,6 +40,7 @@ def _went_back(series: Series, point: Point) -> int | None:
 @register("resume.detected")
 class ResumeDetected(Rule):
     id = "resume.detected"
+    once = True  # a resume happened: a fact about the run, not a condition that recovers
     watches = ("loss",)
     events = (EventKind.RESUME,)
 
@@ -122,6 +123,7 @@ class ResumeSchedReset(_AfterResume):
     """After a resume the LR is back in warmup, or differs from the LR at that step before."""
 
     id = "resume.sched_reset"
+    once = True  # what this resume did to the schedule: judged once, on the points after it
     params = ResumeSchedResetParams
     p: ResumeSchedResetParams
     metric = "lr"
@@ -432,6 +434,7 @@ class ResumeLossJump(_AfterResumeArrays):
     """The loss right after a resume is well above the loss just before it."""
 
     id = "resume.loss_jump"
+    once = True  # the loss right after this resume: judged once, on the points after it
     params = ResumeLossJumpParams
     p: ResumeLossJumpParams
     metric = "loss"

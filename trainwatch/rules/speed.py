@@ -125,7 +125,8 @@ class SpeedDrop(ArrayRule):
         lv = self._levels[(w.source, w.name)]
         base, now = float(lv.base[row - lv.start]), float(lv.now[row - lv.start])
         speed = now / base if w.name not in SLOWER_IS_HIGHER else base / now
-        return Finding(message=f"{w.name} {fmt(now)} is {speed:.0%} of the run's own level {fmt(base)}",
+        return Finding(message=f"the median of the last {self.p.recent} {w.name} points, {fmt(now)}, is {speed:.0%} of "
+                               f"the run's own level, the median of the points before: {fmt(base)}",
                        evidence={"metric": w.name, "value": now, "baseline": base, "ratio": now / base,
                                  "step": int(w.step[row]), "last_value": now,
                                  "value_stat": f"median of the last {self.p.recent} points",

@@ -28,13 +28,17 @@ class Printer:
 
     def alert(self, change: AlertChange) -> None:
         """One alert line, the same for `tail`, `run` and `demo`: time, severity, rule, source, step, the
-        alert's title and what was found, then the fixes. An alert that stops firing is `resolved` only
-        when it recovered; one whose metric went non-finite or whose run ended is `stopped`."""
+        alert's title and what was found (a blow-up's root with its story), then the fixes; a link of a
+        blow-up told after its root is one info line naming it (trainwatch/incident.py). An alert that stops
+        firing is `resolved` only when it recovered; one whose metric went non-finite or whose run ended is
+        `stopped`; a one-time judgement's end is not printed (JSON says `ended`)."""
         a = change.alert
         t = a.started_at if change.state is AlertState.FIRING else (a.resolved_at or a.last_seen_at)
         if self.as_json:
             self._write(json.dumps({"type": "alert", "time": stamp(t), **a.to_dict(), "state": change.told_state}))
             return
+        if change.state is AlertState.RESOLVED and a.once:
+            return  # a one-time judgement that no longer holds: nothing recovered, nothing new to say
         if change.state is AlertState.RESOLVED:
             last = a.last_step if a.last_step is not None else a.finding.step  # the last step it held at
             step = f"step {last}" if last is not None else "step -"
@@ -48,8 +52,12 @@ class Printer:
             return
         began = a.first_step if a.first_step is not None else a.finding.step
         step = f"step {began}" if began is not None else "step -"
+        what = f"{a.incident}. {a.finding.message}" if a.incident else a.finding.message
         head = (f"{stamp(t)} {a.severity.label.upper():8} {a.rule} {plain(a.source)} {step}: {plain(a.title)}: "
-                f"{plain(a.finding.message)}")
+                f"{plain(what)}")
+        if a.echo_of:  # a later link of a blow-up already told: one info line that names its root, no fixes
+            self._write(f"{head} (part of the incident of {plain(a.echo_of)})")
+            return
         lines = [head]
         if self.fixes:
             lines += [f"    - {plain(fix)}" for fix in a.fixes]

@@ -211,8 +211,7 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
             what = ", ".join(sorted(read)[:6]) if read else "no metric at all"
             w(f"No findings, but no loss was read ({what}): nothing here tells how the training went.\n")
     for f in findings:
-        line = f", line {f['line']}" if f["line"] else ""
-        w(f"{f['severity'].upper():8} {f['id']}  [{f['family']}]  {_where(f)}{line}  {f['source']}\n")
+        w(f"{f['severity'].upper():8} {f['id']}  [{f['family']}]  {_where(f)}  {f['source']}\n")
         w(f"  {f['title']}: {f['message']}\n")
         if f.get("echo_of"):
             w(f"  part of the incident above ({f['echo_of']}); its evidence and fixes are there\n\n")
@@ -263,14 +262,18 @@ def _where_short(e: dict[str, Any]) -> str:
 
 
 def _where(f: dict[str, Any]) -> str:
-    """The step the finding is about, and the step where the evidence became enough when that differs."""
+    """The step the finding is about, the step where the evidence became enough when that differs, and
+    the log line beside the step it holds: a reader who opens that line finds that step there."""
+    line = f", line {f['line']}" if f.get("line") else ""
     if f["step"] is None:
-        return "no step"
+        return "no step" + line
     notes = ["inferred"] if f["step_inferred"] else []
     found = f.get("found_step")
     if found is not None and found != f["step"]:
-        notes.append(f"evidence enough at {found}")
-    return f"step {f['step']}" + (f" ({'; '.join(notes)})" if notes else "")
+        at_found = bool(line) and f.get("line_step") == found
+        notes.append(f"evidence enough at {found}" + (line if at_found else ""))
+        line = "" if at_found else line
+    return f"step {f['step']}" + (f" ({'; '.join(notes)})" if notes else "") + line
 
 
 def _spans(episodes: list[dict[str, Any]], total: int, head: int = 8) -> str:

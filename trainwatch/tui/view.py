@@ -76,6 +76,7 @@ class AlertView:
     inhibited: bool  # firing, but held quiet by inhibition: another firing alert explains it
     told: bool = True  # False: inhibition kept it quiet for as long as it fired
     stopped: str = ""  # resolved without recovering (its metric went NaN, the run ended): why
+    once: bool = False  # a one-time judgement (Rule.once): once it no longer holds it has ended
 
     @property
     def held(self) -> bool:
@@ -262,7 +263,7 @@ def _alert_view(a: Alert, inhibited: bool, acknowledged: bool, standing: bool = 
                      state=state, source=f.source, subject=f.subject, step=a.first_step,
                      line=a.first_line, count=a.count, evidence=dict(f.evidence), fixes=tuple(a.fixes),
                      acknowledged=acknowledged, inhibited=inhibited, told=a.told,
-                     stopped=a.stopped if a.state is AlertState.RESOLVED else "")
+                     stopped=a.stopped if a.state is AlertState.RESOLVED else "", once=a.once)
 
 
 def _alert_order(alerts: list[AlertView]) -> list[AlertView]:

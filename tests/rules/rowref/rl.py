@@ -68,10 +68,11 @@ class LengthHacking(Rule):
         if (last < self.p.near_max * top or first <= 0 or (last - first) / first < self.p.min_rise
                 or ups < self.p.rising or slope <= 0):
             return None
-        return Finding(message=f"completions/mean_length rose {fmt(first)} -> {fmt(last)} over {w} points, "
-                               f"near the maximum {fmt(top)}",
-                       evidence={"value": last, "baseline": first, "max": top, "rising_share": ups,
-                                 "slope": slope, "step": point.step})
+        return Finding(message=f"completions/mean_length rose from {fmt(first)} at step {pts[0].step} to a median "
+                               f"of {fmt(last)} over its last 3 points ({w} points), near the maximum {fmt(top)}",
+                       evidence={"value": last, "value_stat": "median of the last 3 points", "baseline": first,
+                                 "baseline_step": pts[0].step, "max": top, "rising_share": ups, "slope": slope,
+                                 "step": point.step, "last_value": point.value, "last_step": point.step})
 
 
 class AlignmentDown(Rule):
@@ -90,8 +91,11 @@ class AlignmentDown(Rule):
         slope = theil_sen([float(p.step) for p in pts], [p.value for p in pts])
         if a <= 0 or (a - b) / a < self.p.drop or slope >= 0:
             return None
-        return Finding(message=f"ebft/alignment fell {fmt(a)} -> {fmt(b)} over the last {w} points",
-                       evidence={"value": b, "baseline": a, "slope": slope, "step": point.step})
+        return Finding(message=f"ebft/alignment fell over the last {w} points: the median of the first {half} was "
+                               f"{fmt(a)}, of the last {w - half} {fmt(b)}",
+                       evidence={"value": b, "value_stat": f"median of the last {w - half} points", "baseline": a,
+                                 "baseline_stat": f"median of the {half} points before", "slope": slope,
+                                 "step": point.step, "last_value": point.value, "last_step": point.step})
 
 
 def _num(facts: dict[str, Any], *keys: str) -> float | None:

@@ -37,7 +37,8 @@ class SpeedDrop(Rule):
         if not slower:
             return None
         speed = now / base if series.name not in SLOWER_IS_HIGHER else base / now
-        return Finding(message=f"{series.name} {fmt(now)} is {speed:.0%} of the run's own level {fmt(base)}",
+        return Finding(message=f"the median of the last {self.p.recent} {series.name} points, {fmt(now)}, is "
+                               f"{speed:.0%} of the run's own level, the median of the points before: {fmt(base)}",
                        evidence={"metric": series.name, "value": now, "baseline": base, "ratio": now / base,
                                  "step": point.step, "last_value": now,
                                  "value_stat": f"median of the last {self.p.recent} points",

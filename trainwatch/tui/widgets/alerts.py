@@ -69,10 +69,10 @@ class AlertList(OptionList):
 
 def row_state(a: AlertView) -> str:
     """The bracketed word after a row: acknowledged, held back by inhibition, resolved (recovered) or
-    stopped (resolved without recovering)."""
+    stopped (resolved without recovering), ended (a one-time judgement that no longer holds)."""
     if a.acknowledged:
         return "ack"
-    ended = "stopped" if a.stopped else "resolved"  # resolved means recovered
+    ended = "ended" if a.once else "stopped" if a.stopped else "resolved"  # resolved means recovered
     if a.held:
         return "held" if a.state is not AlertState.RESOLVED else f"held, {ended}"
     return ended if a.state is AlertState.RESOLVED else ""
