@@ -14,6 +14,7 @@ BRIEF_IDS = {
     "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
     "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed", "run.bad_args",
     "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted",
+    "run.instantiate_failed",
 }
 
 
@@ -136,7 +137,17 @@ KILL_LINES = [  # how a run is stopped from outside: each says who did it where 
     ("run.native_crash", "*** SIGSEGV (@0x0) received by PID 4242 (TID 0x7f3a) from PID 0; stack trace: ***"),
 ]
 
-@pytest.mark.parametrize(("sig", "line"), ONE_LINERS + KILL_LINES)
+START_UP_LINES = [  # a run that never starts: the config names what cannot be built
+    ("run.instantiate_failed", "[2022-04-30 13:26:28,984][hydra.utils][ERROR] - Error instantiating "
+                               "model_ssg.PointNet2SemSegSSG : No module named 'pointnet2_ops'"),
+    ("run.instantiate_failed", "hydra.errors.InstantiationException: Error in call to target "
+                               "'models.unet.UNet':"),
+    ("run.instantiate_failed", "Error locating target 'src.models.MyNet', set env var HYDRA_FULL_ERROR=1 to see "
+                               "chained exception."),
+]
+
+
+@pytest.mark.parametrize(("sig", "line"), ONE_LINERS + KILL_LINES + START_UP_LINES)
 def test_each_signature_matches(sig: str, line: str) -> None:
     found = errors([line])
     assert [e.signature for e in found] == [sig]
@@ -144,7 +155,7 @@ def test_each_signature_matches(sig: str, line: str) -> None:
 
 
 def test_every_brief_id_has_a_matching_line() -> None:
-    covered = {s for s, _ in ONE_LINERS + KILL_LINES} | {"run.child_failed"}
+    covered = {s for s, _ in ONE_LINERS + KILL_LINES + START_UP_LINES} | {"run.child_failed"}
     assert covered == BRIEF_IDS
 
 
@@ -174,6 +185,21 @@ def test_figures_of_the_new_signatures() -> None:
     assert comp.fields == {"backend": "inductor"}
     (disk,) = errors([ONE_LINERS[-16][1]])
     assert disk.fields == {"file": "data/5", "rank": 0}
+
+
+def test_instantiate_failure_names_the_target_and_the_reason() -> None:
+    (e,) = errors([START_UP_LINES[0][1]])
+    assert e.fields == {"target": "model_ssg.PointNet2SemSegSSG", "message": "No module named 'pointnet2_ops'"}
+    (e,) = errors([START_UP_LINES[2][1]])
+    assert e.fields["target"] == "src.models.MyNet"
+
+
+@pytest.mark.parametrize("line", [
+    "Error instantiating the optimizer failed twice, retrying",  # prose: no target, no colon after it
+    "INFO: loading target 'cat' images",
+])
+def test_prose_about_instantiating_is_no_instantiate_failure(line: str) -> None:
+    assert errors([line]) == []
 
 
 def test_nccl_watchdog_fields() -> None:

@@ -45,6 +45,17 @@ def test_trainer_state_reread_emits_only_new_entries() -> None:
     assert end and end[0].fields["train_loss"] == 1.1 and end[0].step == 22
 
 
+def test_trainer_state_max_steps_is_the_planned_total_told_once() -> None:
+    ad = TrainerStateAdapter("s")
+    first = events(list(ad.parse_document(json.dumps(dict(STATE, max_steps=5000, num_train_epochs=39)))),
+                   EventKind.INFO)
+    assert [e.fields for e in first] == [{"total_steps": 5000}]
+    assert not events(list(ad.parse_document(json.dumps(dict(STATE, max_steps=5000)))), EventKind.INFO)
+    for odd in (0, -1, None, "5000", True):
+        assert not events(list(TrainerStateAdapter("s").parse_document(json.dumps(dict(STATE, max_steps=odd)))),
+                          EventKind.INFO)
+
+
 def test_trainer_state_half_written_file_is_ignored() -> None:
     ad = TrainerStateAdapter("s")
     assert list(ad.parse_document(json.dumps(STATE)[:50])) == []

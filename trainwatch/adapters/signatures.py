@@ -32,9 +32,13 @@ CHILD_TEXT_LINES = 80  # the report's first lines kept as evidence (one entry pe
 ENTRY_START = re.compile(r"^\[\d+\]:\s*$")
 MAX_STRAYS = 3  # other output taken between a traceback's frames before a line must be its exception
 EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:\(([A-Za-z_][\w.]*)\))?(?::\s?(.*))?$")
-TEXT_FIELDS = frozenset({"job", "at", "what"})  # names and times that look like numbers but are not measures
+TEXT_FIELDS = frozenset({"job", "at", "what", "target", "message"})  # text that may look like a number
 SIZE = re.compile(r"^([\d.]+)\s*([KMGT]?)i?B$")
 SIZE_UNITS = {"": 1 / 2**30, "K": 1 / 2**20, "M": 1 / 2**10, "G": 1.0, "T": 2**10}
+LOG_PREFIX_MAX = 200  # longer text before a traceback's header is output glued to it, not a logger's prefix
+WARNING_PREFIX = re.compile(r"^\[?[WI]\d{4} \d\d:|\b(?:WARN(?:ING)?|INFO|DEBUG)\b")
+"""A logger's prefix of a warning or lower (glog's `W0530 14:48:26.433 ...]`, `WARNING:name:`): the
+program printed the traceback of an exception it handled and went on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +156,11 @@ class _Traceback:
     that quotes it.
     """
 
-    def __init__(self, first: str, lineno: int, rank: int | None = None) -> None:
+    def __init__(self, first: str, lineno: int, rank: int | None = None, prefix: str = "") -> None:
         self.lineno = lineno
         self.rank = rank
+        self.prefix = _prefix_shape(prefix)  # a logger's prefix on every line of it, stripped before reading
+        self.warning = self.prefix is not None and WARNING_PREFIX.search(prefix) is not None
         self.head: list[str] = [first]
         self.tail: deque[str] = deque(maxlen=TB_TAIL)
         self.count = 1
@@ -210,8 +216,21 @@ class _Traceback:
             fields["signatures"] = list(dict.fromkeys(self.signatures))
         if self.rank is not None:
             fields["rank"] = self.rank
+        if self.warning:
+            fields["logged_as"] = "warning"
         return Event(kind=EventKind.TRACEBACK, source=source, line=self.lineno, text="\n".join(lines),
                      fields=fields)
+
+
+def _prefix_shape(prefix: str) -> re.Pattern[str] | None:
+    """A pattern for the logger's prefix written before a traceback's header, with its numbers (time,
+    thread, source line) free, so that it matches the same prefix on the traceback's other lines.
+    None when there is no such prefix (a rank prefix is handled apart, glued output is no prefix)."""
+    text = RANK_PREFIX.sub("", prefix, count=1).rstrip()
+    if not text or len(text) > LOG_PREFIX_MAX or not any(c.isalpha() for c in text):
+        return None
+    parts = [re.escape(p) if not p.isdigit() else r"\d+" for p in re.split(r"(\d+)", text) if p]
+    return re.compile("".join(parts) + r" ?")
 
 
 def _split_exc(line: str | None) -> tuple[str, str]:
@@ -302,7 +321,7 @@ class SignatureScanner:
         if tb is not None:
             self._traceback_line(tb, seg, lineno, out)
         elif TB_START in seg:
-            self._tbs[rank] = _Traceback(seg[seg.find(TB_START):], lineno, rank)
+            self._open(seg, lineno, rank)
         if self._child is None and self._cf.start in seg and CHILD_START.search(seg):
             self._ranks_done(rank, out)
             self._child = {"lineno": lineno, "text": [seg.strip()], "root": False, "n": 0, "entries": []}
@@ -337,12 +356,22 @@ class SignatureScanner:
                         if tb is not None:
                             tb.signatures.append(sig.id)
                             fields["traceback_line"] = tb.lineno
+                            if tb.warning:
+                                fields["logged_as"] = "warning"
                         out.append(Event(kind=EventKind.ERROR, source=self.source, line=lineno,
                                          signature=sig.id, text=text[:EVENT_TEXT_CHARS], fields=fields))
                         break
 
+    def _open(self, line: str, lineno: int, rank: int | None) -> None:
+        at = line.find(TB_START)
+        self._tbs[rank] = _Traceback(line[at:], lineno, rank, prefix=line[:at])
+
     def _traceback_line(self, tb: _Traceback, line: str, lineno: int, out: list[Event]) -> None:
         body = RANK_PREFIX.sub("", line, count=1) if line[:1] in "[ 0123456789" else line
+        if tb.prefix is not None:
+            m = tb.prefix.match(body)
+            if m:
+                body = body[m.end():]
         stripped = body.strip()
         if tb.exc_line is not None:
             # after the final exception line: a chained section continues it, anything else ends it
@@ -350,9 +379,12 @@ class SignatureScanner:
                 tb.blank_run += 1
                 tb.add(body)
                 return
-            if stripped.startswith(TB_CHAIN) or stripped.startswith(TB_START):
+            quoted = stripped.endswith(TB_START) and not stripped.startswith(TB_START)
+            if stripped.startswith(TB_CHAIN) or stripped.startswith(TB_START) or quoted:
+                # `Original Traceback (most recent call last):` (torch re-raising a worker's or replica's
+                # error) quotes the deeper traceback that caused the one just read, as Ray's do
                 tb.next_section(chained=stripped.startswith(TB_CHAIN))
-                if stripped.startswith(TB_START):
+                if stripped.startswith(TB_START) or quoted:
                     tb.section_starts()
                 tb.add(body)
                 return
@@ -369,7 +401,7 @@ class SignatureScanner:
                 return
             self._end_traceback(tb, out)
             if TB_START in line:
-                self._tbs[tb.rank] = _Traceback(line[line.find(TB_START):], lineno, tb.rank)
+                self._open(line, lineno, tb.rank)
             return
         if not stripped:
             tb.add(body)

@@ -34,6 +34,7 @@ class TrainerStateAdapter(Adapter):
         super().__init__(source)
         self.last_step: int | None = None
         self.seen_at_last: set[str] = set()
+        self.planned: int | None = None
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
@@ -58,6 +59,10 @@ class TrainerStateAdapter(Adapter):
         if not isinstance(history, list):
             return []
         out: list[Record] = []
+        planned = _max_steps(data)
+        if planned is not None and planned != self.planned:
+            self.planned = planned  # the Trainer's own total (max_steps, or epochs x steps per epoch)
+            out.append(Event(EventKind.INFO, self.source, 0, fields={"total_steps": planned}))
         prev_step: int | None = None
         new_last, new_seen = self.last_step, set(self.seen_at_last)
         for entry in history:
@@ -87,3 +92,14 @@ class TrainerStateAdapter(Adapter):
         if SUMMARY_KEY in entry:
             return [Event(EventKind.TRAIN_END, self.source, 0, step=step, fields=values)]
         return [Sample(k, v, step, None, self.source, 0, False) for k, v in values.items()]
+
+
+def _max_steps(data: Any) -> int | None:
+    """The run's planned total from the state's `max_steps` (the Trainer stores the total it computed,
+    whether it was given max_steps or epochs); None for a bare history list or a missing or odd value."""
+    if not isinstance(data, dict):
+        return None
+    v = data.get("max_steps")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        return None
+    return int(v)

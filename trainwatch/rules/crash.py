@@ -53,6 +53,13 @@ def date(finding: Finding, ctx: RuleContext, event: Event) -> Finding:
     return finding
 
 
+def handled(event: Event) -> bool:
+    """A traceback (or an error inside one) that a logger printed at warning level or lower: the program
+    caught the exception and went on (torch.compile falling back to eager prints pages of these), so it
+    is no crash, whatever it holds."""
+    return event.fields.get("logged_as") == "warning"
+
+
 def crashed(state: SourceState) -> bool:
     """The run behind `state` crashed: a critical error was told and no new step was logged since."""
     first = state.first_error

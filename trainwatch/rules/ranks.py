@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding
+from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext, SourceState
 from trainwatch.rules.stall import StepClock
 from trainwatch.timefmt import span
@@ -52,7 +53,7 @@ class DeadRank(Rule):
         if event.kind in (EventKind.EVAL_START, EventKind.CHECKPOINT):
             self.steps.event(ctx, event)
             return None
-        if event.source == GPU_SOURCE or event.source in self.crashes:
+        if event.source == GPU_SOURCE or event.source in self.crashes or crash.handled(event):
             return None
         if event.kind is EventKind.ERROR and event.signature not in self._fatal():
             return None

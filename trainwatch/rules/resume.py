@@ -1,6 +1,10 @@
 """Resume rules: the step counter went back, and whether LR and loss carried on where they were.
 
-A resume is seen two ways: a RESUME event, or a metric's step going backwards or restarting.
+A resume is seen two ways: a RESUME event, or a metric's step going backwards or restarting. A counter
+that goes back to its own start is no resume from a checkpoint: either the training started again (the
+schedule and the loss start again with it; run.restarted judges that) or the counter counts the steps
+of each epoch (schedule and loss carry on; the epoch counter went up as it went back). Neither tells
+whether the LR or the loss carried on from a checkpoint, so the after-resume rules leave it alone.
 """
 
 from __future__ import annotations
@@ -29,6 +33,31 @@ def _steps_back(series: Series, step: np.ndarray) -> np.ndarray:
     return step < prev
 
 
+def starts_over(series: Series, point: Point) -> bool:
+    """Whether a point whose step went back is at the counter's own start: no later than the first step
+    logged, which was itself within the counter's first logging interval (0, 1, or the interval). A
+    resume goes back to a checkpoint's step, later than that; a log that began mid-run shows no such
+    start. Only points logged up to this one count, however the rows were batched."""
+    head = [p for p in series.head if p.line <= point.line][:2]
+    if len(head) < 2:
+        return False
+    first = head[0].step
+    return point.step <= first and 0 <= first <= max(head[1].step - first, 1)
+
+
+def epoch_turned(ctx: RuleContext, source: str, before_line: int, line: int) -> bool:
+    """Whether the log's epoch counter went up between two lines (the second's own epoch included when it
+    is stored already): a step counter that starts over as a new epoch begins counts each epoch's steps."""
+    s = ctx.series("epoch", source)
+    if s is None:
+        return False
+    _, was = s.upto_line(before_line)
+    _, now = s.upto_line(line)
+    if not len(was) or not len(now):
+        return False
+    return bool(np.isfinite(was[-1]) and np.isfinite(now[-1]) and now[-1] > was[-1])
+
+
 def _went_back(series: Series, point: Point) -> int | None:
     """The step the series had reached when `point` went back, else None."""
     if len(series.recent) < 2:
@@ -51,6 +80,8 @@ class ResumeDetected(Rule):
         was = _went_back(series, point)
         if was is None:
             return None
+        if starts_over(series, point) and epoch_turned(ctx, series.source, series.recent[-2].line, point.line):
+            return None  # a step counter per epoch: a new epoch began, nothing resumed
         return Finding(message=f"step counter went back from {was} to {point.step}: the run resumed or restarted",
                        subject="resume", evidence={"from_step": was, "step": point.step})
 
@@ -66,6 +97,7 @@ class _Resume:
     before: list[Point] = field(default_factory=list)  # the recent points when the resume was seen
     after: list[Point] = field(default_factory=list)  # the first finite points after it (a few: bounded)
     done: bool = False
+    from_start: bool = False  # the counter went back to its own start: a new start or a new epoch
 
 
 def _resume_event(ctx: RuleContext, event: Event, metric: str) -> _Resume:
@@ -102,7 +134,7 @@ class _AfterResume(Rule):
         r: _Resume | None
         if _went_back(series, point) is not None:
             pts = list(series.recent)[:-1]
-            r = self._resumes[series.source] = _Resume(point.step, pts)
+            r = self._resumes[series.source] = _Resume(point.step, pts, from_start=starts_over(series, point))
         else:
             r = self._resumes.get(series.source)
         if r is not None and not r.done and len(r.after) < self.keep_after and math.isfinite(point.value):
@@ -175,6 +207,9 @@ class ResumeSchedReset(_AfterResume):
         if r is None:
             return self._replay(series, point)
         if r.done or not math.isfinite(point.value):
+            return None
+        if r.from_start:
+            r.done = True  # no checkpoint's schedule to carry on from (see the module's docstring)
             return None
         after = r.after
         tol = self.p.tolerance
@@ -397,7 +432,7 @@ class _AfterResumeArrays(ArrayRule):
             p = pts.point(i)
             if back[i]:  # the step went back: the points before are those the series held then
                 before = past.then(pts, i).points()
-                r = self._resumes[w.source] = _Resume(p.step, before)
+                r = self._resumes[w.source] = _Resume(p.step, before, from_start=starts_over(series, p))
             assert r is not None
             if not r.done and len(r.after) < self.keep_after and math.isfinite(p.value):
                 r.after.append(p)
@@ -446,6 +481,9 @@ class ResumeLossJump(_AfterResumeArrays):
 
     def judge(self, r: _Resume, point: Point) -> Finding | None:
         if r.done or not math.isfinite(point.value):
+            return None
+        if r.from_start:
+            r.done = True  # a new start's loss starts high by nature; a new epoch's carries on
             return None
         after = r.after
         if len(after) < self.p.after:

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from trainwatch.model import Event, EventKind, Finding
 from trainwatch.plans import Plan
+from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.store import Series
 from trainwatch.timefmt import span
@@ -64,6 +65,8 @@ class EndedEarly(Rule):
         self._benign = set(self.p.not_fatal)
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
+        if crash.handled(event):
+            return None  # the program went on after it: no reason it stopped
         if event.kind is EventKind.TRACEBACK or event.signature not in self._benign:
             self._errors.add(event.source)
         return None

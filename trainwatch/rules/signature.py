@@ -84,6 +84,9 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
         what = NATIVE_NAMES.get(str(_num(f.get("what", ""))), str(f.get("what", "a native crash")))
         who = f"rank {f['rank']}" if isinstance(f.get("rank"), int) else "the process"
         return f"{who} died of {what}"
+    if sig == "run.instantiate_failed" and "target" in f:
+        said = str(f.get("message") or "").strip()
+        return f"could not instantiate {f['target']}" + (f": {said[:200]}" if said else "")
     if sig.startswith("sched."):
         parts = [f"job {f['job']}" if "job" in f else "", f"at {f['at']}" if "at" in f else "",
                  f"due to {str(f['cause']).strip().lower()}" if "cause" in f else ""]
@@ -140,6 +143,10 @@ class SignatureRule(Rule):
                                      amends=not first), ctx, event)
         if self.signature == "ckpt.disk_full" and WARNING_LINE.search(event.text):
             finding.severity = Severity.WARNING  # unsure whether it stopped anything: say less
+        if crash.handled(event) and self.spec.severity > Severity.WARNING:
+            finding.message = f"{message} (inside a traceback logged as a warning: the program went on)"[:400]
+            finding.severity = Severity.WARNING  # a handled exception: not known to have stopped anything
+            return finding
         rank = event.fields.get("rank")
         root = crash.root_of(ctx, event.source, rank)
         if (root is not None and self.signature in crash.ECHO_PRONE and root[1]["rule"] != self.signature

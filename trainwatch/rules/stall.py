@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding, Severity
+from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.rules.params import SilenceParams
 from trainwatch.timefmt import span
@@ -67,7 +68,7 @@ class StepClock:
                 k.phase_started = ctx.now
             k.phase_seen = True
             k.phase_name = "eval" if e.kind is EventKind.EVAL_START else "checkpoint"
-        elif e.kind is EventKind.TRACEBACK:
+        elif e.kind is EventKind.TRACEBACK and not crash.handled(e):
             k.crashed = True
 
     def _phase_done(self, k: _Learned, at: float) -> None:

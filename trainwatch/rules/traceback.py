@@ -1,6 +1,7 @@
 """Python tracebacks: a crash is critical; Ctrl-C is a person stopping the run; a signal is outside.
 
-A traceback that holds a known error (an OOM, a disk full, an import of a mismatched binary) is that
+A traceback a logger printed as a warning is an exception the program handled (info). A traceback
+that holds a known error (an OOM, a disk full, an import of a mismatched binary) is that
 error's finding already, so it adds nothing of its own. A traceback printed after the source's first
 critical error is most often its echo (a driver failing after its worker did, a teardown hook) and is
 told as info. The root of a chained traceback, not its last section, names the finding.
@@ -65,6 +66,10 @@ class TracebackRule(Rule):
         finding = Finding(message=text[:300], subject="traceback", evidence=ev, source=event.source,
                           line=event.line, amends=repeat)
         crash.date(finding, ctx, event)
+        if crash.handled(event):
+            finding.message = f"traceback logged as a warning, the program went on: {text}"[:300]
+            finding.severity = Severity.INFO
+            return finding
         if short in BY_HAND or final_exc in BY_HAND:
             finding.message = f"stopped by hand ({short})"
             finding.severity = Severity.INFO

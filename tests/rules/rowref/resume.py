@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from trainwatch.model import Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.resume import starts_over
 from trainwatch.rules.stats import finite_points, fmt
 from trainwatch.store import Point, Series
 
@@ -45,6 +46,7 @@ class _Resume:
     before: list[Point] = field(default_factory=list)  # the recent points when the resume was seen
     after: list[Point] = field(default_factory=list)  # the first finite points after it (a few: bounded)
     done: bool = False
+    from_start: bool = False
 
 
 class _AfterResume(Rule):
@@ -71,7 +73,7 @@ class _AfterResume(Rule):
         """The resume this point follows, with the point recorded among its first points after it."""
         if _went_back(series, point) is not None:
             pts = list(series.recent)[:-1]
-            r = self._resumes[series.source] = _Resume(point.step, pts)
+            r = self._resumes[series.source] = _Resume(point.step, pts, from_start=starts_over(series, point))
         else:
             r = self._resumes.get(series.source)
         if r is not None and not r.done and len(r.after) < self.keep_after and math.isfinite(point.value):
@@ -198,6 +200,9 @@ class ResumeLossJump(_AfterResume):
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         r = self.resume_for(series, point)
         if r is None or r.done or not math.isfinite(point.value):
+            return None
+        if r.from_start:
+            r.done = True
             return None
         after = r.after
         if len(after) < self.p.after:

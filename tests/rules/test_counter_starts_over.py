@@ -1,0 +1,70 @@
+"""A step counter that goes back to its own start is no resume from a checkpoint: a counter of each
+epoch's steps starts over as the epoch goes up, with the schedule and the loss carrying on; a new
+training appended to the log starts its schedule and its loss afresh. A resume to a checkpoint's step
+is still judged."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from trainwatch import runner
+from trainwatch.cli.check import LogClock, feed_file
+from trainwatch.model import Alert
+from trainwatch.session import Session
+
+from rulekit import Run
+
+PER_EPOCH, EPOCHS = 600, 2
+
+
+def lr_at(global_step: int, total: int = PER_EPOCH * EPOCHS, warmup: int = 50, peak: float = 3e-4) -> float:
+    if global_step < warmup:
+        return peak * (global_step + 1) / warmup
+    return peak * 0.5 * (1 + math.cos(math.pi * (global_step - warmup) / (total - warmup)))
+
+
+def per_epoch_log() -> str:
+    """`Epoch 0 | Step 6500/6501 | Loss: 0.5133 | ... | LR: 1.52e-04` (a custom loop's shape): the step
+    counter restarts at 0 every epoch while the cosine schedule carries on."""
+    lines = []
+    for epoch in range(EPOCHS):
+        for step in range(0, PER_EPOCH, 10):
+            g = epoch * PER_EPOCH + step
+            loss = 0.5 + 8.0 * math.exp(-g / 150)
+            lines.append(f"INFO:__main__:Epoch {epoch} | Step {step}/{PER_EPOCH} | Loss: {loss:.4f} | "
+                         f"PPL: {math.exp(loss):.2f} | LR: {lr_at(g):.2e} | Grad: 0.203 | Time: 0.138s")
+    return "\n".join(lines) + "\n"
+
+
+def check_text(tmp_path: Path, text: str) -> list[Alert]:
+    p = tmp_path / "train.log"
+    p.write_text(text)
+    src = runner.open_source(p)
+    session = Session([src], clock=LogClock(0.0))
+    feed_file(session, src)
+    return session.engine.alerts()
+
+
+def test_a_step_counter_per_epoch_is_no_resume(tmp_path: Path) -> None:
+    alerts = check_text(tmp_path, per_epoch_log())
+    assert not [a.rule for a in alerts if a.rule.startswith("resume.")]
+
+
+def test_a_resume_to_a_checkpoint_that_replays_warmup_is_still_told() -> None:
+    run = Run()
+    for s in range(10, 410, 10):
+        run.step(s, loss=2.0 - s / 1000, lr=lr_at(s, total=1000))
+    for s in range(210, 260, 10):  # back to the checkpoint at 200, the scheduler started over
+        run.step(s, loss=1.8 - s / 1000, lr=lr_at(s - 210, total=1000))
+    assert "resume.sched_reset" in run.fired()
+
+
+def test_a_new_training_from_step_0_is_no_loss_jump_after_a_resume() -> None:
+    run = Run()
+    for s in range(0, 200, 10):
+        run.step(s, loss=2.5 - s / 200)
+    for s in range(0, 60, 10):  # another training, its loss starting far above where the first ended
+        run.step(s, loss=6.0 - s / 100)
+    assert "resume.loss_jump" not in run.fired()
+    assert "resume.detected" in run.fired()  # the counter did go back: said, as info
