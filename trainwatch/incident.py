@@ -117,7 +117,7 @@ def _chain(root: Alert, others: list[Alert], store: MetricStore) -> list[Alert]:
         if not more:
             return chain
         chain += more
-        start = min(start, *(a.first_step for a in more))  # type: ignore[type-var]
+        start = min([start, *(a.first_step for a in more if a.first_step is not None)])
 
 
 def _end(a: Alert, root: Alert, end: float, store: MetricStore) -> float:

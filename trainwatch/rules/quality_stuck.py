@@ -67,7 +67,7 @@ class QualityNotLearning(Rule):
         msg = "; ".join(parts) + (f" (and {len(stuck) - 3} more)" if len(stuck) > 3 else "")
         if stuck:
             msg += ": near 0 the whole run, the model learnt nothing the task metric sees"
-        if at_chance:
+        if at_chance and k is not None:
             t = at_chance[0]
             msg += ("; " if stuck else "") + (
                 f"{_said(t)}: the level of a guess among {k} classes ({t.shown(_unit(t) / k)}) the whole run, "
