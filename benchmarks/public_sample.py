@@ -13,7 +13,7 @@ Each round has its own pair of files: `public-sample.{tsv,yaml}` is the first, `
 the second (logs from repositories the first did not use).
 
 The first look of each round (before that round's fixes) is kept in the TSV's `first_look` column;
-`after_stop21_merges` is the same logs judged by the code of the fixes made without seeing them.
+`after_stop21_merges` (and `after_stop22_merges`) are the same logs judged by later code.
 """
 
 from __future__ import annotations
