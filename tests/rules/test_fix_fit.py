@@ -139,3 +139,13 @@ def test_loss_level_says_nothing_of_a_run_that_is_not_a_language_model() -> None
         r2.step(s, loss=7.9)
     r2.finish()
     assert "loss.level" in r2.fired()
+
+
+def test_leaving_fp16_is_advice_for_a_run_in_fp16_only() -> None:
+    fixes = SPECS["loss.diverging"].fixes
+    assert any(f.startswith("Switch fp16 to bf16") for f in fixes)  # the preset's wording, as a fact
+    unknown = fit("loss", fixes, view(""))
+    assert not any(f.startswith("Switch fp16") for f in unknown)
+    assert any(f.startswith("If it trains in fp16, switch to bf16") for f in unknown)
+    assert any(f.startswith("Switch fp16 to bf16") for f in fit("loss", fixes, view("fp16: true")))
+    assert not any("bf16" in f for f in fit("loss", fixes, view("mixed_precision: fp32")))

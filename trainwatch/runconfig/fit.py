@@ -87,6 +87,7 @@ _LOWER_LR = re.compile(r"(?i)\blower the (peak )?LR( 2-5x)?")
 _RAISE_LR = re.compile(r"(?i)\braise the LR( 2-5x)?")
 _WARMUP = re.compile(r"(?i)\bwarm ?up over 5-10% of the steps(?:\s*\(warmup_ratio: [^)]*\))?|\blengthen warmup")
 _TO_BF16 = re.compile(r"(?i)switch fp16 to bf16|switch to bf16|train in bf16 instead of fp16")
+_BARE_BF16 = re.compile(r"(?i)switch fp16 to bf16")  # said as a fact about the run, at the fix's start
 _ACCUM = re.compile(r"(?i)^raise gradient accumulation")
 _LLM_WORDS = re.compile(r"(?i)\b(?:lora|qlora|peft|chat template|label masking|prompt(?: tokens)?|tokeni[sz]er|"
                         r"sample packing|max_seq_length|padding tokens|the sequences|pad token|quantised|"
@@ -229,11 +230,21 @@ def _warmup(fix: str, run: RunView) -> str | None:
 
 
 def _bf16(fix: str, run: RunView) -> str | None:
-    if not _TO_BF16.search(fix) or run.config.precision != "bf16":
+    """Advice to leave fp16 fits a run in fp16. A run the log shows in bf16 or fp32 is not told it; a
+    run whose precision the log does not say is told it as a condition, never as a fact about it."""
+    if not _TO_BF16.search(fix):
         return fix
-    if re.search(r"(?i)\bfp32\b", fix):
-        return "Try a short run in fp32 to rule precision out (the run is already bf16)"
-    return None
+    precision = run.config.precision
+    if precision == "fp16":
+        return fix
+    if precision == "bf16":
+        if re.search(r"(?i)\bfp32\b", fix):
+            return "Try a short run in fp32 to rule precision out (the run is already bf16)"
+        return None
+    if precision == "fp32":
+        return None
+    m = _BARE_BF16.match(fix)
+    return f"If it trains in fp16, switch to bf16{fix[m.end():]}" if m else fix
 
 
 def _accum(fix: str, run: RunView) -> str | None:
