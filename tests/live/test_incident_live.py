@@ -53,7 +53,9 @@ def test_tail_tells_the_blowup_in_at_most_three_loud_lines(tmp_path: Path) -> No
     assert root["id"] == "loss.diverging" and root["step"] == blowup_repro.BLOW_UP
     assert root["message"].startswith("training blew up at step 25: grad_norm 1 -> 50")
     after = chain[chain.index(root) + 1:]
-    assert {d["id"] for d in after} == {"loss.nonfinite", "grad.nonfinite"}
+    # the NaNs always come after the root; the spikes too when one round of the watcher judged them
+    # with it (rows are judged in rounds on its timer), else they were told before it as warnings
+    assert {"loss.nonfinite", "grad.nonfinite"} <= {d["id"] for d in after}
     assert all(d["severity"] == "info" and d["echo_of"] == "loss.diverging at step 25" for d in after)
 
 
