@@ -60,6 +60,7 @@ def _as_written(spec: RuleSpec, finding: Finding, fixes: tuple[str, ...]) -> tup
 class AlertBook:
     def __init__(self, config: Config, fit: FixFitter = _as_written) -> None:
         self._fit = fit
+        self._specs = config.rules
         self._inhibit: list[Inhibit] = config.inhibit
         self._tracks: dict[tuple[str, str, str], _Track] = {}
         self.tracked = self._tracks  # read-only view for the engine's fast path: (rule, source, subject) keys
@@ -296,6 +297,15 @@ class AlertBook:
 
     def all(self) -> Iterable[Alert]:
         return self.alerts.values()
+
+    def refit(self, source: str) -> None:
+        """The fixes of `source`'s alerts fitted again, once its run has ended: while it ran they could
+        quote only what the log had shown so far (the LR still warming up), and a report of the
+        whole run quotes the run."""
+        for alert in self.alerts.values():
+            spec = self._specs.get(alert.rule)
+            if spec is not None and alert.finding.source == source:
+                alert.fixes = self._fit(spec, alert.finding, tuple(alert.finding.extra_fixes) + spec.fixes)
 
     def _trim(self) -> None:
         if len(self.alerts) <= MAX_ALERTS:

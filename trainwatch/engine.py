@@ -104,6 +104,7 @@ class Engine:
         self.rule_errors: list[tuple[str, str]] = []
         """(source, what happened) for each rule that raised on a log and was switched off for it."""
         self._broken: set[tuple[str, str]] = set()  # (rule id, source); source ANY: every source
+        self._ended: set[str] = set()  # sources whose data has ended (`finish`): fixes quote the whole run
         self._seen = getattr(clock, "seen", None)
         """Clocks that tell time as the log does (check's) are shown each record's own time."""
         for rule in self.rules:
@@ -122,7 +123,11 @@ class Engine:
         facts = state.facts if state is not None else {}
         cfg = facts.get("run_config")
         lr = self.store.get("lr", finding.source)
-        peak = lr.peak_upto(finding.line) if lr is not None else None
+        peak = None
+        if lr is not None:  # the run's peak once it has ended, else the peak as the finding was made
+            whole = finding.source in self._ended and lr.count > lr.nan_count + lr.inf_count
+            peak = lr.maximum if whole else lr.peak_upto(finding.line)
+            peak = peak if peak is not None and math.isfinite(peak) else None
         llm = facts.get("llm")
         adam = llm is True or (state is not None and state.format in ADAMW_TRAINERS)
         view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), llm=llm,
@@ -700,6 +705,8 @@ class Engine:
                                                ctx.now, one_shot=True))
             crash.lower_explained(self.book.all(), name)
             attempts.lower_earlier(self.book.all(), name)
+            self._ended.add(name)
+            self.book.refit(name)
         return self._tell(out)
 
     # -- array rules ---------------------------------------------------------------------------

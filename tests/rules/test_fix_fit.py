@@ -149,3 +149,18 @@ def test_leaving_fp16_is_advice_for_a_run_in_fp16_only() -> None:
     assert any(f.startswith("If it trains in fp16, switch to bf16") for f in unknown)
     assert any(f.startswith("Switch fp16 to bf16") for f in fit("loss", fixes, view("fp16: true")))
     assert not any("bf16" in f for f in fit("loss", fixes, view("mixed_precision: fp32")))
+
+
+def test_a_finding_made_during_warmup_quotes_the_runs_peak_once_the_run_has_ended() -> None:
+    """grpo_tiny warms its LR up to 3e-3 (lines 11 on); its reward finding is made at line 10, where the
+    LR logged so far is 1e-3. A live alert can quote only that; the report of the whole run quotes 3e-3."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parents[2] / "examples" / "logs" / "grpo_tiny.log"
+    doc = json.loads(subprocess.run([sys.executable, "-m", "trainwatch", "check", "--json", str(log)],
+                                    capture_output=True, text=True, timeout=120).stdout)
+    quoted = [f for finding in doc["findings"] for f in finding["fixes"] if "peak LR" in f]
+    assert quoted and all("peak LR 3e-3 -> 1e-3" in f for f in quoted), quoted
