@@ -145,6 +145,21 @@ def test_reward_that_falls_to_zero_for_the_second_half_stayed_down() -> None:
     assert "stayed down" in a.finding.message  # type: ignore[attr-defined]
 
 
+def test_a_gradual_collapse_names_the_value_where_it_fell_and_the_low_where_it_reached_it() -> None:
+    """Each (step, value) pair told is the metric's own there: the fall below half is dated with the value
+    at that step, and the lowest point with its own step (not the low beside the fall's step)."""
+    r = Run()
+    for s in range(1, 301):
+        level = 0.3 * min(s, 50) / 50 if s <= 100 else max(0.0, 0.3 - 0.003 * (s - 100))
+        r.step(s * 10, **{"rollout/ep_rew_mean": level})
+    r.finish()
+    a = _firing(r)["quality.collapse"]
+    ev = a.finding.evidence  # type: ignore[attr-defined]
+    assert ev["step"] == a.first_step and 0.1 < ev["value"] <= 0.15  # type: ignore[attr-defined]
+    assert ev["low"] == 0.0 and ev["low_step"] > ev["step"]
+    assert f"down to 0 at step {ev['low_step']}" in a.finding.message  # type: ignore[attr-defined]
+
+
 def test_a_noisy_reward_that_holds_its_level_and_a_chance_level_metric_do_not_collapse() -> None:
     r = Run()
     rnd = random.Random(6)

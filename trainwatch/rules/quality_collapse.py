@@ -41,6 +41,8 @@ class _Collapse:
     best_step: int
     at: int  # index of the first collapsed point
     low: float
+    low_at: int  # index of the lowest point of the collapse (`low`)
+    fell_to: float  # the value at `at`
     recovered: int | None  # index where it came back, if it did
     back: float  # the value it came back to
     window: int = 1  # points of the rolling median the values are
@@ -66,8 +68,12 @@ class QualityCollapse(Rule):
         t = c.t
         at_step = int(t.steps[c.at])
         smooth = f" (medians of {c.window} points)" if c.window > 1 else ""
+        low_step = int(t.steps[c.low_at])
         msg = (f"{t.name} collapsed from its best {t.shown(c.best)} (step {c.best_step}) to "
-               f"{t.shown(c.low)} at step {at_step} ({c.low / c.best:.0%} of the best){smooth}")
+               f"{t.shown(c.fell_to)} at step {at_step} ({c.fell_to / c.best:.0%} of the best)")
+        if c.low_at != c.at:
+            msg += f", down to {t.shown(c.low)} at step {low_step}"
+        msg += smooth
         last = float(t.values[-1])
         if c.recovered is not None:
             msg += (f"; a transient collapse: it recovered to {t.shown(c.back)} by step "
@@ -78,9 +84,11 @@ class QualityCollapse(Rule):
         if others:
             msg += f" (also collapsed: {', '.join(others[:4])})"
         return [Finding(message=msg, step=at_step, began_step=at_step, subject=t.name,
-                        evidence={"value": c.low, "step": at_step, "best": c.best, "best_step": c.best_step,
+                        evidence={"value": c.fell_to, "step": at_step, "best": c.best, "best_step": c.best_step,
+                                  "low": c.low, "low_step": low_step,
                                   **({"value_stat": f"median of {c.window} points",
-                                      "best_stat": f"median of {c.window} points"} if c.window > 1 else {}),
+                                      "best_stat": f"median of {c.window} points",
+                                      "low_stat": f"median of {c.window} points"} if c.window > 1 else {}),
                                   "recovered": c.recovered is not None, "metrics": [o.t.name for o in found],
                                   "detected_step": at_step, "last_value": last, "last_step": int(t.steps[-1])})]
 
@@ -113,8 +121,10 @@ class QualityCollapse(Rule):
             bi = int(np.flatnonzero(v[:i + 1] == b)[0])
             back = np.flatnonzero(v[i:] >= p.recover * b)
             rec = int(back[0]) + i if len(back) else None
-            low = float(v[i:rec].min() if rec else v[i:].min())
-            found.append(_Collapse(t, b, int(t.steps[bi]), i, low, rec, float(v[rec]) if rec is not None else low, w))
+            seg = v[i:rec] if rec else v[i:]
+            lo = i + int(np.argmin(seg))
+            found.append(_Collapse(t, b, int(t.steps[bi]), i, float(v[lo]), lo, float(v[i]), rec,
+                                   float(v[rec]) if rec is not None else float(v[lo]), w))
             if rec is None:
                 break
             after = rec
