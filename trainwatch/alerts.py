@@ -167,6 +167,8 @@ class AlertBook:
         elif a.state is AlertState.PENDING and finding.began_step is not None:
             a.finding = finding  # the rule dates the start itself, with more evidence each time
             a.first_step = finding.began_step
+        for target in _distinct(a, self.alerts.get(a.fingerprint)):
+            target.last_line = max(target.last_line, finding.line)
         if finding.amends:
             for target in _distinct(a, self.alerts.get(a.fingerprint)):
                 target.finding.evidence.update(finding.evidence)
@@ -203,6 +205,7 @@ class AlertBook:
         record.retracted = ""  # it holds again: what disproved the last episode does not disprove this one
         record.stopped = ""
         record.count += a.count
+        record.last_line = max(record.last_line, a.first_line, a.last_line)
         record.last_seen_at = now
         record.last_step, record.last_value = a.last_step, a.last_value
         if a.severity > record.severity:

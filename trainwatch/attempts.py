@@ -16,14 +16,15 @@ RESTART_RULE = "run.restarted"
 
 
 def lower_earlier(alerts: Iterable[Alert], source: str) -> None:
-    """Critical findings of `source` dated before its last restart become warnings of an earlier attempt."""
+    """Critical findings of `source` dated before its last restart become warnings of an earlier attempt;
+    not one seen again after that restart (the same error ended the latest attempt too)."""
     mine = [a for a in alerts if a.finding.source == source and not a.retracted]
     restarts = [int(a.finding.evidence.get("restart_line", 0)) for a in mine if a.rule == RESTART_RULE]
     if not restarts:
         return
     last = max(restarts)
     for a in mine:
-        if a.severity >= Severity.CRITICAL and 0 < a.first_line < last:
+        if a.severity >= Severity.CRITICAL and 0 < a.first_line < last and a.last_line < last:
             a.severity = Severity.WARNING
             a.finding.severity = Severity.WARNING
             note = f" (in an earlier attempt: the run was started again at line {last})"

@@ -703,6 +703,9 @@ class Engine:
                     finding.source = finding.source or name
                     out.extend(self.book.judge(rule.spec, name, finding.subject or rule.spec.id, finding,
                                                ctx.now, one_shot=True))
+            for rule in self.rules:
+                if not self._off(rule, name):
+                    rule.lower_at_end(ctx, name, [a for a in self.book.all() if a.rule == rule.spec.id])
             crash.lower_explained(self.book.all(), name)
             attempts.lower_earlier(self.book.all(), name)
             self._ended.add(name)

@@ -148,6 +148,7 @@ class Alert:
     fingerprint: str = ""
     first_step: int | None = None
     first_line: int = 0
+    last_line: int = 0  # the latest line it was seen on (0: only at first_line)
     started_at: float = 0.0
     last_seen_at: float = 0.0
     resolved_at: float | None = None

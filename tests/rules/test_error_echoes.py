@@ -205,3 +205,13 @@ def test_disk_full_in_a_logged_warning_is_a_warning(tmp_path: Path) -> None:
     line = "2024-05-01 12:00:00 - WARNING - could not write the dataset cache: [Errno 28] No space left on device\n"
     full = check_text(tmp_path, STEPS + line)["ckpt.disk_full"]
     assert full.severity is Severity.WARNING and "logged as a warning" in full.finding.message
+
+
+def test_launcher_blaming_a_rank_that_printed_the_root_error_is_its_echo(tmp_path: Path) -> None:
+    torchrun = (ROOT / "examples" / "runs" / "ddp_rank_failure" / "torchrun.log").read_text()  # blames rank 1
+    err = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!"
+    text = "\n".join(rank_traceback(0, err) + rank_traceback(1, err)) + "\n" + torchrun
+    alerts = check_text(tmp_path, STEPS + text)
+    assert alerts["error.traceback"].severity is Severity.CRITICAL
+    child = alerts["run.child_failed"]
+    assert child.severity is Severity.INFO and "echo of the first error" in child.finding.message

@@ -185,6 +185,23 @@ def test_overfit_fires_when_eval_rises_and_train_falls():
     assert [s for s, _ in a.finding.evidence["later_evals"]] == [40, 50, 60]
 
 
+def test_overfit_fires_when_the_train_loss_is_logged_more_rarely_than_the_evals():
+    """A trainer_state: an eval every 98 steps, the train loss every 500, so none was logged before the
+    eval minimum (step 490); the first train loss after it stands for the train loss there."""
+    r = Run()
+    evals = [1.51, 1.26, 1.03, 0.87, 0.82, 0.85, 0.87, 0.89, 0.92, 1.03, 1.08, 1.10, 1.12]
+    train = {500: 0.94, 1000: 0.30, 1500: 0.05}
+    for e, ev in enumerate(evals, 1):
+        step = e * 98
+        for t in [t for t in train if step - 98 < t <= step]:
+            r.step(t, loss=train[t])
+        r.step(step, eval_loss=ev)
+    r.finish()
+    a = r.alert("loss.overfit")
+    assert a.severity is Severity.WARNING and a.finding.evidence["step"] == 490
+    assert a.finding.evidence["train_then"] == 0.94
+
+
 def test_overfit_silent_while_train_rises_too():
     r = Run()
     evals = [2.0, 1.8, 1.7, 1.75, 1.85, 1.95]

@@ -285,3 +285,15 @@ def test_dice_lines_between_iteration_lines_are_evaluations_from_the_first(tmp_p
     eng = run_log(path)
     a = next(a for a in eng.alerts() if a.rule == "quality.not_learning")
     assert a.severity is Severity.WARNING and a.finding.evidence["evals"] == 10 and "mean_dice" in a.finding.message
+
+
+def test_an_actor_critic_return_stuck_below_zero_is_not_learning_under_the_rl_preset() -> None:
+    """DDPG's boxed table (`| rollout/return | -811 |`) picks the RL preset; its return jumps from -811 to
+    about -500 and stays there: no progress, told by quality.no_progress there too."""
+    rnd = random.Random(2)
+    r = Run(preset="grpo")
+    for ep in range(1, 400):
+        r.sample("rollout/return", (-811.0 if ep == 1 else -500.0) + rnd.gauss(0, 15), ep * 2000)
+    r.finish()
+    a = _firing(r)["quality.no_progress"]
+    assert a.severity is Severity.WARNING and "rollout/return" in a.finding.message  # type: ignore[attr-defined]

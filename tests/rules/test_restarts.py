@@ -82,3 +82,14 @@ def test_a_crash_in_the_last_attempt_stays_critical(tmp_path: Path) -> None:
              "ValueError: shapes do not match\n")
     alerts, worst = check_text(tmp_path, steps(0, 1700) + steps(0, 900) + crash)
     assert alerts["error.traceback"].severity is Severity.CRITICAL and worst is Severity.CRITICAL
+
+
+def test_an_error_of_an_earlier_attempt_that_ends_the_last_one_too_stays_critical(tmp_path: Path) -> None:
+    """A batch-size sweep: a CUDA OOM kills an early launch, a later launch trains, the last one dies of
+    the same OOM; one finding (the first copy) that is also the latest attempt's state."""
+    oom = ("RuntimeError: CUDA out of memory. Tried to allocate 1.83 GiB (GPU 0; 7.79 GiB total capacity; "
+           "4.13 GiB already allocated; 1006.25 MiB free; 5.39 GiB reserved in total by PyTorch)\n")
+    text = steps(0, 300) + oom + steps(0, 1700) + steps(0, 300) + oom
+    alerts, worst = check_text(tmp_path, text)
+    assert "run.restarted" in alerts
+    assert alerts["oom.cuda"].severity is Severity.CRITICAL and worst is Severity.CRITICAL

@@ -112,6 +112,10 @@ class Rule:
         """Findings that need the whole run (e.g. the final loss level), when a source's data ends."""
         return ()
 
+    def lower_at_end(self, ctx: RuleContext, source: str, alerts: Iterable[Any]) -> None:
+        """Once a source's data has ended, lowers this rule's alerts that the rest of the run showed to be
+        less than they looked when they fired (a rise that came back down). Nothing by default."""
+
 
 def finite(values: Iterable[float]) -> list[float]:
     return [v for v in values if math.isfinite(v)]

@@ -94,6 +94,20 @@ def remember(ctx: RuleContext, finding: Finding, rule: str, title: str, severity
                       "rank": finding.evidence.get("rank"), "text": finding.message[:200]}
 
 
+def join_ranks(ctx: RuleContext, source: str, rule: str, ranks: list[int]) -> None:
+    """Records every rank that printed the root error again: a launcher that blames one of them
+    (torchrun names whichever child exited first) reports the same failure, not a new one."""
+    st = ctx.sources.get(source)
+    root = st.first_error if st is not None else None
+    if root is not None and root["rule"] == rule and root.get("at_step") == st.step:  # type: ignore[union-attr]
+        root["ranks"] = list(ranks)
+
+
+def same_failure(root: dict[str, Any], rank: Any) -> bool:
+    """`rank` is the root's own rank or one of the ranks that printed the root error too."""
+    return rank == root.get("rank") or (isinstance(rank, int) and rank in root.get("ranks", ()))
+
+
 def echo(finding: Finding, where: str, root: dict[str, Any], source: str) -> Finding:
     """Turns a finding into the echo of `root`: info, naming the root and where it is."""
     place = f"line {root['line']}" if where == source else f"{Path(where).name} line {root['line']}"

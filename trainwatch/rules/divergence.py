@@ -11,11 +11,12 @@ rise began (the CUSUM onset) is found once per episode, when it opens.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainwatch.model import Finding
+from trainwatch.model import Alert, Finding, Severity
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.rolling import (RowTail, restarts, smoothed, tail_sizes, trailing_diff_sigma,
@@ -141,6 +142,36 @@ class LossDiverging(ArrayRule):
     def last_value(self, w: Window, row: int) -> float | None:
         v = self._verdicts[w.source]
         return float(v.last[row - v.start])
+
+    def lower_at_end(self, ctx: RuleContext, source: str, alerts: Iterable[Alert]) -> None:
+        """A rise the loss came back from is a spike, not a divergence: once the run has ended, an alert
+        whose loss then fell back inside the noise band of its low (the median of the points logged
+        after the rise last held) is lowered to a warning. A noisy per-batch loss (batch size 1, values
+        spread over an order of magnitude) or a loss whose terms change between stages rises for a
+        while and comes back; a diverged run does not."""
+        p = self.p
+        for a in alerts:
+            ev = a.finding.evidence
+            low, noise = ev.get("baseline"), ev.get("noise")
+            if (a.source != source or a.severity is not Severity.CRITICAL or a.retracted or a.last_step is None
+                    or not isinstance(low, (int, float)) or not isinstance(noise, (int, float)) or low <= 0):
+                continue
+            series = ctx.series(a.finding.subject or "loss", source)
+            if series is None:
+                continue
+            after = [pt.value for pt in series.last_points(RECENT_POINTS)
+                     if pt.step > a.last_step and math.isfinite(pt.value)]
+            if len(after) < max(p.min_history, 2):
+                continue
+            tail = after[-max(p.window, p.min_history):]
+            level = median(tail)
+            top = max(low + p.rise_noise * noise, p.rise_ratio * low)
+            if level <= top:
+                a.severity = a.finding.severity = Severity.WARNING
+                a.finding.message = (f"{a.finding.message} -- then it came back: the median of its last "
+                                     f"{len(tail)} points was {fmt(level)}, inside the low's band "
+                                     f"(up to {fmt(top)}): a rise that recovered, not a divergence")[:600]
+                a.finding.evidence["recovered_to"] = level
 
     # -- the per-row statistics, for a batch at once ------------------------------------------------
 

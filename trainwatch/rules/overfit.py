@@ -6,11 +6,13 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from trainwatch.model import Finding, Retraction, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.quality_series import Gain, improving
 from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
-from trainwatch.store import Point, Series
+from trainwatch.store import RECENT_POINTS, Point, Series
 from trainwatch.rules.registry import register
 
 
@@ -135,6 +137,16 @@ class LossOverfit(Rule):
         vals = values[steps <= step][-w:].tolist()
         return median(vals) if vals else math.nan
 
+    @staticmethod
+    def _train_after(train: Series | None, step: int, until: int) -> float:
+        """The first finite train loss logged after `step` and before `until`: the train loss at the eval
+        minimum when none was logged before it (a train loss logged every 500 steps, evals every 98)."""
+        if train is None:
+            return math.nan
+        steps, values = train.tail_columns(RECENT_POINTS)
+        keep = (steps > step) & (steps < until) & np.isfinite(values)
+        return float(values[keep][0]) if keep.any() else math.nan
+
     def _mild(self, st: _Evals, noise: float) -> tuple[list[Point], float] | None:
         """Mild, persistent overfitting: each of the last `mild_evals` evals since the minimum above it by
         `mild_rise` of it and `mild_k` noise widths (a rise of 1-2% that never comes back is overfitting
@@ -189,6 +201,8 @@ class LossOverfit(Rule):
                     return None
                 above, band = mild
                 mild_said = True
+        if st.train_then != st.train_then:
+            st.train_then = self._train_after(train, best.step, point.step)
         now = self._train_at(train, point.step, w)
         if not (now < st.train_then * (1 - self.p.train_fall)):
             return None  # the train loss rose or stood still: the run got worse or is noise, not overfit

@@ -150,7 +150,7 @@ class SignatureRule(Rule):
         rank = event.fields.get("rank")
         root = crash.root_of(ctx, event.source, rank)
         if (root is not None and self.signature in crash.ECHO_PRONE and root[1]["rule"] != self.signature
-                and not _other_rank(root[1].get("rank"), rank)):
+                and (crash.same_failure(root[1], rank) or not _other_rank(root[1].get("rank"), rank))):
             return crash.echo(finding, root[0], root[1], event.source)
         crash.remember(ctx, finding, self.signature, self.spec.title, self.spec.severity)
         return finding

@@ -63,6 +63,8 @@ class TracebackRule(Rule):
             # a later one joins the first one's finding (same subject): only the ranks are new evidence
             ev = {"ranks": ranks} if len(ranks) > 1 else {}
         self._told.add(event.source)
+        if repeat and len(ranks) > 1:
+            crash.join_ranks(ctx, event.source, self.spec.id, ranks)
         finding = Finding(message=text[:300], subject="traceback", evidence=ev, source=event.source,
                           line=event.line, amends=repeat)
         crash.date(finding, ctx, event)

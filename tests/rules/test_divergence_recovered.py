@@ -1,0 +1,52 @@
+"""Issue 22: a loss that rises and then comes back inside the noise band of its low is a spike or a
+stage change (a warning), not a critical divergence; a rise that stays up to the end still is one."""
+
+from __future__ import annotations
+
+import random
+
+from rulekit import Run
+from trainwatch.model import Severity
+
+
+def run(losses: list[float]) -> Run:
+    r = Run()
+    for i, v in enumerate(losses):
+        r.step(i * 10, loss=v)
+    r.finish()
+    return r
+
+
+def staged(after: list[float], seed: int = 0) -> list[float]:
+    """A loss trained from 24 down to about 3.6, then 150 points at about 9 (a loss term added for a
+    stage), then `after`."""
+    rng = random.Random(seed)
+    rows = [24.0 * 0.95 ** i + rng.uniform(-0.5, 0.5) for i in range(40)]
+    rows += [rng.uniform(3.0, 4.2) for _ in range(20)]
+    rows += [rng.uniform(8.4, 10.5) for _ in range(150)]
+    return rows + after
+
+
+def test_a_stage_that_raises_the_loss_and_ends_below_the_low_is_a_warning() -> None:
+    rng = random.Random(1)
+    r = run(staged([rng.uniform(1.5, 2.0) for _ in range(100)]))
+    a = r.alert("loss.diverging")
+    assert a.severity is Severity.WARNING and "came back" in a.finding.message
+    assert r.engine.worst() is None or r.engine.worst() <= Severity.WARNING
+
+
+def test_a_rise_that_stays_up_to_the_end_is_still_critical() -> None:
+    rng = random.Random(1)
+    r = run(staged([rng.uniform(8.4, 10.5) for _ in range(100)]))
+    assert r.alert("loss.diverging").severity is Severity.CRITICAL
+
+
+def test_a_noisy_per_batch_loss_with_a_burst_of_spikes_that_comes_back_is_a_warning() -> None:
+    """Batch size 1: values spread over an order of magnitude (55 to 1300) around 200."""
+    rng = random.Random(5)
+    rows = [rng.lognormvariate(5.2, 0.6) for _ in range(60)]
+    rows += [1500.0, 900.0, 1200.0, 700.0, 1100.0]
+    rows += [rng.lognormvariate(5.1, 0.6) for _ in range(60)]
+    r = run(rows)
+    a = r.alert("loss.diverging")
+    assert a.severity is Severity.WARNING and a.finding.evidence["recovered_to"] < 400
