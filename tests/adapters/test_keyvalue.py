@@ -345,3 +345,11 @@ def test_tab_separated_counters_are_part_of_the_record() -> None:
     assert not samples(recs, "Frame") and not samples(recs, "Episode")  # counters, not series
     real = "\rEpisode 101\tFrame 2481 \tAverage100 Score: 24.61\rEpisode 102\tFrame 2511 \tAverage100 Score: 24.65"
     assert values(real) == {"Average100 Score": (102, 24.65)}
+
+
+def test_a_bracketed_head_holding_the_step_steps_the_line() -> None:
+    # real shape: `[ep 1 step   300 t=    576s vram= 5904MB] L=0.4826  D=0.4781  PSNR= 3.21  R=0.3503 bpp`
+    v = values("[ep 1 step   300 t=    576s vram= 5904MB] L=0.4826  D=0.4781  PSNR= 3.21  R=0.3503 bpp")
+    assert v == {"L": (300, 0.4826), "D": (300, 0.4781), "PSNR": (300, 3.21), "R": (300, 0.3503)}
+    assert values("[epoch 2 iter 40/100] loss: 0.5") == {"loss": (40, 0.5)}
+    assert values("[INFO] step 7 loss=0.3") == {"loss": (7, 0.3)}  # a tag without a step still comes off

@@ -47,6 +47,10 @@ STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iterati
                        "frames"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
+# a bracketed head that holds the step among other counters (`[ep 1 step   300 t=    576s vram= 5904MB] L=0.48`):
+# not a level tag to drop, the line's step
+BRACKET_STEP = re.compile(r"^\[[^\]]{0,40}?\b(?:step|iter|iteration|global_step)\s*[:=#]?\s*(?P<n>\d+)"
+                          r"(?:\s*/\s*(?P<m>\d+))?\b[^\]]{0,80}\]\s*(?=[A-Za-z])", re.I)
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
 # Python logging's `%(name)s %(levelname)s:` or `%(name)s - %(levelname)s - ` after the time came off
 NAMED_LEVEL = re.compile(r"^[A-Za-z_][\w.\-]{0,60}(?::|\s+-)?\s+(?:INFO|WARNING|DEBUG)(?:\s*:|\s+-)\s+")
@@ -292,6 +296,10 @@ class KeyValueAdapter(Adapter):
                 self.absorbed += 1
                 return out
             if self._counter_line(text, lineno, when, out):  # `[30,  2200] loss:` before tags come off
+                return out
+            if (bs := BRACKET_STEP.match(text)) is not None:
+                total = f"/{bs.group('m')}" if bs.group("m") else ""
+                self._generic(f"step {bs.group('n')}{total}: {text[bs.end():]}", lineno, when, out)
                 return out
             text = LEVEL_TOKEN.sub("", text, count=1)
         if text[:1] in "IWDE":
