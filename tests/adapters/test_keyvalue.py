@@ -353,3 +353,12 @@ def test_a_bracketed_head_holding_the_step_steps_the_line() -> None:
     assert v == {"L": (300, 0.4826), "D": (300, 0.4781), "PSNR": (300, 3.21), "R": (300, 0.3503)}
     assert values("[epoch 2 iter 40/100] loss: 0.5") == {"loss": (40, 0.5)}
     assert values("[INFO] step 7 loss=0.3") == {"loss": (7, 0.3)}  # a tag without a step still comes off
+
+
+def test_a_step_tuple_with_named_metrics() -> None:
+    # real shape (after its ANSI level): `INFO :      fit progress: (1, 4.375000893138216, {'cen_accuracy': 0.0112}, 213.6)`
+    v = values("INFO :      fit progress: (1, 4.375000893138216, {'cen_accuracy': 0.0112}, 213.6)")
+    assert v == {"loss": (1, 4.375000893138216), "cen_accuracy": (1, 0.0112)}
+    assert values('round summary: (12, 0.5, {"acc": 0.9, "f1": 0.8})') == {"loss": (12, 0.5), "acc": (12, 0.9),
+                                                                           "f1": (12, 0.8)}
+    assert values("shape: (3, 4, {'a': 1}, 2, 5)") == {}  # more than one trailing number: no such record

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.shapes import METRIC_WORDS, count_pair, list_pair, total_as_loss
+from trainwatch.adapters.shapes import METRIC_WORDS, count_pair, list_pair, step_tuple, total_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Quality
@@ -328,6 +328,10 @@ class KeyValueAdapter(Adapter):
             return out
         if text[:1] in "sS" and text.lower().startswith("saving checkpoint to"):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
+            return out
+        if text[-1:] == ")" and "{" in text and (tup := step_tuple(text)) is not None:
+            self.printed_step = tup[0]
+            out.extend(Sample(k, v, tup[0], when, self.source, lineno) for k, v in tup[1])
             return out
         if text[-1:] in "]%0123456789" and (single := list_pair(text) or count_pair(text)) is not None:
             # `Validation mIOU: [0.60, 0.80]`, `Validity over 64 molecules: 1.56%`: one metric, at the step reached
