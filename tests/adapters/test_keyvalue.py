@@ -356,9 +356,20 @@ def test_a_bracketed_head_holding_the_step_steps_the_line() -> None:
 
 
 def test_a_step_tuple_with_named_metrics() -> None:
-    # real shape (after its ANSI level): `INFO :      fit progress: (1, 4.375000893138216, {'cen_accuracy': 0.0112}, 213.6)`
+    # real shape (after its ANSI level):
+    # `INFO :      fit progress: (1, 4.375000893138216, {'cen_accuracy': 0.0112}, 213.6)`
     v = values("INFO :      fit progress: (1, 4.375000893138216, {'cen_accuracy': 0.0112}, 213.6)")
     assert v == {"loss": (1, 4.375000893138216), "cen_accuracy": (1, 0.0112)}
     assert values('round summary: (12, 0.5, {"acc": 0.9, "f1": 0.8})') == {"loss": (12, 0.5), "acc": (12, 0.9),
                                                                            "f1": (12, 0.8)}
     assert values("shape: (3, 4, {'a': 1}, 2, 5)") == {}  # more than one trailing number: no such record
+
+
+def test_values_aligned_by_blanks_and_a_bulleted_record() -> None:
+    # real shapes: `    Outer Step:    10      LossTrajs: 1.71446860     ContextsNorm: 0.03509998`
+    # and `2023-08-25 09:25:51 INFO     \t * (global step 50: loss: 0.8082338571548462, lr: 0.001`
+    v = values("    Outer Step:    10      LossTrajs: 1.71446860     ContextsNorm: 0.03509998")
+    assert v == {"LossTrajs": (10, 1.7144686), "ContextsNorm": (10, 0.03509998)}
+    v = values("2023-08-25 09:25:51 INFO     \t * (global step 50: loss: 0.8082338571548462, lr: 0.001")
+    assert v == {"loss": (50, 0.8082338571548462), "lr": (50, 0.001)}
+    assert values("* step:   7    loss:   0.25") == {"loss": (7, 0.25)}

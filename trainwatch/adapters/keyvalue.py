@@ -36,15 +36,15 @@ STEP_PREFIX = re.compile(
     r"\s*[:,|\]\-]?\s*", re.I)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 # blanks that align rather than separate: `Val   Loss: 0.0002` (a phase word padded to the width of `Train`), and
-# `Global Step:     10, accuracy:  10.9%` (values padded, on a line whose fields are split by commas); closed up
+# `Global Step:     10, accuracy:  10.9%` (values padded after their separator); closed up
 # before fields are split at runs of blanks
 ALIGNED_PHASE = re.compile(r"\b(train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])", re.I)
 PHASE_HINT = re.compile(r"[nltvNLTV][ \t]{2}")
 ALIGNED_VALUE = re.compile(r"([:=])[ \t]{2,}(?=[-+.\d])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
-                       "num_updates", "trainer/global_step", "_step", "outer", "round", "tick", "episode", "frame",
-                       "frames"})
+                       "num_updates", "trainer/global_step", "_step", "outer", "outer_step", "round", "tick",
+                       "episode", "frame", "frames"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 # a bracketed head that holds the step among other counters (`[ep 1 step   300 t=    576s vram= 5904MB] L=0.48`):
@@ -71,6 +71,7 @@ KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not impro
 LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
                          r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
 TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
+BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
 BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
 # a tqdm bar at the start of a line with text after it (`Validation: |   | 0/? [00:00<?, ?it/s][12/09/24] INFO ..`)
@@ -116,8 +117,7 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     if "  " in text or "\t" in text:
         if PHASE_HINT.search(text) is not None:  # (the last letter of a phase word, then blanks: cheap to look for)
             text = ALIGNED_PHASE.sub(r"\1 ", text)
-        if ", " in text:
-            text = ALIGNED_VALUE.sub(r"\1 ", text)
+        text = ALIGNED_VALUE.sub(r"\1 ", text)  # (`Outer Step:    10      LossTrajs: 1.71`: blanks align values too)
     fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
     dirty = 0
@@ -356,6 +356,8 @@ class KeyValueAdapter(Adapter):
         total: int | None = None
         if "[" in text[:48] and "/" in text[:64] and self._counter_line(text, lineno, when, out):
             return
+        if text[:1] in "*•(":
+            text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
         m = STEP_PREFIX.match(text)
         if m is not None:
             step = int(m.group("n"))
