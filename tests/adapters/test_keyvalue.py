@@ -373,3 +373,11 @@ def test_values_aligned_by_blanks_and_a_bulleted_record() -> None:
     v = values("2023-08-25 09:25:51 INFO     \t * (global step 50: loss: 0.8082338571548462, lr: 0.001")
     assert v == {"loss": (50, 0.8082338571548462), "lr": (50, 0.001)}
     assert values("* step:   7    loss:   0.25") == {"loss": (7, 0.25)}
+
+
+def test_a_bare_progress_figure_between_pairs_and_epochs_logging_only_batch_zero() -> None:
+    # real shape: `[train] epoch:0 iter:0/18 0.00% lr:0.001000 loss:1.298646 ETA:0.0min`
+    lines = ["[train] epoch:0 iter:0/18 0.00% lr:0.001000 loss:1.298646 ETA:0.0min",
+             "[train] epoch:1 iter:0/18 0.00% lr:0.000753 loss:0.608553 ETA:0.0min",
+             "[train] epoch:2 iter:0/18 0.00% lr:0.000500 loss:0.5 ETA:0.0min"]
+    assert series(run(KeyValueAdapter(""), lines), "loss") == [(0, 1.298646), (1, 0.608553), (2, 0.5)]

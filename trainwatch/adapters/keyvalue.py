@@ -84,6 +84,7 @@ MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's
 # Keras fit lines: `32/32 [====] - 1s 5ms/step - loss: ...`, or Keras 2's verbose=2 ` - 24s - loss: ...`
 KERAS_LINE = re.compile(r"^\s*(?:\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
+BARE_NUMBER = re.compile(NUM + r"%?\s+(?=[A-Za-z_])")
 SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separator (`epoch 0 : loss : 5.7`)
 LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test|testing|eval|evaluation)\b")
 LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
@@ -132,6 +133,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                     m = None  # (`Initializing distributed: GLOBAL_RANK: 0`: no metric, no label)
                 elif m is not None and (word := LABEL_PHASE.search(label.group())) is not None:
                     phase = word.group().lower().replace("ing", "") + "_"  # `Testing ..`: test
+            if m is None and pos > 0 and (bare := BARE_NUMBER.match(field, pos)) is not None:
+                pos = bare.end()  # `iter:0/18 0.00% lr:0.001`: a bare progress figure between pairs
+                continue
             if m is None:
                 break
             value = _number(m.group("v"))
@@ -476,7 +480,7 @@ class KeyValueAdapter(Adapter):
             return n, self.inner_base > 0
         last = self.inner_last
         if last is not None and epoch > last[0] and n <= last[1]:
-            self.inner_base += last[1]
+            self.inner_base += max(last[1], 1)  # (an epoch that logged only its batch 0 still moved on)
         self.inner_last = (epoch, n)
         return self.inner_base + n, self.inner_base > 0
 
