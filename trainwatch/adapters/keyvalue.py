@@ -36,7 +36,7 @@ STEP_PREFIX = re.compile(
     r"\s*[:,|\]\-]?\s*", re.I)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 # blanks that align rather than separate: `Val   Loss: 0.0002` (a phase word padded to the width of `Train`), and
-# `Global Step:     10, accuracy:  10.9%` (values padded after their separator); closed up
+# `Global Step:     10, accuracy:  10.9%` (values padded, on a line whose fields are split by commas); closed up
 # before fields are split at runs of blanks
 ALIGNED_PHASE = re.compile(r"\b(train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])", re.I)
 PHASE_HINT = re.compile(r"[nltvNLTV][ \t]{2}")
@@ -118,7 +118,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     if "  " in text or "\t" in text:
         if PHASE_HINT.search(text) is not None:  # (the last letter of a phase word, then blanks: cheap to look for)
             text = ALIGNED_PHASE.sub(r"\1 ", text)
-        text = ALIGNED_VALUE.sub(r"\1 ", text)  # (`Outer Step:    10      LossTrajs: 1.71`: blanks align values too)
+        if ", " in text:
+            text = ALIGNED_VALUE.sub(r"\1 ", text)
     fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
     dirty = 0
