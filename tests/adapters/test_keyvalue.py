@@ -345,3 +345,37 @@ def test_tab_separated_counters_are_part_of_the_record() -> None:
     assert not samples(recs, "Frame") and not samples(recs, "Episode")  # counters, not series
     real = "\rEpisode 101\tFrame 2481 \tAverage100 Score: 24.61\rEpisode 102\tFrame 2511 \tAverage100 Score: 24.65"
     assert values(real) == {"Average100 Score": (102, 24.65)}
+
+
+def test_a_bracketed_head_holding_the_step_steps_the_line() -> None:
+    # real shape: `[ep 1 step   300 t=    576s vram= 5904MB] L=0.4826  D=0.4781  PSNR= 3.21  R=0.3503 bpp`
+    v = values("[ep 1 step   300 t=    576s vram= 5904MB] L=0.4826  D=0.4781  PSNR= 3.21  R=0.3503 bpp")
+    assert v == {"L": (300, 0.4826), "D": (300, 0.4781), "PSNR": (300, 3.21), "R": (300, 0.3503)}
+    assert values("[epoch 2 iter 40/100] loss: 0.5") == {"loss": (40, 0.5)}
+    assert values("[INFO] step 7 loss=0.3") == {"loss": (7, 0.3)}  # a tag without a step still comes off
+
+
+def test_a_step_tuple_with_named_metrics() -> None:
+    # real shape (after its ANSI level):
+    # `INFO :      fit progress: (1, 4.375000893138216, {'cen_accuracy': 0.0112}, 213.6)`
+    v = values("INFO :      fit progress: (1, 4.375000893138216, {'cen_accuracy': 0.0112}, 213.6)")
+    assert v == {"loss": (1, 4.375000893138216), "cen_accuracy": (1, 0.0112)}
+    assert values('round summary: (12, 0.5, {"acc": 0.9, "f1": 0.8})') == {"loss": (12, 0.5), "acc": (12, 0.9),
+                                                                           "f1": (12, 0.8)}
+    assert values("shape: (3, 4, {'a': 1}, 2, 5)") == {}  # more than one trailing number: no such record
+
+
+def test_a_bulleted_record() -> None:
+    # real shape: `2023-08-25 09:25:51 INFO     \t * (global step 50: loss: 0.8082338571548462, lr: 0.001`
+    v = values("2023-08-25 09:25:51 INFO     \t * (global step 50: loss: 0.8082338571548462, lr: 0.001")
+    assert v == {"loss": (50, 0.8082338571548462), "lr": (50, 0.001)}
+    assert values("* step: 7, loss: 0.25") == {"loss": (7, 0.25)}
+    assert values("Outer Step: 10, LossTrajs: 1.71") == {"LossTrajs": (10, 1.71)}
+
+
+def test_a_bare_progress_figure_between_pairs_and_epochs_logging_only_batch_zero() -> None:
+    # real shape: `[train] epoch:0 iter:0/18 0.00% lr:0.001000 loss:1.298646 ETA:0.0min`
+    lines = ["[train] epoch:0 iter:0/18 0.00% lr:0.001000 loss:1.298646 ETA:0.0min",
+             "[train] epoch:1 iter:0/18 0.00% lr:0.000753 loss:0.608553 ETA:0.0min",
+             "[train] epoch:2 iter:0/18 0.00% lr:0.000500 loss:0.5 ETA:0.0min"]
+    assert series(run(KeyValueAdapter(""), lines), "loss") == [(0, 1.298646), (1, 0.608553), (2, 0.5)]

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.shapes import METRIC_WORDS, count_pair, list_pair, total_as_loss
+from trainwatch.adapters.shapes import METRIC_WORDS, count_pair, list_pair, step_tuple, total_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Quality
@@ -43,10 +43,14 @@ PHASE_HINT = re.compile(r"[nltvNLTV][ \t]{2}")
 ALIGNED_VALUE = re.compile(r"([:=])[ \t]{2,}(?=[-+.\d])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
-                       "num_updates", "trainer/global_step", "_step", "outer", "round", "tick", "episode", "frame",
-                       "frames"})
+                       "num_updates", "trainer/global_step", "_step", "outer", "outer_step", "round", "tick",
+                       "episode", "frame", "frames"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
+# a bracketed head that holds the step among other counters (`[ep 1 step   300 t=    576s vram= 5904MB] L=0.48`):
+# not a level tag to drop, the line's step
+BRACKET_STEP = re.compile(r"^\[[^\]]{0,40}?\b(?:step|iter|iteration|global_step)\s*[:=#]?\s*(?P<n>\d+)"
+                          r"(?:\s*/\s*(?P<m>\d+))?\b[^\]]{0,80}\]\s*(?=[A-Za-z])", re.I)
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
 # Python logging's `%(name)s %(levelname)s:` or `%(name)s - %(levelname)s - ` after the time came off
 NAMED_LEVEL = re.compile(r"^[A-Za-z_][\w.\-]{0,60}(?::|\s+-)?\s+(?:INFO|WARNING|DEBUG)(?:\s*:|\s+-)\s+")
@@ -67,6 +71,7 @@ KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not impro
 LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
                          r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
 TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
+BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
 BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
 # a tqdm bar at the start of a line with text after it (`Validation: |   | 0/? [00:00<?, ?it/s][12/09/24] INFO ..`)
@@ -79,6 +84,7 @@ MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's
 # Keras fit lines: `32/32 [====] - 1s 5ms/step - loss: ...`, or Keras 2's verbose=2 ` - 24s - loss: ...`
 KERAS_LINE = re.compile(r"^\s*(?:\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
+BARE_NUMBER = re.compile(NUM + r"%?\s+(?=[A-Za-z_])")
 SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separator (`epoch 0 : loss : 5.7`)
 LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test|testing|eval|evaluation)\b")
 LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
@@ -128,6 +134,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                     m = None  # (`Initializing distributed: GLOBAL_RANK: 0`: no metric, no label)
                 elif m is not None and (word := LABEL_PHASE.search(label.group())) is not None:
                     phase = word.group().lower().replace("ing", "") + "_"  # `Testing ..`: test
+            if m is None and pos > 0 and (bare := BARE_NUMBER.match(field, pos)) is not None:
+                pos = bare.end()  # `iter:0/18 0.00% lr:0.001`: a bare progress figure between pairs
+                continue
             if m is None:
                 break
             value = _number(m.group("v"))
@@ -293,6 +302,10 @@ class KeyValueAdapter(Adapter):
                 return out
             if self._counter_line(text, lineno, when, out):  # `[30,  2200] loss:` before tags come off
                 return out
+            if (bs := BRACKET_STEP.match(text)) is not None:
+                total = f"/{bs.group('m')}" if bs.group("m") else ""
+                self._generic(f"step {bs.group('n')}{total}: {text[bs.end():]}", lineno, when, out)
+                return out
             text = LEVEL_TOKEN.sub("", text, count=1)
         if text[:1] in "IWDE":
             text = LEVEL_WORD.sub("", text, count=1)
@@ -321,6 +334,10 @@ class KeyValueAdapter(Adapter):
         if text[:1] in "sS" and text.lower().startswith("saving checkpoint to"):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
             return out
+        if text[-1:] == ")" and "{" in text and (tup := step_tuple(text)) is not None:
+            self.printed_step = tup[0]
+            out.extend(Sample(k, v, tup[0], when, self.source, lineno) for k, v in tup[1])
+            return out
         if text[-1:] in "]%0123456789" and (single := list_pair(text) or count_pair(text)) is not None:
             # `Validation mIOU: [0.60, 0.80]`, `Validity over 64 molecules: 1.56%`: one metric, at the step reached
             step, inferred = self._stepless_step([single], lineno, out)
@@ -344,6 +361,8 @@ class KeyValueAdapter(Adapter):
         total: int | None = None
         if "[" in text[:48] and "/" in text[:64] and self._counter_line(text, lineno, when, out):
             return
+        if text[:1] in "*•(":
+            text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
         m = STEP_PREFIX.match(text)
         if m is not None:
             step = int(m.group("n"))
@@ -462,7 +481,7 @@ class KeyValueAdapter(Adapter):
             return n, self.inner_base > 0
         last = self.inner_last
         if last is not None and epoch > last[0] and n <= last[1]:
-            self.inner_base += last[1]
+            self.inner_base += max(last[1], 1)  # (an epoch that logged only its batch 0 still moved on)
         self.inner_last = (epoch, n)
         return self.inner_base + n, self.inner_base > 0
 

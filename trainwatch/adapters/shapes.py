@@ -183,6 +183,23 @@ def total_as_loss(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
             for k, v in pairs]
 
 
+# a round's summary printed as a tuple (`fit progress: (3, 3.04, {'cen_accuracy': 0.206}, 1915.6)`): the step,
+# the loss, then its named metrics, then the seconds elapsed (Flower's history; any `(step, loss, {...})`)
+STEP_TUPLE = re.compile(r"^[:\s]*[A-Za-z][\w ]{0,40}?\s*:\s*\(\s*(?P<n>\d+)\s*,\s*(?P<loss>" + NUM
+                        + r")\s*,\s*\{(?P<d>[^{}]{0,600})\}\s*(?:,\s*" + NUM + r"\s*)?\)\s*$")
+DICT_ITEM = re.compile(r"['\"](?P<k>[A-Za-z_][\w/.\-]{0,60})['\"]\s*:\s*(?P<v>" + NUM + r")")
+
+
+def step_tuple(text: str) -> tuple[int, list[tuple[str, float]]] | None:
+    """`label: (step, loss, {'name': value, ...}[, seconds])` as (step, [("loss", loss), (name, value)...])."""
+    m = STEP_TUPLE.match(text)
+    if m is None:
+        return None
+    pairs = [("loss", float(m.group("loss")))]
+    pairs += [(d.group("k"), float(d.group("v"))) for d in DICT_ITEM.finditer(m.group("d"))]
+    return int(m.group("n")), pairs
+
+
 def list_pair(text: str) -> tuple[str, float] | None:
     """`key: [a, b, ...]` as (key, mean of the values)."""
     m = LIST_PAIR.match(text)
