@@ -31,18 +31,19 @@ def _key(f: dict[str, Any]) -> tuple[str, str, str]:
     return f["id"], str(f.get("subject", "")), f["severity"]
 
 
-END_ONLY = {"quality.not_learning", "quality.collapse", "quality.overfit", "run.ended_early"}
+END_ONLY = {"quality.not_learning", "quality.collapse", "quality.overfit", "quality.no_progress", "run.ended_early"}
 """Rules that judge a run as a whole once its source has ended (`on_end` alone): a `tail` stopped while
 following never reaches that end, so it cannot be asked to have fired them."""
 
 
 def _lowered(check: dict[str, Any], key: tuple[str, str, str]) -> bool:
     """`check` reports this alert at a lower severity: an echo folded into its incident's root, or a
-    crash of an earlier attempt. Both are judgements over the whole log, which `tail` tells live as it
-    fired."""
+    crash of an earlier attempt, or a divergence the loss came back from by the end. All are judgements
+    over the whole log, which `tail` tells live as it fired."""
     return any((f["id"], str(f.get("subject", ""))) == key[:2] and (f.get("echo_of") or "earlier attempt" in
                                                                      f.get("message", "")
-                                                                     or f.get("evidence", {}).get("root_cause"))
+                                                                     or f.get("evidence", {}).get("root_cause")
+                                                                     or "recovered_to" in f.get("evidence", {}))
                for f in check["findings"])
 
 

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from trainwatch.model import Finding
+from trainwatch.rules.divergence import LossDiverging as ArrayLossDiverging
 from trainwatch.rules.divergence import (_Low, band, blows_up, episode_finding, first_of_rise, start_finding,
                                           uniform_loss)
 from trainwatch.rules.base import Rule, RuleContext, median
@@ -40,6 +41,8 @@ class LossDiverging(Rule):
 
     id = "loss.diverging"
     watches = ("loss",)
+    # a judgement over the whole run once it has ended, the same whichever way its rows were judged
+    lower_at_end = ArrayLossDiverging.lower_at_end
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
