@@ -8,8 +8,8 @@ step) while this script rotates the file the ways logrotate does. `trainwatch st
 - create: rename, a new empty file, the writer reopens at once (a postrotate reload);
 - create, late reopen: the same, but the writer writes on into the renamed file for a second first;
 - copytruncate: the file is copied and truncated in place, the writer never reopens. Lines a reader
-  had not read when the truncate came are in the copy only, and lost to any follower of the path
-  (logrotate says so): the stream, which reads every --interval (0.1 s here), loses up to that much.
+  had not read when the truncate came are in the copy only; the follower finds the copy by its bytes
+  and reads them there. Lines written between the copy and the truncate are lost to everyone.
 
 Restarts: a writer writes on while `tail --headless --alert-log A --on-alert CMD` is killed (SIGTERM and
 SIGKILL in turn) and started again, CYCLES times, at moments that know nothing of what it has read; a

@@ -89,3 +89,55 @@ def test_lines_written_to_the_renamed_file_before_the_reopen_are_read_once(tmp_p
         writer.close()
         follower.close()
     assert got == list(range(1, 211))
+
+
+def _copytruncate(log: Path, copy: Path) -> None:
+    """What logrotate's `copytruncate` does: copy the file's bytes, then truncate it in place."""
+    copy.write_bytes(log.read_bytes())
+    with open(log, "r+b") as f:
+        f.truncate(0)
+
+
+@pytest.mark.parametrize("copy_name", ["train.log.1", "train.log-20261128"])
+def test_lines_written_after_the_last_read_and_before_a_copytruncate_come_from_the_copy(
+        tmp_path: Path, copy_name: str) -> None:
+    log = tmp_path / "train.log"
+    log.touch()
+    (tmp_path / "train.log.2.gz").write_bytes(b"\x1f\x8b not a copy")  # an older, compressed rotation
+    (tmp_path / "train.log.old").write_text("step 999 loss=1.0\n" * 500)  # same name, another stream
+    writer = Writer(log)
+    follower = FileFollower(log)
+    got: list[int] = []
+    chunk = None
+    try:
+        writer.do("write 100")
+        got += _steps(follower.poll().lines)
+        writer.do("write 40")  # written, not yet read, when the rotation copies and truncates
+        _copytruncate(log, tmp_path / copy_name)
+        writer.do("write 5")  # the writer appends (O_APPEND) into the emptied file
+        chunk = follower.poll()
+        got += _steps(chunk.lines)
+    finally:
+        writer.close()
+        follower.close()
+    assert got == list(range(1, 146))
+    assert chunk is not None and chunk.restarted and any("truncated" in n for n in chunk.notices)
+    assert [n for n, _ in chunk.lines][:2] == [101, 102]  # the copy's lines keep the old file's numbers
+    assert [n for n, _ in chunk.lines][-5:] == [1, 2, 3, 4, 5]
+
+
+def test_a_copytruncate_without_a_matching_copy_reads_the_new_start_as_before(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.touch()
+    writer = Writer(log)
+    follower = FileFollower(log)
+    try:
+        writer.do("write 100")
+        assert _steps(follower.poll().lines) == list(range(1, 101))
+        writer.do("write 40")
+        _copytruncate(log, tmp_path / "elsewhere.log")  # `olddir` or a name we do not know: not found
+        writer.do("write 5")
+        assert _steps(follower.poll().lines) == list(range(141, 146))
+    finally:
+        writer.close()
+        follower.close()

@@ -33,6 +33,11 @@ ROTATE_WAIT_S = 5.0
 """After a rotation, the renamed file is still read until it has had nothing new for this long: under
 logrotate's `create` the program writes on into the old file until its reopen (a postrotate reload, a
 handler that reopens on its next record). Fluent Bit's `Rotate_Wait` is the same idea."""
+SEEN_TAIL = 256
+"""The last bytes read are kept: after a copytruncate, the copy whose bytes just before our offset are
+these is the same stream, and what it holds beyond our offset was written before the truncate."""
+COPY_SUFFIX_SKIP = (".gz", ".bz2", ".xz", ".zst", ".z", ".lz4")
+MAX_COPIES_TRIED = 16
 
 
 @dataclass
@@ -96,6 +101,7 @@ class FileFollower:
         self._partial = b""
         self._partial_skip = False  # the held line passed MAX_LINE: the rest of it is dropped
         self._from_end = from_end
+        self._seen_tail = b""  # the last SEEN_TAIL bytes read before self._offset
         self._missing_said = False
         self._unreadable_said = False
         self._doc_sig: tuple[int, int, int] | None = None
@@ -154,9 +160,11 @@ class FileFollower:
             if not self._open(st, out):
                 return out
         elif st.st_size < self._offset:
+            self._read_copy(out)
             self._end_raw(out)
             out.notices.append(f"{self.path}: file was truncated; reading it again from the start")
             self._offset = 0
+            self._seen_tail = b""
             self._lineno = 0
             self._partial = b""
             self._partial_skip = False  # the new text's first line is no rest of the old long one
@@ -207,7 +215,7 @@ class FileFollower:
         r = self._rotated
         assert r is not None
         first = len(out.lines)
-        mine = (self._fd, self._offset, self._lineno, self._partial, self._partial_skip, self.more)
+        mine = (self._fd, self._offset, self._lineno, self._partial, self._partial_skip, self.more, self._seen_tail)
         self._fd, self._offset, self._lineno = r.fd, r.offset, r.lineno
         self._partial, self._partial_skip = r.partial, r.partial_skip
         try:
@@ -220,9 +228,67 @@ class FileFollower:
                 out.lines.extend(self.flush_partial())  # its writer has moved on: the last line is whole
                 self._let_go_of_rotated()
         finally:
-            self._fd, self._offset, self._lineno, self._partial, self._partial_skip, self.more = mine
+            self._fd, self._offset, self._lineno, self._partial, self._partial_skip, self.more, self._seen_tail = mine
             if self._offsets:  # offsets in a file no longer at the path
                 out.ends[first:] = [None] * (len(out.lines) - first)
+
+    def _read_copy(self, out: Chunk) -> None:
+        """Under logrotate's `copytruncate`, lines written after our last read and before the truncate
+        are only in the copy (`run.log.1`, `run.log-20261128`): the sibling whose bytes just before our
+        offset are the ones we read last is that copy, and its rest is read as the old file's end."""
+        if self._fd is None or not self._seen_tail or self._offset < len(self._seen_tail):
+            return
+        for cand in self._copy_candidates():
+            try:
+                fd = os.open(cand, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                before = os.pread(fd, len(self._seen_tail), self._offset - len(self._seen_tail))
+            except OSError:
+                os.close(fd)
+                continue
+            if before != self._seen_tail:
+                os.close(fd)
+                continue
+            mine = self._fd
+            self._fd = fd
+            try:
+                self._drain(out)
+                self._end_raw(out)
+                out.lines.extend(self.flush_partial())  # the copy's last line: its writer went on elsewhere
+            finally:
+                self._fd = mine
+                self.more = False
+                os.close(fd)
+            if self._offsets:  # offsets in a file no longer at the path
+                missing = len(out.lines) - len(out.ends)
+                if missing > 0:
+                    out.ends.extend([None] * missing)
+            return
+
+    def _copy_candidates(self) -> list[Path]:
+        """Siblings named after the file (`NAME.1`, `NAME-DATE`), uncompressed, at least as long as what
+        was read, newest first."""
+        try:
+            entries = list(os.scandir(self.path.parent))
+        except OSError:
+            return []
+        name = self.path.name
+        found: list[tuple[float, Path]] = []
+        for e in entries:
+            if not e.name.startswith(name) or e.name == name or e.name[len(name)] not in ".-_":
+                continue
+            if e.name.lower().endswith(COPY_SUFFIX_SKIP):
+                continue
+            try:
+                st = e.stat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size >= self._offset:
+                found.append((st.st_mtime, Path(e.path)))
+        found.sort(key=lambda t: -t[0])
+        return [p for _, p in found[:MAX_COPIES_TRIED]]
 
     def _let_go_of_rotated(self) -> None:
         r, self._rotated = self._rotated, None
@@ -252,6 +318,7 @@ class FileFollower:
         self._ino = (st.st_dev, st.st_ino)
         self._missing_said = self._unreadable_said = False
         self._lineno = 0
+        self._seen_tail = b""
         self._partial = b""
         self._partial_skip = False
         self._offset = 0
@@ -308,6 +375,7 @@ class FileFollower:
             if not data:
                 break
             self._offset += len(data)
+            self._seen_tail = (self._seen_tail + data[-SEEN_TAIL:])[-SEEN_TAIL:]
             joined = self._partial + data if self._partial else data
             if self._raw:
                 self._take_raw(joined, out)
