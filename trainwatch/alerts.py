@@ -200,6 +200,8 @@ class AlertBook:
             self.alerts[a.fingerprint] = a
             return
         record.add_episode(episode)
+        a.episodes = [episode]  # told as its own change: this episode (shared, so it ends with the record's)
+        a.episode_count = record.episode_count  # ... and which one it is
         record.state = AlertState.FIRING
         record.resolved_at = None
         record.retracted = ""  # it holds again: what disproved the last episode does not disprove this one

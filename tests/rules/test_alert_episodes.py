@@ -29,6 +29,21 @@ def test_live_path_sees_every_transition(tmp_path: Path) -> None:
                       (AlertState.RESOLVED, 7)]
 
 
+def test_each_live_change_says_which_episode_it_is(tmp_path: Path) -> None:
+    cfg = tmp_path / "tw.yaml"
+    cfg.write_text(RANGE)
+    r = Run(user_files=[cfg])
+    told = []  # serialised as a sink does, when the change is told
+    for s, v in enumerate([1, 1, 6, 7, 1, 1, 8, 9, 1, 1], start=1):
+        told += [c.alert.to_dict() for c in r.step(s, foo=float(v)) if c.alert.rule == "foo.high"]
+    assert [(d["state"], d["episode_count"], d["episodes"]) for d in told] == [
+        ("firing", 1, [{"start": 3, "end": 3, "resolved": False}]),
+        ("resolved", 1, [{"start": 3, "end": 4, "resolved": True}]),
+        ("firing", 2, [{"start": 7, "end": 7, "resolved": False}]),
+        ("resolved", 2, [{"start": 7, "end": 8, "resolved": True}]),
+    ]
+
+
 def test_report_keeps_one_record_dated_at_the_first_episode(tmp_path: Path) -> None:
     r = flapping(tmp_path)
     records = [a for a in r.engine.alerts() if a.rule == "foo.high"]
