@@ -17,8 +17,6 @@ LOG = ROOT / "examples" / "logs" / "hf_high_lr.log"
 pytestmark = pytest.mark.skipif(TMUX is None or not LOG.is_file(), reason="needs tmux and examples/logs")
 
 
-@pytest.mark.xfail(reason="issue 23 section 5: the footer and badge changed; this small-terminal check is not yet "
-                          "updated to them", strict=False)
 def test_small_terminal_keeps_badge_alert_and_fix_then_grows_and_ctrl_s_saves(tmp_path: Path) -> None:
     from tests.tui.test_e2e_tmux import _expected_alert
 

@@ -109,10 +109,12 @@ async def test_until_done_closes_the_dashboard_when_every_run_has_ended(tmp_path
     assert watcher.finished.is_set()
 
 
-async def test_a_log_named_but_not_recognised_yet_is_unknown_until_read(tmp_path: Path) -> None:
+async def test_a_log_named_but_not_recognised_yet_is_unknown_until_read(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Its engine source exists from the start (for the task guess), yet nothing of it is read."""
+    monkeypatch.chdir(tmp_path)  # a short path: the notice fits on one line of the pane, however deep tmp is
     lines = HEALTHY.read_text(encoding="utf-8").splitlines(keepends=True)
-    path = tmp_path / "run.log"
+    path = Path("run.log")
     path.write_text("".join(lines[:3]), encoding="utf-8")
     app = _app([str(path)])
     async with app.run_test(size=(120, 40)) as pilot:
@@ -124,8 +126,10 @@ async def test_a_log_named_but_not_recognised_yet_is_unknown_until_read(tmp_path
         await _until(pilot, lambda: app.snapshot is not None and app.snapshot.badge == "OK", "OK once it is read")
 
 
-async def test_a_forced_format_that_understands_nothing_is_unknown(tmp_path: Path) -> None:
-    path = tmp_path / "run.log"
+async def test_a_forced_format_that_understands_nothing_is_unknown(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a short path, as above
+    path = Path("run.log")
     path.write_text(HEALTHY.read_text(encoding="utf-8"), encoding="utf-8")
     watcher = Watcher([str(path)], fmt="jsonl", gpu=False, poll=True, poll_interval=0.1)
     app = TrainwatchApp(watcher, refresh_s=0.05)

@@ -104,12 +104,14 @@ def row(a: AlertView, width: int) -> Content:
     return Content("\n").join(lines)
 
 
-def detail(a: AlertView | None, width: int | None = None, unread: tuple[str, ...] | None = None) -> Content:
+def detail(a: AlertView | None, width: int | None = None, unread: tuple[str, ...] | None = None,
+           fixes_first: bool = False) -> Content:
     """The message, the fixes in the order the rule gives them, then the evidence.
 
     With a `width` the title goes on a line of its own when it does not fit beside the severity,
     so a narrow panel still shows it whole rather than broken after a few words. With no alert and
-    `unread` given (nothing read yet), the watcher's notices, which say why.
+    `unread` given (nothing read yet), the watcher's notices, which say why. `fixes_first` puts what
+    to try before the message: a panel too short for both keeps the advice in view.
     """
     if a is None and unread is not None:
         lines = [Content.styled("Nothing understood yet: no verdict.", "bold $warning")]
@@ -124,14 +126,20 @@ def detail(a: AlertView | None, width: int | None = None, unread: tuple[str, ...
     head = Content.assemble(word, " ", title, ack)
     if width is not None and head.cell_length > width:
         head = Content.assemble(word, ack, "\n", title)
-    parts = [head, Content(a.message)]
+    parts = [head]
+    advice: list[Content] = []
+    if a.fixes:
+        advice.append(Content.styled("what to try", "bold $accent"))
+        for i, fix in enumerate(a.fixes, 1):
+            advice.append(Content.assemble((f"  {i}. ", "bold"), fix))
+    if fixes_first:
+        parts += advice
+    parts.append(Content(a.message))
     if a.held:
         parts.append(Content.styled("held back: another alert explains this one (inhibition); it does not count "
                                     "towards the badge" + ("" if a.told else " and was not sent"), "$text-muted"))
-    if a.fixes:
-        parts.append(Content.styled("what to try", "bold $accent"))
-        for i, fix in enumerate(a.fixes, 1):
-            parts.append(Content.assemble((f"  {i}. ", "bold"), fix))
+    if not fixes_first:
+        parts += advice
     parts.append(Content.assemble(("rule ", "$text-muted"), a.rule, ("  source ", "$text-muted"), a.source,
                               (f":{a.line}" if a.line else ""), ("  step ", "$text-muted"),
                               str(a.step) if a.step is not None else "?", ("  seen ", "$text-muted"), f"{a.count}×"))
@@ -142,6 +150,14 @@ def detail(a: AlertView | None, width: int | None = None, unread: tuple[str, ...
             text = fmt(v) if isinstance(v, float) else str(v)
             parts.append(Content.assemble(("  " + str(k) + ": ", "$text-muted"), text[:200]))
     return Content("\n").join(parts)
+
+
+def _line_of(content: Content, width: int, text: str) -> int:
+    """The row, wrapped at `width`, of the first line that starts with `text` (a large number if none)."""
+    for i, line in enumerate(content.wrap(width)):
+        if line.plain.startswith(text):
+            return i
+    return 1 << 30
 
 
 class AlertDetail(Static):
@@ -155,16 +171,20 @@ class AlertDetail(Static):
         self._shown: AlertView | None = None
         self._unread: tuple[str, ...] | None = None
         self._width: int | None = None
+        self._height = 0
         self._lines = -1  # the text's height at that width: the scroll range depends on it
 
     def show(self, a: AlertView | None, unread: tuple[str, ...] | None = None) -> None:
         """Redraws only when the text changed; relayouts only when its height did (a repeat of the same
         alert only bumps "seen N×"), so a refresh that changes nothing here costs nothing here."""
         width = self.content_size.width or None
-        if (a, unread, width) == (self._shown, self._unread, self._width):
+        height = self.content_size.height
+        if (a, unread, width, height) == (self._shown, self._unread, self._width, self._height):
             return
-        self._shown, self._unread, self._width = a, unread, width
+        self._shown, self._unread, self._width, self._height = a, unread, width, height
         content = detail(a, width, unread)
+        if width and height and a is not None and a.fixes and _line_of(content, width, "what to try") >= height:
+            content = detail(a, width, unread, fixes_first=True)  # the advice would be out of view
         lines = len(content.wrap(width)) if width else -1
         self.update(content, layout=lines != self._lines or lines < 0)
         self._lines = lines
