@@ -245,6 +245,7 @@ class LossPlateau(ArrayRule):
 
 
 FELL = "fell"  # flat_from_start's verdict on a loss that fell beyond its noise
+FIRST_CACHE_MAX = 4096  # run segments whose start loss.flat_from_start keeps read (a few per source)
 
 
 @dataclass
@@ -292,7 +293,9 @@ class LossFlatFromStart(ArrayRule):
         self._verdicts: dict[str, _Verdicts] = {}
         self._steps = StepDowns()
         self._withdrawn: dict[str, list[tuple[int, str]]] = {}
-        self._first: tuple[Any, ...] | None = None  # (segment, h, its start's median, its noise): the last start read
+        self._first: dict[int, tuple[Any, ...]] = {}
+        """Per run segment (by identity): (segment, h, its start's median, its noise), the last start read.
+        One entry per segment, so many sources judged in turn each keep theirs."""
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         p = self.p
@@ -396,7 +399,7 @@ class LossFlatFromStart(ArrayRule):
             return False  # the cadence and the quarters still grow, or the head is still being read
         if seg.head_steps[0] > p.start_within:  # the head holds quarter_max points (above)
             return False
-        known = self._first
+        known = self._first.get(id(seg))
         if known is not None and known[0] is seg and known[1] == qmax:
             first, head_noise = known[2], known[3]
         else:
@@ -419,11 +422,16 @@ class LossFlatFromStart(ArrayRule):
         bar = first * (1 - 2 * p.min_drop)
         if not (few_med.at(feed.off + r[looked]) + 3 * median_se(head_noise, 9) < bar).all():
             return False
-        self._first = (seg, qmax, first, head_noise)
+        self._remember_first(seg, qmax, first, head_noise)
         st.next = (seg, int(nk[judged[-1]]) + stride)
         if (looked | rising[r]).any():
             st.flat_since = None
         return True
+
+    def _remember_first(self, seg: object, h: int, first: float, noise: float) -> None:
+        if len(self._first) >= FIRST_CACHE_MAX and id(seg) not in self._first:
+            self._first.clear()  # bounded on a week of restarts: a start is cheap to read again
+        self._first[id(seg)] = (seg, h, first, noise)
 
     def _judge(self, seg: object, head: list[float], head_steps: list[int], n: int,
                tail: Callable[[int], list[float]], need: int, step: int,
@@ -436,13 +444,13 @@ class LossFlatFromStart(ArrayRule):
         if n < need or not head or head_steps[0] > self.p.start_within:
             return None, None
         h = max(2, min(n // 4, self.p.quarter_max, len(head)))
-        known = self._first
+        known = self._first.get(id(seg))
         if known is not None and known[0] is seg and known[1] == h:
             first, head_noise = known[2], known[3]  # h stops growing at quarter_max: the start is then fixed
         else:
             start = head[:h]
             first, head_noise = median(start), nz(diff_sigma(start))
-            self._first = (seg, h, first, head_noise)
+            self._remember_first(seg, h, first, head_noise)
         if first <= 0:
             return None, None
         min_drop = self.p.min_drop
