@@ -86,3 +86,47 @@ def test_rank_files_and_their_launcher_are_one_job() -> None:
     opened = [Src("job/rank0.log"), Src("job/rank1.log"), Src("job/torchrun.log"), Src("other/train.log"),
               Src("other/eval.log")]
     assert runs(opened) == [[0, 1, 2], [3], [4]]
+
+
+def _without_clock(doc: dict) -> dict:
+    """The document less what depends on the wall clock at the moment of the check."""
+    text = json.dumps(doc, sort_keys=True)
+    for key in ("generated", "quiet_s", "checked_at"):
+        text = text.replace(key, "_")
+    out = json.loads(text)
+    for f in out["findings"]:
+        f.pop("started_at", None)
+        f.pop("resolved_at", None)
+    return out
+
+
+def test_runs_judged_in_parallel_say_what_one_process_says(tmp_path: Path) -> None:
+    logs = Path(__file__).resolve().parents[1] / "examples" / "logs"
+    for name in ("hf_high_lr.log", "hf_healthy.log", "torch_bad_sample.log", "grpo_tiny.log"):
+        shutil.copy(logs / name, tmp_path / name)
+    (tmp_path / "notes.log").write_text("nothing a trainer printed\n" * 3)  # skipped, with its note
+
+    def run(jobs: str) -> tuple[int, dict]:
+        proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(tmp_path), "--json", "-j", jobs],
+                              capture_output=True, text=True, timeout=120)
+        return proc.returncode, json.loads(proc.stdout)
+
+    code1, one = run("1")
+    code2, two = run("2")
+    assert one["runs"] == 4 and code1 == 2
+    assert code2 == code1
+    assert [f["id"] for f in two["findings"]] == [f["id"] for f in one["findings"]]
+    assert [f["message"] for f in two["findings"]] == [f["message"] for f in one["findings"]]
+    assert [s["path"] for s in two["sources"]] == [s["path"] for s in one["sources"]]
+    assert two["sources"][0]["skipped"] == one["sources"][0]["skipped"]
+
+
+def test_a_named_file_nothing_understood_in_is_one_error_line_in_parallel_too(tmp_path: Path) -> None:
+    logs = Path(__file__).resolve().parents[1] / "examples" / "logs"
+    shutil.copy(logs / "hf_healthy.log", tmp_path / "a.log")
+    bad = tmp_path / "b.log"
+    bad.write_text('{"loss": "not a number"}\n' * 20)
+    proc = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(tmp_path / "a.log"), str(bad),
+                           "--format", "jsonl", "-j", "2"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

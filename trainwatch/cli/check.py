@@ -32,7 +32,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "on another machine")
     add_engine_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    p.add_argument("-j", "--jobs", type=jobs_count, default=default_jobs(), metavar="N",
+                   help="judge up to N runs at once, one process each (default: the CPUs this process may "
+                        "use; 1 judges in this process)")
     p.set_defaults(run=run)
+
+
+def default_jobs() -> int:
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def jobs_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs must be a whole number, not {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("--jobs must be at least 1")
+    return n
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
@@ -242,8 +264,23 @@ def judge(paths: list[str], names: dict[str, str], fmt: str | None, preset: str 
     engine (no log judged by its neighbours); the notes on files skipped. `after(engine)` feeds what only
     the caller knows (`run`: the child's end) once a run's files are read. Raises SourceError when no file
     yields a run."""
-    import time
+    opened, skipped, local_of = _opened(paths, names, fmt)
+    explicit = {str(Path(p)) for p in paths}
+    judged = []
+    for run in runs_of(opened):
+        one = _judge_run(run, preset, configs, explicit, skipped, len(opened) == 1, after)
+        if one is not None:
+            engine, doc = one
+            judged.append(Judged(engine, doc, {src.name: local_of.get(src.name, src.path) for src in run}))
+    if not judged:
+        raise SourceError("no readable log in a known format among the files given")
+    return judged, skipped
 
+
+def _opened(paths: list[str], names: dict[str, str],
+            fmt: str | None) -> tuple[list[runner.OpenSource], list[str], dict[str, Path]]:
+    """The sources opened, local copies of remote files under their remote names; the notes on files
+    skipped; the local file of each source name."""
     from trainwatch.sources import remote
 
     try:
@@ -257,27 +294,82 @@ def judge(paths: list[str], names: dict[str, str], fmt: str | None, preset: str 
         raise SourceError(message, hint=hint) from None
     local_of = {names.get(str(s.path), s.name): s.path for s in opened}
     opened = [remote.renamed(s, names[str(s.path)]) if str(s.path) in names else s for s in opened]
-    explicit = {str(Path(p)) for p in paths}
-    judged = []
-    for run in runs_of(opened):
-        session = Session(run, preset=preset, configs=configs, clock=LogClock(time.time()))
-        engine = session.engine
-        infos = [feed_file(session, src) for src in run]
-        infos = _drop_unread(run, infos, explicit, skipped, alone=len(opened) == 1)
-        if infos and after is not None:
-            after(engine)
-        if infos:
-            doc = report.document(engine, infos, engine.config.preset, preset_auto=preset is None)
-            judged.append(Judged(engine, doc, {src.name: local_of.get(src.name, src.path) for src in run}))
-    if not judged:
+    return opened, skipped, local_of
+
+
+def _judge_run(run: list[runner.OpenSource], preset: str | None, configs: list[str] | None, explicit: set[str],
+               skipped: list[str], alone: bool,
+               after: Callable[[Engine], None] | None = None) -> tuple[Engine, dict[str, Any]] | None:
+    """One run read by its own session: its engine and JSON document, or None when nothing in it was
+    understood (noted in `skipped`, or raised for a file named on the command line)."""
+    import time
+
+    session = Session(run, preset=preset, configs=configs, clock=LogClock(time.time()))
+    engine = session.engine
+    infos = [feed_file(session, src) for src in run]
+    infos = _drop_unread(run, infos, explicit, skipped, alone=alone)
+    if not infos:
+        return None
+    if after is not None:
+        after(engine)
+    return engine, report.document(engine, infos, engine.config.preset, preset_auto=preset is None)
+
+
+def judge_docs(paths: list[str], names: dict[str, str], fmt: str | None, preset: str | None,
+               configs: list[str] | None, jobs: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON documents of `judge`, with the runs judged by up to `jobs` processes at once: runs share
+    nothing, so a folder of many logs takes the time of its share per core. Each worker opens its run's
+    files again (a detection is cheap beside a judgement); documents and notes come back in run order,
+    as one process gives them."""
+    if jobs <= 1:
+        judged, skipped = judge(paths, names, fmt, preset, configs)
+        return [j.doc for j in judged], skipped
+    opened, skipped, local_of = _opened(paths, names, fmt)
+    runs = runs_of(opened)
+    if len(runs) == 1:
+        judged, skipped = judge(paths, names, fmt, preset, configs)
+        return [j.doc for j in judged], skipped
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    explicit = sorted(str(Path(p)) for p in paths)
+    alone = len(opened) == 1
+    work = [([str(local_of.get(s.name, s.path)) for s in run], fmt, preset, configs, names, explicit, alone)
+            for run in runs]
+    docs: list[dict[str, Any]] = []
+    # fork: the workers start with trainwatch already imported (check starts no thread before this)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(runs)), mp_context=multiprocessing.get_context("fork")) as ex:
+        for doc, notes, error in ex.map(_doc_of_run, work):
+            skipped.extend(notes)
+            if error is not None:
+                raise SourceError(error[0], hint=error[1])
+            if doc is not None:
+                docs.append(doc)
+    if not docs:
         raise SourceError("no readable log in a known format among the files given")
-    return judged, skipped
+    return docs, skipped
+
+
+def _doc_of_run(work: tuple[list[str], str | None, str | None, list[str] | None, dict[str, str], list[str], bool]
+                ) -> tuple[dict[str, Any] | None, list[str], tuple[str, str] | None]:
+    """A worker of `judge_docs`: (document or None, notes on what it skipped, the error it met)."""
+    from trainwatch.sources import remote
+
+    paths, fmt, preset, configs, names, explicit, alone = work
+    notes: list[str] = []
+    try:
+        run = [runner.open_source(Path(p), fmt) for p in paths]
+        run = [remote.renamed(s, names[str(s.path)]) if str(s.path) in names else s for s in run]
+        one = _judge_run(run, preset, configs, set(explicit), notes, alone)
+    except SourceError as exc:
+        return None, notes, (exc.message, exc.hint)
+    return (one[1] if one is not None else None), notes, None
 
 
 def _check(args: argparse.Namespace, paths: list[str], names: dict[str, str]) -> int:
     """The check over local files; `names` gives local copies of remote files their remote names."""
-    judged, skipped = judge(paths, names, args.fmt, args.preset, args.config)
-    doc = report.combine([j.doc for j in judged])
+    docs, skipped = judge_docs(paths, names, args.fmt, args.preset, args.config, args.jobs)
+    doc = report.combine(docs)
     if skipped:
         doc["sources"][0]["skipped"].extend(skipped)
     if args.json:
