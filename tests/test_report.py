@@ -162,6 +162,43 @@ def test_align_by_epoch_puts_findings_on_the_epoch_axis(tmp_path: Path) -> None:
     assert max(data["runs"][0]["charts"]["Loss"][0]["x"]) == pytest.approx(2.0)
 
 
+def stamped_log(path: Path, seconds_per_step: int, nan_at: int | None = None) -> Path:
+    """A log whose lines carry a wall-clock time, `seconds_per_step` apart."""
+    import datetime
+
+    t0 = datetime.datetime(2026, 11, 28, 10, 0, 0)
+    lines = []
+    for s in range(1, 41):
+        t = t0 + datetime.timedelta(seconds=seconds_per_step * s)
+        loss = "nan" if s == nan_at else f"{2.4 - s / 50:.4f}"
+        lines.append(f"{t:%Y-%m-%d %H:%M:%S} - INFO - Step {s}: loss={loss}, lr=3e-4, grad_norm=1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_align_by_time_draws_each_run_in_seconds_since_its_start(tmp_path: Path) -> None:
+    slow = stamped_log(tmp_path / "slow.log", 10, nan_at=30)
+    fast = stamped_log(tmp_path / "fast.log", 5)
+    out = tmp_path / "c.html"
+    main(["report", str(slow), str(fast), "--align", "time", "-o", str(out)])
+    data = page_data(out.read_text())
+    assert data["align"] == "time"
+    xs = [r["charts"]["Loss"][0]["x"] for r in data["runs"]]
+    assert (xs[0][0], xs[0][1], max(xs[0])) == (0.0, 10.0, 390.0)  # 40 steps 10 s apart
+    assert (xs[1][0], xs[1][1], max(xs[1])) == (0.0, 5.0, 195.0)
+    nan = next(f for f in data["runs"][0]["doc"]["findings"] if f["id"] == "loss.nonfinite")
+    assert nan["at"] == pytest.approx(290.0)  # step 30, 290 s after step 1
+
+
+def test_align_by_time_without_times_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "c.html"
+    code = main(["report", str(stamped_log(tmp_path / "a.log", 10)), str(healthy_log(tmp_path)), "--align", "time",
+                 "-o", str(out)])
+    assert code == 3 and not out.exists()
+    err = capsys.readouterr().err
+    assert "after.log: no time was logged" in err and err.count("\n") == 1
+
+
 # ---- bad input: one line, exit 3, no file ----
 
 def test_unreadable_run_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

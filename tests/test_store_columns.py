@@ -210,7 +210,7 @@ def test_halving_totals_past_the_largest_float_says_nothing() -> None:
     h = store.History()
     ones = np.ones(4, dtype=np.int64)
     big = np.full(4, 1e308)
-    h.extend(np.arange(4), np.arange(4), big, big, big, big, ones, 0 * ones)
+    h.extend(np.arange(4), np.arange(4), big, big, big, big, ones, 0 * ones, np.full(4, np.nan))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         h.halve()

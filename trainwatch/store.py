@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 
 import numpy as np
@@ -46,6 +46,7 @@ class Bucket:
     total: float
     finite: int
     nonfinite: int
+    first_time: float = field(default=math.nan, compare=False)  # the first time a row printed (NaN: none)
 
     @property
     def mean(self) -> float:
@@ -59,6 +60,8 @@ class Bucket:
         self.total += other.total
         self.finite += other.finite
         self.nonfinite += other.nonfinite
+        if self.first_time != self.first_time:
+            self.first_time = other.first_time
 
 
 class History:
@@ -66,12 +69,13 @@ class History:
     some 300 bytes, and a log of a few hundred metrics keeps a thousand buckets of each: columns cost a
     quarter of that, and a batch's buckets are written and halved without a Python object each."""
 
-    __slots__ = ("finite", "first_step", "last", "last_step", "maximum", "minimum", "n", "nonfinite", "total")
+    __slots__ = ("finite", "first_step", "first_time", "last", "last_step", "maximum", "minimum", "n", "nonfinite",
+                 "total")
 
     def __init__(self) -> None:
         self.n = 0
         self.first_step = self.last_step = self.finite = self.nonfinite = np.zeros(0, dtype=np.int64)
-        self.minimum = self.maximum = self.last = self.total = np.zeros(0, dtype=np.float64)
+        self.minimum = self.maximum = self.last = self.total = self.first_time = np.zeros(0, dtype=np.float64)
 
     def __len__(self) -> int:
         return self.n
@@ -88,13 +92,14 @@ class History:
                 setattr(self, name, new)
 
     def extend(self, first_step: np.ndarray, last_step: np.ndarray, minimum: np.ndarray, maximum: np.ndarray,
-               last: np.ndarray, total: np.ndarray, finite: np.ndarray, nonfinite: np.ndarray) -> None:
+               last: np.ndarray, total: np.ndarray, finite: np.ndarray, nonfinite: np.ndarray,
+               first_time: np.ndarray) -> None:
         k = len(total)
         self._room(k)
         a, b = self.n, self.n + k
         self.first_step[a:b], self.last_step[a:b] = first_step, last_step
         self.minimum[a:b], self.maximum[a:b], self.last[a:b], self.total[a:b] = minimum, maximum, last, total
-        self.finite[a:b], self.nonfinite[a:b] = finite, nonfinite
+        self.finite[a:b], self.nonfinite[a:b], self.first_time[a:b] = finite, nonfinite, first_time
         self.n = b
 
     def append(self, x: Bucket) -> None:
@@ -102,7 +107,7 @@ class History:
         i = self.n
         self.first_step[i], self.last_step[i] = x.first_step, x.last_step
         self.minimum[i], self.maximum[i], self.last[i], self.total[i] = x.minimum, x.maximum, x.last, x.total
-        self.finite[i], self.nonfinite[i] = x.finite, x.nonfinite
+        self.finite[i], self.nonfinite[i], self.first_time[i] = x.finite, x.nonfinite, x.first_time
         self.n = i + 1
 
     def halve(self) -> None:
@@ -122,6 +127,8 @@ class History:
             self.total[:m] = self.total[a] + self.total[b]
         self.finite[:m] = self.finite[a] + self.finite[b]
         self.nonfinite[:m] = self.nonfinite[a] + self.nonfinite[b]
+        ta, tb = self.first_time[a], self.first_time[b]
+        self.first_time[:m] = np.where(ta == ta, ta, tb)
         if n % 2:
             for name in History.__slots__:
                 if name != "n":
@@ -134,7 +141,8 @@ class History:
         return [Bucket(*row) for row in zip(self.first_step[:n].tolist(), self.last_step[:n].tolist(),
                                             self.minimum[:n].tolist(), self.maximum[:n].tolist(),
                                             self.last[:n].tolist(), self.total[:n].tolist(),
-                                            self.finite[:n].tolist(), self.nonfinite[:n].tolist())]
+                                            self.finite[:n].tolist(), self.nonfinite[:n].tolist(),
+                                            self.first_time[:n].tolist())]
 
 
 @dataclass(slots=True)
@@ -237,7 +245,7 @@ class Series:
         if self._hi + k > self._cap:  # the arrays are about to be moved: fold what they hold first
             self._fold()
             self._append(step, value, line, time, inferred)  # (it may keep only the batch's newest rows)
-            self._add_history(step, value, finite)
+            self._add_history(step, value, finite, time)
         else:  # folded later, many rows in one go: a backlog's small stretches each cost a fold otherwise
             self._append(step, value, line, time, inferred)
             self._unfolded += k
@@ -313,7 +321,7 @@ class Series:
             self._unfolded = 0
             lo = self._hi - n
             value = self._value[lo:self._hi]
-            self._add_history(self._step[lo:self._hi], value, np.isfinite(value))
+            self._add_history(self._step[lo:self._hi], value, np.isfinite(value), self._time[lo:self._hi])
 
     @property
     def history(self) -> History:
@@ -400,7 +408,7 @@ class Series:
         keep = min(self._hi - self._first, RECENT_POINTS)
         self._move(keep, max(64, min(2 * keep, keep + RECENT_POINTS)))
 
-    def _add_history(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray) -> None:
+    def _add_history(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray, time: np.ndarray) -> None:
         """The rows folded into buckets of `bucket_size`, exactly as one row at a time would fold them:
         min and max over the finite values (NaN when there are none), sums added in order."""
         at, k = 0, len(value)
@@ -409,13 +417,13 @@ class Series:
             if p is None and k - at >= self._bucket_size:
                 n = min((k - at) // self._bucket_size, HISTORY_BUCKETS - len(self._history))
                 stop = at + n * self._bucket_size
-                self._full_buckets(step[at:stop], value[at:stop], finite[at:stop], n)
+                self._full_buckets(step[at:stop], value[at:stop], finite[at:stop], time[at:stop], n)
                 at = stop
                 if len(self._history) >= HISTORY_BUCKETS:
                     self._halve()
                 continue
             m = min(self._bucket_size - self._pending_n, k - at)
-            self._fill_pending(step[at:at + m], value[at:at + m], finite[at:at + m])
+            self._fill_pending(step[at:at + m], value[at:at + m], finite[at:at + m], time[at:at + m])
             at += m
             if self._pending_n >= self._bucket_size:
                 assert self._pending is not None
@@ -425,16 +433,20 @@ class Series:
                 if len(self._history) >= HISTORY_BUCKETS:
                     self._halve()
 
-    def _full_buckets(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray, n: int) -> None:
+    def _full_buckets(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray, time: np.ndarray,
+                      n: int) -> None:
         b = self._bucket_size
         v = value.reshape(n, b)
         lows, highs, totals, nfin = fold_buckets(value, finite, b)
         s = step.reshape(n, b)
-        self._history.extend(s[:, 0], s[:, -1], lows, highs, v[:, -1], totals, nfin, b - nfin)
+        self._history.extend(s[:, 0], s[:, -1], lows, highs, v[:, -1], totals, nfin, b - nfin,
+                             first_times(time.reshape(n, b)))
 
-    def _fill_pending(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray) -> None:
+    def _fill_pending(self, step: np.ndarray, value: np.ndarray, finite: np.ndarray, time: np.ndarray) -> None:
         m = len(value)
         p = self._pending
+        if p is not None and p.first_time != p.first_time:
+            p.first_time = float(first_times(time.reshape(1, m))[0])
         f = int(np.count_nonzero(finite))
         if f:
             fv = value[finite]
@@ -446,7 +458,8 @@ class Series:
             addends[0] = value[0] if finite[0] else 0.0
             with np.errstate(over="ignore"):  # sums past the largest float are inf, said nowhere
                 total = float(np.add.accumulate(addends)[-1])
-            self._pending = Bucket(int(step[0]), int(step[-1]), lo, hi, float(value[-1]), total, f, m - f)
+            self._pending = Bucket(int(step[0]), int(step[-1]), lo, hi, float(value[-1]), total, f, m - f,
+                                   float(first_times(time.reshape(1, m))[0]))
             self._pending_n = m
             return
         if f:
@@ -589,6 +602,12 @@ class Series:
         """The downsampled history of the whole run, oldest first, the unfinished bucket last."""
         self._fold()
         return self._history.buckets() + ([self._pending] if self._pending is not None else [])
+
+
+def first_times(times: np.ndarray) -> np.ndarray:
+    """Per row of a (buckets, size) array: its first time that is not NaN, NaN when none is."""
+    known = times == times
+    return times[np.arange(len(times)), known.argmax(axis=1)]
 
 
 def fold_buckets(value: np.ndarray, finite: np.ndarray, size: int) -> tuple[np.ndarray, ...]:

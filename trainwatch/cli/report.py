@@ -19,8 +19,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("-o", "--output", metavar="FILE", help="where to write (default: Markdown on stdout)")
     p.add_argument("--format", dest="out_format", choices=("html", "md"),
                    help="html (default with -o FILE) or md, a summary for a PR comment")
-    p.add_argument("--align", choices=("step", "epoch", "tokens"), default="step",
-                   help="x axis the runs are drawn and compared on (default: step)")
+    p.add_argument("--align", choices=("step", "epoch", "tokens", "time"), default="step",
+                   help="x axis the runs are drawn and compared on: time is seconds since each run's first "
+                        "printed time (default: step)")
     p.add_argument("--log-format", dest="fmt", type=format_name, metavar="NAME",
                    help="force the logs' format (see 'trainwatch formats'; default: detected per file)")
     p.add_argument("--preset", metavar="NAME", help="as for check (default: chosen from the task the logs show)")

@@ -14,7 +14,7 @@ from trainwatch.engine import Engine
 from trainwatch.errors import SourceError
 from trainwatch.report import compare, data, html, markdown
 
-ALIGNS = ("step", "epoch", "tokens")
+ALIGNS = ("step", "epoch", "tokens", "time")
 
 
 class JudgedRun(Protocol):
@@ -49,6 +49,8 @@ def page_data(runs: Sequence[JudgedRun], align: str = "step", strict: bool = Tru
 
 
 def _has(run: JudgedRun, metric: str) -> bool:
+    if metric == "time":
+        return any(data.time_curve(run.engine, s["path"]) is not None for s in run.doc["sources"])
     return any(s.name == metric for s in run.engine.store)
 
 
@@ -67,7 +69,9 @@ def _place_findings(run: JudgedRun, page: dict[str, Any], align: str) -> None:
     order = [g for g in (t for t, _ in data.GROUPS) if g in page["charts"]] + \
         [g for g in page["charts"] if g not in dict(data.GROUPS)]
     by: data.Curve | None = None
-    if align != "step":
+    if align == "time":
+        by = next((c for c in (data.time_curve(run.engine, s["path"]) for s in run.doc["sources"]) if c), None)
+    elif align != "step":
         by = _main_curves(run).get(align)
     homes = []
     for f in page["doc"]["findings"]:

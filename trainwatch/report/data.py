@@ -76,6 +76,26 @@ def curves(engine: Engine, source: str, columns: int = COLUMNS) -> list[Curve]:
     return out
 
 
+def time_curve(engine: Engine, source: str) -> Curve | None:
+    """Seconds since the run's first printed time, by step (`--align time`): read off the metric of
+    `source` that printed times on the most of its buckets; None when no row printed a time."""
+    best: tuple[np.ndarray, np.ndarray] | None = None
+    for series in engine.store:
+        if series.source != source:
+            continue
+        buckets = series.whole_run()
+        t = np.fromiter((b.first_time for b in buckets), dtype=np.float64, count=len(buckets))
+        known = t == t
+        if int(known.sum()) >= 2 and (best is None or int(known.sum()) > len(best[0])):
+            x = np.fromiter((b.first_step for b in buckets), dtype=np.float64, count=len(buckets))
+            best = (x[known], t[known])
+    if best is None:
+        return None
+    x, t = best
+    order = np.argsort(x, kind="stable")
+    return Curve("time", x[order], t[order] - float(t.min()))
+
+
 def value_at(curve: Curve, step: float) -> float | None:
     """The curve's last finite value at or before `step`, None when there is none."""
     at = int(np.searchsorted(curve.x, step, side="right"))
@@ -137,7 +157,7 @@ def run_page(engine: Engine, doc: dict[str, Any], files: dict[str, Path], label:
     nonfinite: list[dict[str, Any]] = []
     for src in doc["sources"]:
         cs = curves(engine, src["path"], columns)
-        by = next((c for c in cs if c.name == align), None) if align != "step" else None
+        by = axis_of(engine, src["path"], cs, align)
         for c in cs:
             group = group_of(c.name)
             if group is None:
@@ -163,6 +183,15 @@ def run_page(engine: Engine, doc: dict[str, Any], files: dict[str, Path], label:
         findings.append({**f, "context": around})
     return {"label": label, "doc": {**doc, "findings": findings}, "charts": charts, "nonfinite": nonfinite,
             "align": align}
+
+
+def axis_of(engine: Engine, source: str, cs: list[Curve], align: str) -> Curve | None:
+    """The curve that maps a step of `source` onto the x of `align` (None for step itself)."""
+    if align == "step":
+        return None
+    if align == "time":
+        return time_curve(engine, source)
+    return next((c for c in cs if c.name == align), None)
 
 
 def _rank(name: str) -> int | None:
