@@ -18,11 +18,12 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from trainwatch.cli import EXIT_UNKNOWN, say_error
 from trainwatch.cli.check import add_engine_options
-from trainwatch.errors import UsageError
+from trainwatch.errors import SourceError, UsageError
 from trainwatch.model import GPU_SOURCE, AlertState, Severity
 from trainwatch.sinks import prometheus
 from trainwatch.sinks.fanout import Sinks
@@ -44,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="log files, globs (quote them) or directories; user@host:PATH or ssh://user@host:port/PATH "
                         "on another machine")
     add_follow_options(p)
+    p.add_argument("--baseline", metavar="LOG",
+                   help="dashboard: draw a finished run's curves beside the live ones (a log, folder or "
+                        "trainer_state.json, read once; its findings are not the live run's)")
     p.set_defaults(run=run)
 
 
@@ -104,6 +108,13 @@ def run(args: argparse.Namespace) -> int:
         print("trainwatch: no terminal on stdin and stdout: alerts are printed as lines (as with --headless)",
               file=sys.stderr)
         args.headless = True
+    if getattr(args, "baseline", None):
+        if args.headless:
+            if not Path(args.baseline).exists():
+                raise SourceError(f"{args.baseline}: no such file or folder (--baseline)")
+            print("trainwatch: --baseline is drawn by the dashboard; ignored with --headless", file=sys.stderr)
+        else:
+            args.baseline_run = load_baseline(args.baseline)  # a bad one is one line, exit 3, before any screen
     sinks = Sinks.from_args(args)  # a bad --alert-log or --on-alert is one line, before any screen
     exporter = None
     try:
@@ -140,6 +151,24 @@ def build_watcher(args: argparse.Namespace, cls: Any = None) -> Any:
                    gpu_interval=args.gpu_interval, poll=args.poll, from_end=args.from_end, gpu_backend=backend,
                    poll_interval=args.poll_interval, params=args.params,
                    remote_trainwatch=getattr(args, "remote_trainwatch", "trainwatch"))
+
+
+def load_baseline(path: str) -> Any:
+    """The baseline run for the dashboard (`--baseline`), read and judged as `check` would, on its own
+    engine: per metric, its whole run as (step, value) points, one per history bucket (bounded)."""
+    from trainwatch.cli.check import judge
+    from trainwatch.tui.view import Baseline
+
+    judged, _ = judge([path], {}, None, None, None)
+    curves: dict[str, tuple[tuple[int, float], ...]] = {}
+    for run in judged:
+        for series in run.engine.store:
+            if series.name in curves:
+                continue  # the first source that logged it (rank 0 of a folder of ranks)
+            pts = tuple((b.last_step, b.mean if b.finite else b.last) for b in series.whole_run())
+            if pts:
+                curves[series.name] = pts
+    return Baseline(Path(path).name or path, curves)
 
 
 def _tui(watcher: Any, args: argparse.Namespace, sinks: Any = None) -> int:

@@ -71,8 +71,10 @@ class TrainwatchApp(App[int]):
 
     def __init__(self, model: WatchModel, *, theme: str | None = None, refresh_s: float = DEFAULT_REFRESH_S,
                  clock: Callable[[], float] = time.monotonic, start_model: bool = True,
-                 until_done: bool = False, sinks: Sinks | None = None, freeze_heap: bool = False) -> None:
+                 until_done: bool = False, sinks: Sinks | None = None, freeze_heap: bool = False,
+                 baseline: view.Baseline | None = None) -> None:
         super().__init__()
+        self.baseline = baseline  # `--baseline`: a finished run drawn beside the live one's curves
         # freeze_heap (the command line's app, one per process): after the first frame the heap is
         # mostly Textual, the stylesheet and the modules, which live as long as the app. gc.freeze
         # keeps the collector from walking them on every full collection, which a busy log triggers
@@ -185,7 +187,8 @@ class TrainwatchApp(App[int]):
             grid = self._q(ChartGrid)  # the small charts' series only when shown and due
             wide = self.screen_stack[0].has_class("-wide") and grid.due()
             snap = view.take(self.model, selected=metrics.selected_key, log_source=log_src or None,
-                             cache=self._cache, acknowledged=frozenset(self.acknowledged), grid=wide)
+                             cache=self._cache, acknowledged=frozenset(self.acknowledged), grid=wide,
+                             baseline=self.baseline)
             self.snapshot = snap
             metrics.set_metrics(snap.metrics)
             self._show_chart()
@@ -387,6 +390,7 @@ def run_tui(watcher: WatchModel, args: argparse.Namespace, sinks: Sinks | None =
     code (0 unless it failed); the caller turns a clean quit into the worst severity seen."""
     app = TrainwatchApp(watcher, theme=getattr(args, "theme", None),
                         refresh_s=float(getattr(args, "refresh", None) or DEFAULT_REFRESH_S),
-                        until_done=bool(getattr(args, "until_done", False)), sinks=sinks, freeze_heap=True)
+                        until_done=bool(getattr(args, "until_done", False)), sinks=sinks, freeze_heap=True,
+                        baseline=getattr(args, "baseline_run", None))
     result = app.run()
     return int(result or app.return_code or 0)  # a crash keeps Textual's own non-zero code

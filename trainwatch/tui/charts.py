@@ -176,10 +176,11 @@ def log_ticks(lo_exp: float, hi_exp: float, count: int) -> list[float]:
 
 # Layers, lowest first (drawn in this order, so a later one wins a cell).
 RAW, MA, EMA, EVAL, ALERT, NAN, AXIS = "raw", "ma", "ema", "eval", "alert", "nan", "axis"
+BASELINE = "baseline"
 RGB = tuple[int, int, int]
 DEFAULT_COLORS: dict[str, RGB] = {RAW: (110, 110, 110), MA: (60, 120, 170), EMA: (1, 120, 212),
                                   EVAL: (254, 166, 43), ALERT: (254, 166, 43), NAN: (185, 60, 91),
-                                  AXIS: (130, 130, 130)}
+                                  AXIS: (130, 130, 130), BASELINE: (150, 125, 185)}
 _LOCK = threading.Lock()  # plotext draws on one module-level figure
 
 
@@ -199,6 +200,8 @@ class ChartData:
     band_hi: list[float] | None = None
     # Other ranks of the run, each its own curve: (label, xs, ys), drawn in layer overlay_layer(i).
     overlays: list[tuple[str, list[float], list[float]]] = field(default_factory=list)
+    # A finished run of the same metric (`tail --baseline`): (label, xs, ys), drawn first, in its own colour.
+    baseline: tuple[str, list[float], list[float]] | None = None
 
 
 @dataclass
@@ -299,14 +302,16 @@ def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] 
     dropped = sum(1 for v in data.ys if math.isfinite(v) and v <= 0) if log_y else 0
     ty: Callable[[float], float] = _log10 if log_y else float
     ys = [ty(v) for v in data.ys]
-    more = (*data.eval_ys, *(data.band_lo or ()), *(data.band_hi or ()), *(y for o in data.overlays for y in o[2]))
+    base = [data.baseline] if data.baseline is not None else []
+    more = (*data.eval_ys, *(data.band_lo or ()), *(data.band_hi or ()),
+            *(y for o in [*data.overlays, *base] for y in o[2]))
     finite_y = [v for v in (*ys, *(ty(v) for v in more)) if math.isfinite(v)]
     if width < 16 or height < 5 or not data.xs or not finite_y:
         return ChartImage("", nan_steps, dropped)
     lo, hi = min(finite_y), max(finite_y)
     if hi == lo:
         lo, hi = (lo - math.log10(2), hi + math.log10(2)) if log_y else (lo - 0.5, hi + 0.5)
-    all_xs = [*data.xs, *(x for o in data.overlays for x in o[1])]  # a rank may be ahead or behind
+    all_xs = [*data.xs, *(x for o in [*data.overlays, *base] for x in o[1])]  # a rank may be ahead or behind
     x0, x1 = min(all_xs), max(all_xs)
     if x1 == x0:
         x0, x1 = x0 - 0.5, x1 + 0.5
@@ -347,6 +352,8 @@ def plot_chart(data: ChartData, width: int, height: int, colors: dict[str, RGB] 
             if xs:
                 fig.draw(fig.signal(list(xs), list(ys), marker=plotext.marker(symbol, plotext.pixel(colors[layer]))))
 
+        if data.baseline is not None:  # under everything of the live run
+            curve(data.baseline[2], BASELINE, data.baseline[1], "∘")
         if data.band_lo is not None and data.band_hi is not None:
             curve(data.band_lo, RAW)
             curve(data.band_hi, RAW)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections import deque
+from collections.abc import Mapping
 from itertools import islice
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
@@ -121,6 +122,18 @@ class ChartSeries:
     ranks: tuple[tuple[str, tuple[tuple[int, float], ...]], ...] = ()  # the other ranks' recent points
     # The other ranks' whole runs in buckets (as `buckets`), in the order of `ranks`: the 'w' view.
     rank_buckets: tuple[tuple[str, tuple[tuple[int, int, float, float, float, int], ...]], ...] = ()
+    baseline: tuple[tuple[int, float], ...] = ()  # the same metric in the baseline run (`tail --baseline`)
+    baseline_label: str = ""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A finished run drawn beside the live one (`tail --baseline`): per metric, its whole run as (step,
+    value) points, one per bucket of its history. Read once, before the dashboard starts, and never
+    judged with the live run: its alerts are not the live run's."""
+
+    label: str
+    curves: Mapping[str, tuple[tuple[int, float], ...]]
 
 
 @dataclass
@@ -197,9 +210,10 @@ class ViewCache:
 
 def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str | None,
          cache: ViewCache | None = None, acknowledged: frozenset[str] = frozenset(),
-         grid: bool = False) -> Snapshot:
+         grid: bool = False, baseline: Baseline | None = None) -> Snapshot:
     """Copies what the screen shows. Holds the lock only for the copying; the grid's series only if
-    asked. `acknowledged`: the fingerprints the user acknowledged, the app's own state."""
+    asked. `acknowledged`: the fingerprints the user acknowledged, the app's own state; `baseline`: a
+    finished run whose curve of the selected metric is drawn beside it."""
     cache = cache if cache is not None else ViewCache()
     with model.lock:
         eng = model.engine
@@ -235,6 +249,8 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                     chart = cache.chart[1]
                 else:
                     chart = _chart(s, ev, steps)
+                    if baseline is not None and baseline.curves.get(s.name):
+                        chart = replace(chart, baseline=baseline.curves[s.name], baseline_label=baseline.label)
                     if peers:
                         chart = replace(chart, rank=_rank_label(s.source), ranks=tuple(
                             (_rank_label(p.source), tuple((q.step, q.value) for q in p.recent)) for p in peers),

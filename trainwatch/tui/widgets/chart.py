@@ -124,11 +124,26 @@ class MetricChart(Widget, can_focus=True):
                 oys = [p[1] for p in pts]
                 overlays.append((label, [float(p[0]) for p in pts], charts.ema_debiased(oys, w) if w > 0 else oys))
         return charts.ChartData(
-            overlays=overlays,
+            overlays=overlays, baseline=self._baseline(s, xs, w),
             xs=xs, ys=ys, smooth_ema=charts.ema_debiased(ys, w) if w > 0 else None,
             smooth_ma=charts.moving_average(ys, n) if n > 1 else None,
             eval_xs=[float(e[0]) for e in evals], eval_ys=[e[1] for e in evals],
             alert_xs=[float(a) for a in s.alert_steps], log_y=self.log_y, band_lo=band_lo, band_hi=band_hi)
+
+    def _baseline(self, s: ChartSeries, xs: list[float], w: float) -> tuple[str, list[float], list[float]] | None:
+        """The baseline run's curve, smoothed alike: all of it in the whole-run view, else the steps the
+        live window spans."""
+        if not s.baseline:
+            return None
+        pts = s.baseline
+        if not (self.whole_run and s.buckets) and xs:
+            lo, hi = xs[0], xs[-1]
+            pts = tuple(p for p in pts if lo <= p[0] <= hi)
+        if not pts:
+            return None
+        ys = [p[1] for p in pts]
+        return (f"baseline: {s.baseline_label}", [float(p[0]) for p in pts],
+                charts.ema_debiased(ys, w) if w > 0 else ys)
 
     def layer_colors(self) -> dict[str, charts.RGB]:
         """Layer colours from the current theme, so plotext's output matches the rest of the screen."""
@@ -217,6 +232,8 @@ class MetricChart(Widget, can_focus=True):
         out = [(f"{glyph[charts.RAW]} raw ", hue(charts.RAW))]
         if data.smooth_ema is not None:  # with other ranks drawn, the smoothed curve is named by its rank
             out.append((f"{glyph[charts.EMA]} {rank if data.overlays and rank else 'ema'} ", hue(charts.EMA, "bold")))
+        if data.baseline is not None:
+            out.append((f"{'∘' if plain else '⣿'} {data.baseline[0]} ", hue(charts.BASELINE)))
         for i, (label, _, _) in enumerate(data.overlays):  # the other ranks, in their curves' colour and glyph
             mark = charts.overlay_glyph(i) if plain else "⣿"
             out.append((f"{mark} {label} ", hue(charts.overlay_layer(i), "bold")))
