@@ -65,3 +65,31 @@ def test_a_missing_baseline_is_one_line_and_exit_3(tmp_path: Path) -> None:
                            "--baseline", str(tmp_path / "missing.log")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and "missing.log" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_baseline_at_is_the_last_point_at_or_before_the_step_and_nothing_outside_the_run() -> None:
+    from trainwatch.tui.view import baseline_at
+
+    pts = ((10, 2.0), (20, 1.5), (30, float("nan")), (40, 1.0))
+    assert baseline_at(pts, 10) == 2.0 and baseline_at(pts, 25) == 1.5 and baseline_at(pts, 40) == 1.0
+    assert baseline_at(pts, 35) is None  # a NaN there says nothing to compare with
+    assert baseline_at(pts, 5) is None and baseline_at(pts, 41) is None and baseline_at((), 3) is None
+
+
+async def test_each_card_shows_its_difference_from_the_baseline_at_the_same_step() -> None:
+    from trainwatch.tui.view import Baseline, baseline_at
+
+    model = fixtures.healthy()
+    loss = model.engine.store.get("loss", next(iter(model.engine.sources)))
+    assert loss is not None and loss.newest() is not None
+    step, last = loss.newest()
+    base = Baseline("good.log", {"loss": ((1, 3.0), (step, last - 0.25))})
+    app = TrainwatchApp(model, clock=fixtures.clock, baseline=base)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.snapshot is not None
+        card = next(m for m in app.snapshot.metrics if m.name == "loss")
+        assert card.baseline == baseline_at(base.curves["loss"], step) == last - 0.25
+        assert "Δ+0.25" in screen_text(app)
+        other = next(m for m in app.snapshot.metrics if m.name != "loss")
+        assert other.baseline is None  # a metric the baseline did not log has nothing to compare

@@ -6,6 +6,7 @@ never see half-updated state. No Textual import here.
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import math
 from collections import deque
@@ -52,6 +53,7 @@ class MetricView:
     inf: int
     spark: tuple[float, ...]
     severity: Severity | None  # worst live alert about this metric
+    baseline: float | None = None  # the baseline run's value at the same step (`tail --baseline`)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -228,7 +230,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
                               bool(s.facts.get(WAITING_FACT)), s.name in read, s.last_progress_at)
                    for s in eng.sources.values()]
         multi = len({s.source for s in series if s.source != GPU_SOURCE}) > 1
-        metrics = [_metric_view_cached(s, alerts, multi, cache) for s in series]
+        metrics = [_metric_view_cached(s, alerts, multi, cache, baseline) for s in series]
         chosen = selected
         if chosen is None or eng.store.get(chosen[1], chosen[0]) is None:
             chosen = None
@@ -300,7 +302,8 @@ def _worst(s: Series, alerts: list[AlertView]) -> Severity | None:
     return worst
 
 
-def _metric_view_cached(s: Series, alerts: list[AlertView], multi: bool, cache: ViewCache) -> MetricView:
+def _metric_view_cached(s: Series, alerts: list[AlertView], multi: bool, cache: ViewCache,
+                        baseline: Baseline | None = None) -> MetricView:
     """The previous MetricView when the series has no new point and its alert state is the same."""
     worst = _worst(s, alerts)
     key = (s.count, worst, multi)
@@ -308,8 +311,23 @@ def _metric_view_cached(s: Series, alerts: list[AlertView], multi: bool, cache: 
     if hit is not None and hit[0] == key:
         return hit[1]
     view = _metric_view(s, worst, multi)
+    if baseline is not None and s.source != GPU_SOURCE and view.last is not None:
+        newest = s.newest()
+        base = baseline_at(baseline.curves.get(s.name, ()), newest[0]) if newest else None
+        if base is not None:
+            view = replace(view, baseline=base)
     cache.metrics[(s.source, s.name)] = (key, view)
     return view
+
+
+def baseline_at(points: tuple[tuple[int, float], ...], step: int) -> float | None:
+    """The baseline's value at `step`: its last point at or before it (None before its first, or past
+    its end, where it says nothing of this step)."""
+    if not points or step < points[0][0] or step > points[-1][0]:
+        return None
+    at = bisect.bisect_right(points, step, key=lambda p: p[0])
+    value = points[at - 1][1]
+    return value if math.isfinite(value) else None
 
 
 def _metric_view(s: Series, worst: Severity | None, multi: bool) -> MetricView:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import OptionList
@@ -120,14 +122,19 @@ class MetricList(OptionList):
         spark = Content.assemble("  ", *runs(cells, hue, "$error bold"))
         bad = [f"NaN{NAN_MARK}{m.nan}"] * bool(m.nan) + [f"Inf{NAN_MARK}{m.inf}"] * bool(m.inf)
         extra = sum(len(b) + 1 for b in bad)
-        span = f"  min {fmt(m.minimum)} max {fmt(m.maximum)}"
-        for digits in (4, 3, 2):  # narrow cards (80 columns): fewer digits, never a cut-off number
-            if len(span) + extra <= width:
-                break
-            span = f"  {fmt(m.minimum, digits)}‥{fmt(m.maximum, digits)}"
-        if len(span) + extra > width:
-            span = ""
+        delta = ""
+        if m.baseline is not None and m.last is not None and math.isfinite(m.last):
+            delta = f" Δ{m.last - m.baseline:+.3g}"  # the live value less the baseline's at the same step
+        spans = [f"  min {fmt(m.minimum)} max {fmt(m.maximum)}"]
+        spans += [f"  {fmt(m.minimum, digits)}‥{fmt(m.maximum, digits)}" for digits in (4, 3, 2)]
+        # narrow cards (80 columns): fewer digits, never a cut-off number; the baseline's difference
+        # (asked for) before the range when both do not fit
+        span = next((sp for sp in spans if len(sp) + extra + len(delta) <= width), "")
+        if not span and delta:
+            span, delta = " ", delta if len(delta) + extra + 1 <= width else ""
         tail: list[str | tuple[str, str]] = [span]
+        if delta:
+            tail.append((delta, "$text-muted bold"))
         for b in bad:
             tail += [" ", (b, "$error bold")]
         return Content("\n").join([line1, spark, Content.assemble(*tail)])
