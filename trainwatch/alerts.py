@@ -95,6 +95,12 @@ class AlertBook:
             return False
         return finding.severity is None or not finding.severity > track.alert.severity
 
+    def settled(self, spec: RuleSpec, source: str, subject: str) -> bool:
+        """Whether a verdict that the condition does not hold would change nothing: the alert resolved
+        already (it stays tracked so a next episode keeps its fingerprint)."""
+        track = self._tracks.get((spec.id, source, subject))
+        return track is None or track.alert.state is AlertState.RESOLVED
+
     # -- the array path: trainwatch.lifecycle decided the transitions; the book records them ------------
 
     def begin(self, spec: RuleSpec, source: str, subject: str, finding: Finding, now: float) -> None:

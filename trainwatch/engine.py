@@ -556,8 +556,8 @@ class Engine:
                 g.done = j + 1
                 continue
             if finding is None:
-                if tracked and (rule_id, source, name) in tracked:  # a pending or firing alert to resolve
-                    out.extend(self._before_book())
+                if tracked and (rule_id, source, name) in tracked and not self.book.settled(spec, source, name):
+                    out.extend(self._before_book())  # a pending or firing alert to resolve: in log order
                     out.extend(self.book.judge(spec, source, name, None, now))
                     if not math.isfinite(point.value):
                         self.book.stopped(spec, source, name, _nonfinite(name, point.value, point.step))
