@@ -1,11 +1,18 @@
 """How fast is `trainwatch check` next to `grep -c loss`, and how much memory does it take?
 
-Generates a ~1 GB Hugging Face Trainer console log (tqdm redraws included) and a ~1 GB JSON-lines log,
-then times `trainwatch check` and `grep -c loss` on each in the same run and prints MB/s and peak RSS.
-Targets (issue 9): check within 3x of grep on the console log and 10x on JSON lines, peak memory under
-150 MB whatever the size; `tail --headless` through the console log's backlog within 1.5x of check.
+Generates logs of each shape (~1 GB by default) and times `trainwatch check` and `grep -c loss` on each
+in the same run, printing MB/s and peak RSS, then `tail --headless` through the same file as a backlog:
+- console: a Hugging Face Trainer console, tqdm redraws joined by `\r`, one dict a line;
+- progress: the same run under a non-tty tqdm (a Slurm `.out`): every redraw ends in `\n`, a dict every
+  ~11 lines;
+- jsonl: nested JSON lines;
+- flatjsonl: flat JSON rows of 6 metrics, about 120 bytes each;
+- table: a space-aligned metrics table of mixed widths under a header, as the template reader reads it.
+Targets (issue 26): the console shapes (console, progress, table) within 3x of grep and the JSON ones
+within 10x, peak memory under 150 MB whatever the size; `tail --headless` through a backlog within 1.5x
+of check.
 
-    python benchmarks/check_speed.py [--size-mb 1024] [--dir /tmp/twbench] [--keep]
+    python benchmarks/check_speed.py [--size-mb 1024] [--dir /tmp/twbench] [--keep] [--only SHAPE ...]
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 BAR = "\u2588"
@@ -75,6 +83,81 @@ def make_console(path: Path, size: int) -> None:
         f.write(TRACEBACK)
 
 
+def make_progress(path: Path, size: int) -> None:
+    """A non-tty tqdm under Slurm: each redraw of the bar is a line of its own, and the Trainer's dict
+    comes every ~11 lines."""
+    rng = random.Random(3)
+    total = 10_000_000
+    step = 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("***** Running training *****\n  Num examples = 1,000,000\n  Total optimization steps = 10,000,000\n")
+        written = 0
+        buf: list[str] = []
+        while written < size:
+            lines = []
+            for _ in range(10):
+                step += 1
+                pct = step * 100 // total
+                lines.append(f"{pct:3d}%|{BAR * (pct // 10):<10}| {step}/{total} "
+                             f"[01:{step % 60:02d}<9:59:59, {rng.uniform(3, 5):.2f}it/s]\n")
+            loss = 1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02)
+            lines.append(f"{{'loss': {loss:.4f}, 'grad_norm': {rng.uniform(0.5, 2):.6f}, "
+                         f"'learning_rate': {2e-5 * (1 - step / total):.6e}, 'epoch': {step / 1e6:.2f}}}\n")
+            chunk = "".join(lines)
+            buf.append(chunk)
+            written += len(chunk.encode())
+            if len(buf) >= 2000:
+                f.write("".join(buf))
+                buf.clear()
+        f.write("".join(buf))
+        f.write(TRACEBACK)
+
+
+def make_flat_jsonl(path: Path, size: int) -> None:
+    """Flat JSON rows of six metrics, about 120 bytes each: the per-row costs, not the parsing, show."""
+    rng = random.Random(4)
+    with open(path, "w", encoding="utf-8") as f:
+        written = 0
+        step = 0
+        buf: list[str] = []
+        while written < size:
+            step += 1
+            line = (f'{{"step": {step}, "loss": {1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02):.5f}, '
+                    f'"lr": 0.0001, "grad_norm": {rng.uniform(0.5, 2):.4f}, "tokens_per_sec": '
+                    f'{rng.uniform(9e4, 1e5):.1f}, "epoch": {step / 1e5:.4f}}}\n')
+            buf.append(line)
+            written += len(line)
+            if len(buf) >= 5000:
+                f.write("".join(buf))
+                buf.clear()
+        f.write("".join(buf))
+
+
+def make_table(path: Path, size: int) -> None:
+    """A space-aligned metrics table under a header row, values of varying widths, the header printed
+    again every 1000 rows (as loops that print a table per epoch do)."""
+    rng = random.Random(5)
+    header = f"{'epoch':>5}  {'iter':>8}  {'loss':>9}  {'lr':>9}  {'grad_norm':>9}  {'acc':>7}  {'time':>6}\n"
+    with open(path, "w", encoding="utf-8") as f:
+        written = 0
+        step = 0
+        buf: list[str] = []
+        while written < size:
+            if step % 1000 == 0:
+                buf.append(header)
+            step += 1
+            loss = 1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02)
+            acc = min(0.99, 0.1 + step / 2e5)
+            line = (f"{step // 1000 + 1:>5}  {step:>8}  {loss:>9.{rng.choice((3, 4, 5))}f}  {1e-4:>9.2e}  "
+                    f"{rng.uniform(0.5, 2):>9.3f}  {acc:>7.4f}  {rng.uniform(0.1, 0.3):>6.3f}\n")
+            buf.append(line)
+            written += len(line)
+            if len(buf) >= 5000:
+                f.write("".join(buf))
+                buf.clear()
+        f.write("".join(buf))
+
+
 def make_jsonl(path: Path, size: int) -> None:
     rng = random.Random(2)
     with open(path, "w", encoding="utf-8") as f:
@@ -126,10 +209,21 @@ def tail_backlog(cmd: list[str], path: Path) -> float:
                 continue
             if any(s.get("lines", 0) >= total for s in doc.get("sources", ())):
                 return time.perf_counter() - t
-        return math.nan
+        proc.wait()
+        # it ended by itself: the run ended in its backlog (the console log's traceback), all of it read
+        return time.perf_counter() - t if proc.returncode in (0, 1, 2) else math.nan
     finally:
         proc.terminate()
         proc.wait()
+
+
+SHAPES: dict[str, tuple[str, Callable[[Path, int], None]]] = {
+    "console": ("hf_console.log", make_console),
+    "progress": ("slurm_progress.out", make_progress),
+    "jsonl": ("metrics.jsonl", make_jsonl),
+    "flatjsonl": ("flat.jsonl", make_flat_jsonl),
+    "table": ("table.log", make_table),
+}
 
 
 def main() -> None:
@@ -137,18 +231,16 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--dir", default="/tmp/trainwatch-bench")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
-    ap.add_argument("--only", choices=("console", "jsonl"), help="measure one of the two logs")
+    ap.add_argument("--only", nargs="+", choices=tuple(SHAPES), help="measure these shapes only")
     args = ap.parse_args()
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
     size = args.size_mb << 20
-    files = {"console": d / "hf_console.log", "jsonl": d / "metrics.jsonl"}
-    if args.only:
-        files = {args.only: files[args.only]}
+    files = {kind: d / name for kind, (name, _) in SHAPES.items() if not args.only or kind in args.only}
     for kind, path in files.items():
         if not path.exists() or path.stat().st_size < size * 0.95:
             t = time.perf_counter()
-            (make_console if kind == "console" else make_jsonl)(path, size)
+            SHAPES[kind][1](path, size)
             print(f"generated {path} ({path.stat().st_size / 2**20:.0f} MB) in {time.perf_counter() - t:.0f}s")
     tw = [sys.executable, "-m", "trainwatch"]
     for kind, path in files.items():
@@ -156,13 +248,12 @@ def main() -> None:
         subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL)  # warm the page cache for both
         g_wall, _, _ = run_measured(["grep", "-c", "loss", str(path)])
         t_wall, code, peak = run_measured([*tw, "check", str(path)])
-        print(f"{kind:8} {mb:7.0f} MB | grep -c loss {g_wall:6.2f}s ({mb / g_wall:7.0f} MB/s) | "
+        print(f"{kind:9} {mb:7.0f} MB | grep -c loss {g_wall:6.2f}s ({mb / g_wall:7.0f} MB/s) | "
               f"trainwatch check {t_wall:6.2f}s ({mb / t_wall:6.0f} MB/s, exit {code}) | "
               f"ratio {t_wall / g_wall:5.1f}x grep | peak RSS {peak} MB")
-        if kind == "console":
-            l_wall = tail_backlog([*tw, "tail", "--headless", "--no-gpu", "--json", "--status-every", "0.2"], path)
-            print(f"{'':8} {'':7}    | tail --headless through the backlog {l_wall:6.2f}s "
-                  f"({l_wall / t_wall:4.2f}x check)")
+        l_wall = tail_backlog([*tw, "tail", "--headless", "--no-gpu", "--json", "--status-every", "0.2"], path)
+        print(f"{'':9} {'':7}    | tail --headless through the backlog {l_wall:6.2f}s "
+              f"({l_wall / t_wall:4.2f}x check)")
     if not args.keep:
         shutil.rmtree(d, ignore_errors=True)
     os.sync()

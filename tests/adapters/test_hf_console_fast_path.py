@@ -216,11 +216,14 @@ def _steady_line(kind: str, n: int, epoch: str) -> str:
         "logging": "logging_steps=10,\n",
         "banner": "  Total optimization steps = 1,000\n",
         "text": "some text\n",
+        "host": "node1: heartbeat\n",  # a line the prefix stripper looks at, between a run's lines
+        "bar only": _bar(n, total) + "\n",  # a non-tty bar: each redraw a line of its own
     }[kind]
 
 
 STEADY_KINDS = st.sampled_from(["bar", "bar+dict", "bar+dict", "bar+dict", "dict", "v5", "eval bar",
-                                "eval dict", "other dict", "logging", "banner", "text"])
+                                "eval dict", "other dict", "logging", "banner", "text", "host", "bar only",
+                                "bar only"])
 EPOCHS = st.sampled_from(["0.01", "0.5", "1.0", "0.0", "0.1234", "nan", "-0.5", "2.25"])
 
 

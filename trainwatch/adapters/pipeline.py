@@ -516,12 +516,35 @@ class ChunkLines:
             return
         at, k = self._stripped_lines(), self._k
         if k < len(at) and at[k] <= last:
-            for i in lines:
-                self.skip_plain(i)
+            self._skip_plain_through(lines, at, k, stripper)
             return
         if last + 1 > self._next:
             stripper.count(last + 1 - self._next)
             self._next = last + 1
+
+    def _skip_plain_through(self, lines: list[int], at: list[int], k: int, stripper: PrefixStripper) -> None:
+        """`skip_plain` for each of `lines` where lines the stripper looks at lie among them: it looks
+        only at those that are not themselves in `lines` (a skipped line is only counted), in order, each
+        after the count of the lines before it, as line-by-line skipping would."""
+        last = lines[-1]
+        stop = bisect.bisect_right(at, last, lo=k)
+        start = self._next
+        cand = np.asarray(at[k:stop], dtype=np.int64)
+        cand = cand[cand >= start]
+        skipped = np.asarray(lines, dtype=np.int64)
+        pos = np.searchsorted(skipped, cand)
+        inside = pos < len(skipped)
+        inside[inside] = skipped[pos[inside]] == cand[inside]
+        at_ = start
+        for i in cand[~inside].tolist():
+            if i > at_:
+                stripper.count(i - at_)
+            stripper.strip(self._lines.text(i))
+            at_ = i + 1
+        if last + 1 > at_:
+            stripper.count(last + 1 - at_)
+        self._k = stop
+        self._next = max(self._next, last + 1)
 
     def with_keyword(self, word: str) -> np.ndarray:
         """Per line of the chunk, whether it holds `word`: one of the adapter's `chunk_keywords`, or the
