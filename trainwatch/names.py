@@ -57,6 +57,23 @@ def averaged(raw: str) -> bool:
     return bool(_AVERAGED.search(raw.strip() + " "))
 
 
+def step_loss(raw: str) -> bool:
+    """Whether a raw name is the per-step training loss (`loss`, `Batch loss`, `train_loss`), not an
+    average over an epoch or an evaluation's: the records that carry it are the steps of a log that
+    prints none."""
+    key = raw.strip().lower()
+    return "loss" in key and (_by_shape(key) or _table_once().get(key)) == "loss" and not averaged(raw)
+
+
+_TABLE: dict[str, str] = {}
+
+
+def _table_once() -> dict[str, str]:
+    if not _TABLE:
+        _TABLE.update(_table())
+    return _TABLE
+
+
 def _by_shape(key: str) -> str | None:
     if "loss" not in key:
         return None

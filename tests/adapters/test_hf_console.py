@@ -224,3 +224,15 @@ def test_a_run_that_printed_only_its_summary_reads_its_mean_train_loss() -> None
     assert events(recs, EventKind.TRAIN_END)
     logged = run(HFConsoleAdapter(""), ["{'loss': 2.0592, 'learning_rate': 7.17e-05, 'epoch': 0.5}", summary])
     assert not samples(logged, "train_loss")  # beside logged steps, the mean over the run is no point of the series
+
+
+def test_a_bar_redrawn_after_a_dict_is_its_step_and_sets_the_pace() -> None:
+    """max_steps stops the run inside epoch 4: the banner's total / epochs (250 / 4) misstates the pace.
+    The bar tqdm.write redraws after a dict on its own line is the dict's step (30 at epoch 0.375), and
+    from it the later dicts' epochs give their steps (epoch 1.25 -> 100, not 78)."""
+    q = "'epoch': '{e}'}}"
+    lines = ["   \\\\   /|    Num examples = 80 | Num Epochs = 4 | Total steps = 250",
+             "{'loss': '0.1', " + q.format(e="0.375") + "\r" + bar(30, 250) + "\r" + bar(31, 250),
+             "{'loss': '0.2', " + q.format(e="1.25"),
+             "{'loss': '0.3', " + q.format(e="3.125")]
+    assert series(run(HFConsoleAdapter(""), lines), "loss") == [(30, 0.1), (100, 0.2), (250, 0.3)]

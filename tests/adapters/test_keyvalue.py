@@ -379,3 +379,16 @@ def test_a_bare_progress_figure_between_pairs_and_epochs_logging_only_batch_zero
              "[train] epoch:1 iter:0/18 0.00% lr:0.000753 loss:0.608553 ETA:0.0min",
              "[train] epoch:2 iter:0/18 0.00% lr:0.000500 loss:0.5 ETA:0.0min"]
     assert series(run(KeyValueAdapter(""), lines), "loss") == [(0, 1.298646), (1, 0.608553), (2, 0.5)]
+
+
+def test_stepless_epoch_averages_and_bleu_lines_take_the_step_training_reached() -> None:
+    """Counted steps count the per-step loss records only: an epoch's average and its BLEU line are no
+    steps of their own, so the second epoch's first batch is step 3, not 5."""
+    lines = ["Epoch 1 - Batch loss: 2.5", "Epoch 1 - Batch loss: 2.1",
+             "Epoch 1 - Average Train Loss: 2.3",
+             "Epoch 1 - Validation BLEU: BLEU-1 40.5, BLEU-2 30.1, BLEU-3 20.2, BLEU-4 10.3",
+             "Epoch 2 - Batch loss: 1.9"]
+    recs = run(KeyValueAdapter(""), lines)
+    assert series(recs, "Batch loss") == [(1, 2.5), (2, 2.1), (3, 1.9)]
+    assert series(recs, "Average Train Loss") == [(2, 2.3)]
+    assert series(recs, "validation_BLEU-2") == [(2, 30.1)]

@@ -205,3 +205,13 @@ def test_an_alerts_latest_value_is_the_one_logged_at_its_latest_step():
     a = next(a for a in alerts if a.rule == "lr.no_warmup")
     assert a.last_value is None or _logged(by_step(rows), a.last_step, a.last_value)
     assert violations(alerts, by_step(rows)) == []
+
+
+def test_a_long_plateaus_level_is_the_median_of_its_logged_points_not_of_bucket_means():
+    """Past window_max points the plateau is judged on the run's bucket means; the level it shows is
+    still the median of the logged points (3.0 here, where one point in ten is 3.9: the bucket means
+    sit near 3.09), at the step it is shown with."""
+    rows = [(s, {"loss": 3.5 - 0.01 * s if s <= 50 else (3.9 if s % 10 == 0 else 3.0)}) for s in range(1, 6001)]
+    a = next(a for a in run(rows) if a.rule == "loss.plateau")
+    assert a.last_step == 6000 and a.last_value == 3.0
+    assert "median" in a.finding.evidence["last_stat"] and "(median of the last" in a.finding.message

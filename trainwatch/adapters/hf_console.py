@@ -195,6 +195,13 @@ def _kind(d: dict[str, Any]) -> str:
     return "train"
 
 
+def _full_epoch(epoch: float) -> bool:
+    """Whether an epoch is printed in full (or 4 digits), not rounded to 2 decimals: then epoch x
+    steps-per-epoch is exact. An epoch like 1e308 is not (inf cents)."""
+    cents = epoch * 100
+    return math.isfinite(cents) and abs(cents - round(cents)) > 1e-6
+
+
 class HFConsoleAdapter(Adapter):
     name = "hf_console"
     description = "Hugging Face Trainer console: printed metric dicts between tqdm bars (TRL, axolotl, unsloth)"
@@ -206,6 +213,7 @@ class HFConsoleAdapter(Adapter):
         self.bar_total: int | None = None  # M of the last bar seen while `total` is unknown
         self.buffered = False  # dicts arrive late (block-buffered stdout): bars are not their steps
         self.spe_floor = 0.0  # lower bound of steps per epoch, from bars that were on time
+        self.spe_seen = 0.0  # steps per epoch from a dict's redrawn bar step and its full epoch
         self.first_epoch: float | None = None
         self.first_step_logged = False
         self.fine_epochs = False
@@ -380,10 +388,27 @@ class HFConsoleAdapter(Adapter):
                 self._bar(self._last_bar(line, pos, b), lineno, out)
             end = line.find("}", b)
             end = len(line) if end < 0 else end + 1
-            self._dict(line[b:end], lineno, out)
+            nxt = DICT_START.search(line, end)
+            self._dict(line[b:end], lineno, out, self._redraw_after(line, end, nxt.start() if nxt else len(line)))
             pos = end
         if "%|" in line[pos:]:
             self._bar(self._last_bar(line, pos, len(line)), lineno, out)
+
+    def _redraw_after(self, line: str, start: int, end: int) -> int | None:
+        """N of the training bar that tqdm redraws right after a printed dict on the same physical line
+        (`{...}\\r 12%|...| 30/250`): `tqdm.write` redraws the bar at the count the dict was logged at, so
+        this N is the dict's step. Only the first redraw counts (later ones are the next steps)."""
+        p = line.find("%|", start, end)
+        if p < 0:
+            return None
+        cut = line.find("\r", p, end)
+        bar = self._last_bar(line, start, end if cut < 0 else cut)
+        if bar is None or self.total is None or bar[2] != self.total or self.in_eval:
+            return None
+        desc = bar[0]
+        if desc and not desc.endswith(("]", ")")) and desc.rstrip(":").strip().lower() not in TRAIN_BARS:
+            return None
+        return bar[1]
 
     @staticmethod
     def _last_bar(line: str, start: int, end: int) -> tuple[str, int, int] | None:
@@ -436,7 +461,7 @@ class HFConsoleAdapter(Adapter):
             else:  # a number no column holds (log text is untrusted): the redraw goes as an object
                 out.append(progress_event(self.source, lineno, self.bar_step, self.total))
 
-    def _dict(self, text: str, lineno: int, out: Out) -> None:
+    def _dict(self, text: str, lineno: int, out: Out, redraw: int | None = None) -> None:
         if "[" in text and is_history(text):
             out.extend(history_samples(text, self.source, lineno))  # Keras print(history.history)
             return
@@ -457,7 +482,7 @@ class HFConsoleAdapter(Adapter):
         epoch = values.get("epoch")
         if epoch is not None and not math.isfinite(epoch):
             epoch = None  # a blown-up run can print `'epoch': inf`: the line's `'loss': nan` must still count
-        step = self._judge(kind, epoch, printed)
+        step = self._judge(kind, epoch, printed, redraw)
         if kind == "summary":
             out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=step, text=text[:2000], fields=values))
             if self.train_count == 0 and SUMMARY_LOSS in values:
@@ -469,11 +494,12 @@ class HFConsoleAdapter(Adapter):
         for k, v in values.items():
             out.sample(k, v, step, lineno, None, inferred)
 
-    def _judge(self, kind: str, epoch: float | None, printed: int | None) -> int | None:
-        """The step of a Trainer dict of this kind (train, eval, summary), with its finite epoch and the
-        step it printed, if any; moves the reader's state on. Both the line and the array path call it."""
+    def _judge(self, kind: str, epoch: float | None, printed: int | None, redraw: int | None = None) -> int | None:
+        """The step of a Trainer dict of this kind (train, eval, summary), with its finite epoch, the
+        step it printed, if any, and the training bar's N redrawn right after it; moves the reader's state
+        on. Both the line and the array path call it."""
         if kind == "train":
-            step = printed if printed is not None else self._train_step(epoch)
+            step = printed if printed is not None else self._train_step(epoch, redraw)
             self.train_count += 1
             if step is not None:
                 self.last_train_step = step
@@ -487,10 +513,13 @@ class HFConsoleAdapter(Adapter):
             self.last_step = max(step, self.last_step or 0) if kind != "train" else step
         return step
 
-    def _train_step(self, epoch: float | None) -> int | None:
-        """The step of a train dict: trainer_state.json, then epoch x steps per epoch, the logging
-        interval, the bar; never going backwards. Bars alone are not trusted: tqdm skips redraws
-        (mininterval) and block-buffered stdout prints dicts long after their bar."""
+    def _train_step(self, epoch: float | None, redraw: int | None = None) -> int | None:
+        """The step of a train dict: trainer_state.json, then the bar redrawn right after the dict,
+        epoch x steps per epoch, the logging interval, the bar; never going backwards. Bars alone are not
+        trusted: tqdm skips redraws (mininterval) and block-buffered stdout prints dicts long after their
+        bar; a redraw on the dict's own line is tqdm.write's, at the dict's step. Such a step with the
+        dict's full epoch also gives the real steps per epoch, which a banner's total / epochs misstates
+        when max_steps ends the run early."""
         if self.total is None and self.bar_total is not None:
             self.total = self.bar_total
         last = self.last_train_step
@@ -507,6 +536,10 @@ class HFConsoleAdapter(Adapter):
         step = self.state.step_for("train", epoch)
         if step is not None and last is not None and step <= last:
             step = None  # a stale or unrelated state file
+        if step is None and redraw is not None and (last is None or redraw > last):
+            step = redraw
+            if epoch is not None and epoch > 0 and _full_epoch(epoch):
+                self.spe_seen = redraw / epoch
         est = self._epoch_step(epoch) if step is None else None
         if step is None and self.logging_steps:
             if self.train_count == 0 and not self.base and epoch and est is not None and est < self.logging_steps / 2:
@@ -515,8 +548,7 @@ class HFConsoleAdapter(Adapter):
             else:
                 k = self.train_count + (0 if self.first_step_logged else 1)
                 step = self.base + k * self.logging_steps
-        cents = epoch * 100 if epoch is not None else math.nan  # inf for an epoch like 1e308: not fine
-        if not self.fine_epochs and math.isfinite(cents) and abs(cents - round(cents)) > 1e-6:
+        if not self.fine_epochs and epoch is not None and _full_epoch(epoch):
             self.fine_epochs = True  # epochs printed in full (or 4 digits): epoch x steps-per-epoch is exact
         if step is None and self.fine_epochs:
             step = est
@@ -533,6 +565,8 @@ class HFConsoleAdapter(Adapter):
         return step
 
     def _steps_per_epoch(self) -> float | None:
+        if self.spe_seen:
+            return self.spe_seen
         if self.total and self.num_epochs:
             by_data = math.ceil(self.num_examples / self.total_batch) if self.num_examples and self.total_batch else 0
             if by_data and self.total < 0.9 * by_data * self.num_epochs:

@@ -24,7 +24,7 @@ from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.shapes import METRIC_WORDS, count_pair, list_pair, step_tuple, total_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
-from trainwatch.names import Quality
+from trainwatch.names import Quality, step_loss
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|Infinity|-inf)"
 PAIR = re.compile(
@@ -208,6 +208,7 @@ class KeyValueAdapter(Adapter):
         self.mm_step: int | None = None  # the last MMEngine training step
         self.mm_eval = False
         self.count = 0  # records without a printed step
+        self.loss_seen = False  # a stepless record carried the per-step training loss
         self.held: dict[frozenset[str], tuple[int, float | None, list[tuple[str, float]], int | None]] = {}
         self.taken: set[frozenset[str]] = set()  # key sets of stepless lines seen more than once
         self.last_epoch: float | None = None
@@ -508,12 +509,17 @@ class KeyValueAdapter(Adapter):
         the last printed one (an eval or an epoch summary between training lines). Otherwise records
         are counted, and an epoch that changes with every record is the step itself; such an epoch
         going back to its start is another training in the same log (scripts that train several
-        models in turn), told as a new run so that it is neither a resume nor a divergence."""
+        models in turn), told as a new run so that it is neither a resume nor a divergence. Once a
+        record has carried the per-step training loss, only such records advance the count: an epoch's
+        average or its BLEU line takes the step training reached."""
         if self.printed_step is not None:
             if self.keras_epoch is not None:
                 self.keras_logged = True  # a record under `Epoch N/M`: a later `Epoch 0/M` starts another run
             return self.printed_step, True
-        self.count += 1
+        training = any(step_loss(k) for k, _ in pairs)
+        if training or not self.loss_seen:
+            self.count += 1  # once the per-step loss is seen, only its records are steps
+        self.loss_seen = self.loss_seen or training
         epoch = next((v for k, v in pairs if _is_epoch(k) and math.isfinite(v)), None)
         if epoch is None and self.last_epoch is not None and not self.epoch_repeats:
             return int(self.last_epoch), True  # an epoch's evaluation line, after the epoch's own record

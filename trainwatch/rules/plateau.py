@@ -37,6 +37,7 @@ class _State:
     next: int | None = None  # points seen at the next judgement
     flat_since: tuple[Any, ...] | None = None
     level: float | None = None
+    shown: int = 0  # the level is the median of this many last logged points
 
 
 class _Verdicts:
@@ -45,6 +46,7 @@ class _Verdicts:
     def __init__(self, m: int) -> None:
         self.cond = np.zeros(m, dtype=bool)
         self.level = np.full(m, np.nan)
+        self.shown = np.zeros(m, dtype=np.int64)
         self.episode = np.full(m, -1, dtype=np.int64)
         self.opened: list[Finding] = []
 
@@ -57,6 +59,7 @@ class _Verdicts:
             self.opened.append(st.opened)
         self.cond[r] = True
         self.level[r] = st.level
+        self.shown[r] = st.shown
         self.episode[r] = len(self.opened) - 1
 
     def opened_at(self, w: Window, row: int) -> Finding:
@@ -185,13 +188,18 @@ class LossPlateau(ArrayRule):
             st.opened, st.flat_since = None, None
             return
         level, make = found
-        st.level = level
+        shown = len(vals) - len(vals) // 2
+        if w > p.window_max:  # judged on bucket means: the level shown is the median of the logged points
+            pts = feed.tail(r, w - w // 2)[0]
+            if len(pts):
+                level, shown = median(pts.tolist()), len(pts)
+        st.level, st.shown = level, shown
         if st.opened is None:
             if st.flat_since is None:
                 st.flat_since = (n, first_step)
             if n - st.flat_since[0] < p.persist * w:
                 return
-            st.opened = make(st.flat_since[1], step)
+            st.opened = make(st.flat_since[1], step, level, shown)
         out.hold(k, k + 1, rows, st)
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
@@ -200,7 +208,12 @@ class LossPlateau(ArrayRule):
                                  self.p.quality_gain)
 
     def last_value(self, w: Window, row: int) -> float | None:
-        return float(self._verdicts[w.source].level[row - w.start])
+        """The median of the last logged points as of `row` itself, as many as the last judgement showed:
+        between judgements the level is not the one of the row the judgement was made at."""
+        v, i = self._verdicts[w.source], row - w.start
+        n = int(v.shown[i])
+        pts = self._feeds[w.source].tail(i, n)[0] if n else ()
+        return median(pts.tolist()) if len(pts) else float(v.level[i])
 
     def _clearly_low(self, feed: Feed, row: int, head: list[float]) -> bool:
         """A cheap look at the last few points before reading a whole window: a loss well below the
@@ -232,14 +245,17 @@ class LossPlateau(ArrayRule):
         if drop + margin >= self.p.min_drop:
             return None  # it may still be falling: the noise hides a fall of min_drop
 
-        def make(began: int, step: int) -> Finding:
-            msg = (f"loss has stayed near {fmt(level)} since about step {began}: its median fell only {drop:.1%} "
-                   f"over the last {points} points (noise +-{fmt(noise)}), still {level / first:.0%} of where it "
-                   f"began ({fmt(first)}) and above the expected {self.p.expected_max:g}")
+        def make(began: int, step: int, shown: float, count: int) -> Finding:
+            """The finding, its level `shown` the median of the last `count` logged points."""
+            msg = (f"loss has stayed near {fmt(shown)} (median of the last {count} points) since about step "
+                   f"{began}: its median fell only {drop:.1%} over the last {points} points (noise +-{fmt(noise)}), "
+                   f"still {shown / first:.0%} of where it began ({fmt(first)}) and above the expected "
+                   f"{self.p.expected_max:g}")
             return Finding(message=msg, step=step, began_step=began,
-                           evidence={"value": level, "step": began, "value_stat": "median of the window's newer half",
+                           evidence={"value": shown, "step": began, "value_stat": f"median of the last {count} points",
                                      "baseline": then, "drop": drop, "noise": noise, "first": first,
-                                     "window": points, "detected_step": step, "last_stat": "median"})
+                                     "window": points, "detected_step": step,
+                                     "last_stat": "median of the window's newer half"})
 
         return level, make
 
@@ -254,6 +270,7 @@ class _FlatState:
     next: tuple[Any, ...] | None = None  # (segment, points seen at the next judgement)
     flat_since: tuple[Any, ...] | None = None  # (segment, points seen when first flat)
     level: float | None = None
+    shown: int = 0  # no recount of the last points (see _State): this level is the window's own median
     told: object = None  # the run segment whose flat curve was reported
 
 

@@ -35,6 +35,7 @@ class LossPlateau(Rule):
         self._next: dict[str, int] = {}  # source -> points seen at its next judgement
         self._flat_since: dict[str, tuple[int, int]] = {}  # source -> (points seen, window start step)
         self._level: dict[str, float] = {}  # source -> the level at the last judgement
+        self._shown: dict[str, int] = {}  # source -> the level is the median of this many last points
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         src = series.source
@@ -46,7 +47,7 @@ class LossPlateau(Rule):
             self._reset(src)
             return None
         if n < self._next.get(src, 0):  # between judgements the last verdict stands
-            return self._episodes.repeat(src, self._level.get(src, point.value), point.step)
+            return self._episodes.repeat(src, self._now(series, src, point.value), point.step)
         w = scaled_window(n, self.p.window_fraction, self.p.window, n)
         self._next[src] = n + max(1, w // 10)
         if not self._episodes.is_open(src) and self._clearly_low(seg, series):
@@ -58,13 +59,24 @@ class LossPlateau(Rule):
             self._reset(src, keep_next=True)
             return None
         level, make = found
-        self._level[src] = level
+        shown = len(vals) - len(vals) // 2
+        if w > self.p.window_max:  # the level shown is the median of the logged points, not of bucket means
+            pts = series.tail_values(w - w // 2)
+            if pts:
+                level, shown = median(pts), len(pts)
+        self._level[src], self._shown[src] = level, shown
         if self._episodes.is_open(src):
             return self._episodes.repeat(src, level, point.step)
         since = self._flat_since.setdefault(src, (n, first_step))
         if n - since[0] < self.p.persist * w:
             return None
-        return self._episodes.open(src, make(since[1], point.step), level, point.step)
+        return self._episodes.open(src, make(since[1], point.step, level, shown), level, point.step)
+
+    def _now(self, series: Series, src: str, default: float) -> float:
+        """The level as of this point: the median of as many last points as the last judgement showed."""
+        n = self._shown.get(src, 0)
+        pts = series.tail_values(n) if n else []
+        return median(pts) if pts else self._level.get(src, default)
 
     def _window(self, series: Series, w: int) -> tuple[list[float], int]:
         """The last w points' values and the step of the first. Beyond `window_max` points the run's
@@ -135,14 +147,16 @@ class LossPlateau(Rule):
         if drop + margin >= self.p.min_drop:
             return None  # it may still be falling: the noise hides a fall of min_drop
 
-        def make(began: int, step: int) -> Finding:
-            msg = (f"loss has stayed near {fmt(level)} since about step {began}: its median fell only {drop:.1%} "
-                   f"over the last {points} points (noise +-{fmt(noise)}), still {level / first:.0%} of where it "
-                   f"began ({fmt(first)}) and above the expected {self.p.expected_max:g}")
+        def make(began: int, step: int, shown: float, count: int) -> Finding:
+            msg = (f"loss has stayed near {fmt(shown)} (median of the last {count} points) since about step "
+                   f"{began}: its median fell only {drop:.1%} over the last {points} points (noise +-{fmt(noise)}), "
+                   f"still {shown / first:.0%} of where it began ({fmt(first)}) and above the expected "
+                   f"{self.p.expected_max:g}")
             return Finding(message=msg, step=step, began_step=began,
-                           evidence={"value": level, "step": began, "value_stat": "median of the window's newer half",
+                           evidence={"value": shown, "step": began, "value_stat": f"median of the last {count} points",
                                      "baseline": then, "drop": drop, "noise": noise, "first": first,
-                                     "window": points, "detected_step": step, "last_stat": "median"})
+                                     "window": points, "detected_step": step,
+                                     "last_stat": "median of the window's newer half"})
 
         return level, make
 
