@@ -379,3 +379,11 @@ def test_a_bare_progress_figure_between_pairs_and_epochs_logging_only_batch_zero
              "[train] epoch:1 iter:0/18 0.00% lr:0.000753 loss:0.608553 ETA:0.0min",
              "[train] epoch:2 iter:0/18 0.00% lr:0.000500 loss:0.5 ETA:0.0min"]
     assert series(run(KeyValueAdapter(""), lines), "loss") == [(0, 1.298646), (1, 0.608553), (2, 0.5)]
+
+
+def test_to_float_reads_lightning_nonfinite_forms() -> None:
+    from trainwatch.adapters.base import to_float
+    v = to_float("nan.0")
+    assert v is not None and v != v
+    assert to_float("inf.0") == float("inf") and to_float("-inf.0") == float("-inf")
+    assert to_float("nano") is None and to_float("info") is None
