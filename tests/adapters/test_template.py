@@ -231,6 +231,13 @@ def test_a_lightning_console_of_one_line_of_redraws_is_claimed() -> None:
     assert detect(head, "train.log") == "template"
 
 
+def test_a_lightning_console_after_a_long_preamble_is_claimed() -> None:
+    preamble = "".join(f"[Check] tensor_{i}: nan=False, inf=False, shape=torch.Size([1, 16])\n" for i in range(3000))
+    bars = "".join(lightning(0, n, 4000, "nan.0") + "\n" for n in range(1, 6))
+    assert detect(preamble + bars, "train.log") == "template"
+    assert detect(preamble, "train.log") != "template"
+
+
 # -- shapes of issue 22's public sample ----------------------------------------------------------
 def test_bracketed_counters_with_a_pipe_and_aligned_pairs() -> None:
     lines = [f"Epoch:[ {e} | 19 ]    Batch:[ {b} | 2068 ]    loss_giou: 5.6838    loss_conf: 45.7363    "
