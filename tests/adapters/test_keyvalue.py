@@ -392,3 +392,11 @@ def test_stepless_epoch_averages_and_bleu_lines_take_the_step_training_reached()
     assert series(recs, "Batch loss") == [(1, 2.5), (2, 2.1), (3, 1.9)]
     assert series(recs, "Average Train Loss") == [(2, 2.3)]
     assert series(recs, "validation_BLEU-2") == [(2, 30.1)]
+
+
+def test_to_float_reads_lightning_nonfinite_forms() -> None:
+    from trainwatch.adapters.base import to_float
+    v = to_float("nan.0")
+    assert v is not None and v != v
+    assert to_float("inf.0") == float("inf") and to_float("-inf.0") == float("-inf")
+    assert to_float("nano") is None and to_float("info") is None

@@ -142,6 +142,20 @@ def test_real_lightning_redraw() -> None:
     assert series(read([line]), "train_total_loss") == [(1225, 0.375)]
 
 
+def test_lightning_prints_a_nonfinite_loss_as_nan_dot_zero() -> None:
+    line = "\r".join(lightning(0, n, 4, "nan.0") for n in (1, 2)) + "\r" + lightning(0, 3, 4, "inf.0")
+    got = series(read([line]), "train_loss_step")
+    assert [s for s, _ in got] == [1, 2, 3]
+    assert math.isnan(got[0][1]) and math.isnan(got[1][1]) and got[2][1] == math.inf
+
+
+def test_real_lightning_nan_redraw_followed_by_a_print() -> None:
+    line = ("Epoch 0:   0%|          | 1/224174 [00:12<805:51:49,  0.08it/s, v_num=22, train_loss_step=nan.0]"
+            "[Module] training_step -> batch_idx: 1")
+    got = series(read([line]), "train_loss_step")
+    assert len(got) == 1 and got[0][0] == 1 and math.isnan(got[0][1])
+
+
 def test_evaluation_and_data_bars_never_set_the_training_step() -> None:
     recs = read(["\r".join(f"Epoch 1/25 [Train]:   0%|          | {n}/100 [00:23<7:11:26, 1.0s/it, loss=4.9, "
                            "last_nan_iter=None]" for n in (1, 2)),
@@ -215,6 +229,13 @@ def test_a_lightning_console_of_one_line_of_redraws_is_claimed() -> None:
     redraws = "\r".join(bar.format(p=n // 2, n=n, v=3 - n / 100) for n in range(1, 201))
     head = "GPU available: True (cuda), used: True\n" + redraws + "\nTrainer.fit stopped: `max_epochs=1` reached.\n"
     assert detect(head, "train.log") == "template"
+
+
+def test_a_lightning_console_after_a_long_preamble_is_claimed() -> None:
+    preamble = "".join(f"[Check] tensor_{i}: nan=False, inf=False, shape=torch.Size([1, 16])\n" for i in range(3000))
+    bars = "".join(lightning(0, n, 4000, "nan.0") + "\n" for n in range(1, 6))
+    assert detect(preamble + bars, "train.log") == "template"
+    assert detect(preamble, "train.log") != "template"
 
 
 # -- shapes of issue 22's public sample ----------------------------------------------------------

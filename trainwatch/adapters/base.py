@@ -29,9 +29,12 @@ def to_float(text: str) -> float | None:
             return float(t.replace(",", ""))
         except ValueError:
             return None
-    low = t.lower()
+    low = t.lower().rstrip("0").removesuffix(".")
     if low in ("nan", "-nan", "+nan"):
         return float("nan")
+    if low in ("inf", "-inf", "+inf"):
+        # Lightning's progress bar prints a non-finite float as `nan.0` / `inf.0`.
+        return float(low)
     return None
 
 

@@ -26,7 +26,7 @@ from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Quality, step_loss
 
-NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|Infinity|-inf)"
+NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:nan|NaN|inf|Inf|Infinity|-inf)(?:\.0+)?)"
 PAIR = re.compile(
     r"(?P<k>[A-Za-z_][\w/.\-()%@ ]{0,60}?)\s*(?:[:=]\s*|\s+is\s+|\s+)\[?(?P<v>" + NUM + r")(?![\w.])?"
     r"(?P<u>%|[A-Za-z]{1,3}\b)?"

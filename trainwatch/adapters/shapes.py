@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf)"
+NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:nan|NaN|inf|Inf)(?:\.0+)?)"
 
 # Counter names, by how close to the training loop they count: the first one a line holds gives the step
 COUNTER_RANK = {"global_step": 0, "step": 1, "steps": 1, "iter": 2, "iters": 2, "iteration": 2, "it": 2,
@@ -63,10 +63,16 @@ METRIC_WORDS = re.compile(r"(?i)loss|acc|map\b|iou|f1|dice|bleu|rouge|reward|auc
 
 def number(text: str) -> float | None:
     """A value as printed, or None for words (`None`, `True`)."""
+    t = text.strip().rstrip("%")
     try:
-        return float(text.strip().rstrip("%"))
+        return float(t)
     except ValueError:
-        return None
+        pass
+    # Lightning's progress bar prints a non-finite float as `nan.0` / `inf.0`
+    head, dot, zeros = t.partition(".")
+    if dot and zeros and not zeros.strip("0") and head.lstrip("+-").lower() in ("nan", "inf"):
+        return float(head)
+    return None
 
 
 @dataclass

@@ -27,6 +27,8 @@ from trainwatch.model import Event, EventKind, Record, Sample
 
 SCORE = 0.41  # over `text` (0.31) and a console of bare tqdm bars (0.4); under every format that names itself
 MIN_RECORD_LINES = 3
+PROBE_LINES = 2000  # the head lines detection parses
+PROBE_TAIL_LINES = 1000  # and the last lines of a longer sample, parsed afresh
 DETECT_THRESHOLD = 0.3
 STEP_NAMES = ("total_timesteps", "timesteps", "global_step", "step", "steps", "iteration", "iterations", "iter",
               "n_updates", "epoch")
@@ -62,9 +64,22 @@ class TemplateAdapter(KeyValueAdapter):
             last = lines.pop()  # is one line of tqdm redraws has no other)
             if "\r" in last:
                 lines.append(last[:last.rfind("\r")])
+        # the head, and the tail read by a fresh probe: a preamble of thousands of lines (config dumps,
+        # model summaries, debug prints) can hold every metric line past the head
+        parts = [lines[:PROBE_LINES]]
+        if len(lines) > PROBE_LINES:
+            parts.append(lines[max(PROBE_LINES, len(lines) - PROBE_TAIL_LINES):])
+        for part in parts:
+            if cls._probe(part):
+                return SCORE
+        return 0.0
+
+    @classmethod
+    def _probe(cls, lines: list[str]) -> bool:
+        """Whether `lines` hold enough records of one template to call the file this reader's."""
         probe = cls("")
         hits = 0
-        for i, line in enumerate(lines[:2000]):
+        for i, line in enumerate(lines):
             try:
                 got = list(probe.parse(line, i + 1))
             except Exception:
@@ -73,8 +88,8 @@ class TemplateAdapter(KeyValueAdapter):
             hits += min(MIN_RECORD_LINES, len({r.step for r in got if type(r) is Sample or getattr(r, "kind", None)
                                                 is EventKind.PROGRESS}))
             if hits >= MIN_RECORD_LINES:
-                return SCORE
-        return 0.0
+                return True
+        return False
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         if "%|" in line:
