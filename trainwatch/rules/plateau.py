@@ -212,7 +212,9 @@ class LossPlateau(ArrayRule):
         between judgements the level is not the one of the row the judgement was made at."""
         v, i = self._verdicts[w.source], row - w.start
         n = int(v.shown[i])
-        pts = self._feeds[w.source].tail(i, n)[0] if n else ()
+        if not n:
+            return float(v.level[i])
+        pts = self._feeds[w.source].tail(i, n)[0]
         return median(pts.tolist()) if len(pts) else float(v.level[i])
 
     def _clearly_low(self, feed: Feed, row: int, head: list[float]) -> bool:
