@@ -18,6 +18,7 @@ of check.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -26,7 +27,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 BAR = "\u2588"
@@ -42,19 +43,38 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
 """
 
 
+BANNER = "***** Running training *****\n  Num examples = 1,000,000\n  Total optimization steps = 10,000,000\n"
+
+
+def write_log(path: Path, size: int, chunks: Iterator[str], head: str = "", tail: str = "") -> None:
+    """`head`, then chunks from the endless `chunks` until about `size` bytes are written, then `tail`;
+    written in batches, so a gigabyte costs a few thousand writes."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head)
+        written = 0
+        buf: list[str] = []
+        for chunk in chunks:
+            if written >= size:
+                break
+            buf.append(chunk)
+            written += len(chunk.encode())
+            if len(buf) >= 2000:
+                f.write("".join(buf))
+                buf.clear()
+        f.write("".join(buf))
+        f.write(tail)
+
+
 def make_console(path: Path, size: int) -> None:
     """An HF Trainer console log: tqdm redraws sharing lines through carriage returns, transformers 4
     dicts and transformers 5 ones (quoted numbers), an eval every 500 logged steps, a NaN stretch at
     60% of the file, and an out-of-memory traceback at the end (so a follower sees the run end)."""
-    rng = random.Random(1)
-    total = 10_000_000
-    step = 0
-    nan_from, nan_to = int(size * 0.6), int(size * 0.6) + 200_000
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("***** Running training *****\n  Num examples = 1,000,000\n  Total optimization steps = 10,000,000\n")
-        written = 0
-        buf: list[str] = []
-        while written < size:
+    def chunks() -> Iterator[str]:
+        rng = random.Random(1)
+        total = 10_000_000
+        step = written = 0
+        nan_from, nan_to = int(size * 0.6), int(size * 0.6) + 200_000
+        while True:
             segs = []
             for _ in range(10):
                 step += 1
@@ -74,111 +94,75 @@ def make_console(path: Path, size: int) -> None:
             if step % 5000 == 0:
                 chunk += (f"{{'eval_loss': {loss + 0.1:.4f}, 'eval_runtime': 12.5, 'eval_samples_per_second': 80.1, "
                           f"'epoch': {step / 1e6:.2f}}}\n")
-            buf.append(chunk)
             written += len(chunk.encode())
-            if len(buf) >= 2000:
-                f.write("".join(buf))
-                buf.clear()
-        f.write("".join(buf))
-        f.write(TRACEBACK)
+            yield chunk
+
+    write_log(path, size, chunks(), BANNER, TRACEBACK)
 
 
 def make_progress(path: Path, size: int) -> None:
     """A non-tty tqdm under Slurm: each redraw of the bar is a line of its own, and the Trainer's dict
     comes every ~11 lines."""
-    rng = random.Random(3)
-    total = 10_000_000
-    step = 0
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("***** Running training *****\n  Num examples = 1,000,000\n  Total optimization steps = 10,000,000\n")
-        written = 0
-        buf: list[str] = []
-        while written < size:
-            lines = []
+    def chunks() -> Iterator[str]:
+        rng = random.Random(3)
+        total = 10_000_000
+        step = 0
+        while True:
             for _ in range(10):
                 step += 1
                 pct = step * 100 // total
-                lines.append(f"{pct:3d}%|{BAR * (pct // 10):<10}| {step}/{total} "
-                             f"[01:{step % 60:02d}<9:59:59, {rng.uniform(3, 5):.2f}it/s]\n")
+                yield (f"{pct:3d}%|{BAR * (pct // 10):<10}| {step}/{total} "
+                       f"[01:{step % 60:02d}<9:59:59, {rng.uniform(3, 5):.2f}it/s]\n")
             loss = 1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02)
-            lines.append(f"{{'loss': {loss:.4f}, 'grad_norm': {rng.uniform(0.5, 2):.6f}, "
-                         f"'learning_rate': {2e-5 * (1 - step / total):.6e}, 'epoch': {step / 1e6:.2f}}}\n")
-            chunk = "".join(lines)
-            buf.append(chunk)
-            written += len(chunk.encode())
-            if len(buf) >= 2000:
-                f.write("".join(buf))
-                buf.clear()
-        f.write("".join(buf))
-        f.write(TRACEBACK)
+            yield (f"{{'loss': {loss:.4f}, 'grad_norm': {rng.uniform(0.5, 2):.6f}, "
+                   f"'learning_rate': {2e-5 * (1 - step / total):.6e}, 'epoch': {step / 1e6:.2f}}}\n")
+
+    write_log(path, size, chunks(), BANNER, TRACEBACK)
 
 
 def make_flat_jsonl(path: Path, size: int) -> None:
     """Flat JSON rows of six metrics, about 120 bytes each: the per-row costs, not the parsing, show."""
-    rng = random.Random(4)
-    with open(path, "w", encoding="utf-8") as f:
-        written = 0
-        step = 0
-        buf: list[str] = []
-        while written < size:
-            step += 1
-            line = (f'{{"step": {step}, "loss": {1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02):.5f}, '
-                    f'"lr": 0.0001, "grad_norm": {rng.uniform(0.5, 2):.4f}, "tokens_per_sec": '
-                    f'{rng.uniform(9e4, 1e5):.1f}, "epoch": {step / 1e5:.4f}}}\n')
-            buf.append(line)
-            written += len(line)
-            if len(buf) >= 5000:
-                f.write("".join(buf))
-                buf.clear()
-        f.write("".join(buf))
+    def chunks() -> Iterator[str]:
+        rng = random.Random(4)
+        for step in itertools.count(1):
+            yield (f'{{"step": {step}, "loss": {1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02):.5f}, '
+                   f'"lr": 0.0001, "grad_norm": {rng.uniform(0.5, 2):.4f}, "tokens_per_sec": '
+                   f'{rng.uniform(9e4, 1e5):.1f}, "epoch": {step / 1e5:.4f}}}\n')
+
+    write_log(path, size, chunks())
 
 
 def make_table(path: Path, size: int) -> None:
     """A space-aligned metrics table under a header row, values of varying widths, the header printed
     again every 1000 rows (as loops that print a table per epoch do)."""
-    rng = random.Random(5)
-    header = f"{'epoch':>5}  {'iter':>8}  {'loss':>9}  {'lr':>9}  {'grad_norm':>9}  {'acc':>7}  {'time':>6}\n"
-    with open(path, "w", encoding="utf-8") as f:
-        written = 0
-        step = 0
-        buf: list[str] = []
-        while written < size:
-            if step % 1000 == 0:
-                buf.append(header)
-            step += 1
+    def chunks() -> Iterator[str]:
+        rng = random.Random(5)
+        header = f"{'epoch':>5}  {'iter':>8}  {'loss':>9}  {'lr':>9}  {'grad_norm':>9}  {'acc':>7}  {'time':>6}\n"
+        for step in itertools.count(1):
+            if step % 1000 == 1:
+                yield header
             loss = 1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02)
             acc = min(0.99, 0.1 + step / 2e5)
-            line = (f"{step // 1000 + 1:>5}  {step:>8}  {loss:>9.{rng.choice((3, 4, 5))}f}  {1e-4:>9.2e}  "
-                    f"{rng.uniform(0.5, 2):>9.3f}  {acc:>7.4f}  {rng.uniform(0.1, 0.3):>6.3f}\n")
-            buf.append(line)
-            written += len(line)
-            if len(buf) >= 5000:
-                f.write("".join(buf))
-                buf.clear()
-        f.write("".join(buf))
+            yield (f"{step // 1000 + 1:>5}  {step:>8}  {loss:>9.{rng.choice((3, 4, 5))}f}  {1e-4:>9.2e}  "
+                   f"{rng.uniform(0.5, 2):>9.3f}  {acc:>7.4f}  {rng.uniform(0.1, 0.3):>6.3f}\n")
+
+    write_log(path, size, chunks())
 
 
 def make_jsonl(path: Path, size: int) -> None:
-    rng = random.Random(2)
-    with open(path, "w", encoding="utf-8") as f:
-        written = 0
-        step = 0
-        buf: list[str] = []
+    """Nested JSON lines: a metrics object with a sub-object on every line."""
+    def chunks() -> Iterator[str]:
+        rng = random.Random(2)
         t0 = 1.7e9
-        while written < size:
-            step += 1
+        for step in itertools.count(1):
             rec = {"step": step, "time": t0 + step * 0.5,
                    "loss": round(1.2 + 2.0 * math.exp(-step / 3000) + rng.gauss(0, 0.02), 5),
                    "lr": 1e-4, "grad_norm": round(rng.uniform(0.5, 2), 4),
                    "tokens_per_sec": round(rng.uniform(9e4, 1e5), 1),
                    "train": {"epoch": round(step / 1e5, 4)}}
-            line = json.dumps(rec) + "\n"
-            buf.append(line)
-            written += len(line)
-            if len(buf) >= 5000:
-                f.write("".join(buf))
-                buf.clear()
-        f.write("".join(buf))
+            yield json.dumps(rec) + "\n"
+
+    write_log(path, size, chunks())
 
 
 def run_measured(cmd: list[str]) -> tuple[float, int, int]:
