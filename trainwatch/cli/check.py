@@ -265,9 +265,16 @@ def judge(paths: list[str], names: dict[str, str], fmt: str | None, preset: str 
     the caller knows (`run`: the child's end) once a run's files are read. Raises SourceError when no file
     yields a run."""
     opened, skipped, local_of = _opened(paths, names, fmt)
+    return _judge_runs(paths, opened, skipped, local_of, runs_of(opened), preset, configs, after)
+
+
+def _judge_runs(paths: list[str], opened: list[runner.OpenSource], skipped: list[str], local_of: dict[str, Path],
+                runs: list[list[runner.OpenSource]], preset: str | None, configs: list[str] | None,
+                after: Callable[[Engine], None] | None = None) -> tuple[list[Judged], list[str]]:
+    """`judge` over sources already opened and grouped into runs, in this process."""
     explicit = {str(Path(p)) for p in paths}
     judged = []
-    for run in runs_of(opened):
+    for run in runs:
         one = _judge_run(run, preset, configs, explicit, skipped, len(opened) == 1, after)
         if one is not None:
             engine, doc = one
@@ -326,8 +333,8 @@ def judge_docs(paths: list[str], names: dict[str, str], fmt: str | None, preset:
         return [j.doc for j in judged], skipped
     opened, skipped, local_of = _opened(paths, names, fmt)
     runs = runs_of(opened)
-    if len(runs) == 1:
-        judged, skipped = judge(paths, names, fmt, preset, configs)
+    if len(runs) == 1:  # nothing to share out: judged here, with the sources already opened
+        judged, skipped = _judge_runs(paths, opened, skipped, local_of, runs, preset, configs)
         return [j.doc for j in judged], skipped
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
