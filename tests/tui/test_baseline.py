@@ -67,13 +67,14 @@ def test_a_missing_baseline_is_one_line_and_exit_3(tmp_path: Path) -> None:
     assert proc.stderr.count("\n") == 1 and "missing.log" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_baseline_at_is_the_last_point_at_or_before_the_step_and_nothing_outside_the_run() -> None:
+def test_baseline_at_is_the_bucket_holding_the_step_and_nothing_past_the_run() -> None:
     from trainwatch.tui.view import baseline_at
 
-    pts = ((10, 2.0), (20, 1.5), (30, float("nan")), (40, 1.0))
-    assert baseline_at(pts, 10) == 2.0 and baseline_at(pts, 25) == 1.5 and baseline_at(pts, 40) == 1.0
-    assert baseline_at(pts, 35) is None  # a NaN there says nothing to compare with
-    assert baseline_at(pts, 5) is None and baseline_at(pts, 41) is None and baseline_at((), 3) is None
+    pts = ((10, 2.0), (20, 1.5), (30, float("nan")), (40, 1.0))  # (last step, mean) per bucket
+    assert baseline_at(pts, 5) == 2.0 and baseline_at(pts, 10) == 2.0 and baseline_at(pts, 15) == 1.5
+    assert baseline_at(pts, 35) == 1.0 and baseline_at(pts, 40) == 1.0
+    assert baseline_at(pts, 25) is None  # a bucket of NaN says nothing to compare with
+    assert baseline_at(pts, 41) is None and baseline_at((), 3) is None
 
 
 async def test_each_card_shows_its_difference_from_the_baseline_at_the_same_step() -> None:

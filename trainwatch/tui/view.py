@@ -321,12 +321,12 @@ def _metric_view_cached(s: Series, alerts: list[AlertView], multi: bool, cache: 
 
 
 def baseline_at(points: tuple[tuple[int, float], ...], step: int) -> float | None:
-    """The baseline's value at `step`: its last point at or before it (None before its first, or past
-    its end, where it says nothing of this step)."""
-    if not points or step < points[0][0] or step > points[-1][0]:
+    """The baseline's value at `step`: that of the point whose history bucket holds it (points are
+    (last step, mean) per bucket). None past its end, or where that bucket held no finite value."""
+    at = bisect.bisect_left(points, step, key=lambda p: p[0])
+    if at == len(points):
         return None
-    at = bisect.bisect_right(points, step, key=lambda p: p[0])
-    value = points[at - 1][1]
+    value = points[at][1]
     return value if math.isfinite(value) else None
 
 
