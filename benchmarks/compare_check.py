@@ -86,7 +86,8 @@ def _strip_clock(obj: Any) -> Any:
 
 def check(tree: Path, path: Path, scanner: str) -> str:
     env = dict(os.environ, PYTHONPATH=str(tree), TRAINWATCH_SCANNER=scanner)
-    out = subprocess.run([sys.executable, "-m", "trainwatch", "check", "--json", str(path)], env=env,
+    # run from the tree itself: `-m` puts the working directory first on the import path, ahead of PYTHONPATH
+    out = subprocess.run([sys.executable, "-m", "trainwatch", "check", "--json", str(path)], env=env, cwd=tree,
                          capture_output=True, text=True, check=False)
     try:
         return json.dumps(_strip_clock(json.loads(out.stdout)), indent=1)

@@ -44,15 +44,16 @@ def test_rollback_takes_back_a_line_even_after_columns() -> None:
         assert _rows(b) == [("loss", 2.0, 1, 1, None), ("loss", 1.0, 3, 3, None)]
 
 
-def test_fill_time_gives_a_prefix_time_only_to_samples_without_one() -> None:
+def test_fill_time_gives_a_prefix_time_only_to_the_lines_samples_without_one() -> None:
     b = BatchBuilder("a.log")
     b.sample("loss", 2.0, 1, 1)
     at = b.mark()
+    b.sample("loss", 1.5, 1, 1)  # an earlier line's sample an adapter held back until line 2
     b.sample("loss", 1.0, 2, 2)
     b.sample("lr", 0.1, 2, 2, time=5.0)
-    b.fill_time(at, 9.0)
+    b.fill_time(at, 9.0, 2)
     times = [r.time for r in b.build().records()]
-    assert times[0] is None and times[1:] == [9.0, 5.0]
+    assert times[:2] == [None, None] and times[2:] == [9.0, 5.0]
 
 
 def test_record_list_makes_samples_of_its_source() -> None:

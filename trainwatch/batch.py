@@ -400,15 +400,16 @@ class BatchBuilder:
             return None
         return tuple(zip(self._name[singles:], steps[singles:], self._value[singles:]))
 
-    def fill_time(self, at: tuple[int, int, int, int], t: float) -> None:
-        """Samples appended one at a time since `mark` without a time get `t` (a launcher prefix's). Columns
-        appended since then keep the times they came with: an adapter writing a line's values as columns
-        gives them their time itself."""
+    def fill_time(self, at: tuple[int, int, int, int], t: float, line: int) -> None:
+        """Samples of `line` appended one at a time since `mark` without a time get `t` (its launcher
+        prefix's). Columns appended since then keep the times they came with: an adapter writing a line's
+        values as columns gives them their time itself; samples of earlier lines that an adapter held back
+        until this line are not this line's."""
         pieces, singles = at[0], at[1]
         if len(self._pieces) == pieces:
-            times = self._time
+            times, lines = self._time, self._line
             for i in range(singles, len(times)):
-                if times[i] != times[i]:
+                if times[i] != times[i] and lines[i] == line:
                     times[i] = t
 
     def record(self, record: Record) -> None:

@@ -95,7 +95,8 @@ def test_dicts_the_readers_could_disagree_on_go_through_parse(scanner: Any, line
     head = "{'loss': 2.5, 'epoch': 0.1}\n"
     text = head + line + "\n" + head
     adapter, _ = _run(scanner, text, monkeypatch)
-    assert len(adapter.parsed) == 1 and adapter.parsed[0].endswith(line.split("\x1b[2K")[-1])
+    odd = [p for p in adapter.parsed if p != head.strip()]  # dicts of no known pace go by parse too (restep)
+    assert len(odd) == 1 and odd[0].endswith(line.split("\x1b[2K")[-1])
     monkeypatch.setattr(scan, "Scanner", scanner)
     raw = text.encode()
     assert by_bytes(SourceParser(HFConsoleAdapter("")), raw) == by_lines(SourceParser(HFConsoleAdapter("")), raw)

@@ -126,3 +126,8 @@ class Adapter(ABC):
     def finish(self) -> Iterable[Record]:
         """Records held back for more lines (multi-line blocks), at the end of the data."""
         return ()
+
+    def settle(self) -> Iterable[Record]:
+        """Records held back for a later line, let go because a live reader has read all there is for now
+        (a run that prints no step may go on for hours before a line names one)."""
+        return ()

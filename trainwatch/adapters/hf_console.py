@@ -5,7 +5,10 @@ that share physical lines through carriage returns. The step is therefore inferr
 say so with step_inferred=True: from a trainer_state.json next to the log when there is one; else
 from the logging interval of a TrainingArguments dump; else from epoch x steps per epoch when
 epochs print in full (transformers 5); else from the training bar's N/M before the dict; else
-from rounded epochs. Steps never go backwards unless the log says the run resumed.
+from rounded epochs. Steps never go backwards unless the log says the run resumed. Dicts dated only
+by a guessed pace are held until a later line names a step, and re-dated by it (`restep`); a line
+that makes a record of another kind, the end of the data, or a live reader that has caught up with
+the file (`settle`) lets them go with the steps they have.
 Bars alone are a weak witness: tqdm skips redraws, and block-buffered stdout prints dicts late.
 Per-line work stays cheap because a log can be a gigabyte: lines without a dict only look at their
 last carriage-return segments for a bar.
@@ -27,6 +30,7 @@ import numpy as np
 from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
+from trainwatch.adapters.restep import interval_steps
 from trainwatch.batch import (INT64_MAX, BatchBuilder, IntColumns, RecordList, RedrawColumns, column_step,
                               progress_event)
 from trainwatch.model import Event, EventKind, Record
@@ -65,6 +69,8 @@ TRAIN_BARS = frozenset({"train", "training"})  # ms-swift names its training bar
 SUMMARY_KEY = "train_runtime"
 SUMMARY_LOSS = "train_loss"
 KNOWN_KEYS = ("epoch", "loss", "learning_rate", "grad_norm", "train_runtime")
+MAX_HELD = 10_000
+"""Dicts held for a witness of their steps at most; past it they go with their guessed steps."""
 
 
 def parse_repr_dict(text: str) -> dict[str, float]:
@@ -230,6 +236,9 @@ class HFConsoleAdapter(Adapter):
         self.num_examples = 0  # from the banner: with the total batch size, the steps in an epoch
         self.total_batch = 0
         self.state = _StateSteps(source)
+        self.exact = True  # whether the last train dict's step had a witness (not a guessed pace)
+        self.train_sent = 0  # train dicts handed on (not held)
+        self.held: list[tuple[str, dict[str, float], int, float | None, int | None]] = []
         self._keys = columns.ConsoleKeys(STEP_KEYS, SUMMARY_KEY, KNOWN_KEYS, EVAL_PREFIXES)
 
     @classmethod
@@ -256,17 +265,21 @@ class HFConsoleAdapter(Adapter):
         """Lines of nothing but tqdm bars and plain metric dicts are read from the scanner's arrays (see
         hf_console_columns); every other line through `parse`, its values straight into the batch."""
         self._keys.update(keys, lines.out)
+        self._read_chunk(chunk, lines)
+        return []
+
+    def _read_chunk(self, chunk: Chunk, lines: ChunkLines) -> None:
         plan = columns.plan(chunk, lines, self._keys)
         if plan is None:
             for i in lines.hits:
                 lines.parse_into(i)
-            return []
+            return
         data, first = chunk.data, chunk.first_lineno
         run = _Run()
         hits = lines.hits
         h, retry = 0, 0
         while h < len(hits):
-            if h >= retry and self._steady():
+            if h >= retry and not self.held and self._steady():
                 assert self.total is not None and self.bar_step is not None
                 got = columns.steady(plan.arrays, h, self.total, self.bar_step, self.bar_used, self.progress_sent,
                                      self.last_train_step, run.place(plan.bounds, first))
@@ -280,7 +293,8 @@ class HFConsoleAdapter(Adapter):
             k, i = h, hits[h]
             h += 1
             how = int(plan.how[k])
-            if how == columns.SLOW:
+            if how == columns.SLOW or self.held or (how == columns.DICT and self._may_hold(
+                    plan.facts.of(int(plan.dict_of[k]))[2], bool(plan.plain_bar[k]) or int(plan.bar_from[k]) >= 0)):
                 run.flush(lines.out, chunk, self._keys, plan.bounds)
                 lines.parse_into(i)
                 continue
@@ -306,7 +320,6 @@ class HFConsoleAdapter(Adapter):
                              int(plan.bounds[d + 1] - plan.bounds[d]))
             self._progress(lineno, run)
         run.flush(lines.out, chunk, self._keys, plan.bounds)
-        return []
 
     def _steady(self) -> bool:
         """Whether the reader's state is in the regime `columns.steady` reads runs of lines in."""
@@ -341,6 +354,8 @@ class HFConsoleAdapter(Adapter):
         self._parse(line, lineno, out)
 
     def _parse(self, line: str, lineno: int, out: Out) -> None:
+        if self.held:
+            self._witness(line, out)
         if "{'" in line:
             self._dict_line(line, lineno, out)
         elif "%|" in line:
@@ -455,6 +470,8 @@ class HFConsoleAdapter(Adapter):
 
     def _progress(self, lineno: int, out: Out | _Run) -> None:
         if self.total is not None and self.bar_step is not None and self.bar_step != self.progress_sent:
+            if self.held and not isinstance(out, _Run):
+                self._release(out)  # a redraw after held dicts: they go first, in the log's order
             self.progress_sent = self.bar_step
             if max(self.bar_step, self.total) <= INT64_MAX:
                 out.progress(self.bar_step, self.total, lineno)
@@ -482,7 +499,14 @@ class HFConsoleAdapter(Adapter):
         epoch = values.get("epoch")
         if epoch is not None and not math.isfinite(epoch):
             epoch = None  # a blown-up run can print `'epoch': inf`: the line's `'loss': nan` must still count
+        if self.held and kind == "train" and redraw is not None and printed is None:
+            self._release(out, redraw, at_record=True)  # the bar redrawn at this dict's step dates those held
         step = self._judge(kind, epoch, printed, redraw)
+        if printed is None and kind != "summary" and self._holds(kind):
+            self.held.append((kind, values, lineno, epoch, step))
+            return
+        if kind == "train":
+            self.train_sent += 1
         if kind == "summary":
             out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=step, text=text[:2000], fields=values))
             if self.train_count == 0 and SUMMARY_LOSS in values:
@@ -499,6 +523,7 @@ class HFConsoleAdapter(Adapter):
         step it printed, if any, and the training bar's N redrawn right after it; moves the reader's state
         on. Both the line and the array path call it."""
         if kind == "train":
+            self.exact = printed is not None
             step = printed if printed is not None else self._train_step(epoch, redraw)
             self.train_count += 1
             if step is not None:
@@ -548,21 +573,105 @@ class HFConsoleAdapter(Adapter):
             else:
                 k = self.train_count + (0 if self.first_step_logged else 1)
                 step = self.base + k * self.logging_steps
+        witnessed = step is not None  # the state file, the bar redrawn at the dict, or the interval
         if not self.fine_epochs and epoch is not None and _full_epoch(epoch):
             self.fine_epochs = True  # epochs printed in full (or 4 digits): epoch x steps-per-epoch is exact
         if step is None and self.fine_epochs:
             step = est
+            witnessed = est is not None and self._spe_exact()
         if step is None and fresh and not self.buffered:
             step = self.bar_step  # epochs rounded to 2 decimals: an on-time bar is closer
+            witnessed = True
         if step is None:
             step = est
         if step is None and fresh and not self.buffered:
             step = self.bar_step
+            witnessed = True
         if step is None:
             step = (last if last is not None else self.base) + (self.logging_steps or 1)
         if last is not None and step <= last:
             step = last + 1
+        self.exact = witnessed
         return step
+
+    def _spe_exact(self) -> bool:
+        """Whether the steps per epoch are known, not bounded: seen at a redrawn bar, counted from the data,
+        or a banner's total that is a whole number of epochs (a total that is not ends mid-epoch at max_steps)."""
+        if self.spe_seen:
+            return True
+        if not (self.total and self.num_epochs):
+            return False
+        if self.num_examples and self.total_batch:
+            by_data = math.ceil(self.num_examples / self.total_batch)
+            if self.total < 0.9 * by_data * self.num_epochs:
+                return True
+        return self.total % self.num_epochs == 0
+
+    def finish(self) -> list[Record]:
+        return self.settle()
+
+    def settle(self) -> list[Record]:
+        out = RecordList(self.source)
+        self._release(out)
+        return out
+
+    # -- dicts held for a witness of their steps (see `restep`) --------------------------------------------------
+    def _may_hold(self, epoch: float | None, bar_ahead: bool) -> bool:
+        """Whether a dict with this epoch could be held (so it is read line by line): nothing handed on yet,
+        no known pace, and no bar on time to date it (`bar_ahead`: its line redraws one before it)."""
+        if self.train_sent or self.logging_steps is not None or self.state.path is not None or self._spe_exact():
+            return False
+        fresh = self.bar_step is not None and self.bar_step != self.bar_used
+        on_time = (bar_ahead or fresh) and not self.buffered
+        return not on_time or self.fine_epochs or (epoch is not None and _full_epoch(epoch))
+
+    def _holds(self, kind: str) -> bool:
+        """Whether this dict, just judged, waits for a witness: a train dict dated by a guessed pace at the
+        start of the run, or any dict behind one already waiting."""
+        if self.held:
+            return len(self.held) < MAX_HELD
+        return kind == "train" and not self.exact and self.train_sent == 0 and self.train_count == 1
+
+    def _witness(self, line: str, out: Out) -> None:
+        """Before a line that is not one more held dict: a checkpoint names the step the held dicts reached;
+        anything else that makes a record of its own (a bar, a banner, a section) lets them go as they are."""
+        if not any(k in line for k in self.chunk_keywords):
+            return  # a line the block reader would not show this adapter (it reads only lines with these)
+        if "aving model checkpoint" in line:
+            m = CKPT_STEP.search(line)
+            self._release(out, int(m.group(1)) if m else None, at_record=False)
+            return
+        if "{'" not in line or "%|" in line.split("{'", 1)[0]:
+            self._release(out)  # a dict line goes on holding: its own bar, if redrawn after it, is a witness
+
+    def _release(self, out: Out, witness: int | None = None, at_record: bool = False) -> None:
+        """Hand the held dicts on, re-dated when the witness step fixes their logging interval."""
+        if not self.held:
+            return
+        held, self.held = self.held, []
+        train = [h for h in held if h[0] == "train"]
+        epochs = [h[3] for h in train]
+        steps: list[int] | None = None
+        if witness is not None and train and all(e is not None and e >= 0 for e in epochs):
+            steps = interval_steps([float(e) for e in epochs if e is not None], witness, self.base, at_record)
+        if steps is not None and not at_record and len(steps) > 1:
+            interval = steps[-1] - steps[-2]
+            self.logging_steps = interval  # the pace from here on, as a TrainingArguments dump would give it
+            self.first_step_logged = steps[1] - steps[0] != interval
+        t = 0
+        step: int | None = None
+        for kind, values, lineno, _epoch, guessed in held:
+            if kind == "train":
+                step = steps[t] if steps is not None else guessed
+                t += 1
+                self.train_sent += 1
+            else:
+                step = step if steps is not None and step is not None else guessed
+            for k, v in values.items():
+                out.sample(k, v, step, lineno, None, True)
+        if steps is not None:
+            self.last_train_step = steps[-1]
+            self.last_step = max(self.last_step or 0, steps[-1])
 
     def _steps_per_epoch(self) -> float | None:
         if self.spe_seen:

@@ -122,10 +122,12 @@ class SourceParser:
     def feed(self, line: str, lineno: int) -> list[Record]:
         line = strip_escapes(line)
         out = self._adapt(line, lineno)
-        if self.scanner is not None:
-            out.extend(self.scanner.feed(line, lineno))
+        events = self.scanner.feed(line, lineno) if self.scanner is not None else []
         if self.plans is not None:
-            out.extend(self.plans.feed(line, lineno))
+            events = [*events, *self.plans.feed(line, lineno)]
+        if events:
+            out.extend(self.settle())  # what the adapter held goes before the event, as in `ChunkLines`
+        out.extend(events)
         return out
 
     def _adapt(self, line: str, lineno: int) -> list[Record]:
@@ -140,7 +142,7 @@ class SourceParser:
             return []
         if prefix is not None and prefix.time is not None and out:
             for r in out:  # the adapter saw the line without its timestamp: give the samples theirs
-                if type(r) is Sample and r.time is None:
+                if type(r) is Sample and r.time is None and r.line == lineno:
                     r.time = prefix.time
         return out
 
@@ -175,7 +177,7 @@ class SourceParser:
             out.rollback(at)
             return
         if prefix is not None and prefix.time is not None:
-            out.fill_time(at, prefix.time)
+            out.fill_time(at, prefix.time, lineno)
 
     # -- raw bytes ----------------------------------------------------------------------------------
     def read_bytes(self, data: bytes) -> Batch:
@@ -226,6 +228,14 @@ class SourceParser:
     def document(self, text: str) -> list[Record]:
         try:
             return list(self.adapter.parse_document(text))
+        except Exception as exc:
+            self.failed(exc)
+            return []
+
+    def settle(self) -> list[Record]:
+        """What the adapter held back for a later line, now that a live reader has caught up with the file."""
+        try:
+            return list(self.adapter.settle())
         except Exception as exc:
             self.failed(exc)
             return []
@@ -300,7 +310,7 @@ class _ByteReader:
             found = _merged(found, self._plans(chunk, lines))
         if self.chunked:
             view = ChunkLines(parser, chunk, lines, _hit_lines(chunk, self.own_kw), out, self.keywords,
-                              self.scanner)
+                              self.scanner, [ln for ln, _ in found])
             try:
                 out.extend(parser.adapter.parse_chunk(chunk, self.scanner.keys, view))
             except Exception as exc:  # an adapter bug must cost one chunk, not the watcher
@@ -444,8 +454,10 @@ class ChunkLines:
     """
 
     def __init__(self, parser: SourceParser, chunk: Chunk, lines: _Lines, hits: np.ndarray,
-                 out: BatchBuilder, keywords: list[str], scanner: Any) -> None:
+                 out: BatchBuilder, keywords: list[str], scanner: Any, marked: list[int] | None = None) -> None:
         self.parser = parser
+        self._marked = marked or []  # lines where the scanners found events: what an adapter holds goes first
+        self._m = 0
         self.plain_bars: PlainBars = scanner.plain_bars
         """The scanner's reader of tqdm's plain bars (trainwatch/scan/bars.py), native or reference."""
         self.span_census: SpanCensus = scanner.span_census
@@ -478,15 +490,32 @@ class ChunkLines:
         return self._lines.text(i)
 
     def parse(self, i: int) -> list[Record]:
+        lineno = self.chunk.first_lineno + i
         self._account(i)
         self._next = i + 1
-        return self.parser._adapt(self._lines.text(i), self.chunk.first_lineno + i)
+        out = self._settled(lineno, False)
+        out += self.parser._adapt(self._lines.text(i), lineno)
+        return out + self._settled(lineno, True)
 
     def parse_into(self, i: int) -> None:
         """`parse(i)` written into `out` rather than returned."""
+        lineno = self.chunk.first_lineno + i
         self._account(i)
         self._next = i + 1
-        self.parser._adapt_into(self._lines.text(i), self.chunk.first_lineno + i, self.out)
+        self.out.extend(self._settled(lineno, False))
+        self.parser._adapt_into(self._lines.text(i), lineno, self.out)
+        self.out.extend(self._settled(lineno, True))
+
+    def _settled(self, lineno: int, on: bool) -> list[Record]:
+        """What the adapter held back, when the scanners found an event on a line before this one (or on
+        it, once it is read): held records go before the event, as reading line by line puts them."""
+        marked, m = self._marked, self._m
+        while m < len(marked) and (marked[m] < lineno or (on and marked[m] == lineno)):
+            m += 1
+        if m == self._m:
+            return []
+        self._m = m
+        return self.parser.settle()
 
     def skip(self, i: int) -> None:
         self._account(i + 1)
@@ -587,6 +616,9 @@ class ChunkLines:
 
     def close(self) -> None:
         self._account(len(self.chunk))
+        if self._m < len(self._marked):
+            self._m = len(self._marked)
+            self.out.extend(self.parser.settle())
 
     def _account(self, stop: int) -> None:
         """Lines from `_next` to `stop` pass through the prefix stripper without reaching the adapter."""

@@ -299,7 +299,7 @@ class LiveSource:
                 or time.monotonic() - self._ring_filled_at >= RING_EVERY:
             self._fill_ring()  # the backlog is read (or lines follow it, or the pane has waited): the ring first
         if not chunk.lines:
-            return n
+            return n + self._settled(engine)
         state = engine.source(self.name)
         records: list[Record] = []  # the whole chunk goes to the engine at once: a backlog is one batch
         if chunk.restarted:
@@ -309,7 +309,15 @@ class LiveSource:
             records.extend(parser.feed(text, lineno))
             state.lines = lineno
             state.last_line = _shown(text) or state.last_line
-        return n + self._records(engine, records)
+        return n + self._records(engine, records) + self._settled(engine)
+
+    def _settled(self, engine: Engine) -> int:
+        """What the adapter held back for a later line (dicts waiting for a line that names their step), once
+        the file has nothing more for now: a live view does not wait for a witness that may be hours away."""
+        if self.follower is not None and self.follower.more:
+            return 0
+        assert self.opened is not None
+        return self._records(engine, self.opened.parser.settle())
 
     def _feed_raw(self, engine: Engine, chunk: Chunk) -> int:
         """A piece of the backlog as bytes: read by the byte path `check` uses (the scanner, the adapters
