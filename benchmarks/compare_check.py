@@ -7,6 +7,8 @@ path, then with the `--after` tree, under the scanner named by TRAINWATCH_SCANNE
 Only wall-clock fields (`*_at`) are dropped before comparing; the script exits 1 on any difference.
 
     python benchmarks/compare_check.py --before /tmp/main-clone [--after .] [--scanner native]
+
+The corpus is ../shared/corpus beside the checkout, or where $TRAINWATCH_CORPUS says.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def main() -> None:
     ap.add_argument("--scanner", default=os.environ.get("TRAINWATCH_SCANNER", "native"))
     args = ap.parse_args()
     files = sorted(p for p in (ROOT / "examples" / "logs").iterdir() if p.is_file())
-    corpus = ROOT.parent / "shared" / "corpus"
+    corpus = Path(os.environ.get("TRAINWATCH_CORPUS") or ROOT.parent / "shared" / "corpus")
     if corpus.is_dir():
         files += sorted(p for p in corpus.iterdir() if p.is_file() and p.name != "README.md")
     with tempfile.TemporaryDirectory() as tmp:
