@@ -27,7 +27,7 @@ from typing import Any
 from trainwatch.errors import TrainwatchError, UsageError
 from trainwatch.model import AlertState
 from trainwatch.sinks import http_server
-from trainwatch.runner import rank_of
+from trainwatch.names import rank_of
 
 DEFAULT_HOST = "127.0.0.1"  # a training node's numbers are not published to its network unless asked
 RATE_WINDOW_S = 60.0

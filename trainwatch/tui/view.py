@@ -17,7 +17,7 @@ from pathlib import PurePath
 from typing import Any
 
 from trainwatch.model import GPU_SOURCE, Alert, AlertState, Severity
-from trainwatch.runner import rank_of
+from trainwatch.names import rank_of
 from trainwatch.store import Series
 from trainwatch.tui.model import WatchModel
 
