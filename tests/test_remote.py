@@ -425,7 +425,7 @@ def test_stream_writes_a_handshake_then_lines_with_offsets_and_resumes_from_one(
 
 
 def test_gpu_records_survive_the_trip_as_json() -> None:
-    from trainwatch.cli.stream import record_from_json, record_to_json
+    from trainwatch.sources.stream_protocol import record_from_json, record_to_json
     from trainwatch.model import Event, EventKind, Sample
 
     records = [Sample("gpu0/util", 97.0, step=3, time=1.5, source="gpu"),
