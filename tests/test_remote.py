@@ -444,7 +444,7 @@ def test_gpus_of_two_nodes_stay_apart_in_the_store_the_dashboard_and_the_exporte
     from trainwatch.live.watcher import Watcher
     from trainwatch.model import GPU_SOURCE
     from trainwatch.sinks.prometheus import Collector
-    from trainwatch.tui import view
+    from trainwatch.view import snapshot as view
     from trainwatch.tui.widgets.gpu_panel import render_gpus
 
     stand_in = tmp_path / "trainwatch-with-traces"  # the nodes' trainwatch, with recorded GPUs instead of NVML

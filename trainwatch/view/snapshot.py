@@ -19,7 +19,7 @@ from typing import Any
 from trainwatch.model import GPU_SOURCE, Alert, AlertState, Severity
 from trainwatch.names import rank_of
 from trainwatch.store import Series
-from trainwatch.tui.model import WatchModel
+from trainwatch.view.model import WatchModel
 
 SPARK_POINTS = 120
 LOG_LINES = 1000  # the log pane scrolls and searches these; an alert's line is usually among them
