@@ -1,6 +1,7 @@
 """Measure trainwatch's import graph: modules, rooms, arrows between rooms, layers and import circles.
 
-A room is a top-level package or module of `trainwatch` (`cli`, `engine`, `rules`, ...). Every import in a
+A room is a top-level package or module of `trainwatch` (`cli`, `engine`, `rules`, ...); the package's own
+`__init__` (its version string) is a module but no room, and imports of it are no arrows. Every import in a
 module counts, lazy ones inside functions and those under `TYPE_CHECKING` included: a circle that only
 closes at run time is still a circle to the reader, and import-linter counts them the same way.
 
@@ -71,9 +72,9 @@ def imports_of(name: str, path: Path, known: dict[str, Path], package: str) -> s
     return found
 
 
-def room(module: str) -> str:
+def room(module: str) -> str | None:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+    return parts[1] if len(parts) > 1 else None
 
 
 def sccs(nodes: list[str], edges: dict[str, set[str]]) -> list[list[str]]:
@@ -152,13 +153,13 @@ def main() -> int:
     base = Path(args.root) if args.root else Path(__file__).resolve().parents[1]
     known = modules(base / args.package, args.package)
     mod_edges = {m: imports_of(m, p, known, args.package) for m, p in known.items()}
-    rooms = sorted({room(m) for m in known})
+    rooms = sorted({r for m in known if (r := room(m)) is not None})
     room_edges: dict[str, set[str]] = defaultdict(set)
     via: dict[tuple[str, str], list[str]] = defaultdict(list)
     for a, bs in mod_edges.items():
         for b in bs:
             ra, rb = room(a), room(b)
-            if ra != rb:
+            if ra is not None and rb is not None and ra != rb:
                 room_edges[ra].add(rb)
                 via[(ra, rb)].append(f"{a} -> {b}")
     arrows = sum(len(v) for v in room_edges.values())
