@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from trainwatch import runner
-from trainwatch.cli.check import LogClock
+from trainwatch.session import LogClock, make_engine
 from trainwatch.model import Record, Sample
 from trainwatch.rules.base import Rule
 
@@ -36,7 +36,7 @@ def findings(src: runner.OpenSource, records: list[Record], cuts: list[int] | No
     """Feeds copies of the records (the engine settles steps on them) in batches cut at `cuts`;
     None feeds them one at a time."""
     clock = LogClock(1_000_000.0)
-    engine = runner.make_engine([src], None, None, clock=clock)
+    engine = make_engine([src], None, None, clock=clock)
     feed_in_cuts(engine, src.name, records, cuts)
     engine.finish(src.name)
     return json.dumps([a.to_dict() for a in engine.alerts()], indent=1, default=str)  # NaN == NaN as text
@@ -81,7 +81,7 @@ def test_row_rule_gates_leave_out_only_rows_that_change_nothing(log: Path | str,
     src, records = records_of(log)
     gated = findings(src, records, [])
     monkeypatch.setattr(Rule, "gate", lambda self, ctx, series, step, value: None)
-    for cls in {type(r) for r in runner.make_engine([src], None, None).rules}:
+    for cls in {type(r) for r in make_engine([src], None, None).rules}:
         if "gate" in vars(cls):
             monkeypatch.setattr(cls, "gate", Rule.gate)
     assert findings(src, records, []) == gated
@@ -97,7 +97,7 @@ def test_a_backlog_judged_in_rounds_finds_what_blocks_judged_one_by_one_find(log
     waited = False
     for more in (False, True):
         src = runner.open_source(log)
-        engine = runner.make_engine([src], None, None, clock=LogClock(1_000_000.0))
+        engine = make_engine([src], None, None, clock=LogClock(1_000_000.0))
         for batch in src.parser.read_blocks(blocks):
             engine.feed_batch(batch, more=more)
             waited |= bool(engine._held)
@@ -117,7 +117,7 @@ def test_the_store_lists_metrics_in_log_order_however_batched(log: Path) -> None
     src, records = records_of(log)
     orders = []
     for cuts in ([], None):
-        engine = runner.make_engine([src], None, None, clock=LogClock(1_000_000.0))
+        engine = make_engine([src], None, None, clock=LogClock(1_000_000.0))
         feed_in_cuts(engine, src.name, records, cuts)
         orders.append([s.name for s in engine.store])
     first: dict[str, None] = {}
@@ -137,7 +137,7 @@ def test_rows_waiting_for_the_next_block_stay_bounded_over_all_series(tmp_path: 
     path.write_text("".join(json.dumps({"step": s, **{f"layer{i}/norm": 1.0 + i + s * 1e-3 for i in range(60)}})
                             + "\n" for s in range(1, 3001)))
     src = runner.open_source(path)
-    engine = runner.make_engine([src], None, None, clock=LogClock(1_000_000.0))
+    engine = make_engine([src], None, None, clock=LogClock(1_000_000.0))
     data = path.read_bytes()
     waited = 0
     for batch in src.parser.read_blocks(data[i:i + 65536] for i in range(0, len(data), 65536)):

@@ -8,7 +8,7 @@ import json
 import math
 
 from trainwatch.batch import BatchBuilder
-from trainwatch.cli.check import LogClock
+from trainwatch.session import LogClock
 from trainwatch.config import load
 from trainwatch.engine import Engine
 from trainwatch.model import Record, Sample

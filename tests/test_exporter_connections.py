@@ -13,7 +13,7 @@ import urllib.request
 from trainwatch import config
 from trainwatch.engine import Engine
 from trainwatch.sinks import prometheus
-from trainwatch.tui.model import EngineModel
+from trainwatch.view.model import EngineModel
 
 
 def _exporter(**limits: float) -> tuple[prometheus.Exporter, int]:

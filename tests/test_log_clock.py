@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainwatch.cli.check import LogClock
+from trainwatch.session import LogClock
 
 
 @given(st.floats(0, 1e10), st.lists(st.one_of(st.floats(0, 1e10), st.just(math.nan)), max_size=40))

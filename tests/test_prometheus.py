@@ -30,7 +30,7 @@ from trainwatch import config
 from trainwatch.engine import Engine
 from trainwatch.model import Sample
 from trainwatch.sinks import prometheus
-from trainwatch.tui.model import EngineModel
+from trainwatch.view.model import EngineModel
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "prometheus"
 TRACE = Path(__file__).resolve().parent / "live" / "traces" / "healthy.jsonl"

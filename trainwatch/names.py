@@ -1,10 +1,13 @@
-"""Canonical metric names: one alias table in data, looked up once per distinct raw name."""
+"""Names: canonical metric names (one alias table in data, looked up once per distinct raw name), and
+the rank a source's file name carries (`rank3.log`), which the live reader, the dashboard and the exporter
+all label a source by."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 from trainwatch import yamltext
 
@@ -153,3 +156,12 @@ class Quality:
             if pat.search(norm):
                 return Direction(kind, higher, share, split, tradeoff)
         return None
+
+
+_RANK = re.compile(r"rank[_-]?(\d+)", re.I)
+
+
+def rank_of(name: str) -> int | None:
+    """The rank a source's file name says (`train_rank3.log`: 3), or None."""
+    m = _RANK.search(Path(name).name)
+    return int(m.group(1)) if m else None

@@ -7,12 +7,9 @@ The PLAN events of trainwatch/adapters/plans.py land here, on the source's state
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from trainwatch.model import Event
-
-if TYPE_CHECKING:
-    from trainwatch.rules.base import SourceState
 
 
 @dataclass(slots=True)
@@ -30,7 +27,15 @@ class Plan:
         return {"value": self.total, "unit": self.unit, "line": self.since, "reached": self.reached}
 
 
-def note(state: SourceState, e: Event) -> None:
+class PlanState(Protocol):
+    """What of a source's state (trainwatch.rules.base.SourceState) plans read and write: named here, so plans
+    stay below the rules that read them."""
+
+    early_stop: dict[str, Any] | None
+    plans: dict[str, Plan]
+
+
+def note(state: PlanState, e: Event) -> None:
     """Puts a PLAN event on the source's state: an early stop, or the newest plan of its unit."""
     f = e.fields
     if f.get("early_stop"):
@@ -45,6 +50,6 @@ def note(state: SourceState, e: Event) -> None:
                              reached if isinstance(reached, int) else None)
 
 
-def latest(state: SourceState) -> Plan | None:
+def latest(state: PlanState) -> Plan | None:
     """The plan set last in the log, whatever its unit: the latest launch's total applies."""
     return max(state.plans.values(), key=lambda p: p.since, default=None)

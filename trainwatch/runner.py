@@ -1,16 +1,13 @@
-"""Shared by `check` and `tail`: sources opened with the right adapter, the preset chosen, the engine built."""
+"""Shared by `check` and `tail`: sources opened with the right adapter, their task guessed, the config files
+found. The session (trainwatch.session) builds the engine from them."""
 
 from __future__ import annotations
 
-import re
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from trainwatch import adapters, task
 from trainwatch.adapters.pipeline import SourceParser
-from trainwatch.engine import Engine
 from trainwatch.errors import SourceError
 from trainwatch.sources.files import looks_binary, read_sample
 
@@ -96,19 +93,3 @@ def config_files(explicit: list[str] | None) -> list[Path]:
             raise SourceError(f"{f}: config file not found")
         files.append(p)
     return files
-
-
-def make_engine(sources: list[OpenSource], preset: str | None, configs: list[str] | None,
-                clock: Callable[[], float] = time.time) -> Engine:
-    """The engine of a session over `sources` (see trainwatch.session)."""
-    from trainwatch.session import Session
-
-    return Session(sources, preset=preset, configs=configs, clock=clock).engine
-
-
-_RANK = re.compile(r"rank[_-]?(\d+)", re.I)
-
-
-def rank_of(name: str) -> int | None:
-    m = _RANK.search(Path(name).name)
-    return int(m.group(1)) if m else None

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from trainwatch import runner
-from trainwatch.cli.check import LogClock, feed_file
+from trainwatch.session import LogClock
 from trainwatch.model import Alert
 from trainwatch.session import Session
 
@@ -42,7 +42,7 @@ def check_text(tmp_path: Path, text: str) -> list[Alert]:
     p.write_text(text)
     src = runner.open_source(p)
     session = Session([src], clock=LogClock(0.0))
-    feed_file(session, src)
+    session.read_file(src)
     return session.engine.alerts()
 
 

@@ -12,8 +12,8 @@ from rulekit import Run, healthy_loss, run_log
 from tests.fixtures import blowup_repro
 from trainwatch.model import Severity
 from trainwatch.sinks import report
-from trainwatch.tui import view
-from trainwatch.tui.model import EngineModel
+from trainwatch.view import snapshot as view
+from trainwatch.view.model import EngineModel
 
 
 def _repro(tmp_path: Path) -> Path:

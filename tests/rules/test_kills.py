@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from trainwatch import runner
-from trainwatch.cli.check import LogClock, feed_file
+from trainwatch.session import LogClock
 from trainwatch.model import Alert, Severity
 from trainwatch.session import Session
 
@@ -34,7 +34,7 @@ def check_text(tmp_path: Path, text: str, name: str = "run.log") -> dict[str, Al
     p.write_text(text)
     src = runner.open_source(p)
     session = Session([src], clock=LogClock(0.0))
-    feed_file(session, src)
+    session.read_file(src)
     return {a.rule: a for a in session.engine.alerts()}
 
 

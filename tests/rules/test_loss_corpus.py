@@ -16,6 +16,7 @@ import pytest
 from rulekit import Clock, Run
 from trainwatch import runner
 from trainwatch.model import AlertState, Severity
+from trainwatch.session import make_engine
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 MINE = ("loss.spike", "loss.diverging", "loss.plateau", "loss.flat_from_start", "loss.overfit")
@@ -33,7 +34,7 @@ def _episodes(path: Path, fmt: str | None = None) -> list:
     once per episode), fed the way `check` feeds it."""
     src = runner.open_source(path, fmt)
     clock = Clock()
-    eng = runner.make_engine([src], None, None, clock=clock)
+    eng = make_engine([src], None, None, clock=clock)
     fired: list = []
     eng.listeners.append(lambda c: fired.append((c.alert.rule, c.alert.severity, c.alert.first_step,
                                                  dict(c.alert.finding.evidence), c.alert.finding.message))

@@ -21,7 +21,7 @@ from rowref.harness import decided
 from rowref.plateau_rows import LossFlatFromStart as RowFlat
 from rowref.plateau_rows import LossPlateau as RowPlateau
 from trainwatch import config
-from trainwatch.cli.check import LogClock
+from trainwatch.session import LogClock
 from trainwatch.engine import Engine
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.rules.plateau import LossFlatFromStart, LossPlateau

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainwatch import runner
-from trainwatch.cli.check import LogClock, feed_file
+from trainwatch.session import LogClock
 from trainwatch.model import Alert, Severity
 from trainwatch.session import Session
 
@@ -22,7 +22,7 @@ def check_text(tmp_path: Path, text: str) -> tuple[dict[str, Alert], Severity | 
     p.write_text(text)
     src = runner.open_source(p)
     session = Session([src], clock=LogClock(0.0))
-    feed_file(session, src)
+    session.read_file(src)
     return {a.rule: a for a in session.engine.alerts()}, session.engine.worst()
 
 

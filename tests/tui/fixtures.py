@@ -11,7 +11,7 @@ import math
 from trainwatch.config import Config, RuleSpec
 from trainwatch.engine import Engine
 from trainwatch.model import Event, EventKind, Sample, Severity
-from trainwatch.tui.model import EngineModel
+from trainwatch.view.model import EngineModel
 
 SOURCE = "runs/sft/train.log"
 FIXES_LOSS = ("Lower the learning rate (halve it) and restart from the last good checkpoint.",

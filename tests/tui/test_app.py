@@ -448,7 +448,7 @@ async def test_alert_rows_wrap_with_an_indent_and_cut_with_an_ellipsis() -> None
 async def test_alerts_held_back_by_inhibition_are_marked() -> None:
     from trainwatch.config import Inhibit
     from trainwatch.engine import Engine
-    from trainwatch.tui.model import EngineModel
+    from trainwatch.view.model import EngineModel
 
     cfg = fixtures.config()
     cfg.inhibit = [Inhibit(source="loss.too_high", targets=("grad.too_high",))]  # the loss explains the gradient
@@ -498,7 +498,7 @@ async def test_chart_legend_in_the_curves_own_colours_and_glyphs_under_no_color(
 def test_detail_puts_a_long_title_on_its_own_line_in_a_narrow_panel() -> None:
     import dataclasses
 
-    from trainwatch.tui import view
+    from trainwatch.view import snapshot as view
     from trainwatch.tui.widgets.alerts import detail
 
     model = fixtures.critical()
@@ -558,7 +558,7 @@ async def test_the_header_shortens_the_directory_before_the_file_name(monkeypatc
 
 def test_an_alert_that_stopped_without_recovering_is_not_shown_as_resolved() -> None:
     from trainwatch.model import AlertState
-    from trainwatch.tui import view
+    from trainwatch.view import snapshot as view
     from trainwatch.tui.widgets.alerts import row_state
 
     model = fixtures.critical()
@@ -573,7 +573,7 @@ def test_an_alert_that_stopped_without_recovering_is_not_shown_as_resolved() -> 
 
 
 def test_a_cards_min_and_max_cover_its_sparklines_window() -> None:
-    from trainwatch.tui import view
+    from trainwatch.view import snapshot as view
 
     model = fixtures.model()
     fixtures.feed_step(model, 1, loss=50.0)  # an early peak, long out of the sparkline's window
@@ -587,7 +587,7 @@ def test_a_cards_min_and_max_cover_its_sparklines_window() -> None:
 async def test_too_few_points_to_chart_gives_a_crash_traceback_the_room() -> None:
     from trainwatch.engine import Engine
     from trainwatch.model import Event, EventKind, Sample
-    from trainwatch.tui.model import EngineModel
+    from trainwatch.view.model import EngineModel
 
     from trainwatch import config
 

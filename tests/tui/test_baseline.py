@@ -68,7 +68,7 @@ def test_a_missing_baseline_is_one_line_and_exit_3(tmp_path: Path) -> None:
 
 
 def test_baseline_at_is_the_bucket_holding_the_step_and_nothing_past_the_run() -> None:
-    from trainwatch.tui.view import baseline_at
+    from trainwatch.view.snapshot import baseline_at
 
     pts = ((10, 2.0), (20, 1.5), (30, float("nan")), (40, 1.0))  # (last step, mean) per bucket
     assert baseline_at(pts, 5) == 2.0 and baseline_at(pts, 10) == 2.0 and baseline_at(pts, 15) == 1.5
@@ -78,7 +78,7 @@ def test_baseline_at_is_the_bucket_holding_the_step_and_nothing_past_the_run() -
 
 
 async def test_each_card_shows_its_difference_from_the_baseline_at_the_same_step() -> None:
-    from trainwatch.tui.view import Baseline, baseline_at
+    from trainwatch.view.snapshot import Baseline, baseline_at
 
     model = fixtures.healthy()
     loss = model.engine.store.get("loss", next(iter(model.engine.sources)))

@@ -8,7 +8,7 @@ import plotext
 
 from trainwatch.tui import charts
 from trainwatch.tui.text import clean, is_error_line
-from trainwatch.tui.view import RateMeter, eta_seconds
+from trainwatch.view.snapshot import RateMeter, eta_seconds
 
 
 def test_ema_is_debiased_like_tensorboard() -> None:

@@ -29,7 +29,8 @@ pytestmark = pytest.mark.skipif(TMUX is None or not LOG.is_file(), reason="needs
 
 def _expected_alert() -> tuple[str, str]:
     """The most severe alert the engine raises on this log, and its first fix (from the same code)."""
-    from trainwatch.runner import make_engine, open_source
+    from trainwatch.runner import open_source
+    from trainwatch.session import make_engine
 
     src = open_source(LOG)
     eng = make_engine([src], None, None, clock=lambda: 0.0)

@@ -89,7 +89,7 @@ def test_missing_file_80x24_snapshot(snap_compare) -> None:  # type: ignore[no-u
     """The screen a typo gives: UNKNOWN, no "healthy", and the reason in the evidence pane."""
     from trainwatch import config
     from trainwatch.engine import Engine
-    from trainwatch.tui.model import EngineModel
+    from trainwatch.view.model import EngineModel
 
     model = EngineModel(Engine(config.load("sft"), clock=lambda: 1000.0))
     model.info_lines += ["run.log: does not exist yet; waiting for it", "no GPU telemetry: NVML not found"]

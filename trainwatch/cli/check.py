@@ -9,19 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from trainwatch import runner
-from trainwatch.adapters.path_reader import reads_path
-from trainwatch.adapters.pipeline import BACKLOG_BLOCK
 from trainwatch.engine import Engine
 from trainwatch.errors import SourceError
-from trainwatch.session import Session
+from trainwatch.session import LogClock, Session
 from trainwatch.sinks import report
 from trainwatch.sources import same_run
-from trainwatch.sources.files import discover, open_checked
-
-MAX_DOCUMENT = 256 << 20
+from trainwatch.sources.files import discover
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -76,34 +70,6 @@ def format_name(text: str) -> str:
     except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
-
-
-class LogClock:
-    """Time as the log tells it, when it does; otherwise the wall clock at the start of the check."""
-
-    def __init__(self, start: float) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def seen(self, t: float) -> None:
-        """A record's own time: the clock moves to it (never back)."""
-        if t > self.now:
-            self.now = t
-
-    def seen_all(self, times: np.ndarray) -> np.ndarray:
-        """`seen` of each time in order (NaN: a row without one), and the clock after each."""
-        if not bool((times > self.now).any()):  # NaN compares false
-            return np.full(len(times), self.now)  # a log written before the check began: the clock stays
-        if times[0] >= self.now and times[0] > 0 and bool((times[1:] >= times[:-1]).all()):
-            after = times.copy()  # a log's times in order, none missing (NaN compares false): themselves
-            # (above 0: no zero whose sign `fmax` would keep from the clock)
-        else:
-            after = np.fmax.accumulate(np.concatenate(([self.now], times)))[1:]
-        if len(after):
-            self.now = float(after[-1])
-        return after
 
 
 def open_all(paths: list[str], fmt: str | None) -> tuple[list[runner.OpenSource], list[str]]:
@@ -162,64 +128,6 @@ def _drop_unread(opened: list[runner.OpenSource], infos: list[report.SourceInfo]
             continue
         kept.append(info)
     return kept
-
-
-def feed_path(session: Session, src: runner.OpenSource) -> report.SourceInfo:
-    """An event file or a run folder: its adapter reads the files itself, all of them at once here."""
-    info = report.SourceInfo(src.name, src.format)
-    records = src.parser.adapter.read_new(src.path)  # type: ignore[attr-defined]
-    records += src.parser.finish()
-    info.records = len(records)
-    session.feed(records)
-    session.finish(src.name)
-    info.skipped.extend(src.parser.notes() + session.notes(src.name))
-    return info
-
-
-def feed_file(session: Session, src: runner.OpenSource) -> report.SourceInfo:
-    if reads_path(type(src.parser.adapter)):
-        return feed_path(session, src)
-    engine = session.engine
-    info = report.SourceInfo(src.name, src.format)
-    parser = src.parser
-    with open_checked(src.path) as f:
-        if parser.adapter.whole_file:
-            data = f.read(MAX_DOCUMENT)
-            info.lines = data.count(b"\n") + 1
-            records = parser.document(data.decode("utf-8", "replace"))
-            info.records = len(records)
-            session.feed(records)
-        else:
-            try:
-                for batch in parser.read_file(f, BACKLOG_BLOCK):  # one batch per block, judged in rounds
-                    if not batch.empty:
-                        info.records += batch.size
-                        session.feed_batch(batch, more=True)
-            except OSError as exc:
-                raise SourceError(f"{src.path}: read failed: {exc.strerror or exc}") from None
-            session.settle()
-    rest = parser.finish()
-    info.records += len(rest)
-    session.feed(rest)
-    if not parser.adapter.whole_file:
-        info.lines = parser.lines  # counted by the scanner, the last line included
-    state = engine.sources[src.name]
-    state.lines = info.lines
-    if not parser.adapter.whole_file:  # a log that grows; a whole-file document is a snapshot
-        state.facts.setdefault("quiet_s", _quiet_for(src.path))
-    session.finish(src.name)
-    info.skipped.extend(src.parser.notes() + session.notes(src.name))
-    return info
-
-
-def _quiet_for(path: Path) -> float | None:
-    """Seconds since the file last changed, on the wall clock (the run.ended_early rule reads it)."""
-    import time
-
-    try:
-        return max(0.0, time.time() - path.stat().st_mtime)
-    except OSError:
-        return None
 
 
 @dataclass
@@ -313,7 +221,7 @@ def _judge_run(run: list[runner.OpenSource], preset: str | None, configs: list[s
 
     session = Session(run, preset=preset, configs=configs, clock=LogClock(time.time()))
     engine = session.engine
-    infos = [feed_file(session, src) for src in run]
+    infos = [session.read_file(src) for src in run]
     infos = _drop_unread(run, infos, explicit, skipped, alone=alone)
     if not infos:
         return None

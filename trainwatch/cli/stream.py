@@ -19,9 +19,7 @@ nothing about a client, so only a pipe's end stops it.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import glob
-import json
 import os
 import stat
 import sys
@@ -31,13 +29,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from trainwatch import __version__
-from trainwatch.errors import UsageError
-from trainwatch.model import Event, Record, Sample
+from trainwatch.model import Record
+from trainwatch.sources.stream_protocol import (
+    HANDSHAKE,
+    HEARTBEAT_S,
+    PROTOCOL,
+    encode,
+    parse_resume,
+    record_to_json,
+)
 from trainwatch.sources.tail import REDRAW, FileFollower
-
-PROTOCOL = 1
-HEARTBEAT_S = 2.0
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("stream", help="follow logs and GPUs as JSON lines (the remote end of 'tail host:PATH')",
@@ -98,7 +99,7 @@ class _Out:
         self.last = 0.0  # when something was last written: the heartbeat fills silences
 
     def write(self, obj: dict[str, Any]) -> None:
-        self.stream.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self.stream.write(encode(obj))
         self.last = time.monotonic()
 
     def notice(self, text: str) -> None:
@@ -108,38 +109,8 @@ class _Out:
         self.stream.flush()
 
 
-def record_to_json(r: Record) -> dict[str, Any]:
-    """A GPU record as plain JSON (the client rebuilds it with record_from_json)."""
-    d = dataclasses.asdict(r)
-    if isinstance(r, Event):
-        d["kind"] = r.kind.value
-        d["type"] = "event"
-    else:
-        d["type"] = "sample"
-    return d
-
-
-def record_from_json(d: dict[str, Any]) -> Record:
-    from trainwatch.model import EventKind
-
-    d = dict(d)
-    kind = d.pop("type", "sample")
-    if kind == "event":
-        d["kind"] = EventKind(d["kind"])
-        return Event(**d)
-    return Sample(**d)
-
-
-def _resume(text: str) -> dict[str, tuple[int, int]]:
-    try:
-        raw = json.loads(text)
-        return {str(k): (int(v[0]), int(v[1])) for k, v in raw.items()}
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        raise UsageError(f"--resume: expected {{\"PATH\": [OFFSET, LINENO]}}, got {text[:80]!r}") from None
-
-
 def run(args: argparse.Namespace) -> int:
-    resume = _resume(args.resume)
+    resume = parse_resume(args.resume)
     node = _Node.serve(args) if args.prometheus is not None else None  # a port in use: one line, exit 3
     try:
         return _follow(args, resume, node)
@@ -150,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _follow(args: argparse.Namespace, resume: dict[str, tuple[int, int]], node: _Node | None) -> int:
     out = _Out(sys.stdout)
-    out.write({"trainwatch_stream": PROTOCOL, "version": __version__})
+    out.write({HANDSHAKE: PROTOCOL, "version": __version__})
     sampler = _gpu(args, out) if not args.no_gpu else None
     if node is not None:
         node.start(sampler)

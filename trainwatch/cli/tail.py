@@ -157,7 +157,7 @@ def load_baseline(path: str) -> Any:
     """The baseline run for the dashboard (`--baseline`), read and judged as `check` would, on its own
     engine: per metric, its whole run as (step, value) points, one per history bucket (bounded)."""
     from trainwatch.cli.check import judge
-    from trainwatch.tui.view import Baseline
+    from trainwatch.view.snapshot import Baseline
 
     judged, _ = judge([path], {}, None, None, None)
     curves: dict[str, tuple[tuple[int, float], ...]] = {}

@@ -20,7 +20,8 @@ from trainwatch.batch import Batch
 from trainwatch.engine import Engine
 from trainwatch.errors import TrainwatchError
 from trainwatch.model import Event, EventKind, Record, Sample
-from trainwatch.runner import OpenSource, claimed_format, open_source, rank_of
+from trainwatch.names import rank_of
+from trainwatch.runner import OpenSource, claimed_format, open_source
 from trainwatch.sources.fifo import FifoFollower, is_fifo
 from trainwatch.sources.files import SAMPLE_BYTES, looks_binary, sample_file
 from trainwatch.sources.tail import Chunk, FileFollower

@@ -7,7 +7,7 @@ title and fixes in presets/base.yaml.
 
 from __future__ import annotations
 
-from trainwatch.config import Config, RuleSpec
+from trainwatch.rulespec import Config, RuleSpec
 from trainwatch.rules.base import Rule
 from trainwatch.rules.range import RangeRule
 

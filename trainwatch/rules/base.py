@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trainwatch.config import RuleSpec
+from trainwatch.rulespec import RuleSpec
 from trainwatch.model import Event, EventKind, Finding, Retraction
 from trainwatch.names import Quality
 from trainwatch.plans import Plan

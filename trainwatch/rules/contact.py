@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from trainwatch.config import RuleSpec
+from trainwatch.rulespec import RuleSpec
 from trainwatch.model import Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext
 from trainwatch.rules.registry import register

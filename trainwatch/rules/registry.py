@@ -19,7 +19,7 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from trainwatch.config import check_plugin_defaults
+from trainwatch.rulespec import check_plugin_defaults
 from trainwatch.paramcheck import param_fields
 from trainwatch.errors import ConfigError
 from trainwatch.rules.base import Rule

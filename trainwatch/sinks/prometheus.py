@@ -2,7 +2,7 @@
 
 Teams that run many trainings already have Prometheus, Alertmanager and Grafana, so trainwatch hands
 them its state rather than growing a server of its own. Each scrape takes one Snapshot through the
-same read-only view the dashboard draws from (trainwatch/tui/view.py, no Textual in it), so the lock
+same read-only view the dashboard draws from (trainwatch/view/snapshot.py, no Textual in it), so the lock
 is held only while copying and the exporter cannot disturb the engine thread.
 
 Metric values come from logs, whose names are free text (`rewards/accuracy/mean`): they are a label
@@ -27,7 +27,7 @@ from typing import Any
 from trainwatch.errors import TrainwatchError, UsageError
 from trainwatch.model import AlertState
 from trainwatch.sinks import http_server
-from trainwatch.runner import rank_of
+from trainwatch.names import rank_of
 
 DEFAULT_HOST = "127.0.0.1"  # a training node's numbers are not published to its network unless asked
 RATE_WINDOW_S = 60.0
@@ -85,7 +85,7 @@ class _Progress:
     """Steps per second of one source, from (time the step moved on, step) pairs seen at scrapes."""
 
     def __init__(self) -> None:
-        from trainwatch.tui.view import RateMeter
+        from trainwatch.view.snapshot import RateMeter
 
         self._new = RateMeter
         self.meter = RateMeter(window_s=RATE_WINDOW_S)
@@ -107,7 +107,7 @@ class Collector:
     """prometheus_client's custom-collector interface over a WatchModel (a Watcher, or a test's model)."""
 
     def __init__(self, model: Any, clock: Callable[[], float] | None = None) -> None:
-        from trainwatch.tui.view import ViewCache
+        from trainwatch.view.snapshot import ViewCache
 
         self.model = model
         self.clock = clock or getattr(model, "clock", None) or time.time
@@ -122,7 +122,7 @@ class Collector:
         """One snapshot (the watcher's lock held only while it is copied), turned into gauge families."""
         from prometheus_client.core import GaugeMetricFamily as Gauge
 
-        from trainwatch.tui import view
+        from trainwatch.view import snapshot as view
 
         with self._lock:
             snap = view.take(self.model, selected=None, log_source=None, cache=self._cache)

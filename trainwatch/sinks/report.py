@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from trainwatch.engine import Engine
 from trainwatch.rules.base import SourceState
 from trainwatch.runconfig import RunConfig
+from trainwatch.session import SourceInfo
 from trainwatch.model import _jsonable
 from trainwatch.plans import latest
 from trainwatch.task import TASK_NAMES, TASK_PRESET
@@ -23,15 +23,6 @@ JUDGED = re.compile(r"loss|acc|reward|map|err|perplex|ppl|bleu|rouge|f1|wer|scor
 and no finding is unknown, not healthy: nothing in it was judged."""
 SCHEMA_VERSION = 1
 STATUS = {0: "ok", 1: "warning", 2: "critical", 3: "unknown"}
-
-
-@dataclass
-class SourceInfo:
-    name: str
-    format: str
-    lines: int = 0
-    records: int = 0
-    skipped: list[str] = field(default_factory=list)
 
 
 def exit_code(engine: Engine) -> int:

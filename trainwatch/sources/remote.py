@@ -21,7 +21,6 @@ The node's GPU series are renamed with the host (gpu0 -> gpu0@node1), so several
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trainwatch.errors import SourceError, UsageError
+from trainwatch.sources.stream_protocol import HANDSHAKE, PROTOCOL, decode, record_from_json, resume_arg
 
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=5",
@@ -128,7 +128,7 @@ def ssh_argv(rp: RemotePath, command: str) -> list[str]:
 
 def stream_command(rp: RemotePath, trainwatch: str, resume: dict[str, tuple[int, int]], gpu: bool) -> str:
     """`trainwatch stream` when the node has it; otherwise a handshake that says it has not."""
-    args = [trainwatch, "stream", "--resume", json.dumps(resume)] + ([] if gpu else ["--no-gpu"])
+    args = [trainwatch, "stream", "--resume", resume_arg(resume)] + ([] if gpu else ["--no-gpu"])
     words = " ".join(shlex.quote(a) for a in args) + " -- " + shlex.quote(rp.path)
     tw = shlex.quote(trainwatch)
     return (f"if command -v {tw} >/dev/null 2>&1; then exec {words}; "
@@ -357,20 +357,17 @@ class Feed:
         got = False
         shaken = False
         for raw in p.stdout:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
+            msg = decode(raw)
+            if msg is None:
                 continue  # a login banner or other noise before the handshake
-            if not isinstance(msg, dict):
-                continue
             if not shaken:
-                if "trainwatch_stream" not in msg:
+                if HANDSHAKE not in msg:
                     continue
                 shaken = True
-                if msg["trainwatch_stream"] != 1:
+                if msg[HANDSHAKE] != PROTOCOL:
                     self.mode = "tail"
-                    why = "not installed there" if msg["trainwatch_stream"] == 0 else \
-                        f"there speaks stream version {msg['trainwatch_stream']!r}"
+                    why = "not installed there" if msg[HANDSHAKE] == 0 else \
+                        f"there speaks stream version {msg[HANDSHAKE]!r}"
                     self.handler.notice(f"{self.rp.destination}: trainwatch {why}; following with tail -F over ssh "
                                         "(logs only, no GPU)")
                     _end(p)
@@ -400,8 +397,6 @@ class Feed:
         elif "notice" in msg:
             self._say_once(f"{self.rp.destination}: {_show(str(msg['notice']))}")
         elif isinstance(msg.get("gpu"), list):
-            from trainwatch.cli.stream import record_from_json
-
             try:
                 self.handler.records([host_named(record_from_json(r), self.rp.host) for r in msg["gpu"]],
                                      self.rp.host)

@@ -23,9 +23,10 @@ from textual.widgets import Footer, Input, OptionList
 
 from trainwatch.errors import UsageError
 from trainwatch.sinks.fanout import Sinks
-from trainwatch.tui import layout, screenshot, themes, view
+from trainwatch.tui import layout, screenshot, themes
+from trainwatch.view import snapshot as view
 from trainwatch.tui.messages import AlertChanged, ExitOn, SinkNotice
-from trainwatch.tui.model import WatchModel
+from trainwatch.view.model import WatchModel
 from trainwatch.tui.screens.alert_detail import AlertScreen
 from trainwatch.tui.screens.help import HelpScreen
 from trainwatch.tui.screens.metric import MetricScreen

@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from trainwatch.tui.view import AlertView
+from trainwatch.view.snapshot import AlertView
 from trainwatch.tui.widgets.alerts import detail
 
 

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen
 
-from trainwatch.tui.view import ChartSeries
+from trainwatch.view.snapshot import ChartSeries
 from trainwatch.tui.widgets.chart import MetricChart
 
 

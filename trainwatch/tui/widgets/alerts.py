@@ -12,7 +12,7 @@ from textual.widgets.option_list import Option
 from trainwatch.model import AlertState
 from trainwatch.tui.charts import fmt
 from trainwatch.tui.text import clean
-from trainwatch.tui.view import AlertView
+from trainwatch.view.snapshot import AlertView
 from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
 
 

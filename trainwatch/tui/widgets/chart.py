@@ -26,7 +26,7 @@ from textual.widget import Widget
 
 from trainwatch.tui import charts
 from trainwatch.tui.themes import metric_var, rank_var
-from trainwatch.tui.view import ChartSeries
+from trainwatch.view.snapshot import ChartSeries
 from trainwatch.tui.widgets.styles import retitle
 
 # Theme variables giving each layer's colour to plotext; the raw curve is the foreground, faded. The

@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from trainwatch.model import GPU_SOURCE
 from trainwatch.tui.charts import fmt, sparkline
-from trainwatch.tui.view import MetricView
+from trainwatch.view.snapshot import MetricView
 
 
 class GpuPanel(Static):

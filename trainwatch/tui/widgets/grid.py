@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import Container
 from textual.content import Content
 
-from trainwatch.tui.view import GRID_SIZE, ChartSeries
+from trainwatch.view.snapshot import GRID_SIZE, ChartSeries
 from trainwatch.tui.widgets.chart import MetricChart
 from trainwatch.tui.widgets.styles import retitle
 

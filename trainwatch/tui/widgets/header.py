@@ -10,7 +10,7 @@ from textual.widgets import Static
 from trainwatch.tui.charts import fmt
 from trainwatch.tui.text import shorten_path
 from trainwatch.timefmt import clock
-from trainwatch.tui.view import Snapshot
+from trainwatch.view.snapshot import Snapshot
 from trainwatch.tui.widgets.styles import BADGE_CLASS
 
 

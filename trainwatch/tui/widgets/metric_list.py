@@ -11,7 +11,7 @@ from textual.widgets.option_list import Option
 
 from trainwatch.tui.charts import NAN_MARK, fmt, sparkline
 from trainwatch.tui.themes import metric_var
-from trainwatch.tui.view import MetricView
+from trainwatch.view.snapshot import MetricView
 from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
 
 

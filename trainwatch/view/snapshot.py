@@ -17,9 +17,10 @@ from pathlib import PurePath
 from typing import Any
 
 from trainwatch.model import GPU_SOURCE, Alert, AlertState, Severity
-from trainwatch.runner import rank_of
+from trainwatch.names import rank_of
 from trainwatch.store import Series
-from trainwatch.tui.model import WatchModel
+from trainwatch.view.model import WatchModel
+from trainwatch.view.reading import EngineReading
 
 SPARK_POINTS = 120
 LOG_LINES = 1000  # the log pane scrolls and searches these; an alert's line is usually among them
@@ -190,9 +191,9 @@ class Snapshot:
 def version(model: WatchModel, log_source: str) -> tuple[int, ...]:
     """A cheap fingerprint of everything drawn: when it has not changed, nothing is redrawn."""
     with model.lock:
-        eng = model.engine
-        samples = sum(s.count for s in eng.store)
-        events = sum(s.events for s in eng.sources.values())
+        eng = EngineReading(model.engine)
+        samples = sum(s.count for s in eng.series())
+        events = sum(s.events for s in eng.sources())
         last = model.recent_lines(log_source, 1) if log_source else []
         return (samples, events, eng.changes, last[0][0] if last else -1, len(model.info_lines))
 
@@ -218,31 +219,31 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
     finished run whose curve of the selected metric is drawn beside it."""
     cache = cache if cache is not None else ViewCache()
     with model.lock:
-        eng = model.engine
+        eng = EngineReading(model.engine)
         eng.fold_incidents()  # a blow-up's spikes and NaN are echoes of its root, as the report says
-        standing = {(a.source, a.echo_of) for a in eng.book.all() if a.echo_of and a.state is AlertState.FIRING}
-        alerts = [_alert_view(a, eng.book.is_inhibited(a), a.fingerprint in acknowledged,
-                              (a.source, f"{a.rule} at step {a.first_step}") in standing) for a in eng.book.all()]
-        series = [s for s in eng.store]
+        standing = {(a.source, a.echo_of) for a in eng.alerts() if a.echo_of and a.state is AlertState.FIRING}
+        alerts = [_alert_view(a, eng.inhibited(a), a.fingerprint in acknowledged,
+                              (a.source, f"{a.rule} at step {a.first_step}") in standing) for a in eng.alerts()]
+        series = eng.series()
         # as `tail`'s exit code counts it: a source says something once a metric or an event came of it
-        read = {s.source for s in series if s.count} | {s.name for s in eng.sources.values() if s.events}
+        read = {s.source for s in series if s.count} | {s.name for s in eng.sources() if s.events}
         sources = [SourceView(s.name, s.format, s.step, s.total_steps, s.ended, s.phase,
                               bool(s.facts.get(WAITING_FACT)), s.name in read, s.last_progress_at)
-                   for s in eng.sources.values()]
+                   for s in eng.sources()]
         multi = len({s.source for s in series if s.source != GPU_SOURCE}) > 1
         metrics = [_metric_view_cached(s, alerts, multi, cache, baseline) for s in series]
         chosen = selected
-        if chosen is None or eng.store.get(chosen[1], chosen[0]) is None:
+        if chosen is None or eng.series_of(chosen[1], chosen[0]) is None:
             chosen = None
         chart = None
         small: tuple[ChartSeries, ...] = ()
         if metrics:
             metrics.sort(key=_order)
             key = chosen or metrics[0].key
-            s = eng.store.get(key[1], key[0])
+            s = eng.series_of(key[1], key[0])
             if s is not None:
                 known = {m.name for m in metrics}
-                ev = eng.store.get("eval_loss", s.source) if s.name == "loss" else None
+                ev = eng.series_of("eval_loss", s.source) if s.name == "loss" else None
                 steps = _alert_steps(s, alerts, known)
                 peers = _peers(eng, s)
                 ckey = (s.source, s.name, s.count, ev.count if ev else -1, steps,
@@ -265,7 +266,7 @@ def take(model: WatchModel, *, selected: tuple[str, str] | None, log_source: str
         src = log_source if log_source in names else (names[0] if names else "")
         lines = model.recent_lines(src, LOG_LINES) if src else []
         times = _times(series)
-        return Snapshot(preset=eng.config.preset, sources=[s for s in sources if s.name != GPU_SOURCE],
+        return Snapshot(preset=eng.preset, sources=[s for s in sources if s.name != GPU_SOURCE],
                         metrics=metrics, alerts=_alert_order(alerts), gpus=model.gpu_devices(),
                         info_lines=list(model.info_lines), log_source=src, log_lines=lines, chart=chart,
                         finished=model.finished.is_set(), times=times, grid=small)
@@ -392,7 +393,7 @@ def _rank_label(source: str) -> str:
     return f"rank{rank_of(source)}"
 
 
-def _peers(eng: Any, s: Series) -> list[Series]:
+def _peers(eng: EngineReading, s: Series) -> list[Series]:
     """The same metric in the other rank files of the same run (rankN.log beside this one), by rank.
 
     One run is one folder: rank0.log of another run elsewhere is not overlaid.
@@ -402,17 +403,17 @@ def _peers(eng: Any, s: Series) -> list[Series]:
         return []
     folder = PurePath(s.source).parent
     out: list[tuple[int, Series]] = []
-    for src in eng.sources:
+    for src in eng.source_names():
         r = rank_of(src)
         if r is None or r == mine or src == s.source or PurePath(src).parent != folder:
             continue
-        other = eng.store.get(s.name, src)
+        other = eng.series_of(s.name, src)
         if other is not None and other.count:
             out.append((r, other))
     return [o for _, o in sorted(out, key=lambda t: t[0])]
 
 
-def _grid(eng: Any, source: str, alerts: list[AlertView], known: set[str], cache: ViewCache,
+def _grid(eng: EngineReading, source: str, alerts: list[AlertView], known: set[str], cache: ViewCache,
           main: tuple[str, str] | None = None) -> tuple[ChartSeries, ...]:
     """The preset's key metrics of one source (the selected metric's), each copied only when it changed;
     never the metric the main chart already draws (`main`: its source and name).
@@ -420,10 +421,10 @@ def _grid(eng: Any, source: str, alerts: list[AlertView], known: set[str], cache
     An unchanged series keeps its ChartSeries object, so its small chart is not redrawn.
     """
     out: list[ChartSeries] = []
-    for name in GRID_METRICS.get(eng.config.preset, DEFAULT_GRID):
+    for name in GRID_METRICS.get(eng.preset, DEFAULT_GRID):
         if main == (source, name):
             continue
-        s = eng.store.get(name, source)
+        s = eng.series_of(name, source)
         if s is None or not s.count:
             continue
         steps = _alert_steps(s, alerts, known)
