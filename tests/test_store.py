@@ -83,6 +83,15 @@ def test_losses_named_by_their_averaging_are_the_train_or_eval_loss() -> None:
         == ["Task Loss", "kl_loss", "train/box_loss", "loss_scale"]
 
 
+def test_camel_case_and_averaged_loss_names_and_nanogpt_norm() -> None:
+    from trainwatch.names import Canonicalizer
+
+    c = Canonicalizer()
+    assert [c(k) for k in ("TrainLoss", "ValLoss", "Averaged Train Loss", "testloss", "norm")] \
+        == ["loss", "eval_loss", "loss", "eval_loss", "grad_norm"]
+    assert [c(k) for k in ("Gen Loss", "vloss", "lossy")] == ["Gen Loss", "vloss", "lossy"]
+
+
 def test_rl_trainers_metric_names_reach_the_rl_rules() -> None:
     """verl logs `critic/score/mean`, `actor/entropy`, `response_length/mean`; TRL PPO `objective/kl`."""
     from trainwatch.names import Canonicalizer
