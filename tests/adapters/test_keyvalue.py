@@ -400,3 +400,12 @@ def test_to_float_reads_lightning_nonfinite_forms() -> None:
     assert v is not None and v != v
     assert to_float("inf.0") == float("inf") and to_float("-inf.0") == float("-inf")
     assert to_float("nano") is None and to_float("info") is None
+
+
+def test_a_percentage_with_its_counts_in_parentheses_is_a_metric_line() -> None:
+    """`test accuracy: 20.78%, (512570/2466133)` once an epoch: the counts behind the share are no prose."""
+    lines = []
+    for e, (loss, acc) in enumerate([(6.6, 20.78), (5.5, 24.24), (4.9, 27.41)], 1):
+        lines += [f"epoch   {e}", f"loss: {loss}", f"test accuracy: {acc}%, ({int(acc * 1000)}/100000)"]
+    assert [v for _, v in series(run(KeyValueAdapter(""), lines), "test accuracy")] == [20.78, 24.24, 27.41]
+    assert _pairs("Validation mIOU: [0.28, 0.14]")[1] == 2  # a list's second figure still counts as a field

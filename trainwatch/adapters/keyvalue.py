@@ -41,6 +41,7 @@ FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 ALIGNED_PHASE = re.compile(r"\b(train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])", re.I)
 PHASE_HINT = re.compile(r"[nltvNLTV][ \t]{2}")
 ALIGNED_VALUE = re.compile(r"([:=])[ \t]{2,}(?=[-+.\d])")
+PAREN_COUNTS = re.compile(r"^\(\s*\d+(?:\s*/\s*\d+)?\s*\)\W*$")  # `(512570/2466133)` after `acc: 20.78%`
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
                        "num_updates", "trainer/global_step", "_step", "outer", "outer_step", "round", "tick",
@@ -114,7 +115,9 @@ def _number(raw: str) -> float | None:
 
 def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     """(key, value) pairs of a line, how many fields it had, and how many of those ended in words
-    that are no pair (`Process 3752008 exits successfully.`: prose around a number)."""
+    that are no pair (`Process 3752008 exits successfully.`: prose around a number). A field that is only
+    counts in parentheses (`(512570/2466133)`, behind a percentage) is not counted: it adds nothing. A bare
+    number is (`[0.28, 0.14]` is a list, not a pair and a stray figure)."""
     if "  " in text or "\t" in text:
         if PHASE_HINT.search(text) is not None:  # (the last letter of a phase word, then blanks: cheap to look for)
             text = ALIGNED_PHASE.sub(r"\1 ", text)
@@ -122,7 +125,7 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
             text = ALIGNED_VALUE.sub(r"\1 ", text)
     fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
-    dirty = 0
+    dirty = bare_fields = 0
     phase = ""  # the split a dropped label named (`Dev BLEU: BLEU-1 65.4`): its keys say it
     for field in fields:
         pos = 0
@@ -153,7 +156,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
             pos = skip.end() if skip else len(field)
         if pos < len(field) and WORD.search(field, pos):
             dirty += 1
-    return out, len(fields), dirty
+        elif pos == 0 and PAREN_COUNTS.match(field):
+            bare_fields += 1
+    return out, len(fields) - bare_fields, dirty
 
 
 def _record_fields(before: str) -> bool:
