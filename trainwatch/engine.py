@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainwatch import attempts
-from trainwatch.alerts import AlertBook, AlertChange
+from trainwatch.alerts import AlertBook, AlertChange, Held
 from trainwatch.batch import NO_STEP, Batch, BatchBuilder, from_records
 from trainwatch.config import Config, RuleSpec
 from trainwatch import incident
 from trainwatch.grouping import group_rows
-from trainwatch.lifecycle import Cycle, Phase, Step, advance
+from trainwatch.lifecycle import Step
 from trainwatch.model import (GPU_SOURCE, Alert, AlertState, Event, EventKind, Finding, Record, Retraction, Sample,
                               Severity)
 from trainwatch.names import Canonicalizer, Quality, averaged
@@ -99,7 +99,6 @@ class Engine:
         self._held_most = 0  # the most rows one series holds
         self._roomy: set[Series] = set()  # series judged last round whose arrays held a round's room
         self._seq = 0  # rows fed so far: the order array rules' transitions reach the book in
-        self._cycles: dict[tuple[str, str, str], Cycle] = {}
         self.judged: set[str] = set()  # ids of the rules some sample was shown to (their metric was logged)
         self.rule_errors: list[tuple[str, str]] = []
         """(source, what happened) for each rule that raised on a log and was switched off for it."""
@@ -330,7 +329,7 @@ class Engine:
         """For each metric of the stretch that row rules watch, the rows each rule must see (`pick`: a
         metric's steps and values in the stretch)."""
         out: dict[int, list[_Gate]] = {}
-        tracked = self.book.tracked
+        book = self.book
         for k in present:
             if not self._hooked[k]:
                 continue
@@ -342,7 +341,7 @@ class Engine:
                 show = None
                 if self._off(rule, src):
                     show = np.zeros(len(rows), dtype=bool)
-                elif not (tracked and (rule_id, src, name) in tracked):
+                elif not book.tracks(rule_id, src, name):
                     try:
                         show = rule.gate(self._ctx, series, *pick(k))
                     except Exception as exc:  # see `_broke`
@@ -353,8 +352,7 @@ class Engine:
         return out
 
     def _still_gated(self, g: _Gate, src: str, k: int) -> bool:
-        tracked = self.book.tracked
-        return g.rule.gated(src) and not (tracked and (g.rule.spec.id, src, self._names[k]) in tracked)
+        return g.rule.gated(src) and not self.book.tracks(g.rule.spec.id, src, self._names[k])
 
     def _metric_ids(self, b: Batch) -> np.ndarray:
         """Engine metric ids for the batch's name table; a name seen for the first time gets its rules,
@@ -538,7 +536,7 @@ class Engine:
         assert point is not None
         ctx = self._ctx
         ctx.now = now
-        tracked = self.book.tracked
+        book = self.book
         out: list[AlertChange] = []
         for g, (rule, spec, rule_id) in zip(gates, self._hooks[name]):
             if not g.show[j]:
@@ -556,7 +554,7 @@ class Engine:
                 g.done = j + 1
                 continue
             if finding is None:
-                if tracked and (rule_id, source, name) in tracked and not self.book.settled(spec, source, name):
+                if book.tracks(rule_id, source, name) and not book.settled(spec, source, name):
                     out.extend(self._before_book())  # a pending or firing alert to resolve: in log order
                     out.extend(self.book.judge(spec, source, name, None, now))
                     if not math.isfinite(point.value):
@@ -792,14 +790,13 @@ class Engine:
         ctx = self._ctx
         ctx.now = float(now[-1])
         cond = np.asarray(rule.condition(ctx, w), dtype=bool)
-        key = (rule.spec.id, w.source, w.name)
         out: list[_Planned] = []
         lo = 0
         for at, reason in rule.retractions(ctx, w):
             row = at - w.start
             out.extend(self._cycle(rule, w, cond, now, lo, row + 1))
-            out.append(_Planned(rule, w, cond, now, row, "retract", reason=reason))
-            self._cycles[key] = Cycle()
+            out.append(_Planned(rule, w, cond, now, row, Step.RETRACTED, reason=reason))
+            self.book.restart(rule.spec, w.source, w.name)
             lo = row + 1
         out.extend(self._cycle(rule, w, cond, now, lo, len(cond)))
         return out
@@ -807,70 +804,53 @@ class Engine:
     def _cycle(self, rule: ArrayRule, w: Window, cond: np.ndarray, now: np.ndarray, lo: int,
                hi: int) -> list[_Planned]:
         """The alert life cycle over new rows [lo, hi), as planned transitions."""
-        spec = rule.spec
-        key = (spec.id, w.source, w.name)
-        cycle = self._cycles.get(key)
-        if cycle is None:
-            cycle = self._cycles[key] = Cycle()
         out: list[_Planned] = []
         at = lo  # rows before `at` are accounted for
-        for t in advance(cycle, cond[lo:hi], now[lo:hi], spec.for_, spec.keep_firing_for):
+        for t in self.book.advance(rule.spec, w.source, w.name, cond[lo:hi], now[lo:hi]):
             row = lo + t.row
-            if t.step is Step.PENDING:
+            f = None
+            if t.step is Step.PENDING:  # the finding is made at the row the condition began to hold
                 f = rule.finding(self._ctx, w, w.start + row)
                 f.source = f.source or w.source
                 f.step = f.step if f.step is not None else int(w.step[w.start + row])
                 f.line = f.line or int(w.line[w.start + row])
                 f.step_inferred = f.step_inferred or bool(w.inferred[w.start + row])
                 f.subject = f.subject or w.name
-                out.append(_Planned(rule, w, cond, now, row, "begin", finding=f))
-            elif t.step is Step.FIRING:
-                out.append(_Planned(rule, w, cond, now, row, "fire", held_from=at))
-            elif t.step is Step.DROPPED:
-                out.append(_Planned(rule, w, cond, now, row, "drop"))
-            else:
-                out.append(_Planned(rule, w, cond, now, row, "resolve", held_from=at))
+            out.append(_Planned(rule, w, cond, now, row, t.step, finding=f, held_from=at))
             at = row + 1
-        if cycle.phase is not Phase.IDLE and at < hi:
-            out.append(_Planned(rule, w, cond, now, hi - 1, "hold", held_from=at))
+        if at < hi and self.book.active(rule.spec, w.source, w.name):
+            out.append(_Planned(rule, w, cond, now, hi - 1, None, held_from=at))
         return out
 
     def _apply(self, p: _Planned) -> list[AlertChange]:
-        spec, source, subject, book = p.rule.spec, p.w.source, p.w.name, self.book
+        """Has the book record one planned transition (None: the rows held at the end of the round)."""
+        spec, source, subject = p.rule.spec, p.w.source, p.w.name
         t = float(p.now[p.row])
-        if p.kind == "begin":
-            assert p.finding is not None
-            book.begin(spec, source, subject, p.finding, t)
-        elif p.kind == "fire":
-            self._hold(p.rule, p.w, p.cond, p.held_from, p.row + 1, p.now)
-            return book.fire(spec, source, subject, t)
-        elif p.kind == "drop":
-            book.drop(spec, source, subject)
-        elif p.kind == "resolve":
-            self._hold(p.rule, p.w, p.cond, p.held_from, p.row, p.now)
-            changes = book.resolve(spec, source, subject, t)
+        step = p.step
+        held = None
+        if step is None or step is Step.FIRING:
+            held = self._held_since(p, p.row + 1)
+        elif step is Step.RESOLVED:
+            held = self._held_since(p, p.row)
+        changes = self.book.enact(spec, source, subject, step, t, finding=p.finding, held=held, reason=p.reason)
+        if step is Step.RESOLVED:  # a metric that went non-finite stopped, it did not recover
             at = p.w.start + p.row
             value = float(p.w.value[at])
             if not math.isfinite(value):
-                book.stopped(spec, source, subject, _nonfinite(subject, value, int(p.w.step[at])))
-            return changes
-        elif p.kind == "retract":
-            return book.retract(spec, source, subject, p.reason, t)
-        else:  # still pending or firing at the end of the rows: the rows it held on
-            self._hold(p.rule, p.w, p.cond, p.held_from, p.row + 1, p.now)
-        return []
+                self.book.stopped(spec, source, subject, _nonfinite(subject, value, int(p.w.step[at])))
+        return changes
 
-    def _hold(self, rule: ArrayRule, w: Window, cond: np.ndarray, lo: int, hi: int, now: np.ndarray) -> None:
-        """Tells the book about the rows in [lo, hi) where the condition held."""
+    def _held_since(self, p: _Planned, hi: int) -> Held | None:
+        """The rows in [p.held_from, hi) where the condition held, as the book counts them."""
+        lo = p.held_from
         if hi <= lo:
-            return
-        hits = np.flatnonzero(cond[lo:hi])
+            return None
+        hits = np.flatnonzero(p.cond[lo:hi])
         if not len(hits):
-            return
+            return None
         last = lo + int(hits[-1])
-        row = w.start + last
-        self.book.hold(rule.spec, w.source, w.name, len(hits), int(w.step[row]), rule.last_value(w, row),
-                       float(now[last]))
+        row = p.w.start + last
+        return Held(len(hits), int(p.w.step[row]), p.rule.last_value(p.w, row), float(p.now[last]))
 
     def _tell(self, changes: list[AlertChange]) -> list[AlertChange]:
         if changes:
@@ -967,10 +947,10 @@ class _Planned:
     cond: np.ndarray
     now: np.ndarray
     row: int
-    kind: str  # begin, fire, drop, resolve, retract, hold
-    finding: Finding | None = None
-    reason: str = ""
-    held_from: int = 0  # `fire`, `resolve` and `hold` count the rows held from here
+    step: Step | None  # None: still pending or firing at the round's end (the rows held are counted)
+    finding: Finding | None = None  # PENDING: made at its row
+    reason: str = ""  # RETRACTED: why
+    held_from: int = 0  # FIRING, RESOLVED and None count the rows held from here
 
 
 @dataclass
