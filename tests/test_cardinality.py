@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from trainwatch import config, engine
-from trainwatch.engine import Engine
+from trainwatch import config
+from trainwatch.engine import Engine, metrics
 from trainwatch.model import Sample
 
 
@@ -19,7 +19,7 @@ def _feed(eng: Engine, source: str, names: list[str], steps: int = 3) -> None:
 
 
 def test_past_the_cap_only_the_rules_names_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "MAX_SERIES_PER_SOURCE", 5)
+    monkeypatch.setattr(metrics, "MAX_SERIES_PER_SOURCE", 5)
     eng = Engine(config.load("sft"))
     others = [f"token_logit/{i}" for i in range(20)]
     _feed(eng, "a.log", others + ["loss", "grad_norm"])
@@ -31,7 +31,7 @@ def test_past_the_cap_only_the_rules_names_are_kept(monkeypatch: pytest.MonkeyPa
 
 
 def test_the_process_cap_counts_every_log(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "MAX_SERIES", 8)
+    monkeypatch.setattr(metrics, "MAX_SERIES", 8)
     eng = Engine(config.load("sft"))
     _feed(eng, "a.log", [f"a/{i}" for i in range(6)])
     _feed(eng, "b.log", [f"b/{i}" for i in range(6)] + ["loss"])
@@ -41,7 +41,7 @@ def test_the_process_cap_counts_every_log(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_check_says_once_what_the_cap_left_out(tmp_path: Path) -> None:
     log = tmp_path / "per_token.jsonl"
-    n = engine.MAX_SERIES_PER_SOURCE + 500
+    n = metrics.MAX_SERIES_PER_SOURCE + 500
     log.write_text("".join(json.dumps({"step": i, "loss": 2.0 - i * 1e-3, f"tok/{i}": 0.5}) + "\n" for i in range(n)))
     r = subprocess.run([sys.executable, "-m", "trainwatch", "check", str(log), "--json"], capture_output=True,
                        text=True, timeout=300)

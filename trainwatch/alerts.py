@@ -15,7 +15,10 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from trainwatch.config import Config, Duration, Inhibit, RuleSpec
+from trainwatch.lifecycle import Cycle, Phase, Step, Transition, advance
 from trainwatch.model import Alert, AlertState, Episode, Finding, told_state
 
 MAX_ALERTS = 2000  # oldest resolved alerts are dropped past this, so memory stays bounded
@@ -25,14 +28,31 @@ def fingerprint(rule: str, source: str, subject: str) -> str:
     return hashlib.sha1(f"{rule}\x00{source}\x00{subject}".encode()).hexdigest()[:16]
 
 
+Key = tuple[str, str, str]
+"""(rule id, source, subject): one alert's identity."""
+
+_AT_ONCE = Duration()
+"""The `for` of a one-time judgement (an event, the end of a run): it fires on the row it is made."""
+
+
 @dataclass
 class _Track:
+    """An alert the book records (pending, firing or resolved; a resolved one keeps its fingerprint for
+    its next episode) and whether the sinks were told it fires."""
+
     alert: Alert
-    active_since: float
-    active_evals: int = 1
-    inactive_since: float | None = None
-    inactive_evals: int = 0
     notified: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """Rows the condition held on between two transitions: how many, and the latest one's step, value and
+    time."""
+
+    rows: int
+    last_step: int | None
+    last_value: float | None
+    now: float
 
 
 @dataclass(frozen=True)
@@ -58,33 +78,50 @@ def _as_written(spec: RuleSpec, finding: Finding, fixes: tuple[str, ...]) -> tup
 
 
 class AlertBook:
+    """The one owner of per-alert state: each alert's life-cycle position (`Cycle`, moved only by
+    trainwatch.lifecycle.advance) and its record (`_Track`: the alert the sinks and reports read).
+
+    A row verdict (`judge`) runs the life cycle over an array of one row and records its transitions at
+    once. Array rules plan a round first (`advance`, `restart`) and have the book record the transitions
+    later (`enact`), in the order their rows were fed, so inhibition sees alerts fire in the log's order:
+    between the two, an alert's cycle is ahead of its record."""
+
     def __init__(self, config: Config, fit: FixFitter = _as_written) -> None:
         self._fit = fit
         self._specs = config.rules
         self._inhibit: list[Inhibit] = config.inhibit
-        self._tracks: dict[tuple[str, str, str], _Track] = {}
-        self.tracked = self._tracks  # read-only view for the engine's fast path: (rule, source, subject) keys
+        self._tracks: dict[Key, _Track] = {}
+        self._cycles: dict[Key, Cycle] = {}  # never trimmed: an idle cycle is a few numbers per key
         self.alerts: dict[str, Alert] = {}  # every alert that fired, by fingerprint, oldest first
         self.once: frozenset[str] = frozenset()  # ids of the rules that judge once (Rule.once)
 
     def judge(self, spec: RuleSpec, source: str, subject: str, finding: Finding | None, now: float,
               *, one_shot: bool = False) -> list[AlertChange]:
-        """Applies one verdict: `finding` when the condition holds, None when it does not."""
+        """Applies one verdict: `finding` when the condition holds, None when it does not. It is the life
+        cycle over one row: `one_shot` fires on that row, whatever the rule's `for`."""
         key = (spec.id, source, subject)
-        track = self._tracks.get(key)
-        if finding is None:
-            return self._inactive(key, track, spec, now) if track else []
-        if track is None or track.alert.state is AlertState.RESOLVED:
-            track = self._begin(key, spec, finding, now, track)
-        else:
-            track.active_evals += 1
-            track.inactive_since = None
-            track.inactive_evals = 0
-            self._repeat(track.alert, finding, now)
-        if track.alert.state is AlertState.PENDING and (
-                one_shot or _reached(spec.for_, track.active_evals, now - track.active_since)):
-            return self._fire(track, now)
-        return []
+        cycle = self._cycles.get(key)
+        if cycle is None:
+            if finding is None:
+                return []
+            cycle = self._cycles[key] = Cycle()
+        elif finding is None and cycle.phase is Phase.IDLE:
+            return []
+        steps = advance(cycle, np.array((finding is not None,)), np.array((now,)),
+                        _AT_ONCE if one_shot else spec.for_, spec.keep_firing_for)
+        if finding is not None and (not steps or steps[0].step is not Step.PENDING):
+            track = self._tracks.get(key)
+            if track is not None:
+                self._repeat(track.alert, finding, now)
+        out: list[AlertChange] = []
+        for t in steps:
+            out.extend(self._enact(key, spec, t.step, now, finding, ""))
+        return out
+
+    def tracks(self, rule: str, source: str, subject: str) -> bool:
+        """Whether the book holds an alert of this rule, source and subject (pending, firing or resolved):
+        a rule's gate may not skip rows whose verdict would move it."""
+        return bool(self._tracks) and (rule, source, subject) in self._tracks
 
     def only_repeats(self, spec: RuleSpec, source: str, subject: str, finding: Finding) -> bool:
         """Whether judging this finding would only count one more row of an alert already firing: no
@@ -101,39 +138,64 @@ class AlertBook:
         track = self._tracks.get((spec.id, source, subject))
         return track is None or track.alert.state is AlertState.RESOLVED
 
-    # -- the array path: trainwatch.lifecycle decided the transitions; the book records them ------------
+    # -- the array path: a round is planned (`advance`, `restart`), then recorded in feed order (`enact`) --
 
-    def begin(self, spec: RuleSpec, source: str, subject: str, finding: Finding, now: float) -> None:
-        """The condition began to hold: a pending alert with the finding of its first row."""
+    def advance(self, spec: RuleSpec, source: str, subject: str, cond: np.ndarray,
+                now: np.ndarray) -> list[Transition]:
+        """The alert's life cycle moved over new rows (`cond`: whether the condition held at each); the
+        transitions are recorded when `enact` is told them."""
         key = (spec.id, source, subject)
-        self._begin(key, spec, finding, now, self._tracks.get(key))
+        cycle = self._cycles.get(key)
+        if cycle is None:
+            cycle = self._cycles[key] = Cycle()
+        return advance(cycle, cond, now, spec.for_, spec.keep_firing_for)
 
-    def hold(self, spec: RuleSpec, source: str, subject: str, rows: int, last_step: int | None,
-             last_value: float | None, now: float) -> None:
-        """The condition held on `rows` more rows, the latest at `last_step`."""
-        track = self._tracks.get((spec.id, source, subject))
-        if track is not None and rows > 0:
-            self._held(track.alert, rows, last_step, last_value, now)
+    def restart(self, spec: RuleSpec, source: str, subject: str) -> None:
+        """The rule withdrew its finding at the row the cycle has reached: the rows after it start afresh."""
+        self._cycles[(spec.id, source, subject)] = Cycle()
 
-    def fire(self, spec: RuleSpec, source: str, subject: str, now: float) -> list[AlertChange]:
-        track = self._tracks.get((spec.id, source, subject))
-        return self._fire(track, now) if track is not None and track.alert.state is AlertState.PENDING else []
-
-    def drop(self, spec: RuleSpec, source: str, subject: str) -> None:
-        """It stopped holding before `for` was reached: the pending alert is forgotten."""
+    def enact(self, spec: RuleSpec, source: str, subject: str, step: Step | None, now: float, *,
+              finding: Finding | None = None, held: Held | None = None, reason: str = "") -> list[AlertChange]:
+        """Records one planned transition: first the rows the condition held on since the last one (`held`),
+        then the transition (PENDING needs the `finding` made at its row; RETRACTED the `reason`; None:
+        none, the rows held to the end of a round)."""
         key = (spec.id, source, subject)
-        track = self._tracks.get(key)
-        if track is not None and track.alert.state is AlertState.PENDING:
-            del self._tracks[key]
+        if held is not None and held.rows > 0:
+            track = self._tracks.get(key)
+            if track is not None:
+                self._held(track.alert, held.rows, held.last_step, held.last_value, held.now)
+        return self._enact(key, spec, step, now, finding, reason) if step is not None else []
 
-    def resolve(self, spec: RuleSpec, source: str, subject: str, now: float) -> list[AlertChange]:
-        track = self._tracks.get((spec.id, source, subject))
-        return self._resolve(track, now) if track is not None and track.alert.state is AlertState.FIRING else []
+    def active(self, spec: RuleSpec, source: str, subject: str) -> bool:
+        """Whether the alert's cycle is pending or firing, as far as the rows advanced so far."""
+        cycle = self._cycles.get((spec.id, source, subject))
+        return cycle is not None and cycle.phase is not Phase.IDLE
 
     # -- internals ----------------------------------------------------------------------------------
 
-    def _begin(self, key: tuple[str, str, str], spec: RuleSpec, finding: Finding, now: float,
-               old: _Track | None) -> _Track:
+    def _enact(self, key: Key, spec: RuleSpec, step: Step, now: float, finding: Finding | None,
+               reason: str) -> list[AlertChange]:
+        """The record follows one transition of the alert's cycle."""
+        track = self._tracks.get(key)
+        if step is Step.PENDING:
+            assert finding is not None
+            self._begin(key, spec, finding, now, track)
+        elif track is None:
+            pass
+        elif step is Step.FIRING:
+            if track.alert.state is AlertState.PENDING:
+                return self._fire(track, now)
+        elif step is Step.DROPPED:
+            if track.alert.state is AlertState.PENDING:
+                del self._tracks[key]
+        elif step is Step.RESOLVED:
+            if track.alert.state is AlertState.FIRING:
+                return self._resolve(track, now)
+        elif step is Step.RETRACTED:
+            return self._retracted(key, track, reason, now)
+        return []
+
+    def _begin(self, key: Key, spec: RuleSpec, finding: Finding, now: float, old: _Track | None) -> _Track:
         fp = old.alert.fingerprint if old is not None else fingerprint(*key)
         alert = Alert(rule=spec.id, severity=finding.severity if finding.severity is not None else spec.severity,
                       family=spec.family, title=spec.title, finding=finding,
@@ -142,7 +204,7 @@ class AlertBook:
                       fingerprint=fp, first_step=_began(finding), first_line=finding.line, started_at=now,
                       once=spec.id in self.once,
                       last_seen_at=now, last_step=_last_step(finding), last_value=_last_value(finding))
-        track = self._tracks[key] = _Track(alert, active_since=now)
+        track = self._tracks[key] = _Track(alert)
         return track
 
     def _fire(self, track: _Track, now: float) -> list[AlertChange]:
@@ -232,10 +294,10 @@ class AlertBook:
     def retract(self, spec: RuleSpec, source: str, subject: str, reason: str, now: float) -> list[AlertChange]:
         """The rule says its finding was wrong: the alert resolves at once (keep_firing_for does not
         apply) and its record says why, so a report of the run leaves it out."""
-        key = (spec.id, source, subject)
-        track = self._tracks.get(key)
-        if track is None:
-            return []
+        self.restart(spec, source, subject)
+        return self.enact(spec, source, subject, Step.RETRACTED, now, reason=reason)
+
+    def _retracted(self, key: Key, track: _Track, reason: str, now: float) -> list[AlertChange]:
         a = track.alert
         if a.state is AlertState.PENDING:
             del self._tracks[key]
@@ -244,23 +306,6 @@ class AlertBook:
         for target in _distinct(a, record):
             target.retracted = reason
         if a.state is AlertState.RESOLVED:
-            return []
-        track.inactive_since = now
-        track.inactive_evals = 0
-        return self._resolve(track, now)
-
-    def _inactive(self, key: tuple[str, str, str], track: _Track, spec: RuleSpec, now: float) -> list[AlertChange]:
-        a = track.alert
-        if a.state is AlertState.PENDING:
-            del self._tracks[key]
-            return []
-        if a.state is AlertState.RESOLVED:
-            return []
-        if track.inactive_since is None:
-            track.inactive_since = now
-        track.inactive_evals += 1
-        keep = spec.keep_firing_for
-        if not keep.zero and not _reached(keep, track.inactive_evals, now - track.inactive_since, strict=True):
             return []
         return self._resolve(track, now)
 
@@ -351,13 +396,6 @@ def _last_value(f: Finding) -> float | None:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
     return None
-
-
-def _reached(d: Duration, evals: int, elapsed: float, strict: bool = False) -> bool:
-    if d.seconds:
-        return elapsed > d.seconds if strict else elapsed >= d.seconds
-    needed = d.steps + (1 if strict else 0)
-    return evals >= max(needed, 1)
 
 
 def _label(alert: Alert, key: str) -> str:

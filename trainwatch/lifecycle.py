@@ -1,15 +1,16 @@
 """The alert life cycle over arrays: one boolean condition per row in, the few transitions out.
 
-An array rule says, for every new row of a series, whether its condition holds. This module turns
-that column into the rows where an alert starts pending, fires, is dropped (it stopped holding before
-`for` was reached) or resolves (it stopped holding for longer than `keep_firing_for`), exactly as
-trainwatch.alerts does when it is asked one row at a time: `for` and `keep_firing_for` become run
-lengths over the column (or spans of the row times, for durations in seconds).
+This is the only place an alert moves between inactive, pending and firing. A rule's verdicts for new
+rows are a column saying whether its condition holds; this module turns that column into the rows where
+an alert starts pending, fires, is dropped (it stopped holding before `for` was reached) or resolves (it
+stopped holding for longer than `keep_firing_for`): `for` and `keep_firing_for` become run lengths over
+the column (or spans of the row times, for durations in seconds). A row rule's verdict is a column of
+one row (trainwatch.alerts.AlertBook.judge).
 
 The Python loop runs once per transition, never once per row, so a gigabyte of healthy log costs a
 few numpy passes. What is carried between batches (`Cycle`) is a handful of numbers, so any cutting
 of the same rows into batches gives the same transitions: tests/rules/test_lifecycle.py proves it
-against the row-at-a-time book.
+against a row-at-a-time counter.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Step(str, enum.Enum):
     FIRING = "firing"
     DROPPED = "dropped"  # stopped holding before `for` was reached
     RESOLVED = "resolved"
+    RETRACTED = "retracted"  # the rule withdrew its finding: told by the rule, never made by `advance`
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +81,8 @@ def _reach_row(run_start: int, run_end: int, carried: int, since: float, now: np
 def advance(cycle: Cycle, cond: np.ndarray, now: np.ndarray, for_: Duration, keep: Duration) -> list[Transition]:
     """Runs the life cycle over one batch of rows; `now` is each row's time (non-decreasing).
 
-    Mirrors AlertBook.judge row by row: a pending run that breaks is dropped; a firing alert resolves
-    once it has not held for more than `keep_firing_for` (at once when that is zero)."""
+    A pending run that breaks is dropped; a firing alert resolves once it has not held for more than
+    `keep_firing_for` (at once when that is zero)."""
     m = len(cond)
     out: list[Transition] = []
     if not m:

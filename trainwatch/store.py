@@ -19,11 +19,11 @@ HEAD_POINTS = 64  # the first finite points of a run, kept for rules that compar
 SCAN_MIN = 256  # tail() looks at most max(SCAN_MIN, 8n) points back, so a NaN stretch stays cheap
 ROUND_ROWS = 32768
 """New rows of one series the engine may store before the array rules judge them (a round). Each
-array rule has a fixed cost per call: on a JSON-lines backlog, rounds of 4096 rows cut the engine's time
-by about a third against rounds of 1024, 8192 by some 40%, and 32768 by a tenth more once rounds
-spanned blocks (`Engine.feed_batch`). Only a log with few series reaches such rounds: all series
-together wait for at most `engine.WAIT_ROWS` rows, so a log of hundreds of metrics keeps small rounds
-(see KEPT_ROWS)."""
+array rule has a fixed cost per call, so larger rounds spread it over more rows; the price is memory,
+as a series keeps a round's rows besides its recent window (KEPT_ROWS). At this size the fixed cost is
+small next to the per-row work of a backlog, and a series' arrays stay under a megabyte. Only a log with
+few series reaches such rounds: all series together wait for at most `engine.rounds.WAIT_ROWS` rows, so
+a log of hundreds of metrics keeps small rounds (see KEPT_ROWS). docs/benchmarks.md has the figures."""
 IDLE_ROOM = RECENT_POINTS + ROUND_ROWS // 4
 """Rows of room a series' arrays keep once its rounds no longer fill them (see `Series.give_back_room`)."""
 KEPT_ROWS = RECENT_POINTS + ROUND_ROWS
