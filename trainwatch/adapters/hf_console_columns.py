@@ -143,7 +143,7 @@ class PlanArrays:
 
 def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
     """Which hit lines are read from the arrays; None when none can be (a cut line shifts the data).
-    Worked out in the native extension when it is in use (native/src/console.rs), else over numpy
+    Worked out in the native extension when it is in use (native/src/formats/console.rs), else over numpy
     arrays (`plan_reference`): the same plan either way."""
     hits = lines.hit_lines
     if chunk._cut_line_starts is not None or not len(hits):

@@ -47,7 +47,7 @@ MAX_DEPTH = 6
 MAX_SHAPES = 4096  # nested key layouts remembered (a log has a handful; a bound, not a tuning knob)
 SAFE_INT = float(2**53)  # steps are ints: beyond this a float no longer says which int was printed
 _INT64_MIN = -INT64_MAX - 1
-_PARSE, _JUDGE = 1, 2  # why the native pass stopped (native/src/python.rs jsonl_take): 0 is at the end
+_PARSE, _JUDGE = 1, 2  # why the native pass stopped (`kernels.Stop.why`): 0 is at the end
 
 
 def _loads(text: str) -> Any:
@@ -170,7 +170,7 @@ class JsonLinesAdapter(Adapter):
                     a += 1
 
     def _take_native(self, chunk: Chunk, keys: list[str], lines: ChunkLines, hits: np.ndarray) -> int:
-        """The hit lines read by the native pass (native/src/jsonl.rs), which decides each line as
+        """The hit lines read by the native pass (native/src/formats/jsonl.rs), which decides each line as
         `_readable` does and gives the rows of the readable ones as `emit_rows` does, in one call up to
         the lines for `parse` (it says how many follow) or a nesting layout to judge (`_judge_layout`
         does it here and remembers). Returns where the two-step path must go on: at the end of `hits`,
@@ -225,7 +225,7 @@ class JsonLinesAdapter(Adapter):
         """Per line of the chunk, its dict when the arrays say everything `_records` needs of it, else -1:
         a whole-line object of JSON numbers (`array_lines`) that `unsayable` does not rule out, and, when
         it nests objects, no `/` inside and a layout `_nesting_known` accepts. The native extension
-        decides all but the last in one pass without the GIL (native/src/readable.rs); this numpy path
+        decides all but the last in one pass without the GIL (native/src/formats/readable.rs); this numpy path
         is its reference."""
         if chunk._cut_line_starts is None:
             got = self._readable_native(chunk, keys)

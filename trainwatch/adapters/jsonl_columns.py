@@ -81,7 +81,7 @@ def emit_rows(chunk: Chunk, tables: KeyTables, dicts: np.ndarray, out: BatchBuil
     """The samples of consecutive readable lines (their dicts `dicts`, consecutive) as columns, up to the
     first line whose step goes below the step before it (the per-line path decides what such a line
     is). Returns how many lines were emitted and the last step they set. The native extension does it in
-    one pass without the GIL when it is in use (native/src/rows.rs); `rows_reference` is its oracle."""
+    one pass without the GIL when it is in use (native/src/formats/rows.rs); `rows_reference` is its oracle."""
     e0, e1 = chunk.ent_dict.searchsorted((dicts[0], dicts[-1] + 1)).tolist()  # entries come sorted by dict
     key = chunk.ent_key[e0:e1]
     value = chunk.ent_value[e0:e1]
