@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.examples import examples
-from trainwatch.grouping import group_rows, group_rows_reference
+from trainwatch.grouping import group_rows
 from trainwatch.scan import native
+from trainwatch.scan.reference.kernels import group_rows as group_rows_reference
 
 
 @settings(max_examples=examples(300), deadline=None)

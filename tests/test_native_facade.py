@@ -1,8 +1,6 @@
-"""Only trainwatch/scan/ looks up the native core: a guard that the set of modules doing it only shrinks.
-
-Issue 24 wants one facade (trainwatch/scan/) to choose native or reference for every kernel. Until each
-module below goes through such a facade, it is listed here; a new module that calls `native()` or imports
-`trainwatch._scan` fails, and a listed module that stops doing so must leave the list, so the list stays true.
+"""Only trainwatch/scan/ looks up the native core: every other module goes through the facade
+`trainwatch.scan.kernels`, which chooses native or reference for each kernel (issue 24). A module that calls
+`native()` or imports `trainwatch._scan` outside scan/ fails here.
 """
 
 from __future__ import annotations
@@ -12,16 +10,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "trainwatch"
 
-# the modules that still look up the native core themselves (to be emptied by the facade)
-STILL_LOOKING_UP = {
-    "adapters/hf_console_columns.py",
-    "adapters/jsonl.py",
-    "adapters/jsonl_columns.py",
-    "grouping.py",
-    "rules/rolling.py",
-    "sources/tail.py",
-    "store.py",
-}
+# the modules outside scan/ allowed to look up the native core themselves: none, the facade does it
+STILL_LOOKING_UP: set[str] = set()
 
 
 def _looks_up_native(tree: ast.AST) -> bool:

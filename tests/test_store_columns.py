@@ -13,7 +13,8 @@ from tests.examples import examples
 from tests.rules.rowref import store_rows
 from trainwatch import store
 from trainwatch.scan import native
-from trainwatch.store import Point, Series, fold_buckets, fold_buckets_reference
+from trainwatch.scan.reference.kernels import fold_buckets as fold_buckets_reference
+from trainwatch.store import Point, Series, fold_buckets
 
 VALUES = st.one_of(st.floats(-1e6, 1e6), st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0]))
 

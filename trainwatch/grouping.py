@@ -6,22 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainwatch.scan import native
+from trainwatch.scan import kernels
 
 
 def group_rows(name: np.ndarray, table: np.ndarray, kinds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's metric id (`table`, int64, at its batch name id `name`) and the rows of each id,
     ascending: `order[starts[k]:starts[k + 1]]` for id k, for every id below `kinds`. In the native
-    extension when it is in use, else `group_rows_reference`, the same arrays."""
-    ext = native()
-    if ext is None:
-        return group_rows_reference(name, table, kinds)
-    ids, order, starts = ext.group_rows(np.ascontiguousarray(name, dtype=np.int32), table, kinds)
-    return ids, order, starts
-
-
-def group_rows_reference(name: np.ndarray, table: np.ndarray, kinds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ids = table[name]
-    order = np.argsort(ids, kind="stable")
-    starts = np.concatenate(([0], np.cumsum(np.bincount(ids, minlength=kinds)))).astype(np.int64)
-    return ids, order, starts
+    extension when it is in use, else numpy's (`trainwatch.scan.reference.kernels`), the same arrays."""
+    return kernels.group_rows(name, table, kinds)

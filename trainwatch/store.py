@@ -10,7 +10,7 @@ from itertools import islice
 
 import numpy as np
 
-from trainwatch.scan import native
+from trainwatch.scan import kernels
 
 
 RECENT_POINTS = 2048
@@ -258,18 +258,19 @@ class Series:
         k = len(rows)
         if not k:
             return
-        ext = native() if len(self.head) >= HEAD_POINTS else None  # once the head is kept: tallies are all it needs
+        # once the head is kept, tallies are all it needs: the native gather writes in place and tallies
+        gather = len(self.head) >= HEAD_POINTS and kernels.native_in_use()
         if self._hi + k > self._cap:
-            if ext is None or k >= KEPT_ROWS:
+            if not gather or k >= KEPT_ROWS:
                 self.extend(step[rows], value[rows], line[rows], time[rows], inferred[rows])
                 return
             self._fold()  # the arrays are about to be moved: what they hold unfolded goes first
             self._make_room(k, self.count)
         hi = self._hi
-        if ext is not None:
-            finite, nan, lo, top = ext.gather_rows(rows, (step, value, line, time, inferred),
-                                                   (self._step, self._value, self._line, self._time, self._inf), hi)
-            self._tally(k, finite, nan, lo, top)
+        if gather:
+            t = kernels.gather_rows(rows, (step, value, line, time, inferred),
+                                    (self._step, self._value, self._line, self._time, self._inf), hi)
+            self._tally(k, t.finite, t.nan, t.least, t.greatest)
         else:
             for col, into in ((step, self._step), (value, self._value), (line, self._line), (time, self._time),
                               (inferred, self._inf)):
@@ -613,26 +614,10 @@ def first_times(times: np.ndarray) -> np.ndarray:
 def fold_buckets(value: np.ndarray, finite: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
     """Per whole bucket of `size` rows: the least and greatest finite value (NaN when none), the finite
     values summed one at a time in row order, and how many were finite. In the native extension when it
-    is in use (one pass; the ordered sums cost numpy a 2-D accumulate), else `fold_buckets_reference`.
-    `finite` must be `np.isfinite(value)`: the native fold reads finiteness off the values itself."""
-    ext = native()
-    if ext is None:
-        return fold_buckets_reference(value, finite, size)
-    return tuple(ext.fold_buckets(np.ascontiguousarray(value, dtype=np.float64), size))
-
-
-def fold_buckets_reference(value: np.ndarray, finite: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
-    n = len(value) // size
-    v = value[:n * size].reshape(n, size)
-    fin = finite[:n * size].reshape(n, size)
-    only = np.where(fin, v, np.nan)
-    addends = np.where(fin, v, -0.0)  # x + -0.0 == x, signed zeros included
-    addends[:, 0] = np.where(fin[:, 0], v[:, 0], 0.0)  # a bucket that starts non-finite starts at 0.0
-    with np.errstate(invalid="ignore", over="ignore"):  # sums past the largest float are inf, said nowhere
-        lows = np.fmin.reduce(only, axis=1)
-        highs = np.fmax.reduce(only, axis=1)
-        totals = np.add.accumulate(addends, axis=1)[:, -1]
-    return lows, highs, totals, fin.sum(axis=1)
+    is in use (one pass; the ordered sums cost numpy a 2-D accumulate), else numpy's
+    (`trainwatch.scan.reference.kernels`). `finite` must be `np.isfinite(value)`: the native fold reads
+    finiteness off the values itself."""
+    return tuple(kernels.fold_buckets(value, finite, size))
 
 
 class MetricStore:

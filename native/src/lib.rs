@@ -1,7 +1,15 @@
-//! trainwatch's native log scanner: finds lines, keyword hits, dicts (nested ones flattened),
-//! `key: value` tokens and progress counters in fed bytes, the same way as the pure-Python reference (trainwatch/scan/reference.py).
-//! It knows no log format's meaning. The pure-Rust core ([`scanner::Core`]) is what the tests and the
-//! fuzzer drive; the Python binding is behind the `python` feature.
+//! trainwatch's native core, in three parts:
+//! - [`scan`]: the log scanner. It finds lines, keyword hits, dicts (nested ones flattened), `key: value`
+//!   tokens and progress counters in fed bytes, the same way as the pure-Python reference
+//!   (trainwatch/scan/reference/), and knows no log format's meaning;
+//! - [`formats`]: the formats' fast paths (the Trainer console, JSON lines), which do know one, each
+//!   proven against its adapter's numpy path;
+//! - [`kernels`]: numeric kernels for the store and the rules (rolling medians and extremes, smoothing,
+//!   history buckets, gathers, grouping).
+//!
+//! The pure-Rust code ([`scan::scanner::Core`] and the functions of each part) is what the tests and the
+//! fuzzer drive; the Python binding (`trainwatch._scan`, typed in trainwatch/_scan.pyi) is behind the
+//! `python` feature.
 
 #![deny(
     clippy::indexing_slicing,
@@ -11,28 +19,9 @@
 )]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used))]
 
-pub mod bars;
-pub mod buckets;
-pub mod bytes;
-pub mod census;
-pub mod console;
-pub mod dicts;
-pub mod extremes;
-pub mod find;
-pub mod gather;
-pub mod group;
-pub mod jsonl;
-pub mod keys;
-pub mod keywords;
-pub mod kv;
-pub mod lines;
-pub mod median;
-pub mod numbers;
-pub mod progress;
-pub mod readable;
-pub mod rows;
-pub mod scanner;
-pub mod smooth;
+pub mod formats;
+pub mod kernels;
+pub mod scan;
 
 #[cfg(feature = "python")]
 mod python;

@@ -1,7 +1,7 @@
 //! The Python binding: `trainwatch._scan.Scanner`, whose feed and finish return a dict of numpy arrays
 //! (trainwatch/scan/native.py turns it into a `Chunk`).
 
-use crate::scanner::{ChunkOut, Core};
+use crate::scan::scanner::{ChunkOut, Core};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -163,7 +163,9 @@ fn plain_bars<'py>(
         for ((&p, &seg), &limit) in p.iter().zip(seg).zip(limit) {
             let pos = |v: i64| usize::try_from(v).ok();
             let found = match (pos(p), pos(seg), pos(limit)) {
-                (Some(p), Some(seg), Some(limit)) => crate::bars::plain_bar(bytes, p, seg, limit),
+                (Some(p), Some(seg), Some(limit)) => {
+                    crate::scan::bars::plain_bar(bytes, p, seg, limit)
+                }
                 _ => None,
             };
             ok.push(found.is_some());
@@ -204,7 +206,7 @@ fn span_census<'py>(
         return Err(PyValueError::new_err("start and length differ in length"));
     }
     let bytes: &[u8] = &data;
-    let what = crate::census::Census {
+    let what = crate::scan::census::Census {
         allowed: table,
         mark,
         before,
@@ -246,7 +248,7 @@ fn ema_path<'py>(
         return Err(PyValueError::new_err("values and windows differ in length"));
     }
     Ok(py
-        .detach(|| crate::smooth::ema_path(ema, values, windows))
+        .detach(|| crate::kernels::smooth::ema_path(ema, values, windows))
         .into_pyarray(py))
 }
 
@@ -265,7 +267,7 @@ fn fold_buckets<'py>(
     Bound<'py, PyArray1<i64>>,
 )> {
     let values = values.as_slice()?;
-    let (lo, hi, total, n) = py.detach(|| crate::buckets::fold(values, size));
+    let (lo, hi, total, n) = py.detach(|| crate::kernels::buckets::fold(values, size));
     Ok((
         lo.into_pyarray(py),
         hi.into_pyarray(py),
@@ -284,7 +286,7 @@ fn move_median<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let x = x.as_slice()?;
     Ok(py
-        .detach(|| crate::median::move_median(x, window))
+        .detach(|| crate::kernels::median::move_median(x, window))
         .into_pyarray(py))
 }
 
@@ -313,14 +315,14 @@ fn gather_rows(
     at: usize,
 ) -> PyResult<(i64, i64, f64, f64)> {
     let rows = rows.as_slice()?;
-    let from = crate::gather::Columns {
+    let from = crate::kernels::gather::Columns {
         step: from.0.as_slice()?,
         value: from.1.as_slice()?,
         line: from.2.as_slice()?,
         time: from.3.as_slice()?,
         inferred: from.4.as_slice()?,
     };
-    let mut to = crate::gather::ColumnsMut {
+    let mut to = crate::kernels::gather::ColumnsMut {
         step: into.0.as_slice_mut()?,
         value: into.1.as_slice_mut()?,
         line: into.2.as_slice_mut()?,
@@ -328,7 +330,7 @@ fn gather_rows(
         inferred: into.4.as_slice_mut()?,
     };
     let t = py
-        .detach(|| crate::gather::gather(rows, &from, &mut to, at))
+        .detach(|| crate::kernels::gather::gather(rows, &from, &mut to, at))
         .ok_or_else(|| PyValueError::new_err("a row or the room to write it is out of range"))?;
     Ok((t.finite, t.nan, t.least, t.greatest))
 }
@@ -350,7 +352,7 @@ fn group_rows<'py>(
 )> {
     let (name, table) = (name.as_slice()?, table.as_slice()?);
     let g = py
-        .detach(|| crate::group::group(name, table, kinds))
+        .detach(|| crate::kernels::group::group(name, table, kinds))
         .ok_or_else(|| {
             PyValueError::new_err("a name or metric id is out of range, or too many metric ids")
         })?;
@@ -372,7 +374,7 @@ fn move_extreme<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let x = x.as_slice()?;
     Ok(py
-        .detach(|| crate::extremes::move_extreme(x, window, greatest))
+        .detach(|| crate::kernels::extremes::move_extreme(x, window, greatest))
         .into_pyarray(py))
 }
 
@@ -389,7 +391,7 @@ fn span_medians<'py>(
         return Err(PyValueError::new_err("start and end differ in length"));
     }
     Ok(py
-        .detach(|| crate::median::span_medians(x, start, end))
+        .detach(|| crate::kernels::median::span_medians(x, start, end))
         .into_pyarray(py))
 }
 
@@ -401,7 +403,7 @@ fn positions<'py>(
     needle: PyBackedBytes,
 ) -> Bound<'py, PyArray1<i64>> {
     let (bytes, needle): (&[u8], &[u8]) = (&data, &needle);
-    py.detach(move || crate::find::positions(bytes, needle))
+    py.detach(move || crate::scan::find::positions(bytes, needle))
         .into_pyarray(py)
 }
 
@@ -434,8 +436,8 @@ fn chunk_view<'a>(
     lines: &'a Lines<'_>,
     dicts: &'a Dicts<'_>,
     entries: &'a Entries<'_>,
-) -> PyResult<crate::console::ChunkView<'a>> {
-    Ok(crate::console::ChunkView {
+) -> PyResult<crate::formats::console::ChunkView<'a>> {
+    Ok(crate::formats::console::ChunkView {
         data,
         base,
         line_start: lines.0.as_slice()?,
@@ -472,16 +474,16 @@ fn jsonl_readable<'py>(
     Bound<'py, PyArray1<i64>>,
 )> {
     let view = chunk_view(&data, base, &lines, &dicts, &entries)?;
-    let forms = crate::readable::DictForms {
+    let forms = crate::formats::readable::DictForms {
         json: forms.0.as_slice()?,
         layout: forms.1.as_slice()?,
     };
-    let keys = crate::readable::KeyFlags {
+    let keys = crate::formats::readable::KeyFlags {
         is_step: is_step.as_slice()?,
         is_total: is_total.as_slice()?,
         safe_int,
     };
-    let out = py.detach(|| crate::readable::readable(&view, &forms, &keys));
+    let out = py.detach(|| crate::formats::readable::readable(&view, &forms, &keys));
     Ok((
         out.per_line.into_pyarray(py),
         out.group.into_pyarray(py),
@@ -523,13 +525,14 @@ fn jsonl_rows<'py>(
     if value.len() != key.len() || row.len() != key.len() {
         return Err(PyValueError::new_err("key, value and row differ in length"));
     }
-    let meaning = crate::rows::Meaning {
+    let meaning = crate::formats::rows::Meaning {
         is_step: is_step.as_slice()?,
         rank: rank.as_slice()?,
         is_time: is_time.as_slice()?,
         name: name.as_slice()?,
     };
-    let out = py.detach(|| crate::rows::emit_rows(key, value, row, lineno, &meaning, last_step));
+    let out =
+        py.detach(|| crate::formats::rows::emit_rows(key, value, row, lineno, &meaning, last_step));
     Ok((
         out.name.into_pyarray(py),
         out.step.into_pyarray(py),
@@ -586,17 +589,17 @@ fn jsonl_take<'py>(
     (u8, usize, i64, i64),
 )> {
     let view = chunk_view(&data, base, &lines, &dicts, &entries)?;
-    let tables = crate::jsonl::Tables {
-        forms: crate::readable::DictForms {
+    let tables = crate::formats::jsonl::Tables {
+        forms: crate::formats::readable::DictForms {
             json: forms.0.as_slice()?,
             layout: forms.1.as_slice()?,
         },
-        flags: crate::readable::KeyFlags {
+        flags: crate::formats::readable::KeyFlags {
             is_step: keys.0.as_slice()?,
             is_total: keys.1.as_slice()?,
             safe_int,
         },
-        meaning: crate::rows::Meaning {
+        meaning: crate::formats::rows::Meaning {
             is_step: keys.0.as_slice()?,
             rank: keys.2.as_slice()?,
             is_time: keys.3.as_slice()?,
@@ -605,12 +608,13 @@ fn jsonl_take<'py>(
         nesting: nesting.as_slice()?,
     };
     let hits = hits.as_slice()?;
-    let out = py
-        .detach(|| crate::jsonl::take_lines(&view, &tables, hits, start, first_lineno, last_step));
+    let out = py.detach(|| {
+        crate::formats::jsonl::take_lines(&view, &tables, hits, start, first_lineno, last_step)
+    });
     let stop = match out.stop {
-        crate::jsonl::Stop::End => (0, 0, -1, 0),
-        crate::jsonl::Stop::Parse(count) => (1, count, -1, 0),
-        crate::jsonl::Stop::Judge { dict, objects } => (2, 0, dict, objects),
+        crate::formats::jsonl::Stop::End => (0, 0, -1, 0),
+        crate::formats::jsonl::Stop::Parse(count) => (1, count, -1, 0),
+        crate::formats::jsonl::Stop::Judge { dict, objects } => (2, 0, dict, objects),
     };
     let r = out.rows;
     Ok((
@@ -653,12 +657,12 @@ fn console_plan<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let c = chunk_view(&data, base, &lines, &dicts, &entries)?;
     let hits = hits.as_slice()?;
-    let flags = crate::console::HitFlags {
+    let flags = crate::formats::console::HitFlags {
         fine: flags.0.as_slice()?,
         has_dict: flags.1.as_slice()?,
         has_bar: flags.2.as_slice()?,
     };
-    let keys = crate::console::KeyFlags {
+    let keys = crate::formats::console::KeyFlags {
         slow: keys.0.as_slice()?,
         known: keys.1.as_slice()?,
         eval: keys.2.as_slice()?,
@@ -672,7 +676,7 @@ fn console_plan<'py>(
             "hits and their flags differ in length",
         ));
     }
-    let p = py.detach(|| crate::console::plan(&c, hits, &flags, &keys));
+    let p = py.detach(|| crate::formats::console::plan(&c, hits, &flags, &keys));
     let d = PyDict::new(py);
     d.set_item("how", p.how.into_pyarray(py))?;
     d.set_item("bar_from", p.bar_from.into_pyarray(py))?;
@@ -718,7 +722,9 @@ fn dict_entries<'py>(
     );
     let names = names.as_slice()?;
     let (n, s, v, l) = py.detach(|| {
-        crate::console::dict_entries(dicts, steps, lines, bounds, ent_key, ent_value, names)
+        crate::formats::console::dict_entries(
+            dicts, steps, lines, bounds, ent_key, ent_value, names,
+        )
     });
     Ok((
         n.into_pyarray(py),
@@ -760,7 +766,7 @@ fn console_steady<'py>(
         i64,
     ),
 ) -> PyResult<Bound<'py, PyAny>> {
-    let a = crate::console::PlanRows {
+    let a = crate::formats::console::PlanRows {
         breaks: rows.0.as_slice()?,
         plain: rows.1.as_slice()?,
         bar_n: rows.2.as_slice()?,
@@ -768,7 +774,7 @@ fn console_steady<'py>(
         train: rows.4.as_slice()?,
         epoch: rows.5.as_slice()?,
     };
-    let st = crate::console::SteadyState {
+    let st = crate::formats::console::SteadyState {
         min_run: run.0,
         max_run: run.1,
         total,
@@ -777,7 +783,7 @@ fn console_steady<'py>(
         progress_sent,
         last,
     };
-    let at = crate::console::RunPlace {
+    let at = crate::formats::console::RunPlace {
         dict_of: place.0.as_slice()?,
         hits: place.1.as_slice()?,
         bounds: place.2.as_slice()?,
@@ -787,8 +793,8 @@ fn console_steady<'py>(
         total,
     };
     let got = py.detach(|| {
-        crate::console::steady(&a, start, &st).map(|r| {
-            let c = crate::console::columns(&r, &at);
+        crate::formats::console::steady(&a, start, &st).map(|r| {
+            let c = crate::formats::console::columns(&r, &at);
             (r, c)
         })
     });
@@ -841,7 +847,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(console_plan, m)?)?;
     m.add_function(wrap_pyfunction!(console_steady, m)?)?;
     m.add_function(wrap_pyfunction!(dict_entries, m)?)?;
-    m.add("MAX_LINE", crate::lines::MAX_LINE)?;
-    m.add("MEDIAN_WINDOW_MAX", crate::median::window_max())?;
+    m.add("MAX_LINE", crate::scan::lines::MAX_LINE)?;
+    m.add("MEDIAN_WINDOW_MAX", crate::kernels::median::window_max())?;
     Ok(())
 }

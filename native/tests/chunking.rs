@@ -1,8 +1,8 @@
 //! Properties of the scanner core: any split of the input gives the arrays of one feed, and no input
 //! (bytes, cuts, keywords) makes it panic or break the contract's invariants.
 
-use _scan::lines::MAX_LINE;
-use _scan::scanner::{ChunkOut, Core};
+use _scan::scan::lines::MAX_LINE;
+use _scan::scan::scanner::{ChunkOut, Core};
 use proptest::prelude::*;
 
 /// Joins chunks of one scanner the way one feed would have returned them.
@@ -302,7 +302,7 @@ proptest! {
     fn plain_bars_never_panic(data in log_bytes(), p in any::<usize>(), seg in any::<usize>(),
                               limit in any::<usize>(), near in 0usize..700) {
         for (p, seg, limit) in [(p, seg, limit), (near, 0, data.len()), (near, near / 2, near + 40)] {
-            if let Some((n, m)) = _scan::bars::plain_bar(&data, p, seg, limit) {
+            if let Some((n, m)) = _scan::scan::bars::plain_bar(&data, p, seg, limit) {
                 prop_assert!(n >= 0 && m >= 0 && p < data.len());
             }
         }
@@ -319,7 +319,7 @@ proptest! {
                                 near in 0usize..700) {
         let mut allowed = [false; 256];
         allowed[0x20..0x7f].iter_mut().for_each(|a| *a = true);
-        let c = _scan::census::Census { allowed, mark: b':', before: b'\'', after: b' ', count: b',' };
+        let c = _scan::scan::census::Census { allowed, mark: b':', before: b'\'', after: b' ', count: b',' };
         for (s, n) in [(start, length), (near, length % 900), (0, data.len())] {
             let got = c.of(&data, s, n);
             prop_assert!(got.iter().all(|&k| k >= 0 && k as usize <= n));

@@ -1,7 +1,7 @@
 //! The console plan and steady runs never panic, whatever the arrays hold (offsets outside the data or
 //! negative, unsorted lines and dicts, key ids past the tables), and give one entry per hit line.
 
-use _scan::console::{
+use _scan::formats::console::{
     columns, plan, steady, ChunkView, HitFlags, KeyFlags, PlanRows, RunPlace, SteadyState,
 };
 use proptest::prelude::*;

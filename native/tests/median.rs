@@ -2,7 +2,7 @@
 //! the middle, average the two middles of an even count) over values full of NaN, infinities, zeros of
 //! both signs, repeats and magnitudes near the largest float; and the span medians against it.
 
-use _scan::median::{move_median, span_medians};
+use _scan::kernels::median::{move_median, span_medians};
 use proptest::prelude::*;
 
 fn naive(x: &[f64], window: usize) -> Vec<f64> {

@@ -1,7 +1,7 @@
 //! The JSON-lines row pass never panics, whatever the arrays hold (ids past the tables, negative or
 //! out-of-range rows, NaN and infinite values, any last step), and its columns stay consistent.
 
-use _scan::rows::{emit_rows, Meaning};
+use _scan::formats::rows::{emit_rows, Meaning};
 use proptest::prelude::*;
 
 proptest! {

@@ -21,7 +21,7 @@ from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.hf_console import HFConsoleAdapter
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.model import Event, EventKind, Sample
-from trainwatch.scan import bars, census, find
+from trainwatch.scan import bars, census, find, kernels
 from trainwatch.scan.reference import Scanner as ReferenceScanner
 
 from .test_byte_path import SCANNERS, by_bytes, by_lines, scanner_class  # noqa: F401 (a fixture)
@@ -385,18 +385,19 @@ def _same_value(a: Any, b: Any, name: str) -> None:
 def both_plans(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Every plan and steady run the adapter asks for is worked out natively and over numpy arrays
     (`plan_reference`, `steady_reference`), and the two must be the same."""
-    if scan.native() is None:
+    if not kernels.native_in_use():
         pytest.skip("the native extension is not in use")
     seen = {"plans": 0, "runs": 0}
     plan, steady = columns.plan, columns.steady
 
     def plan_both(chunk: Any, lines: Any, keys: Any) -> Any:
         got = plan(chunk, lines, keys)
-        monkeypatch.setattr(columns, "native", lambda: None)
+        core = kernels._core
+        monkeypatch.setattr(kernels, "_core", lambda: None)
         try:
             want = plan(chunk, lines, keys)
         finally:
-            monkeypatch.setattr(columns, "native", scan.native)
+            monkeypatch.setattr(kernels, "_core", core)
         _same(got, want)
         seen["plans"] += got is not None
         return got

@@ -21,7 +21,7 @@ from trainwatch.adapters import jsonl
 from trainwatch.adapters.jsonl import JsonLinesAdapter
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.model import Sample
-from trainwatch.scan import reference
+from trainwatch.scan import kernels, reference
 
 from .test_byte_path import SCANNERS
 
@@ -140,6 +140,20 @@ _LAYOUT_PIECES = [  # lines sharing key layouts with different nesting, and ever
 ]
 
 
+def _native_readable(adapter: JsonLinesAdapter, chunk: Any, keys: list[str]) -> np.ndarray:
+    """The adapter's readable lines from the native pass, whichever scanner TRAINWATCH_SCANNER chose."""
+    from trainwatch import _scan
+
+    original = kernels._core
+    kernels._core = lambda: _scan  # type: ignore[assignment]
+    try:
+        got = adapter._readable_native(chunk, keys)
+    finally:
+        kernels._core = original
+    assert got is not None
+    return got
+
+
 @pytest.mark.skipif(_native_rows() is None, reason="trainwatch._scan is not built")
 @settings(max_examples=examples(400), deadline=None)
 @given(picks=st.lists(st.integers(0, len(_LAYOUT_PIECES) - 1), max_size=40))
@@ -148,7 +162,6 @@ def test_the_native_readable_lines_are_the_reference_ones(picks: list[int]) -> N
     a step past 2**53, a repeated key, two objects or an object not alone on its line: the native pass
     marks the same lines readable as the numpy one, the first of a layout in the chunk deciding for the
     layout's lines as numpy's `unique` has it decide."""
-    from trainwatch import _scan  # type: ignore[attr-defined]
     from trainwatch.batch import BatchBuilder
     from trainwatch.scan.native import Scanner as NativeScanner
 
@@ -157,7 +170,7 @@ def test_the_native_readable_lines_are_the_reference_ones(picks: list[int]) -> N
     adapter = JsonLinesAdapter("")
     adapter._tables.update(scanner.keys, BatchBuilder("x"))
     want = adapter._readable_reference(chunk, scanner.keys, scanner.positions)
-    got = adapter._readable_native(_scan, chunk, scanner.keys)
+    got = _native_readable(adapter, chunk, scanner.keys)
     assert got.tolist() == want.tolist()
 
 
@@ -199,7 +212,6 @@ def test_the_native_readable_lines_are_the_reference_ones_on_any_chunking(case: 
     """Generated lines (numbers at the edges of what JSON and a float say, CR redraws, CRLF, a cut last
     line, a feed cut mid-line): for every chunk whose lines are whole, the native pass marks the lines
     the numpy reference marks."""
-    from trainwatch import _scan  # type: ignore[attr-defined]
     from trainwatch.batch import BatchBuilder
     from trainwatch.scan.native import Scanner as NativeScanner
 
@@ -213,7 +225,7 @@ def test_the_native_readable_lines_are_the_reference_ones_on_any_chunking(case: 
         adapter = JsonLinesAdapter("")
         adapter._tables.update(scanner.keys, BatchBuilder("x"))
         want = adapter._readable_reference(chunk, scanner.keys, scanner.positions)
-        got = adapter._readable_native(_scan, chunk, scanner.keys)
+        got = _native_readable(adapter, chunk, scanner.keys)
         assert got.tolist() == want.tolist()
         judged += len(chunk)
     assert judged > 0 or not data.strip()
@@ -222,7 +234,7 @@ def test_the_native_readable_lines_are_the_reference_ones_on_any_chunking(case: 
 class TwoSteps(Counting):
     """The adapter without the one native pass: which lines are readable, then their rows (the reference)."""
 
-    def _take_native(self, ext: Any, chunk: Any, keys: list[str], lines: Any, hits: np.ndarray) -> int:
+    def _take_native(self, chunk: Any, keys: list[str], lines: Any, hits: np.ndarray) -> int:
         return 0
 
 
@@ -264,9 +276,11 @@ def test_a_nesting_layout_is_judged_once_for_every_chunk_after(monkeypatch: pyte
     """The native pass looks a judged layout up by the scanner's layout id: fed in many pieces, lines of
     one layout of keys, some holding an empty object besides (another count of nested objects), are
     judged once, and the lines `_flatten` names exactly are read from the arrays."""
+    from trainwatch import _scan
     from trainwatch.scan.native import Scanner as NativeScanner
 
     monkeypatch.setattr(scan, "Scanner", NativeScanner)
+    monkeypatch.setattr(kernels, "_core", lambda: _scan)  # the native pass, whichever scanner is chosen
     asked: list[tuple[int, ...]] = []
 
     class Asking(Counting):
@@ -303,7 +317,7 @@ def test_layouts_past_every_table_leave_the_chunk_to_the_two_steps(monkeypatch: 
             calls[name] += 1
             return getattr(_scan, name)
 
-    monkeypatch.setattr(jsonl, "native", lambda: Ext())
+    monkeypatch.setattr(kernels, "_core", lambda: Ext())
     fill = "".join(f'{{"k{i}": 1}}\n' for i in range(5000)).encode()  # more key layouts than any table holds
     past = "".join(f'{{"step": {s}, "j{s}": 1.5, "n": {{"a": {s}}}}}\n' for s in range(2000)).encode()
     fused, two = SourceParser(Counting("")), SourceParser(TwoSteps(""))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.examples import examples
 from trainwatch.rules import rolling
+from trainwatch.scan import kernels
 
 try:
     from trainwatch import _scan  # type: ignore[attr-defined]
@@ -80,16 +81,16 @@ def test_the_rules_medians_do_not_depend_on_which_computes_them(
                             .map(lambda v: np.array(v, dtype=np.int64))))
     want = np.array(data.draw(st.lists(st.booleans(), min_size=len(xs), max_size=len(xs))), dtype=bool)
     few = data.draw(st.booleans())  # each wanted row's window on its own, however many rows want one
-    saved, original = rolling.FEW, rolling.native
+    saved, original = rolling.FEW, kernels._core
     rolling.FEW = 0 if few else saved
     try:
         native = (rolling.trailing_median(x, n, include_self=self_),
                   rolling.trailing_median_where(x, n, want, include_self=self_))
-        rolling.native = lambda: None  # type: ignore[assignment]
+        kernels._core = lambda: None  # type: ignore[assignment]
         plain = (rolling.trailing_median(x, n, include_self=self_),
                  rolling.trailing_median_where(x, n, want, include_self=self_))
     finally:
-        rolling.FEW, rolling.native = saved, original
+        rolling.FEW, kernels._core = saved, original
     np.testing.assert_array_equal(native[0], plain[0])
     np.testing.assert_array_equal(native[1], plain[1])
 
@@ -105,12 +106,12 @@ def test_windows_around_the_limit_give_the_same_medians_either_way() -> None:
     top = _scan.MEDIAN_WINDOW_MAX
     for w in (2, 3, 4, 30, 63, 64, 65, top - 1, top, top + 1, 2 * top, 1000):
         np.testing.assert_array_equal(_scan.move_median(x, w), bn.move_median(x, window=w, min_count=1))
-        original = rolling.native
-        rolling.native = lambda: None  # type: ignore[assignment]
+        original = kernels._core
+        kernels._core = lambda: None  # type: ignore[assignment]
         try:
             plain = rolling.trailing_median(x, w)
         finally:
-            rolling.native = original
+            kernels._core = original
         np.testing.assert_array_equal(rolling.trailing_median(x, w), plain)
 
 

@@ -105,8 +105,8 @@ def test_row_tail_carries_the_rows_the_store_holds_and_starts_afresh_for_a_new_s
                                st.integers(2, 10**6)), max_size=60))
 def test_the_smoothing_is_the_python_loop_float_for_float(ema: float, rows: list[tuple[float, int]]) -> None:
     """`smoothed` gives, bit for bit, what the loop it stands in for gives, natively or not."""
-    from trainwatch import scan
     from trainwatch.rules import rolling
+    from trainwatch.scan import kernels
 
     values = np.array([v for v, _ in rows], dtype=np.float64)
     windows = np.array([k for _, k in rows], dtype=np.int64)
@@ -116,13 +116,13 @@ def test_the_smoothing_is_the_python_loop_float_for_float(ema: float, rows: list
         want.append(e)
     got = rolling.smoothed(ema, values, windows)
     assert np.array_equal(got, np.array(want, dtype=np.float64), equal_nan=True)
-    if scan.native() is not None:  # and the pure-Python path, as TRAINWATCH_SCANNER=reference runs it
-        original = rolling.native
+    if kernels.native_in_use():  # and the pure-Python path, as TRAINWATCH_SCANNER=reference runs it
+        original = kernels._core
         try:
-            rolling.native = lambda: None  # type: ignore[assignment]
+            kernels._core = lambda: None  # type: ignore[assignment]
             assert np.array_equal(rolling.smoothed(ema, values, windows), got, equal_nan=True)
         finally:
-            rolling.native = original
+            kernels._core = original
 
 
 @settings(max_examples=examples(400), deadline=None)

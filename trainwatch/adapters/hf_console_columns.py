@@ -22,7 +22,7 @@ import numpy as np
 
 from trainwatch.adapters.spans import entry_bounds, ranges, repeated_keys
 from trainwatch.batch import BatchBuilder, RedrawColumns
-from trainwatch.scan import native
+from trainwatch.scan import kernels
 
 if TYPE_CHECKING:
     from trainwatch.adapters.pipeline import ChunkLines, SpanCensus
@@ -143,7 +143,7 @@ class PlanArrays:
 
 def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
     """Which hit lines are read from the arrays; None when none can be (a cut line shifts the data).
-    Worked out in the native extension when it is in use (native/src/console.rs), else over numpy
+    Worked out in the native extension when it is in use (native/src/formats/console.rs), else over numpy
     arrays (`plan_reference`): the same plan either way."""
     hits = lines.hit_lines
     if chunk._cut_line_starts is not None or not len(hits):
@@ -155,18 +155,13 @@ def plan(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys) -> LinePlan | None:
     fine = ~others[hits]
     has_dict = lines.with_keyword("{'")[hits]
     has_bar = lines.with_keyword("%|")[hits]
-    ext = native()
-    if ext is None:
+    got = kernels.console_plan(chunk, hits, (fine, has_dict, has_bar), (keys.slow, keys.known, keys.eval, keys.epoch))
+    if got is None:
         return plan_reference(chunk, lines, keys, hits, fine, has_dict, has_bar)
-    i64, c = np.int64, np.ascontiguousarray
-    got = ext.console_plan(chunk.data, chunk.base_offset, (c(chunk.line_start, i64), c(chunk.line_end, i64)),
-                           (c(chunk.dict_line, i64), c(chunk.dict_start, i64), c(chunk.dict_end, i64)),
-                           (c(chunk.ent_dict, i64), c(chunk.ent_key, np.int32), c(chunk.ent_value, np.float64)),
-                           hits, (fine, has_dict, has_bar), (keys.slow, keys.known, keys.eval, keys.epoch))
-    how, plain, bar_n, bar_m, dict_of = got["how"], got["plain"], got["bar_n"], got["bar_m"], got["dict_of"]
-    arrays = PlanArrays(hits, how, plain, bar_n, bar_m, dict_of, got["train"], got["train_epoch"], got["breaks"])
-    return LinePlan(how, got["bar_from"], got["limit"], got["line_from"], dict_of, got["bounds"],
-                    DictFacts(got["trainer"], got["is_eval"], got["epoch"]), plain, bar_n, bar_m, arrays)
+    how, plain, bar_n, bar_m, dict_of = got.how, got.plain, got.bar_n, got.bar_m, got.dict_of
+    arrays = PlanArrays(hits, how, plain, bar_n, bar_m, dict_of, got.train, got.train_epoch, got.breaks)
+    return LinePlan(how, got.bar_from, got.limit, got.line_from, dict_of, got.bounds,
+                    DictFacts(got.trainer, got.is_eval, got.epoch), plain, bar_n, bar_m, arrays)
 
 
 def plan_reference(chunk: Chunk, lines: ChunkLines, keys: ConsoleKeys, hits: np.ndarray, fine: np.ndarray,
@@ -289,12 +284,9 @@ def emit(out: BatchBuilder, chunk: Chunk, keys: ConsoleKeys, bounds: np.ndarray,
         out.events_ahead(events)
     if not len(dicts):
         return
-    ext = native()
-    if ext is not None:  # one pass in the extension
-        i64, c = np.int64, np.ascontiguousarray
-        name, step, value, line = ext.dict_entries(c(dicts, i64), c(steps, i64), c(linenos, i64), c(bounds, i64),
-                                                   c(chunk.ent_key, np.int32), c(chunk.ent_value, np.float64),
-                                                   keys.name)
+    got = kernels.dict_entries(chunk, dicts, steps, linenos, bounds, keys.name)  # one pass in the extension
+    if got is not None:
+        name, step, value, line = got
     else:
         cnt = bounds[dicts + 1] - bounds[dicts]
         ent, _, _ = ranges(bounds[dicts], cnt)
@@ -366,22 +358,18 @@ def steady(a: PlanArrays, start: int, total: int, bar_step: int, bar_used: int |
     end = min(a.break_list[k] if k < len(a.break_list) else len(a.how), start + STEADY_MAX)
     if end - start < STEADY_MIN:
         return end
-    ext = native()
-    if ext is not None:
-        try:
-            got = ext.console_steady((a.breaks, a.plain, a.bar_n, a.bar_m, a.train, a.epoch), start,
-                                     (STEADY_MIN, STEADY_MAX), total, bar_step, bar_used, progress_sent, last,
-                                     (a.dict_of, a.hits, place.bounds, place.first, place.samples, place.events))
-        except OverflowError:
-            pass
-        else:
-            if isinstance(got, int):
-                return got
-            (end, bar, train, at, epochs, steps, redraws, redraw_steps), cols = got
-            dicts, lines, r_samples, r_events, r_lines, r_totals, entries, per_epoch = cols
-            return SteadyRun(start, end, bar, train, at, epochs, steps, redraws, redraw_steps,
-                             RunColumns((dicts, steps, lines), (r_samples, r_events, r_lines, redraw_steps, r_totals),
-                                        entries, per_epoch))
+    got = kernels.console_steady((a.breaks, a.plain, a.bar_n, a.bar_m, a.train, a.epoch), start,
+                                 (STEADY_MIN, STEADY_MAX), total, bar_step, bar_used, progress_sent, last,
+                                 (a.dict_of, a.hits, place.bounds, place.first, place.samples, place.events))
+    if isinstance(got, int):
+        return got
+    if got is not None:
+        r, c = got
+        return SteadyRun(start, r.end, r.bar_step, r.train, r.bar_at_train, r.epochs, r.steps, r.redraws,
+                         r.redraw_steps,
+                         RunColumns((c.dicts, r.steps, c.lines),
+                                    (c.redraw_samples, c.redraw_events, c.redraw_lines, r.redraw_steps,
+                                     c.redraw_totals), c.entries, c.per_epoch))
     return steady_reference(a, start, total, bar_step, bar_used, progress_sent, last, place)
 
 

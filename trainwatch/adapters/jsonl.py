@@ -21,7 +21,7 @@ from trainwatch.adapters.jsonl_columns import KeyTables, emit_rows, layouts, uns
 from trainwatch.adapters.spans import byte_counts, entry_bounds
 from trainwatch.batch import INT64_MAX
 from trainwatch.model import Event, EventKind, Record, Sample
-from trainwatch.scan import native
+from trainwatch.scan import kernels
 
 if TYPE_CHECKING:
     from trainwatch.adapters.pipeline import ChunkLines, Positions
@@ -47,7 +47,7 @@ MAX_DEPTH = 6
 MAX_SHAPES = 4096  # nested key layouts remembered (a log has a handful; a bound, not a tuning knob)
 SAFE_INT = float(2**53)  # steps are ints: beyond this a float no longer says which int was printed
 _INT64_MIN = -INT64_MAX - 1
-_PARSE, _JUDGE = 1, 2  # why the native pass stopped (native/src/python.rs jsonl_take): 0 is at the end
+_PARSE, _JUDGE = 1, 2  # why the native pass stopped (`kernels.Stop.why`): 0 is at the end
 
 
 def _loads(text: str) -> Any:
@@ -140,10 +140,9 @@ class JsonLinesAdapter(Adapter):
         if not len(hits):
             return []
         self._tables.update(keys, lines.out)
-        ext = native()
         start = 0
-        if ext is not None and chunk._cut_line_starts is None:
-            start = self._take_native(ext, chunk, keys, lines, hits)
+        if chunk._cut_line_starts is None:
+            start = self._take_native(chunk, keys, lines, hits)
         if start < len(hits):
             self._take_runs(chunk, keys, lines, hits, start)
         return []
@@ -170,28 +169,28 @@ class JsonLinesAdapter(Adapter):
                     lines.parse_into(int(hits[a]))
                     a += 1
 
-    def _take_native(self, ext: Any, chunk: Chunk, keys: list[str], lines: ChunkLines, hits: np.ndarray) -> int:
-        """The hit lines read by the native pass (native/src/jsonl.rs), which decides each line as
+    def _take_native(self, chunk: Chunk, keys: list[str], lines: ChunkLines, hits: np.ndarray) -> int:
+        """The hit lines read by the native pass (native/src/formats/jsonl.rs), which decides each line as
         `_readable` does and gives the rows of the readable ones as `emit_rows` does, in one call up to
         the lines for `parse` (it says how many follow) or a nesting layout to judge (`_judge_layout`
         does it here and remembers). Returns where the two-step path must go on: at the end of `hits`,
         at the first line met while the last step is past int64 (which only Python's ints hold), or at
         a line whose layout no table holds (past MAX_SHAPES: a log printing its keys in ever new orders,
-        where asking line by line would cost a round trip each; the two steps judge a chunk's at once)."""
-        ch, t, c, i64 = chunk, self._tables, np.ascontiguousarray, np.int64  # (no copies: the dtypes match)
-        arrays = (ch.data, ch.base_offset, (c(ch.line_start, i64), c(ch.line_end, i64)),
-                  (c(ch.dict_line, i64), c(ch.dict_start, i64), c(ch.dict_end, i64)),
-                  (c(ch.ent_dict, i64), c(ch.ent_key, np.int32), c(ch.ent_value, np.float64)),
-                  (c(ch.dict_json, bool), c(ch.dict_layout, i64)), (t.is_step, t.is_total, t.rank, t.is_time, t.name))
-        hits = c(hits, i64)
+        where asking line by line would cost a round trip each; the two steps judge a chunk's at once).
+        At 0 when the native core is not in use: the two steps are its reference."""
+        ch, t = chunk, self._tables
+        given = kernels.jsonl_take_input(ch, (t.is_step, t.is_total, t.rank, t.is_time, t.name), hits)
+        if given is None:
+            return 0
         out = lines.out
         k, n, asked = 0, len(hits), -1
         while k < n:
             if self.last_step is not None and not _INT64_MIN <= self.last_step <= INT64_MAX:
                 return k
-            cols, took, self.last_step, (stop, count, d, _) = ext.jsonl_take(
-                *arrays, self._nesting, hits, k, ch.first_lineno, self.last_step, SAFE_INT)
-            out.columns(*cols)
+            rows, (stop, count, d, _) = kernels.jsonl_take(given, self._nesting, k, ch.first_lineno, self.last_step,
+                                                           SAFE_INT)
+            took, self.last_step = rows.take, rows.last_step
+            out.columns(*rows.columns)
             if took:
                 lines.skip(int(hits[k + took - 1]))
                 k += took
@@ -226,11 +225,12 @@ class JsonLinesAdapter(Adapter):
         """Per line of the chunk, its dict when the arrays say everything `_records` needs of it, else -1:
         a whole-line object of JSON numbers (`array_lines`) that `unsayable` does not rule out, and, when
         it nests objects, no `/` inside and a layout `_nesting_known` accepts. The native extension
-        decides all but the last in one pass without the GIL (native/src/readable.rs); this numpy path
+        decides all but the last in one pass without the GIL (native/src/formats/readable.rs); this numpy path
         is its reference."""
-        ext = native()
-        if ext is not None and chunk._cut_line_starts is None:
-            return self._readable_native(ext, chunk, keys)
+        if chunk._cut_line_starts is None:
+            got = self._readable_native(chunk, keys)
+            if got is not None:
+                return got
         return self._readable_reference(chunk, keys, positions)
 
     def _readable_reference(self, chunk: Chunk, keys: list[str], positions: Positions) -> np.ndarray:
@@ -257,16 +257,15 @@ class JsonLinesAdapter(Adapter):
         per_line[at[bad]] = -1
         return per_line
 
-    def _readable_native(self, ext: Any, chunk: Chunk, keys: list[str]) -> np.ndarray:
-        """`_readable` from the native pass: only the layouts of nested objects are judged here, one line
-        per layout (the pass has already ruled out a line whose count of objects differs from it)."""
-        ch, t, c = chunk, self._tables, np.ascontiguousarray  # (no copy: the scanner's arrays are so already)
-        i64 = np.int64
-        per_line, group, first, objects = ext.jsonl_readable(
-            ch.data, ch.base_offset, (c(ch.line_start, i64), c(ch.line_end, i64)),
-            (c(ch.dict_line, i64), c(ch.dict_start, i64), c(ch.dict_end, i64)),
-            (c(ch.ent_dict, i64), c(ch.ent_key, np.int32), c(ch.ent_value, np.float64)),
-            (c(ch.dict_json, bool), c(ch.dict_layout, i64)), c(t.is_step, bool), c(t.is_total, bool), SAFE_INT)
+    def _readable_native(self, chunk: Chunk, keys: list[str]) -> np.ndarray | None:
+        """`_readable` from the native pass (None when the native core is not in use): only the layouts
+        of nested objects are judged here, one line per layout (the pass has already ruled out a line
+        whose count of objects differs from it)."""
+        ch, t = chunk, self._tables
+        got = kernels.jsonl_readable(ch, t.is_step, t.is_total, SAFE_INT)
+        if got is None:
+            return None
+        per_line, group, first, objects = got
         if len(first):
             a = ch.ent_dict.searchsorted(first)
             b = ch.ent_dict.searchsorted(first + 1)

@@ -18,7 +18,7 @@ import numpy as np
 
 from trainwatch.adapters.spans import repeated_keys
 from trainwatch.batch import INT64_MAX, NO_STEP
-from trainwatch.scan import native
+from trainwatch.scan import kernels
 
 _INT64_MIN = -INT64_MAX - 1
 
@@ -81,20 +81,21 @@ def emit_rows(chunk: Chunk, tables: KeyTables, dicts: np.ndarray, out: BatchBuil
     """The samples of consecutive readable lines (their dicts `dicts`, consecutive) as columns, up to the
     first line whose step goes below the step before it (the per-line path decides what such a line
     is). Returns how many lines were emitted and the last step they set. The native extension does it in
-    one pass without the GIL when it is in use (native/src/rows.rs); `rows_reference` is its oracle."""
+    one pass without the GIL when it is in use (native/src/formats/rows.rs); `rows_reference` is its oracle."""
     e0, e1 = chunk.ent_dict.searchsorted((dicts[0], dicts[-1] + 1)).tolist()  # entries come sorted by dict
     key = chunk.ent_key[e0:e1]
     value = chunk.ent_value[e0:e1]
     row = chunk.ent_dict[e0:e1] - dicts[0]
     lineno = chunk.first_lineno + chunk.dict_line[dicts]
-    ext = native()
-    if ext is not None and (last_step is None or _INT64_MIN <= last_step <= INT64_MAX):  # else: Python ints
-        *cols, take, last_step = ext.jsonl_rows(
-            np.ascontiguousarray(key, dtype=np.int32), np.ascontiguousarray(value, dtype=np.float64),
-            np.ascontiguousarray(row, dtype=np.int64), np.ascontiguousarray(lineno, dtype=np.int64),
-            tables.is_step, tables.rank, tables.is_time, tables.name, last_step)
+    got = None
+    if last_step is None or _INT64_MIN <= last_step <= INT64_MAX:  # else: Python ints
+        got = kernels.jsonl_rows(key, value, row, lineno, (tables.is_step, tables.rank, tables.is_time, tables.name),
+                                 last_step)
+    if got is not None:
+        cols, take, last_step = got.columns, got.take, got.last_step
     else:
-        *cols, take, last_step = rows_reference(key, value, row, lineno, tables, last_step)
+        ref = rows_reference(key, value, row, lineno, tables, last_step)
+        cols, take, last_step = ref[:5], ref[5], ref[6]
     out.columns(*cols)
     return take, last_step
 

@@ -14,11 +14,10 @@ import math
 from functools import partial
 from typing import Any
 
-import bottleneck as bn
 import numpy as np
 
 from trainwatch.rules.stats import MAD_SIGMA
-from trainwatch.scan import native
+from trainwatch.scan import kernels
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
 
 
@@ -50,22 +49,15 @@ def _move_median(x: np.ndarray, window: int, min_count: int) -> np.ndarray:
     in the native extension when it is in use and the window is at most its MEDIAN_WINDOW_MAX. Its kernel
     rewrites a sorted window in one vector pass per row, cost growing with the window, where bottleneck's
     two heaps grow with its logarithm: about 3x faster for short windows, slower past that limit (64, or
-    256 on a CPU with AVX2; measured, see native/src/median.rs)."""
-    ext = native()
-    if ext is not None and min_count == 1 and window <= ext.MEDIAN_WINDOW_MAX and x.dtype == np.float64:
-        return ext.move_median(np.ascontiguousarray(x), window)
-    return bn.move_median(x, window=window, min_count=min_count)
+    256 on a CPU with AVX2; see native/src/kernels/median.rs)."""
+    return kernels.move_median(x, window, min_count)
 
 
 def _move_extreme(x: np.ndarray, window: int, min_count: int, *, greatest: bool) -> np.ndarray:
     """`bn.move_max` (`greatest`) or `bn.move_min(x, window=window, min_count=min_count)`: in the native
     extension when it is in use (running extremes over blocks, without the GIL; bottleneck holds it),
     the same numbers."""
-    ext = native()
-    if ext is not None and min_count == 1 and x.dtype == np.float64:
-        return ext.move_extreme(np.ascontiguousarray(x), window, greatest)
-    move = bn.move_max if greatest else bn.move_min
-    return move(x, window=window, min_count=min_count)
+    return kernels.move_extreme(x, window, min_count, greatest=greatest)
 
 
 def _trailing(x: np.ndarray, n: int | np.ndarray, include_self: bool, move: Any) -> np.ndarray:
@@ -138,19 +130,10 @@ def trailing_median_where(x: np.ndarray, n: int | np.ndarray, want: np.ndarray, 
         return out
     out = np.full(len(x), np.nan)
     ns = np.broadcast_to(np.asarray(n, dtype=np.int64), (len(x),))
-    ext = native()
-    if ext is not None and x.dtype == np.float64:
-        ws = ns[rows]
-        end = rows + 1 if include_self else rows
-        start = np.where(ws > 0, np.maximum(end - np.maximum(ws, 1), 0), end)  # no window: an empty span
-        out[rows] = ext.span_medians(np.ascontiguousarray(x), start, end)
-        return out
-    for i, w in zip(rows.tolist(), ns[rows].tolist()):
-        if w <= 0:
-            continue
-        a, b = (max(0, i - w + 1), i + 1) if include_self else (max(0, i - w), i)
-        if b > a:
-            out[i] = bn.move_median(x[a:b], window=b - a, min_count=1)[-1]
+    ws = ns[rows]
+    end = rows + 1 if include_self else rows
+    start = np.where(ws > 0, np.maximum(end - np.maximum(ws, 1), 0), end)  # no window: an empty span
+    out[rows] = kernels.span_medians(x, start, end)
     return out
 
 
@@ -178,15 +161,7 @@ def smoothed(ema: float, values: np.ndarray, windows: np.ndarray) -> np.ndarray:
     """The running smoothing `ema = ema + (v - ema) * 2.0 / k` after each row (v from `values`, k from
     `windows`), float for float what a Python loop gives: in the native extension when it is in use, as a
     trend rule smooths its noise over every row of a healthy backlog."""
-    ext = native()
-    if ext is not None:
-        return ext.ema_path(float(ema), np.ascontiguousarray(values, dtype=np.float64),
-                            np.ascontiguousarray(windows, dtype=np.int64))
-    out = np.empty(len(values))
-    for i, (v, k) in enumerate(zip(np.asarray(values, dtype=np.float64).tolist(), np.asarray(windows).tolist())):
-        ema = ema + (v - ema) * 2.0 / k
-        out[i] = ema
-    return out
+    return kernels.ema_path(ema, values, windows)
 
 
 def trailing_count(m: int, n: int | np.ndarray, *, include_self: bool = True) -> np.ndarray:

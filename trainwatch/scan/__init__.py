@@ -64,7 +64,7 @@ def native() -> Any | None:
     with it, so TRAINWATCH_SCANNER=reference runs pure Python throughout), else None."""
     if _IMPLEMENTATION != "native":
         return None
-    from trainwatch import _scan  # type: ignore[attr-defined]
+    from trainwatch import _scan
 
     return _scan
 

@@ -1,5 +1,5 @@
 """tqdm's plain bar shape, read at known `%|` positions over numpy arrays: the reference for the native
-scanner's `plain_bars` (native/src/bars.rs), which reads the same bytes the same way.
+scanner's `plain_bars` (native/src/scan/bars.rs), which reads the same bytes the same way.
 
 The Trainer console adapter reads a line's last bar here when the bar has the shape `_last_bar` reads at
 its first try; any other shape goes to `_last_bar` itself.

@@ -1,5 +1,5 @@
 """Byte counts over many spans of a chunk's data, over numpy arrays: the reference for the native
-scanner's `span_census` (native/src/census.rs), which counts the same bytes the same way.
+scanner's `span_census` (native/src/scan/census.rs), which counts the same bytes the same way.
 
 An adapter that reads dicts from the arrays asks this of each dict's inside, to know the per-line reader
 would read it alike: how many bytes fall outside a set it allows, how many of one mark byte there are

@@ -1,5 +1,5 @@
 """Where a short byte string occurs in a chunk's data, over numpy arrays: the reference for the native
-scanner's `positions` (native/src/find.rs), which gives the same offsets.
+scanner's `positions` (native/src/scan/find.rs), which gives the same offsets.
 
 An adapter that plans its lines over arrays needs the offsets of its format's structure bytes (the
 Trainer console's `{`, `\\r` and tqdm's `%|`); the native one finds them with SIMD and without the GIL.

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from trainwatch import _scan  # type: ignore[attr-defined]  # the compiled extension
+from trainwatch import _scan  # the compiled extension
 from trainwatch.scan.chunk import Chunk
 
 

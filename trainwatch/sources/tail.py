@@ -16,9 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from trainwatch.scan import native
+from trainwatch.scan import kernels
 from trainwatch.scan.chunk import kept
 from trainwatch.sources.files import MAX_LINE
 
@@ -75,10 +73,7 @@ class Chunk:
 def newlines(data: bytes, end: int) -> int:
     """The newlines in data[:end]: counted by the native extension's vector count when it is in use,
     else by numpy's byte compare (5x faster than `bytes.count`), on the thread that also judges them."""
-    ext = native()
-    if ext is not None:
-        return int(ext.count_byte(data, end, 0x0A))
-    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8, count=end) == 0x0A))
+    return kernels.count_byte(data, end, 0x0A)
 
 
 class FileFollower:

@@ -6,7 +6,7 @@
 //! the rest is the log. The tqdm bar reader is run at every `%|` of the log as well.
 #![no_main]
 
-use _scan::scanner::{ChunkOut, Core};
+use _scan::scan::scanner::{ChunkOut, Core};
 use libfuzzer_sys::fuzz_target;
 
 fn take<'a>(input: &mut &'a [u8], n: usize) -> &'a [u8] {
@@ -106,7 +106,7 @@ fuzz_target!(|input: &[u8]| {
         let seg = cuts.iter().copied().filter(|&c| c <= p).max().unwrap_or(0);
         let limit = cuts.iter().copied().find(|&c| c > p).unwrap_or(log.len());
         for (s, l) in [(seg, limit), (0, log.len()), (p, usize::MAX)] {
-            if let Some((n, m)) = _scan::bars::plain_bar(log, p, s, l) {
+            if let Some((n, m)) = _scan::scan::bars::plain_bar(log, p, s, l) {
                 assert!(n >= 0 && m >= 0);
             }
         }

@@ -74,7 +74,7 @@ impl Splitter {
         let mut run_start = 0usize;
         let mut run_out = 0usize;
         for nl in memchr_iter(b'\n', input) {
-            let seg = crate::bytes::range(input, pos, nl);
+            let seg = crate::scan::bytes::range(input, pos, nl);
             if self.held_len > 0 {
                 self.complete_held(&mut out, seg);
                 run_start = nl + 1;
@@ -93,10 +93,10 @@ impl Splitter {
                     );
                 } else {
                     out.data
-                        .extend_from_slice(crate::bytes::range(input, run_start, pos));
+                        .extend_from_slice(crate::scan::bytes::range(input, run_start, pos));
                     let dpos = out.data.len();
                     out.data
-                        .extend_from_slice(crate::bytes::range(seg, 0, MAX_LINE));
+                        .extend_from_slice(crate::scan::bytes::range(seg, 0, MAX_LINE));
                     out.data
                         .extend_from_slice(if has_cr { b"\r\n" } else { b"\n" });
                     self.push(
@@ -113,8 +113,8 @@ impl Splitter {
             pos = nl + 1;
         }
         out.data
-            .extend_from_slice(crate::bytes::range(input, run_start, pos));
-        self.hold(crate::bytes::range(input, pos, input.len()));
+            .extend_from_slice(crate::scan::bytes::range(input, run_start, pos));
+        self.hold(crate::scan::bytes::range(input, pos, input.len()));
         out
     }
 
@@ -197,7 +197,7 @@ impl Splitter {
         let scanned = usize::try_from(content.min(MAX_LINE as u64)).unwrap_or(MAX_LINE);
         let mut held = std::mem::take(&mut self.held);
         if scanned >= held.len() {
-            held.extend_from_slice(crate::bytes::range(seg, 0, scanned - held.len()));
+            held.extend_from_slice(crate::scan::bytes::range(seg, 0, scanned - held.len()));
         } else {
             held.truncate(scanned);
         }
@@ -216,7 +216,7 @@ impl Splitter {
         if let Some(&last) = rest.last() {
             let room = MAX_LINE.saturating_sub(self.held.len());
             self.held
-                .extend_from_slice(crate::bytes::range(rest, 0, room.min(rest.len())));
+                .extend_from_slice(crate::scan::bytes::range(rest, 0, room.min(rest.len())));
             self.held_len += rest.len() as u64;
             self.held_last = last;
         }
@@ -232,7 +232,8 @@ mod tests {
             .lines
             .iter()
             .map(|l| {
-                let bytes = crate::bytes::range(&split.data, l.dpos, l.dpos + l.dlen).to_vec();
+                let bytes =
+                    crate::scan::bytes::range(&split.data, l.dpos, l.dpos + l.dlen).to_vec();
                 (l.abs_start, l.abs_end, bytes)
             })
             .collect()

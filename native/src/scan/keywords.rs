@@ -8,8 +8,8 @@
 //! are then searched for every long keyword, overlapping matches included, from the first hit on. A
 //! hit must lie wholly in the line's scanned bytes. An empty keyword, or one holding `\n`, finds nothing.
 
-use crate::bytes::range;
-use crate::lines::LineRec;
+use crate::scan::bytes::range;
+use crate::scan::lines::LineRec;
 use aho_corasick::{AhoCorasick, Input, MatchKind};
 use memchr::memmem;
 

@@ -9,8 +9,8 @@
 //! with as many nested objects as the first line of its layout in the chunk; that first line's layout is
 //! what Python judges.
 
-use crate::bytes::{flag, range};
-use crate::console::ChunkView;
+use crate::formats::console::ChunkView;
+use crate::scan::bytes::{flag, range};
 
 /// What each key id means here, indexed by id; an id past a table's end means nothing.
 pub struct KeyFlags<'a> {
@@ -156,7 +156,7 @@ pub fn readable(c: &ChunkView<'_>, forms: &DictForms<'_>, keys: &KeyFlags<'_>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scanner::Core;
+    use crate::scan::scanner::Core;
     use proptest::prelude::*;
 
     fn decide(text: &str, steps: &[&str], totals: &[&str]) -> (Vec<i64>, Readable) {

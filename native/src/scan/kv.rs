@@ -7,8 +7,8 @@
 //! token, so a key never starts inside a value (`1.5s mem=12` gives `mem`). The value is a number,
 //! maybe followed by `%`; what follows it does not matter (`mem=12GB` is 12).
 
-use crate::bytes::{at, is_key_char, is_key_start, range};
-use crate::numbers::parse_number;
+use crate::scan::bytes::{at, is_key_char, is_key_start, range};
+use crate::scan::numbers::parse_number;
 use memchr::memchr2;
 
 const MAX_WORDS: usize = 4;

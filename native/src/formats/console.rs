@@ -7,9 +7,9 @@
 //! keys mean (a printed step, an evaluation's metric, the epoch) stays in Python: it comes in as one
 //! flag per key id.
 
-use crate::bars::plain_bar;
-use crate::bytes::{at, flag};
-use crate::census::Census;
+use crate::scan::bars::plain_bar;
+use crate::scan::bytes::{at, flag};
+use crate::scan::census::Census;
 
 /// What a hit line is: for the per-line reader; a bar and nothing else; a plain dict (after bars).
 pub const SLOW: i64 = 0;

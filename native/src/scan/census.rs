@@ -2,7 +2,7 @@
 //! (`trainwatch/scan/census.py`, `span_census`). Which bytes mean what is the caller's. Spans are to lie
 //! in the data: a span's part past its end is not counted, and a neighbour outside it reads as 0.
 
-use crate::bytes::at;
+use crate::scan::bytes::at;
 
 /// What to count in a span.
 pub struct Census {

@@ -1,7 +1,7 @@
 //! tqdm-style progress counters: `|` then optional spaces then `digits/digits` (`45%|####| 450/1000 [`).
 //! Each count has at most 18 digits, so it always fits an i64; a longer run of digits is no counter.
 
-use crate::bytes::{at, range};
+use crate::scan::bytes::{at, range};
 use memchr::memrchr;
 
 const MAX_DIGITS: usize = 18;

@@ -1,10 +1,10 @@
 //! The scanner core: splits fed bytes into lines and runs every pass over them into flat arrays.
 
-use crate::bytes::range;
-use crate::keys::Keys;
-use crate::keywords::Keywords;
-use crate::lines::{LineRec, Split, Splitter};
-use crate::{dicts, kv, progress};
+use crate::scan::bytes::range;
+use crate::scan::keys::Keys;
+use crate::scan::keywords::Keywords;
+use crate::scan::lines::{LineRec, Split, Splitter};
+use crate::scan::{dicts, kv, progress};
 use std::collections::HashMap;
 
 /// Layouts remembered: past this many, a sequence of keys not met before gets a new id each time it

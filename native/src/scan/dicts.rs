@@ -13,8 +13,8 @@
 //! read by at most one attempt plus a bounded look-ahead (a key's 200 bytes), and a line costs time
 //! linear in its length.
 
-use crate::bytes::{at, is_space, range};
-use crate::numbers::{scan_number, whole_number, Span, Text};
+use crate::scan::bytes::{at, is_space, range};
+use crate::scan::numbers::{scan_number, whole_number, Span, Text};
 use memchr::{memchr, memchr2};
 
 /// Longest key, in bytes between its quotes.

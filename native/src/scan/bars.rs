@@ -6,7 +6,7 @@
 //! `limit`; a `]` within 120 bytes after it, before `limit`, the 4 bytes before it `it/s` or `s/it`.
 //! Bytes outside the data read as 0, which is none of the bytes looked for.
 
-use crate::bytes::at;
+use crate::scan::bytes::at;
 
 const BACK: usize = 8;
 const BODY: usize = 64;

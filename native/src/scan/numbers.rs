@@ -3,7 +3,7 @@
 //! A comma followed by exactly three digits inside the integer part is a thousands separator; any other
 //! comma ends the number. A trailing `%` is consumed by the callers that allow it, not here.
 
-use crate::bytes::at;
+use crate::scan::bytes::at;
 
 /// Longest number (in bytes) handed to the float parser without separators removed on the stack.
 const STACK_DIGITS: usize = 64;
@@ -112,7 +112,7 @@ fn literal(b: &[u8], i: usize) -> Option<(f64, usize)> {
     let lower = |k: usize| at(b, i + k).to_ascii_lowercase();
     let matches_word = |word: &[u8]| {
         word.iter().enumerate().all(|(k, &c)| lower(k) == c)
-            && !crate::bytes::is_word_char(at(b, i + word.len()))
+            && !crate::scan::bytes::is_word_char(at(b, i + word.len()))
     };
     if matches_word(b"infinity") {
         Some((f64::INFINITY, i + 8))
@@ -252,8 +252,13 @@ fn without_separators(text: &[u8]) -> Option<f64> {
 
 /// True when all of `text` (spaces and tabs stripped) is one number, optionally followed by `%`.
 pub fn whole_number(text: &[u8]) -> Option<f64> {
-    let start = text.iter().position(|&c| !crate::bytes::is_space(c))?;
-    let end = text.iter().rposition(|&c| !crate::bytes::is_space(c))? + 1;
+    let start = text
+        .iter()
+        .position(|&c| !crate::scan::bytes::is_space(c))?;
+    let end = text
+        .iter()
+        .rposition(|&c| !crate::scan::bytes::is_space(c))?
+        + 1;
     let inner = text.get(start..end)?;
     let (value, mut stop) = parse_number(inner, 0)?;
     if at(inner, stop) == b'%' {

@@ -11,10 +11,10 @@
 //! a nested line whose layout the table does not hold. A log has a few layouts, so nearly every chunk
 //! is read in one call.
 
-use crate::bytes::{entry, flag};
-use crate::console::ChunkView;
-use crate::readable::{entries_of, span, DictForms, KeyFlags};
-use crate::rows::{push_row, Meaning, Rows, StepAndTime};
+use crate::formats::console::ChunkView;
+use crate::formats::readable::{entries_of, span, DictForms, KeyFlags};
+use crate::formats::rows::{push_row, Meaning, Rows, StepAndTime};
+use crate::scan::bytes::{entry, flag};
 
 /// What the pass reads the chunk's arrays with: the scanner's per-dict facts, the meaning of each key
 /// id (to the readable decision and to the rows), and the nesting verdicts.
@@ -247,7 +247,7 @@ fn braces_and_slashes(bytes: &[u8]) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scanner::{ChunkOut, Core};
+    use crate::scan::scanner::{ChunkOut, Core};
     use proptest::prelude::*;
 
     /// Per key id: step, total, rank, time, name id.

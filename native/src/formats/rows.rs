@@ -3,7 +3,7 @@
 //! its priority, a time key, its name id) is the caller's, passed as tables indexed by key id; this
 //! only applies those meanings to the entries of a run of consecutive dicts, a dict at a time.
 
-use crate::bytes::{entry, flag};
+use crate::scan::bytes::{entry, flag};
 
 /// What each key id means, as tables indexed by it. An id past a table's end means nothing.
 pub struct Meaning<'a> {
