@@ -246,3 +246,4 @@ def row_values(text: str) -> list[float] | None:
     if not ALL_NUMBERS.match(body):
         return None
     return [float(v.rstrip("%")) for v in body.split()]
+

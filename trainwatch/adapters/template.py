@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from trainwatch.adapters import shapes
 from trainwatch.adapters.jsonl import JsonLinesAdapter
+from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keyvalue import RUNNING_MEAN, STAMP, KeyValueAdapter, _pairs, _stamp
 from trainwatch.model import Event, EventKind, Record, Sample
 
@@ -287,7 +288,8 @@ class TemplateAdapter(KeyValueAdapter):
         epoch when it counts within one), else the step the log is at."""
         named = [(k, v) for k, v in pairs if k.lower() in shapes.COUNTER_RANK and math.isfinite(v)]
         counters = counters + [shapes.Counter(k.lower(), int(v), None) for k, v in named]
-        pairs = shapes.total_as_loss([(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK])
+        pairs = generator_as_loss(
+            shapes.total_as_loss([(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]))
         if not pairs:
             return
         step: int | None = None
