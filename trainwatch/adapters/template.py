@@ -130,7 +130,7 @@ class TemplateAdapter(KeyValueAdapter):
             self._epoch_line(int(m.group("e")), lineno, out)
             return out
         if (m := shapes.COUNTER_ALONE.match(text)) is not None:
-            self._counter_line(int(m.group("n")), int(m.group("t") or 0), lineno, when, out)
+            self._loop_counter(int(m.group("n")), int(m.group("t") or 0), lineno, when, out)
             return out
         if (prose := shapes.prose_metric(text)) is not None:
             self._record([prose[:2]], [prose[2]], lineno, when, out)
@@ -266,7 +266,7 @@ class TemplateAdapter(KeyValueAdapter):
         self._record([(k, v) for k, v in pairs if k != step_key], counters, self.box_line, None, out)
         return out
 
-    def _counter_line(self, n: int, total: int, lineno: int, when: float | None, out: list[Record]) -> None:
+    def _loop_counter(self, n: int, total: int, lineno: int, when: float | None, out: list[Record]) -> None:
         """`[Round 10/100]` alone: the loop's counter, the step of the metric lines printed after it (one
         `Key: value` a line), and how far the loop got of its total."""
         self.printed_step = n
