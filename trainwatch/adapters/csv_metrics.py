@@ -7,15 +7,23 @@ Lightning rewrites the file with a wider header when new keys appear, so a line 
 header (no numbers, a step or epoch column) replaces the current one wherever it turns up.
 When the loss is only logged in parts (YOLO's `train/box_loss`, `train/cls_loss`, `train/dfl_loss`
 and their `val/` twins) their sum is also given as `loss` / `eval_loss`, the totals rules know.
+A GAN's `Gen Loss,Disc Loss` row gives its generator's loss as `loss` too (shapes.generator_as_loss).
+TensorBoard's CSV export (`Wall time,Step,Value`) names its one series nowhere inside: the value is named by
+the export's file name (`run-<run>-tag-<tag>.csv`, or the one metric word the name holds) and the wall time
+is each point's time.
 """
 
 from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Iterable
+from pathlib import PurePath
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.shapes import METRIC_WORDS
+from trainwatch.adversarial import generator_as_loss
 from trainwatch.model import Record, Sample
 
 STEP_COLUMNS = ("step", "global_step", "trainer/global_step", "iteration", "iter")
@@ -23,6 +31,21 @@ EPOCH_COLUMNS = ("epoch", "epochs")  # the step of epoch-only logs
 HEADER_HINTS = ("step", "epoch", "global_step", "iteration", "iter")
 PART_PREFIXES = (("train/", "loss"), ("val/", "eval_loss"))  # loss parts by phase, and the total's name
 TOTAL_NAMES = ("loss", "train/loss", "train_loss", "val/loss", "val_loss", "eval_loss")
+TB_EXPORT = ["wall time", "step", "value"]  # TensorBoard's scalar download, in its column order
+TB_TAG = "-tag-"  # its file name: run-<run>-tag-<tag, slashes as underscores>.csv
+
+
+def export_name(source: str) -> str:
+    """The series a TensorBoard export holds, from its file name: the tag after `-tag-`, else a name that is
+    one word, else the one metric word among the name's words; `value` when the name does not say."""
+    stem = PurePath(source).stem if source else ""
+    if TB_TAG in stem:
+        return stem.rsplit(TB_TAG, 1)[1] or "value"
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", stem) if w]
+    if len(words) == 1 and not words[0].isdigit():
+        return words[0]
+    named = {w.lower() for w in words if METRIC_WORDS.search(w)}
+    return named.pop() if len(named) == 1 else "value"
 
 
 def _delimiter(header: str) -> str:
@@ -75,6 +98,8 @@ class CsvMetricsAdapter(Adapter):
         self.delim = ","  # or a tab, as the first header says
         self.step_col = -1
         self.parts: list[tuple[str, list[int]]] = []  # (total's name, columns of its parts)
+        self.time_col = -1  # a wall-clock column (TensorBoard's export): each point's time, not a metric
+        self.adversarial = False  # a GAN's generator and discriminator columns
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
@@ -99,6 +124,11 @@ class CsvMetricsAdapter(Adapter):
     def _set_header(self, cells: list[str]) -> None:
         self.header = [c.strip() for c in cells]
         lowered = [c.lower() for c in self.header]
+        self.time_col = -1
+        if lowered == TB_EXPORT:
+            self.header[2] = export_name(self.source)
+            self.time_col = 0
+        self.adversarial = len(generator_as_loss([(h, 0.0) for h in self.header])) > len(self.header)
         self.step_col = next((lowered.index(k) for k in STEP_COLUMNS + EPOCH_COLUMNS if k in lowered), -1)
         self.parts = []
         if not any(n in lowered for n in TOTAL_NAMES):
@@ -130,14 +160,18 @@ class CsvMetricsAdapter(Adapter):
                 step = None
         out = []
         src = self.source
+        when = _cell_float(cells[self.time_col]) if 0 <= self.time_col < len(cells) else None
         for i, cell in enumerate(cells[:len(header)]):  # ragged rows: extra cells have no name
-            if not cell or i == self.step_col:
+            if not cell or i == self.step_col or i == self.time_col:
                 continue
             try:
                 value = float(cell)
             except ValueError:
                 continue
-            out.append(Sample(header[i], value, step, None, src, lineno, False))
+            out.append(Sample(header[i], value, step, when, src, lineno, False))
+        if self.adversarial:
+            named = [(s.name, s.value) for s in out]
+            out.extend(Sample(k, v, step, when, src, lineno, False) for k, v in generator_as_loss(named)[len(named):])
         for total, cols in self.parts:
             values = [_cell_float(cells[i]) for i in cols if i < len(cells)]
             if len(values) == len(cols) and all(v is not None for v in values) and any(values):

@@ -22,6 +22,7 @@ from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.shapes import METRIC_WORDS, count_pair, list_pair, step_tuple, total_as_loss
+from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Quality, step_loss
@@ -428,7 +429,7 @@ class KeyValueAdapter(Adapter):
             step, inferred = self._stepless_step(pairs, lineno, out)
         if not pairs:
             return
-        pairs = total_as_loss(pairs)
+        pairs = generator_as_loss(total_as_loss(pairs))
         if total is not None:
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
                              fields={"step": step, "total": total}))

@@ -47,6 +47,10 @@ COUNT_PAIR = re.compile(r"^(?P<k>[A-Za-z][A-Za-z ]{0,40}?)\s+(?:over|on|of|for)\
 COUNTER_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*(?:\]\s+|\|\s*)(?P<i>\d+)(?:\s*\])?(?=\s)")  # or `[ 3 | 1200 ]`
 EPOCH_ALONE = re.compile(r"^(?:===+\s*)?Epoch\s*[:\[]?\s*(?P<e>\d+)\s*(?:(?:/|of\s)\s*(?P<t>\d+)\s*)?\]?\s*"
                          r"(?:===+)?\s*$", re.I)
+# a loop's counter alone on its line, the metrics on the lines after it: `[Round 10/100]`, `Iteration 5 of 40:`,
+# `[Round 11/100] training...` (words after it, no number)
+COUNTER_ALONE = re.compile(r"^\[?\s*(?P<c>round|iteration|iter|step|outer|update)\s*[:#]?\s*(?P<n>\d+)\s*"
+                           r"(?:(?:/|of\s)\s*(?P<t>\d+)\s*)?\]?\s*:?(?:\s+[^\d\s][^\d]*)?$", re.I)
 ALL_NUMBERS = re.compile(r"^\s*" + NUM + r"%?(?:\s+" + NUM + r"%?)*\s*$")  # blanks between: no backtracking
 WORDS = re.compile(r"^[A-Za-z_][\w/.@%()\-]*(?: [A-Za-z_][\w/.@%()\-]*)*$")
 COLUMNS = re.compile(r"\s{2,}|\t")
@@ -246,3 +250,44 @@ def row_values(text: str) -> list[float] | None:
     if not ALL_NUMBERS.match(body):
         return None
     return [float(v.rstrip("%")) for v in body.split()]
+
+
+
+# a metric told in a sentence with its counter: `The loss after 3 epochs is 0.218`, `Loss at epoch 3: 0.52`,
+# `validation accuracy after 10 epochs = 0.91`
+PROSE_METRIC = re.compile(
+    r"^(?:the\s+)?(?P<k>[A-Za-z][\w ]{0,30}?)\s+(?:after|at|for|of)\s+(?:(?P<c>epoch|step|iteration|iter|round|batch)"
+    r"s?\s+(?P<n>\d+)|(?P<n2>\d+)\s+(?P<c2>epoch|step|iteration|iter|round|batch)s?)\s*(?:is|was|=|:)\s*(?P<v>"
+    + NUM + r")\s*[.,;]?\s*$", re.I)
+PROSE_COUNTER = {"iteration": "iter"}
+
+
+def prose_metric(text: str) -> tuple[str, float, Counter] | None:
+    """A metric named in a sentence with the counter it was reached at, as (name, value, counter); only for a
+    name that says it is a metric (loss, accuracy, ...), so that other prose with numbers is no series."""
+    m = PROSE_METRIC.match(text)
+    if m is None or METRIC_WORDS.search(m.group("k")) is None:
+        return None
+    unit = (m.group("c") or m.group("c2")).lower()
+    return m.group("k").strip(), float(m.group("v")), Counter(PROSE_COUNTER.get(unit, unit), int(m.group("n") or
+                                                                                                m.group("n2")), None)
+
+
+def numeric_table(lines: list[str], least: int = 20, share: float = 0.8) -> bool:
+    """Whether most lines are rows of numbers only, all as wide (at least two columns): a headerless table
+    (a loop that prints `progress<TAB>loss`). Its columns have no names, but what the log says in words
+    between them (a summary sentence) can still be read."""
+    widths: dict[int, int] = {}
+    filled = 0
+    for line in lines:
+        text = line.strip()
+        if not text:
+            continue
+        filled += 1
+        if ALL_NUMBERS.match(text):
+            n = len(text.split())
+            widths[n] = widths.get(n, 0) + 1
+    if not widths or filled < least:
+        return False
+    width, rows = max(widths.items(), key=lambda kv: kv[1])
+    return width >= 2 and rows >= share * filled

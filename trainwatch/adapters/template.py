@@ -22,10 +22,12 @@ from collections.abc import Iterable
 
 from trainwatch.adapters import shapes
 from trainwatch.adapters.jsonl import JsonLinesAdapter
+from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keyvalue import RUNNING_MEAN, STAMP, KeyValueAdapter, _pairs, _stamp
 from trainwatch.model import Event, EventKind, Record, Sample
 
 SCORE = 0.41  # over `text` (0.31) and a console of bare tqdm bars (0.4); under every format that names itself
+TABLE_SCORE = 0.35  # a headerless numeric table: over `text`, under a probe that read records
 MIN_RECORD_LINES = 3
 PROBE_LINES = 2000  # the head lines detection parses
 PROBE_TAIL_LINES = 1000  # and the last lines of a longer sample, parsed afresh
@@ -53,6 +55,7 @@ class TemplateAdapter(KeyValueAdapter):
         self.row_base = 0  # the same, for `[epoch] step` rows whose step restarts each epoch
         self.row_last: tuple[int, int] | None = None
         self.finer = False  # a counter finer than the epoch was seen: an `Epoch N` line no longer steps
+        self.headed = False  # a counter alone on its line (`[Round 3/10]`) dates the metric lines after it
         self.json = JsonLinesAdapter(source)  # `[train_inner][INFO] - {"loss": "0.264", ...}`: a dict after a tag
 
     @classmethod
@@ -72,6 +75,8 @@ class TemplateAdapter(KeyValueAdapter):
         for part in parts:
             if cls._probe(part):
                 return SCORE
+        if shapes.numeric_table(lines):
+            return TABLE_SCORE  # headerless rows: only the lines in words between them are read
         return 0.0
 
     @classmethod
@@ -124,6 +129,12 @@ class TemplateAdapter(KeyValueAdapter):
         if (m := shapes.EPOCH_ALONE.match(text)) is not None:
             self._epoch_line(int(m.group("e")), lineno, out)
             return out
+        if (m := shapes.COUNTER_ALONE.match(text)) is not None:
+            self._loop_counter(int(m.group("n")), int(m.group("t") or 0), lineno, when, out)
+            return out
+        if (prose := shapes.prose_metric(text)) is not None:
+            self._record([prose[:2]], [prose[2]], lineno, when, out)
+            return out
         if text[:1] == "[" and (m := shapes.COUNTER_HEAD.match(text)) is not None:
             self._counter_row(int(m.group("e")), int(m.group("i")), text[m.end():].strip(), lineno, when, out)
             return out
@@ -131,7 +142,7 @@ class TemplateAdapter(KeyValueAdapter):
         if pairs and any(c.name not in shapes.EPOCH_NAMES for c in counters):
             self._record(pairs, counters, lineno, when, out)  # the training loop's counter: the step is exact
             return out
-        if self.finer and self.printed_step is not None and len(text) < 200 and ":" in text:
+        if (self.finer or self.headed) and self.printed_step is not None and len(text) < 200 and ":" in text:
             lone, nfields, dirty = _pairs(text)
             if lone and not dirty and len(lone) == nfields and all(shapes.METRIC_WORDS.search(k) for k, _ in lone):
                 # `Validation loss: 5.87` between counted training lines: an evaluation at the step they reached
@@ -255,6 +266,15 @@ class TemplateAdapter(KeyValueAdapter):
         self._record([(k, v) for k, v in pairs if k != step_key], counters, self.box_line, None, out)
         return out
 
+    def _loop_counter(self, n: int, total: int, lineno: int, when: float | None, out: list[Record]) -> None:
+        """`[Round 10/100]` alone: the loop's counter, the step of the metric lines printed after it (one
+        `Key: value` a line), and how far the loop got of its total."""
+        self.printed_step = n
+        self.headed = True
+        if total:
+            out.append(Event(EventKind.PROGRESS, self.source, lineno, step=n, time=when,
+                             fields={"step": n, "total": total}))
+
     def _epoch_line(self, epoch: int, lineno: int, out: list[Record]) -> None:
         """`Epoch 3` alone: the lines after it belong to that epoch. It is their step while no finer
         counter was seen."""
@@ -287,7 +307,8 @@ class TemplateAdapter(KeyValueAdapter):
         epoch when it counts within one), else the step the log is at."""
         named = [(k, v) for k, v in pairs if k.lower() in shapes.COUNTER_RANK and math.isfinite(v)]
         counters = counters + [shapes.Counter(k.lower(), int(v), None) for k, v in named]
-        pairs = shapes.total_as_loss([(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK])
+        pairs = generator_as_loss(
+            shapes.total_as_loss([(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]))
         if not pairs:
             return
         step: int | None = None

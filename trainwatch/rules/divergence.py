@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from trainwatch.adversarial import adversarial
 from trainwatch.model import Alert, Finding, Severity
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
@@ -105,6 +106,7 @@ class LossDiverging(ArrayRule):
         self._state: dict[str, _Trend] = {}
         self._verdicts: dict[str, _Verdicts] = {}
         self._uniform: float | None = None  # ln(vocab) of the source being judged, when its config says
+        self._gan: dict[str, bool] = {}  # sources found to log a discriminator's loss
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         st = self._state.get(w.source)
@@ -137,7 +139,24 @@ class LossDiverging(ArrayRule):
         i = row - v.start
         f = v.episode[i]
         assert f is not None  # the condition holds only while an episode is open
-        return _told(f, float(v.last[i]), int(w.step[row]), f.step if i in v.opened else None)
+        told = _told(f, float(v.last[i]), int(w.step[row]), f.step if i in v.opened else None)
+        if self._adversarial(ctx, w.source):
+            told.severity = Severity.WARNING
+            told.message = (f"{told.message} -- this loss is a GAN generator's (a discriminator's loss is logged "
+                            f"beside it): it rises as the discriminator gets ahead, which is the adversarial "
+                            f"balance tipping, not a numeric blow-up")[:600]
+            told.evidence["adversarial"] = True
+        return told
+
+    def _adversarial(self, ctx: RuleContext, source: str) -> bool:
+        """Whether the source logs a discriminator's loss: its `loss` is then a GAN generator's, whose rise is
+        the discriminator winning (worth a warning), not the numeric divergence a critical is kept for."""
+        known = self._gan.get(source)
+        if known is None:
+            known = adversarial(s.name for s in ctx.store if s.source == source)
+            if known:
+                self._gan[source] = True  # a discriminator seen stays seen; until then, look again
+        return known
 
     def last_value(self, w: Window, row: int) -> float | None:
         v = self._verdicts[w.source]
