@@ -246,3 +246,76 @@ def row_values(text: str) -> list[float] | None:
     if not ALL_NUMBERS.match(body):
         return None
     return [float(v.rstrip("%")) for v in body.split()]
+
+
+# -- counters and metrics written as words: `Global-step 34 --Accept update with kl=2e-07, old=-3.8`,
+# `epoch 1, minibatch 120/120, validation error 86.93 %`, `Total reward in global step 33: 1.37`
+LEAD_COUNTER = re.compile(r"^[\s=>#*\-]*(?P<c>[A-Za-z][A-Za-z_\- ]{0,20}?)\s*[:#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<t>\d+))?"
+                          r"(?![\w.%/])")
+PHRASE = re.compile(r"^(?P<k>[A-Za-z][A-Za-z_\- ]{0,48}?)\s+(?P<v>" + NUM + r")(?:\s*/\s*(?P<t>\d+))?\s*(?P<pct>%)?$")
+AT_COUNTER = re.compile(r"^(?P<k>[A-Za-z][A-Za-z_\- ]{0,40}?)\s+(?:in|at|after|of)\s+(?:the\s+)?"
+                        r"(?P<c>[A-Za-z][A-Za-z_\- ]{0,20}?)\s*(?P<n>\d+)\s*[:=]\s*(?P<v>" + NUM + r")\s*%?\s*$")
+
+
+def counter_name(words: str) -> str | None:
+    """The counter a phrase names (`Global-step`, `minibatch`, `Epoch`), as COUNTER_RANK spells it."""
+    low = re.sub(r"[\s\-]+", "_", words.strip().lower())
+    if low in COUNTER_RANK:
+        return low
+    if low.startswith("mini") and low[4:].lstrip("_") in COUNTER_RANK:  # `minibatch`, `mini-batch`
+        return low[4:].lstrip("_")
+    return None
+
+
+def lead_counter(text: str) -> Counter | None:
+    """A training counter that opens the line, named in words with no separator (`Global-step 34 ...`,
+    `Iter 120: ...`, `Step 7/200 ...`)."""
+    m = LEAD_COUNTER.match(text)
+    if m is None:
+        return None
+    name = counter_name(m.group("c"))
+    if name is None:
+        return None
+    return Counter(name, int(m.group("n")), int(m.group("t")) if m.group("t") else None)
+
+
+def phrase_pairs(text: str) -> tuple[list[tuple[str, float]], list[Counter]] | None:
+    """A line of comma-separated `name value` phrases with a counter among them (Theano tutorials'
+    `epoch 3, minibatch 120/120, validation error 12.5 %`). A whole number named before the first counter
+    labels a phase (`Pre-training layer 0, epoch 4, cost 0.19`): it is no measurement and is dropped;
+    a phrase that is no `name value` (`layer final`) is skipped, but most of them must be."""
+    fields = [f.strip() for f in text.split(",")]
+    if len(fields) < 2 or len(fields) > 16:
+        return None
+    pairs: list[tuple[str, float]] = []
+    counters: list[Counter] = []
+    matched = 0
+    for f in fields:
+        m = PHRASE.match(f)
+        if m is None:
+            continue
+        value = number(m.group("v"))
+        if value is None:
+            continue
+        matched += 1
+        name = counter_name(m.group("k"))
+        whole = math.isfinite(value) and value == int(value)
+        if name is not None and whole:
+            counters.append(Counter(name, int(value), int(m.group("t")) if m.group("t") else None))
+        elif m.group("t") is None and not (whole and not counters):
+            pairs.append((" ".join(m.group("k").split()), value))
+    if not counters or not pairs or 2 * matched < len(fields):
+        return None
+    return pairs, counters
+
+
+def at_counter(text: str) -> tuple[str, float, Counter] | None:
+    """`Total reward in global step 33: 1.37`: a metric dated by the counter its name gives."""
+    m = AT_COUNTER.match(text)
+    if m is None:
+        return None
+    name = counter_name(m.group("c"))
+    value = number(m.group("v"))
+    if name is None or value is None:
+        return None
+    return " ".join(m.group("k").split()), value, Counter(name, int(m.group("n")), None)

@@ -128,6 +128,10 @@ class TemplateAdapter(KeyValueAdapter):
             self._counter_row(int(m.group("e")), int(m.group("i")), text[m.end():].strip(), lineno, when, out)
             return out
         pairs, counters = shapes.compact_pairs(text) if ":" in text or "=" in text else ([], [])
+        if pairs and not counters and (lead := shapes.lead_counter(text)) is not None:
+            counters = [lead]  # `Global-step 34 --Accept update with kl=2e-07, old=-3.8`
+        elif not pairs and (worded := self._worded(text)) is not None:
+            pairs, counters = worded
         if pairs and any(c.name not in shapes.EPOCH_NAMES for c in counters):
             self._record(pairs, counters, lineno, when, out)  # the training loop's counter: the step is exact
             return out
@@ -254,6 +258,16 @@ class TemplateAdapter(KeyValueAdapter):
                 counters.append(shapes.Counter("step", int(value), None))
         self._record([(k, v) for k, v in pairs if k != step_key], counters, self.box_line, None, out)
         return out
+
+    @staticmethod
+    def _worded(text: str) -> tuple[list[tuple[str, float]], list[shapes.Counter]] | None:
+        """Counters and metrics written as words: `epoch 3, minibatch 120/120, validation error 12.5 %`
+        or `Total reward in global step 33: 1.37`."""
+        if "," in text and (phrased := shapes.phrase_pairs(text)) is not None:
+            return phrased
+        if (at := shapes.at_counter(text)) is not None:
+            return [(at[0], at[1])], [at[2]]
+        return None
 
     def _epoch_line(self, epoch: int, lineno: int, out: list[Record]) -> None:
         """`Epoch 3` alone: the lines after it belong to that epoch. It is their step while no finer
