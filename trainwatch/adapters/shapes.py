@@ -319,3 +319,35 @@ def at_counter(text: str) -> tuple[str, float, Counter] | None:
     if name is None or value is None:
         return None
     return " ".join(m.group("k").split()), value, Counter(name, int(m.group("n")), None)
+
+
+# a table row drawn as a progress bar's description (Ultralytics: `  3/500  1.27G  0.81  2.83  73  640: 100% ━━━ 50/50`
+# or `...: 100%|████| 50/50` under the header `Epoch GPU_mem box_loss seg_loss Instances Size`)
+BAR_TAIL = re.compile(r":?\s+\d{1,3}%\s*(?:\||[^\x00-\x7f]|\s+\d+/\d+).*$")
+COUNT_CELL = re.compile(r"^(?P<n>\d+)/(?P<t>\d+)$")
+
+
+def header_row(text: str, header: list[str]) -> tuple[list[tuple[str, float]], list[Counter]] | None:
+    """A row of the table under `header`, with a progress bar after its cells or none: its values by column
+    name; an `a/b` cell is a counter (its column names it), a cell with a unit (`1.27G`) is passed over."""
+    body = BAR_TAIL.sub("", text).split()
+    if len(body) != len(header):
+        return None
+    pairs: list[tuple[str, float]] = []
+    counters: list[Counter] = []
+    for name, cell in zip(header, body):
+        if (m := COUNT_CELL.match(cell)) is not None:
+            counters.append(Counter(counter_name(name) or name.lower(), int(m.group("n")), int(m.group("t"))))
+        elif (value := number(cell)) is not None:
+            pairs.append((name, value))
+        elif not cell[:1].isdigit():
+            return None  # a word where the header has a column: another table
+    return (pairs, counters) if pairs else None
+
+
+def parts_total(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """A loss printed only in parts (`box_loss seg_loss cls_loss dfl_loss`) is also given as their sum, `loss`."""
+    parts = [v for k, v in pairs if k.lower().endswith("_loss")]
+    if len(parts) < 2 or any(k.lower() in ("loss", "total_loss") for k, _ in pairs) or not any(parts):
+        return pairs
+    return pairs + [("loss", sum(parts))]

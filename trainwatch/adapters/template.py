@@ -92,6 +92,8 @@ class TemplateAdapter(KeyValueAdapter):
         return False
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        if self.header is not None and (row := self._header_row(line, lineno)) is not None:
+            return row
         if "%|" in line:
             return self._bars(line, lineno, "=" not in line)  # no postfix: the metrics are in the description
         if "\r" in line:
@@ -257,6 +259,22 @@ class TemplateAdapter(KeyValueAdapter):
             if math.isfinite(value):
                 counters.append(shapes.Counter("step", int(value), None))
         self._record([(k, v) for k, v in pairs if k != step_key], counters, self.box_line, None, out)
+        return out
+
+    def _header_row(self, line: str, lineno: int) -> list[Record] | None:
+        """A row under the last header whose cells are drawn as a progress bar's description (Ultralytics'
+        console: one physical line of redraws per epoch, the last one holding the epoch's losses), or
+        with an `a/b` counter or a unit in a cell. Rows of plain numbers are read as tables are."""
+        assert self.header is not None
+        text = line.rstrip("\r")
+        text = text[text.rfind("\r") + 1:].strip()
+        if not text[:1].isdigit() or shapes.row_values(text) is not None:
+            return None
+        got = shapes.header_row(text, self.header)
+        if got is None:
+            return None
+        out: list[Record] = []
+        self._record(shapes.parts_total(got[0]), got[1], lineno, None, out)
         return out
 
     @staticmethod
