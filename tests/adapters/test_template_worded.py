@@ -93,3 +93,17 @@ def test_older_ultralytics_rows_with_a_tqdm_bar_are_read_too() -> None:
 def test_a_row_of_another_table_under_the_header_is_not_read_by_it() -> None:
     recs = read([HEADER, "                   all         18         18    0.00296      0.889    0.00614     0.0043"])
     assert not samples(recs, "box_loss")
+
+
+# -- a console of tqdm bars whose postfix holds the metrics, between per-epoch summaries -------------
+def test_bars_with_a_postfix_of_metrics_go_to_the_template_reader_whole() -> None:
+    lines = []
+    for e in (1, 2):
+        lines += [f"Epoch {e}:  {2 * n}%|##  | {n}/48 [00:02<00:02, 10.30it/s, CE={1 / (e * n):.3f}, acc={80 + n / 10:.1f}%]"
+                  for n in range(1, 48, 3)]
+        lines += ["", f"Epoch {e}", f"  Train - CE: {1 / e:.4f}, KL: 2.5673, acc: 74.6%",
+                  f"  Val   - CE: {0.5 / e:.4f}, KL: 3.4609, acc: 93.3%", ""]
+    head = "\n".join(lines) + "\n"
+    assert detect(head, "train.txt") == "template"
+    recs = read(lines)
+    assert [s for s, _ in series(recs, "CE")][:2] == [1, 4]
