@@ -68,8 +68,8 @@ HEADER = "      Epoch    GPU_mem   box_loss   seg_loss   cls_loss   dfl_loss  In
 
 
 def _epoch(e: int, box: float) -> str:
-    redraws = [f"\x1b[K      {e}/500      1.27G     {box + n / 100:.4f}      3.396      2.275      1.263        {70 + n}"
-               f"        640: {2 * n}% ━━━━━━━━━━━━ {n}/50  9.3s" for n in (0, 25, 50)]
+    redraws = [f"\x1b[K      {e}/500      1.27G     {box + n / 100:.4f}      3.396      2.275      1.263"
+               f"        {70 + n}        640: {2 * n}% ━━━━━━━━━━━━ {n}/50  9.3s" for n in (0, 25, 50)]
     return "\r" + "\r".join(redraws)
 
 
@@ -84,7 +84,8 @@ def test_ultralytics_rows_under_their_header_give_the_epochs_losses_and_their_su
 
 
 def test_older_ultralytics_rows_with_a_tqdm_bar_are_read_too() -> None:
-    row = "      3/100      2.1G     0.9512      1.204      1.311         64        640: 100%|██████████| 50/50 [00:09<00:00]"
+    row = ("      3/100      2.1G     0.9512      1.204      1.311         64        640: 100%|██████████| 50/50 "
+           "[00:09<00:00]")
     recs = read(["      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size", row])
     assert series(recs, "box_loss") == [(3, 0.9512)]
     assert series(recs, "loss") == [(3, 0.9512 + 1.204 + 1.311)]
@@ -99,8 +100,8 @@ def test_a_row_of_another_table_under_the_header_is_not_read_by_it() -> None:
 def test_bars_with_a_postfix_of_metrics_go_to_the_template_reader_whole() -> None:
     lines = []
     for e in (1, 2):
-        lines += [f"Epoch {e}:  {2 * n}%|##  | {n}/48 [00:02<00:02, 10.30it/s, CE={1 / (e * n):.3f}, acc={80 + n / 10:.1f}%]"
-                  for n in range(1, 48, 3)]
+        lines += [f"Epoch {e}:  {2 * n}%|##  | {n}/48 [00:02<00:02, 10.30it/s, CE={1 / (e * n):.3f}, "
+                  f"acc={80 + n / 10:.1f}%]" for n in range(1, 48, 3)]
         lines += ["", f"Epoch {e}", f"  Train - CE: {1 / e:.4f}, KL: 2.5673, acc: 74.6%",
                   f"  Val   - CE: {0.5 / e:.4f}, KL: 3.4609, acc: 93.3%", ""]
     head = "\n".join(lines) + "\n"
