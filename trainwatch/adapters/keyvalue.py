@@ -361,9 +361,10 @@ class KeyValueAdapter(Adapter):
         if DIGIT.search(text, 0, 4000) is None:
             return
         if "%|" in text and (bar := BAR_TAIL.search(text)) is not None:
+            postfix = "=" in text[bar.end():]
             text = text[:bar.start()]  # a tqdm bar whose description holds the metrics: keep those only
-            if not text.strip():
-                return
+            if not text.strip() or (postfix and ":" not in text and "=" not in text):
+                return  # (`Epoch 3` before a postfix of metrics: the template reader reads that bar whole)
         step: int | None = None
         total: int | None = None
         if "[" in text[:48] and "/" in text[:64] and self._counter_line(text, lineno, when, out):

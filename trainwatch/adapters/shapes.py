@@ -291,3 +291,107 @@ def numeric_table(lines: list[str], least: int = 20, share: float = 0.8) -> bool
         return False
     width, rows = max(widths.items(), key=lambda kv: kv[1])
     return width >= 2 and rows >= share * filled
+
+# -- counters and metrics written as words: `Global-step 34 --Accept update with kl=2e-07, old=-3.8`,
+# `epoch 1, minibatch 120/120, validation error 86.93 %`, `Total reward in global step 33: 1.37`
+LEAD_COUNTER = re.compile(r"^[\s=>#*\-]*(?P<c>[A-Za-z][A-Za-z_\- ]{0,20}?)\s*[:#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<t>\d+))?"
+                          r"(?![\w.%/])")
+PHRASE = re.compile(r"^(?P<k>[A-Za-z][A-Za-z_\- ]{0,48}?)\s+(?P<v>" + NUM + r")(?:\s*/\s*(?P<t>\d+))?\s*(?P<pct>%)?$")
+AT_COUNTER = re.compile(r"^(?P<k>[A-Za-z][A-Za-z_\- ]{0,40}?)\s+(?:in|at|after|of)\s+(?:the\s+)?"
+                        r"(?P<c>[A-Za-z][A-Za-z_\- ]{0,20}?)\s*(?P<n>\d+)\s*[:=]\s*(?P<v>" + NUM + r")\s*%?\s*$")
+
+
+def counter_name(words: str) -> str | None:
+    """The counter a phrase names (`Global-step`, `minibatch`, `Epoch`), as COUNTER_RANK spells it."""
+    low = re.sub(r"[\s\-]+", "_", words.strip().lower())
+    if low in COUNTER_RANK:
+        return low
+    if low.startswith("mini") and low[4:].lstrip("_") in COUNTER_RANK:  # `minibatch`, `mini-batch`
+        return low[4:].lstrip("_")
+    return None
+
+
+def lead_counter(text: str) -> Counter | None:
+    """A training counter that opens the line, named in words with no separator (`Global-step 34 ...`,
+    `Iter 120: ...`, `Step 7/200 ...`)."""
+    m = LEAD_COUNTER.match(text)
+    if m is None:
+        return None
+    name = counter_name(m.group("c"))
+    if name is None:
+        return None
+    return Counter(name, int(m.group("n")), int(m.group("t")) if m.group("t") else None)
+
+
+def phrase_pairs(text: str) -> tuple[list[tuple[str, float]], list[Counter]] | None:
+    """A line of comma-separated `name value` phrases with a counter among them (Theano tutorials'
+    `epoch 3, minibatch 120/120, validation error 12.5 %`). A whole number named before the first counter
+    labels a phase (`Pre-training layer 0, epoch 4, cost 0.19`): it is no measurement and is dropped;
+    a phrase that is no `name value` (`layer final`) is skipped, but most of them must be."""
+    fields = [f.strip() for f in text.split(",")]
+    if len(fields) < 2 or len(fields) > 16:
+        return None
+    pairs: list[tuple[str, float]] = []
+    counters: list[Counter] = []
+    matched = 0
+    for f in fields:
+        m = PHRASE.match(f)
+        if m is None:
+            continue
+        value = number(m.group("v"))
+        if value is None:
+            continue
+        matched += 1
+        name = counter_name(m.group("k"))
+        whole = math.isfinite(value) and value == int(value)
+        if name is not None and whole:
+            counters.append(Counter(name, int(value), int(m.group("t")) if m.group("t") else None))
+        elif m.group("t") is None and not (whole and not counters):
+            pairs.append((" ".join(m.group("k").split()), value))
+    if not counters or not pairs or 2 * matched < len(fields):
+        return None
+    return pairs, counters
+
+
+def at_counter(text: str) -> tuple[str, float, Counter] | None:
+    """`Total reward in global step 33: 1.37`: a metric dated by the counter its name gives."""
+    m = AT_COUNTER.match(text)
+    if m is None:
+        return None
+    name = counter_name(m.group("c"))
+    value = number(m.group("v"))
+    if name is None or value is None:
+        return None
+    return " ".join(m.group("k").split()), value, Counter(name, int(m.group("n")), None)
+
+
+# a table row drawn as a progress bar's description (Ultralytics: `  3/500  1.27G  0.81  2.83  73  640: 100% ━━━ 50/50`
+# or `...: 100%|████| 50/50` under the header `Epoch GPU_mem box_loss seg_loss Instances Size`)
+BAR_TAIL = re.compile(r":?\s+\d{1,3}%\s*(?:\||[^\x00-\x7f]|\s+\d+/\d+).*$")
+COUNT_CELL = re.compile(r"^(?P<n>\d+)/(?P<t>\d+)$")
+
+
+def header_row(text: str, header: list[str]) -> tuple[list[tuple[str, float]], list[Counter]] | None:
+    """A row of the table under `header`, with a progress bar after its cells or none: its values by column
+    name; an `a/b` cell is a counter (its column names it), a cell with a unit (`1.27G`) is passed over."""
+    body = BAR_TAIL.sub("", text).split()
+    if len(body) != len(header):
+        return None
+    pairs: list[tuple[str, float]] = []
+    counters: list[Counter] = []
+    for name, cell in zip(header, body):
+        if (m := COUNT_CELL.match(cell)) is not None:
+            counters.append(Counter(counter_name(name) or name.lower(), int(m.group("n")), int(m.group("t"))))
+        elif (value := number(cell)) is not None:
+            pairs.append((name, value))
+        elif not cell[:1].isdigit():
+            return None  # a word where the header has a column: another table
+    return (pairs, counters) if pairs else None
+
+
+def parts_total(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """A loss printed only in parts (`box_loss seg_loss cls_loss dfl_loss`) is also given as their sum, `loss`."""
+    parts = [v for k, v in pairs if k.lower().endswith("_loss")]
+    if len(parts) < 2 or any(k.lower() in ("loss", "total_loss") for k, _ in pairs) or not any(parts):
+        return pairs
+    return pairs + [("loss", sum(parts))]

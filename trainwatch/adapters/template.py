@@ -97,6 +97,8 @@ class TemplateAdapter(KeyValueAdapter):
         return False
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        if self.header is not None and (row := self._header_row(line, lineno)) is not None:
+            return row
         if "%|" in line:
             return self._bars(line, lineno, "=" not in line)  # no postfix: the metrics are in the description
         if "\r" in line:
@@ -139,6 +141,10 @@ class TemplateAdapter(KeyValueAdapter):
             self._counter_row(int(m.group("e")), int(m.group("i")), text[m.end():].strip(), lineno, when, out)
             return out
         pairs, counters = shapes.compact_pairs(text) if ":" in text or "=" in text else ([], [])
+        if pairs and not counters and (lead := shapes.lead_counter(text)) is not None:
+            counters = [lead]  # `Global-step 34 --Accept update with kl=2e-07, old=-3.8`
+        elif not pairs and (worded := self._worded(text)) is not None:
+            pairs, counters = worded
         if pairs and any(c.name not in shapes.EPOCH_NAMES for c in counters):
             self._record(pairs, counters, lineno, when, out)  # the training loop's counter: the step is exact
             return out
@@ -274,6 +280,32 @@ class TemplateAdapter(KeyValueAdapter):
         if total:
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=n, time=when,
                              fields={"step": n, "total": total}))
+
+    def _header_row(self, line: str, lineno: int) -> list[Record] | None:
+        """A row under the last header whose cells are drawn as a progress bar's description (Ultralytics'
+        console: one physical line of redraws per epoch, the last one holding the epoch's losses), or
+        with an `a/b` counter or a unit in a cell. Rows of plain numbers are read as tables are."""
+        assert self.header is not None
+        text = line.rstrip("\r")
+        text = text[text.rfind("\r") + 1:].strip()
+        if not text[:1].isdigit() or shapes.row_values(text) is not None:
+            return None
+        got = shapes.header_row(text, self.header)
+        if got is None:
+            return None
+        out: list[Record] = []
+        self._record(shapes.parts_total(got[0]), got[1], lineno, None, out)
+        return out
+
+    @staticmethod
+    def _worded(text: str) -> tuple[list[tuple[str, float]], list[shapes.Counter]] | None:
+        """Counters and metrics written as words: `epoch 3, minibatch 120/120, validation error 12.5 %`
+        or `Total reward in global step 33: 1.37`."""
+        if "," in text and (phrased := shapes.phrase_pairs(text)) is not None:
+            return phrased
+        if (at := shapes.at_counter(text)) is not None:
+            return [(at[0], at[1])], [at[2]]
+        return None
 
     def _epoch_line(self, epoch: int, lineno: int, out: list[Record]) -> None:
         """`Epoch 3` alone: the lines after it belong to that epoch. It is their step while no finer
