@@ -10,7 +10,7 @@ scoreboard's own `judge` on every log found in a folder, and prints the pass fig
     python benchmarks/public_sample.py --logs DIR [--expect public-sample-2.yaml] [--only NAME] [--jobs 2]
 
 Each round has its own pair of files: `public-sample.{tsv,yaml}` is the first, `public-sample-2.{tsv,yaml}`
-the second (logs from repositories the first did not use).
+the second and `public-sample-3.{tsv,yaml}` the third (each from repositories the earlier ones did not use).
 
 The first look of each round (before that round's fixes) is kept in the TSV's `first_look` column;
 `after_stop21_merges` (and `after_stop22_merges`) are the same logs judged by later code.
