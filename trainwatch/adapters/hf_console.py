@@ -293,7 +293,7 @@ class HFConsoleAdapter(Adapter):
             k, i = h, hits[h]
             h += 1
             how = int(plan.how[k])
-            if how == columns.SLOW or self.held or (how == columns.DICT and self._may_hold(
+            if how == columns.SLOW or self.held or (how == columns.DICT and not self.train_sent and self._may_hold(
                     plan.facts.of(int(plan.dict_of[k]))[2], bool(plan.plain_bar[k]) or int(plan.bar_from[k]) >= 0)):
                 run.flush(lines.out, chunk, self._keys, plan.bounds)
                 lines.parse_into(i)
