@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from trainwatch.cli import EXIT_CRITICAL, EXIT_OK, EXIT_WARNING, say_error
-from trainwatch.cli.tail import Headless, add_follow_options, build_watcher, is_terminal
+from trainwatch.cli.tail import WAKE_S, Headless, add_follow_options, build_watcher, is_terminal
 from trainwatch.errors import SourceError, UsageError
 from trainwatch.live.watcher import Watcher
 from trainwatch.model import Event, EventKind
@@ -221,8 +221,9 @@ class RunHeadless(Headless):
             self.stopped_by_alert = True
             self._info(f"stopping {self.child.argv[0]} (pid {self.child.pid}): --exit-on "
                        f"{self.args.exit_on.label} tripped")
-            self.child.terminate(self.args.grace)
-        self.child.ended.wait()
+            self.child.stop(self.args.grace)
+        while not self.child.ended.wait(WAKE_S):  # a second Ctrl-C during the wait still reaches the child
+            self._take_signals()
         status = self.child.status
         if status is not None and not status.failed:
             self._info(f"{self.child.argv[0]} {status.describe()}")
@@ -230,7 +231,8 @@ class RunHeadless(Headless):
     def _ended(self) -> bool:
         return self.child.ended.is_set()
 
-    def _signal(self, signum: int, frame: Any) -> None:
+    def _on_signal(self, signum: int) -> None:
+        """SIGINT or SIGTERM goes on to the child; following ends with the child's end, not with the signal."""
         if self.child.forward(signum):
             self._info(f"passed {signal.Signals(signum).name} on to {self.child.argv[0]} (pid {self.child.pid})")
 

@@ -14,6 +14,7 @@ with either front end (trainwatch/sinks/prometheus.py), bound before anything is
 from __future__ import annotations
 
 import argparse
+import collections
 import signal
 import sys
 import threading
@@ -31,6 +32,8 @@ from trainwatch.sinks.printer import Printer, stamp
 
 # The bundled themes (themes/*.yaml); named here because importing the TUI for --help would load
 # Textual. tests/test_cli.py checks the list against the files.
+WAKE_S = 0.1  # how often the headless loop looks at the signals noted, the end and the status
+
 THEMES_HELP = "trainwatch-dark (default), trainwatch-light, trainwatch-contrast (the prefix may be left out), " \
               "or a theme YAML file"
 
@@ -195,6 +198,10 @@ class Headless:
         self.sinks = sinks
         self.done = threading.Event()
         self.hopeless = False
+        # Signals are only noted by the handler and acted on by the loop: a handler runs on the main thread
+        # between two of its bytecodes, so taking a lock there (the printer's, an Event's) can deadlock
+        # against the very code it interrupted. A deque's append and popleft take no Python-level lock.
+        self.signals: collections.deque[int] = collections.deque()
 
     def run(self) -> int:
         self.watcher.add_info_listener(self._info)
@@ -218,9 +225,10 @@ class Headless:
         every = self.args.status_every
         next_status = time.monotonic() + every if every else None
         while not self.done.is_set():
-            timeout = 0.25 if next_status is None else max(0.0, min(0.25, next_status - time.monotonic()))
+            timeout = WAKE_S if next_status is None else max(0.0, min(WAKE_S, next_status - time.monotonic()))
             self.done.wait(timeout)
-            if self._ended():
+            self._take_signals()
+            if self.done.is_set() or self._ended():
                 break
             if next_status is not None and time.monotonic() >= next_status:
                 self.printer.status(self._status())
@@ -240,6 +248,14 @@ class Headless:
         self.printer.info(text, sys.stderr)
 
     def _signal(self, signum: int, frame: Any) -> None:
+        self.signals.append(signum)
+
+    def _take_signals(self) -> None:
+        while self.signals:
+            self._on_signal(self.signals.popleft())
+
+    def _on_signal(self, signum: int) -> None:
+        """SIGINT or SIGTERM, acted on outside the handler: following ends."""
         self.done.set()
 
     def _status(self) -> dict[str, Any]:

@@ -179,11 +179,15 @@ class Child:
                     self._kill_timer.start()
             return True
 
-    def terminate(self, grace_s: float | None = None) -> None:
-        """SIGTERM to the tree, then SIGKILL to what is left after the grace period; waits for the end."""
+    def stop(self, grace_s: float | None = None) -> None:
+        """SIGTERM to the tree, then SIGKILL to what is left after the grace period; does not wait."""
         if grace_s is not None:
             self.grace_s = grace_s
         self.forward(signal.SIGTERM)
+
+    def terminate(self, grace_s: float | None = None) -> None:
+        """stop(), then wait for the end to be told."""
+        self.stop(grace_s)
         self.ended.wait()
 
     def _kill(self) -> None:
