@@ -409,3 +409,23 @@ def test_a_percentage_with_its_counts_in_parentheses_is_a_metric_line() -> None:
         lines += [f"epoch   {e}", f"loss: {loss}", f"test accuracy: {acc}%, ({int(acc * 1000)}/100000)"]
     assert [v for _, v in series(run(KeyValueAdapter(""), lines), "test accuracy")] == [20.78, 24.24, 27.41]
     assert _pairs("Validation mIOU: [0.28, 0.14]")[1] == 2  # a list's second figure still counts as a field
+
+
+def test_a_batch_count_that_starts_again_after_its_passs_summary_is_the_next_epoch() -> None:
+    """PaddlePaddle v1 prints `Batch=N ... CurrentCost=` lines with no epoch, then each pass's summary
+    `Pass=E Batch=<last> AvgCost=`: the batch count starting again is the next pass, not a restart."""
+    lines = []
+    for p in range(3):
+        lines += [f" Batch={b} samples={b * 128} AvgCost={12 - p - b / 1e4:.4f} CurrentCost={11 - p - b / 1e4:.4f}"
+                  for b in (1000, 2000, 3000)]
+        lines.append(f" Pass={p} Batch=3450 samples=441600 AvgCost={11.5 - p:.4f} Eval: error=0.15")
+    steps = [s for s, _ in series(run(KeyValueAdapter(""), lines), "CurrentCost")]
+    assert steps == [1000, 2000, 3000, 4450, 5450, 6450, 7900, 8900, 9900]
+    passes = [s for s, _ in series(run(KeyValueAdapter(""), lines), "AvgCost")][3::4]
+    assert passes == [3450, 6900, 10350]  # each pass's summary at the pass's last batch
+
+
+def test_a_batch_count_that_starts_again_with_no_epoch_ever_said_is_left_as_printed() -> None:
+    lines = [f"Batch={b} loss={2 - b / 1e4:.4f}" for b in (100, 200, 300)] * 2
+    steps = [s for s, _ in series(run(KeyValueAdapter(""), lines), "loss")]
+    assert steps == [100, 200, 300, 100, 200, 300]  # a restart (or not): nothing says which, nothing added

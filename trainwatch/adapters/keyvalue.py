@@ -92,7 +92,7 @@ LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test
 LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
 DIGIT = re.compile(r"\d")
 WORD = re.compile(r"[A-Za-z]{2}")
-EPOCH_KEYS = frozenset({"epoch", "ep"})
+EPOCH_KEYS = frozenset({"epoch", "ep", "pass"})  # (PaddlePaddle counts its epochs as passes)
 INNER_KEYS = frozenset({"batch", "it", "iter", "iteration"})  # may count within the epoch
 MAX_KEY_WORDS = 4  # "Average Train Loss" is a key; "New best model saved with BLEU" is prose
 KEYSETS_KEPT = 256
@@ -224,6 +224,7 @@ class KeyValueAdapter(Adapter):
         self.runs = 1  # trainings in this log, told apart by an epoch-as-step that goes back to its start
         self.inner_base = 0  # batches of the epochs before, when the batch counter restarts each epoch
         self.inner_last: tuple[float, int] | None = None  # (epoch, batch) of the last such record
+        self.inner_closed = False  # that record said its epoch and the ones between say none (a pass's summary)
         self.absorbed = 0  # block lines taken (for scoring)
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
 
@@ -485,12 +486,22 @@ class KeyValueAdapter(Adapter):
         """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The
         batches of the epochs before (the last logged, a slight undercount) are added; marked inferred."""
         epoch = next((v for k, v in pairs if _is_epoch(k) and math.isfinite(v)), None)
-        if epoch is None:
-            return n, self.inner_base > 0
         last = self.inner_last
+        if epoch is None:
+            # PaddlePaddle's `Batch=1000 ... CurrentCost=..` lines say no epoch; only the pass's summary
+            # (`Pass=0 Batch=22582 AvgCost=..`) does. A batch count that starts again after such a summary
+            # is the next epoch, not a restart of the run.
+            if last is None or not self.inner_closed:
+                return n, self.inner_base > 0
+            if n <= last[1]:
+                self.inner_base += max(last[1], 1)
+                last = (last[0] + 1, n)
+            self.inner_last = (last[0], n)
+            return self.inner_base + n, True
         if last is not None and epoch > last[0] and n <= last[1]:
             self.inner_base += max(last[1], 1)  # (an epoch that logged only its batch 0 still moved on)
         self.inner_last = (epoch, n)
+        self.inner_closed = True
         return self.inner_base + n, self.inner_base > 0
 
     def _stepless_verdict(self, pairs: list[tuple[str, float]], nfields: int, dirty: int) -> object | None:
