@@ -24,10 +24,13 @@ class Clock:
 class Run:
     """An engine plus shorthand to feed one source's metrics step by step."""
 
-    def __init__(self, preset: str = "sft", user_files: list[Path] | None = None, source: str = "run.log") -> None:
+    def __init__(self, preset: str = "sft", user_files: list[Path] | None = None, source: str = "run.log",
+                 fmt: str | None = None) -> None:
         self.clock = Clock()
         self.engine = Engine(config.load(preset, user_files), clock=self.clock)
         self.source = source
+        if fmt is not None:  # the adapter that read the source (some rules judge only some trainers' logs)
+            self.engine.source(source, fmt)
         self.changes: list = []
         self.line = 0
 

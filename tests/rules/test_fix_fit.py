@@ -128,17 +128,20 @@ def test_an_alert_carries_the_fitted_fixes_of_its_sources_config() -> None:
 
 
 def test_loss_level_says_nothing_of_a_run_that_is_not_a_language_model() -> None:
-    r = Run()
-    r.engine.source(r.source, "jsonl").facts["llm"] = False
-    for s in range(1, 41):
-        r.step(s, loss=7.9)
-    r.finish()
-    assert "loss.level" not in r.fired()
-    r2 = Run()
-    for s in range(1, 41):
-        r2.step(s, loss=7.9)
-    r2.finish()
-    assert "loss.level" in r2.fired()
+    def level_fired(fmt: str, llm: bool | None) -> bool:
+        r = Run()
+        facts = r.engine.source(r.source, fmt).facts
+        if llm is not None:
+            facts["llm"] = llm
+        for s in range(1, 41):
+            r.step(s, loss=7.9)
+        r.finish()
+        return "loss.level" in r.fired()
+
+    assert not level_fired("jsonl", False)  # the log says it is no language model
+    assert not level_fired("keyvalue", None)  # nothing says it is one: no usual range to hold it to
+    assert level_fired("keyvalue", True)
+    assert level_fired("hf_console", None)  # the HF Trainer's console, saying nothing else
 
 
 def test_leaving_fp16_is_advice_for_a_run_in_fp16_only() -> None:

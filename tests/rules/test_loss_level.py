@@ -11,7 +11,7 @@ from rulekit import Run
 
 
 def _final(level: float) -> tuple[str, ...]:
-    r = Run()
+    r = Run(fmt="hf_console")
     for s in range(1, 41):
         r.step(s, loss=level)
     r.finish()

@@ -227,7 +227,7 @@ def test_leak_when_eval_far_below_train():
 
 def test_level_only_in_sft_and_only_at_the_end():
     for preset, expect in (("sft", True), ("pretrain", False)):
-        r = Run(preset)
+        r = Run(preset, fmt="hf_console")
         for s in range(1, 30):
             r.step(s, loss=4.0 + 1.0 / s)
         assert "loss.level" not in r.fired()

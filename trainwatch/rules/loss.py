@@ -15,7 +15,7 @@ import numpy as np
 
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
-from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.rules.rolling import (RowTail, before_counts, before_values, restarts, scan_reach,
                                       spike_medians)
 from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
@@ -451,6 +451,20 @@ class LossLevelParams:
     fixes_high: tuple[str, ...]
 
 
+LANGUAGE_TRAINERS = frozenset({"hf_console", "trainer_state", "megatron"})
+"""Formats whose logs come from language-model trainers (the HF Trainer, Megatron)."""
+
+
+def _language_model(state: SourceState | None) -> bool:
+    """Whether the run is known to train a language model: its log says so, or, the log saying nothing
+    either way, it is the HF Trainer's or Megatron's. A key-value log of unknown kind (a regression's
+    summed costs, a detector's losses) has no usual final loss, so none is claimed."""
+    if state is None:
+        return True
+    llm = state.facts.get("llm")
+    return llm is True or (llm is None and state.format in LANGUAGE_TRAINERS)
+
+
 @register("loss.level")
 class LossLevel(Rule):
     """At the end of an SFT run, the final loss far outside the usual 0.5-2.0."""
@@ -462,7 +476,7 @@ class LossLevel(Rule):
     def on_end(self, ctx: RuleContext, source: str) -> list[Finding]:
         s = ctx.series("loss", source)
         state = ctx.sources.get(source)
-        if s is None or (state is not None and state.facts.get("llm") is False):
+        if s is None or not _language_model(state):
             return []  # the 0.5-2.0 range is a language model's; a detector's summed losses have none
         vals = last_finite(s, self.p.tail)
         if len(vals) < self.p.tail:
