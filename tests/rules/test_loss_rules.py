@@ -164,6 +164,21 @@ def test_flat_from_start_fires_and_also_at_the_end_of_a_short_run():
     assert "loss.flat_from_start" in short.fired()
 
 
+def test_flat_from_start_on_a_few_points_the_first_well_into_the_run_is_a_warning_that_says_why():
+    """An average logged every tenth round starts after the fall may have happened: unsure, so less."""
+    late = Run()
+    for s in range(10, 101, 10):
+        late.step(s, loss=0.534 - 0.0012 * s / 10)
+    late.finish()
+    a = late.alert("loss.flat_from_start")
+    assert a.severity is Severity.WARNING and "first at step 10" in a.finding.message
+    early = Run()  # the same few points, the first at the run's first step: nothing came before it
+    for s in [1, *range(10, 91, 10)]:
+        early.step(s, loss=0.534 - 0.0012 * s / 10)
+    early.finish()
+    assert early.alert("loss.flat_from_start").severity is Severity.CRITICAL
+
+
 def test_flat_from_start_ignores_a_log_that_starts_late():
     r = Run()
     for s in range(1, 70):

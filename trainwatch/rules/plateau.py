@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from trainwatch.model import Finding
+from trainwatch.model import Finding, Severity
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.plateau_feed import Feed
@@ -520,6 +520,13 @@ class LossFlatFromStart(ArrayRule):
         if not isinstance(f, Finding):
             return []
         f.subject = "loss"
+        s0, end = f.evidence["step"], s.last.step
+        if f.evidence["points"] < self.p.min_history and end and s0 > 1 and s0 >= self.p.min_fraction * end:
+            # a few points, the first well into the run (an average every few rounds, an epoch's mean):
+            # the fall may have come before it, so unsure, a warning that says why
+            f.severity = Severity.WARNING
+            f.message += (f"; only {f.evidence['points']} points were logged and the first at step {s0}, so the "
+                          "fall may have come before it")
         f.evidence["last_value"] = st.level if st.level is not None else f.evidence["now"]
         f.evidence["last_step"] = s.last.step
         return [self._steps.apply(ctx, source, f, f, None, self.p.quality_gain)]
