@@ -16,6 +16,7 @@ import pytest
 from trainwatch.cli import main
 from trainwatch.report import html
 from trainwatch.report.downsample import minmax
+from trainwatch.sinks.report import _plan_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "logs"
@@ -296,3 +297,9 @@ def test_one_file_per_rank_is_overlaid_as_ranks(tmp_path: Path) -> None:
     loss = page_data(out.read_text())["runs"][0]["charts"]["Loss"]
     ranks = {c["name"]: c["rank"] for c in loss}
     assert ranks["loss (rank0.log)"] == 0 and ranks["loss (rank1.log)"] == 1
+
+
+def test_a_step_plan_below_the_step_shown_is_a_later_launchs_not_this_steps_total() -> None:
+    plan = {"value": 100, "unit": "step", "line": 900, "reached": None}
+    assert _plan_text(plan, 40) == " of 100 (planned)"
+    assert _plan_text(plan, 219) == ", a later launch planned 100 steps (line 900)"  # never "219 of 100"

@@ -71,6 +71,8 @@ NOT_TOTALS = [
     "Accuracy at epoch 27 of the network on the 10000 test images: 0.5%",
     "epoch: 0.5 loss: 1.2",
     "num_train_epochs=2.5",
+    # a field of an object inside the config: a part's setting, not the run's length
+    "env_config EnvConfig(sim=SimConfig(high=BackoffWindow(min_steps=6, max_steps=18)), horizon=80)",
 ]
 
 

@@ -97,6 +97,14 @@ def _holds(text: str, words: tuple[str, ...]) -> bool:
     return False
 
 
+def _nested(text: str, at: int) -> bool:
+    """Whether `at` lies inside an object printed inside another: `Config(..., backoff=Window(min_steps=6,
+    max_steps=18))`. A setting of the run is a field of its config (`Namespace(epochs=10)`, one level
+    deep); one level further down it belongs to a part of the run (a scheduler's window, a sub-module)."""
+    head = text[:at]
+    return head.count("(") - head.count(")") >= 2
+
+
 def _int(text: str) -> int:
     return int(text.replace(",", ""))
 
@@ -146,7 +154,7 @@ class PlanReader:
         if _holds(flat, p.key_parts):
             for m in p.declaration.finditer(low):
                 unit = p.keys.get(_flat(m.group(1)))
-                if unit is not None:
+                if unit is not None and not _nested(low, m.start()):
                     self._declare(unit, _int(m.group(2)), lineno, seg, out)
         if "train" in low and " for " in low:
             for pat in p.phrases:

@@ -101,12 +101,15 @@ def _config_of(state: SourceState | None) -> dict[str, Any]:
     return cfg.to_dict() if isinstance(cfg, RunConfig) else {}
 
 
-def _plan_text(plan: dict[str, Any]) -> str:
-    """The planned total beside the step in a source's header, when no step total was read."""
+def _plan_text(plan: dict[str, Any], step: int | None = None) -> str:
+    """The planned total beside the step in a source's header, when no step total was read. A step plan
+    below the step shown was set by a later launch that counted nothing yet: never "step 219 of 18"."""
     if plan["reached"] is not None:
         return f", {plan['unit']} {plan['reached']} of {plan['value']}"
-    if plan["unit"] == "step":
+    if plan["unit"] == "step" and (step is None or step <= plan["value"]):
         return f" of {plan['value']} (planned)"
+    if plan["unit"] == "step":
+        return f", a later launch planned {plan['value']} steps (line {plan['line']})"
     return f", {plan['value']} {plan['unit']} planned"
 
 
@@ -176,7 +179,7 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         steps = f"step {step}{total}" if step is not None else "no steps"
         plan = s.get("planned_total")
         if plan and not s["total_steps"]:
-            steps += _plan_text(plan)
+            steps += _plan_text(plan, step)
         preset = f", preset {s['preset']}" if doc["preset"] == "per run" and s.get("preset") else ""
         w(f"  {s['path']}  [{s['format']}{preset}]  {s['lines']} lines, {steps}{ended}\n")
         shown = [(k, s["metrics"][k]) for k in KEY_METRICS if k in s["metrics"]]
