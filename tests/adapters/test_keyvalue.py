@@ -429,3 +429,17 @@ def test_a_batch_count_that_starts_again_with_no_epoch_ever_said_is_left_as_prin
     lines = [f"Batch={b} loss={2 - b / 1e4:.4f}" for b in (100, 200, 300)] * 2
     steps = [s for s, _ in series(run(KeyValueAdapter(""), lines), "loss")]
     assert steps == [100, 200, 300, 100, 200, 300]  # a restart (or not): nothing says which, nothing added
+
+
+def test_a_bracketed_phase_names_whose_metrics_follow() -> None:
+    """`[val] epoch 1 | loss: ..` is the validation's loss, never the training's; `[ Valid | 001/100 ]`
+    also carries the epoch's counter."""
+    canon = Canonicalizer()
+    lines = ["[train-step] epoch 1 (progress=0.39) | loss: 0.8626 | lr: 0.000050",
+             "[val] epoch 1 | loss: 0.2533 | acc: 0.8654 | f1_macro: 0.6027"]
+    got = {(canon(s.name), s.value) for s in samples(run(KeyValueAdapter(""), lines))}
+    assert ("loss", 0.8626) in got and ("eval_loss", 0.2533) in got and ("loss", 0.2533) not in got
+    lines = [f"[ {phase} | {e:03d}/100 ] loss = {v:.5f}, acc = 0.4"
+             for e in (1, 2) for phase, v in (("Train", 1.9 / e), ("Valid", 1.65 / e))]
+    got = {(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines))}
+    assert ("eval_loss", 1, 1.65) in got and ("eval_loss", 2, 0.825) in got and ("loss", 2, 0.95) in got

@@ -74,6 +74,11 @@ LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e
                          r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
 TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
 BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
+# `[val] epoch 1 | loss: 0.25 | acc: 0.87`, `[ Valid | 001/100 ] loss = 1.65, acc = 0.38`, `[train-step] ...`:
+# the phase in brackets names whose metrics follow (and may carry the epoch's counter)
+PHASE_BRACKET = re.compile(r"^\[\s*(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
+                           r"(?:[-_ ]?step)?\s*(?:\|\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*)?\]\s*", re.I)
+UNPHASED = frozenset({"train", "val", "valid", "test", "lr", "learning_rate", "epoch"})  # not an eval's own
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
 BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
 # a tqdm bar at the start of a line with text after it (`Validation: |   | 0/? [00:00<?, ?it/s][12/09/24] INFO ..`)
@@ -314,7 +319,8 @@ class KeyValueAdapter(Adapter):
                 total = f"/{bs.group('m')}" if bs.group("m") else ""
                 self._generic(f"step {bs.group('n')}{total}: {text[bs.end():]}", lineno, when, out)
                 return out
-            text = LEVEL_TOKEN.sub("", text, count=1)
+            if PHASE_BRACKET.match(text) is None:  # (`[val] ..` names the phase: _generic reads it)
+                text = LEVEL_TOKEN.sub("", text, count=1)
         if text[:1] in "IWDE":
             text = LEVEL_WORD.sub("", text, count=1)
         elif ("INFO" in text[:70] or "WARNING" in text[:70]) and (lv := NAMED_LEVEL.match(text)) is not None:
@@ -372,7 +378,13 @@ class KeyValueAdapter(Adapter):
             return
         if text[:1] in "*•(":
             text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
-        m = STEP_PREFIX.match(text)
+        word: str | None = None
+        if text[:1] == "[" and (bracket := PHASE_BRACKET.match(text)) is not None:
+            text = text[bracket.end():]
+            word = bracket.group("p").lower()
+            if bracket.group("i") is not None:  # `[ Valid | 001/100 ]`: the epoch's counter, the step here
+                step, total = int(bracket.group("i")), int(bracket.group("n"))
+        m = STEP_PREFIX.match(text) if step is None else None
         if m is not None:
             step = int(m.group("n"))
             total = int(m.group("m")) if m.group("m") else None
@@ -380,10 +392,11 @@ class KeyValueAdapter(Adapter):
         phase = PHASE_LABEL.match(text)
         if phase is not None:  # `Test set: Average loss: 5.01, Acc@1: 8.4%`: the evaluation's own names
             text = text[phase.end():]
-        pairs, nfields, dirty = _pairs(text)
-        if phase is not None:
             word = phase.group("p").lower()
-            pairs = [(k if k.lower().startswith(word) else f"{word} {k}", v) for k, v in pairs]
+        pairs, nfields, dirty = _pairs(text)
+        if word is not None and not word.startswith("train"):
+            pairs = [(k if k.lower().startswith(word) or k.lower() in UNPHASED else f"{word} {k}", v)
+                     for k, v in pairs]
         step_key = m.group("k").lower() if m is not None else None
         step_raw = None
         if step is None:
