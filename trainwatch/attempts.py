@@ -30,3 +30,19 @@ def lower_earlier(alerts: Iterable[Alert], source: str) -> None:
             note = f" (in an earlier attempt: the run was started again at line {last})"
             if note not in a.finding.message:
                 a.finding.message = f"{a.finding.message}{note}"[:400]
+
+
+def lower_before_training(alerts: Iterable[Alert], source: str, step: int | None) -> None:
+    """Critical errors of `source` told before it logged any training step, in a log that then trained
+    (to `step`): a launch that failed at once (rejected arguments, a missing device) and was launched
+    again. They stay in the report as warnings of that earlier launch; the latest launch's state is
+    what the status tells."""
+    if step is None:
+        return
+    for a in alerts:
+        if (a.finding.source == source and not a.retracted and a.severity >= Severity.CRITICAL
+                and a.first_step is None and a.finding.step is None):
+            a.severity = a.finding.severity = Severity.WARNING
+            note = f" (before any training step: training then ran, to step {step})"
+            if note not in a.finding.message:
+                a.finding.message = f"{a.finding.message}{note}"[:400]

@@ -92,6 +92,7 @@ def warmup_decay_lr(step: int, total: int, peak: float = 2e-5, warmup: int = 10)
 
 def run_log(path: Path, preset: str = "sft") -> Engine:
     """A real log through detection, its adapter and the scanner, into an engine; the data then ends."""
+    from trainwatch import task
     from trainwatch.adapters import detect, get
     from trainwatch.adapters.pipeline import SourceParser
 
@@ -100,6 +101,9 @@ def run_log(path: Path, preset: str = "sft") -> Engine:
     assert name is not None, f"no adapter for {path}"
     clock = Clock()
     eng = Engine(config.load(preset), clock=clock)
+    llm = task.llm(text[:65536])  # what a follower notes of the source before it feeds it
+    if llm is not None:
+        eng.source(str(path), name).facts["llm"] = llm
     parser = SourceParser(get(name)(str(path)))
     if parser.adapter.whole_file:
         records = parser.document(text)

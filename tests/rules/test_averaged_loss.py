@@ -11,7 +11,7 @@ from trainwatch.model import Sample
 
 
 def _t5_shape(tmp_path: Path) -> Path:
-    lines = []
+    lines = ["2025-03-02 08:15:59,001 - INFO - Loading tokenizer t5-small for fine-tuning"]
     for epoch in (1, 2):
         for i in range(30):
             lines.append(f"2025-03-02 08:16:{i:02d},749 - INFO - Epoch {epoch} - Batch loss: {0.004 - i * 0.0001:.4f}")

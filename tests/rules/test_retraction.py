@@ -59,3 +59,21 @@ def test_a_loss_called_flat_that_falls_later_is_withdrawn() -> None:
     flat = [a for a in r.engine.alerts() if a.rule == "loss.flat_from_start"]
     assert flat and flat[0].retracted.startswith("the loss fell after all")
     assert r.engine.worst() is None
+
+
+def test_an_error_before_any_training_step_is_a_warning_once_a_later_launch_trains() -> None:
+    """A launch rejected at once (argparse), then launched again and trained: the rejection is history."""
+    from trainwatch.model import EventKind, Severity
+    from rulekit import Run
+
+    r = Run()
+    r.event(EventKind.ERROR, signature="run.bad_args", text="train.py: error: argument --name: expected one argument")
+    for s in range(1, 30):
+        r.step(s, loss=2.0 - s / 30)
+    r.finish()
+    a = r.alert("run.bad_args")
+    assert a.severity is Severity.WARNING and "training then ran, to step 29" in a.finding.message
+    alone = Run()  # the same error with no training after it: the run never started, still critical
+    alone.event(EventKind.ERROR, signature="run.bad_args", text="train.py: error: argument --name: expected one argument")
+    alone.finish()
+    assert alone.alert("run.bad_args").severity is Severity.CRITICAL

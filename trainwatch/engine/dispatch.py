@@ -193,6 +193,8 @@ class Dispatch(Progress):
                     rule.lower_at_end(ctx, name, [a for a in self.book.all() if a.rule == rule.spec.id])
             crash.lower_explained(self.book.all(), name)
             attempts.lower_earlier(self.book.all(), name)
+            st = self.sources.get(name)
+            attempts.lower_before_training(self.book.all(), name, st.step if st is not None else None)
             self._ended.add(name)
             self.book.refit(name)
         return self._tell(out)
