@@ -66,14 +66,15 @@ def test_an_error_before_any_training_step_is_a_warning_once_a_later_launch_trai
     from trainwatch.model import EventKind, Severity
     from rulekit import Run
 
+    rejected = "train.py: error: argument --name: expected one argument"
     r = Run()
-    r.event(EventKind.ERROR, signature="run.bad_args", text="train.py: error: argument --name: expected one argument")
+    r.event(EventKind.ERROR, signature="run.bad_args", text=rejected)
     for s in range(1, 30):
         r.step(s, loss=2.0 - s / 30)
     r.finish()
     a = r.alert("run.bad_args")
     assert a.severity is Severity.WARNING and "training then ran, to step 29" in a.finding.message
     alone = Run()  # the same error with no training after it: the run never started, still critical
-    alone.event(EventKind.ERROR, signature="run.bad_args", text="train.py: error: argument --name: expected one argument")
+    alone.event(EventKind.ERROR, signature="run.bad_args", text=rejected)
     alone.finish()
     assert alone.alert("run.bad_args").severity is Severity.CRITICAL
