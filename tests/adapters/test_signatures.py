@@ -13,7 +13,7 @@ BRIEF_IDS = {
     "rl.generation_batch", "fsdp.weight_2d", "ckpt.checkpoint_error", "rl.bf16_weight_sync",
     "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
     "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed", "run.bad_args",
-    "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted",
+    "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted", "sched.job_failed",
     "run.instantiate_failed",
 }
 
@@ -115,6 +115,9 @@ KILL_LINES = [  # how a run is stopped from outside: each says who did it where 
     ("sched.time_limit", "=>> PBS: job killed: walltime 86430 exceeded limit 86400"),
     ("sched.time_limit", "TERM_RUNLIMIT: job killed after reaching LSF run time limit."),
     ("sched.cancelled", "slurmstepd: error: *** JOB 2584 ON hgx CANCELLED AT 2024-05-06T07:08:09 ***"),
+    ("sched.job_failed", "Exited with exit code 1."),  # LSF's report of a job whose command failed
+    ("sched.job_failed", "    Exit_status=2"),  # PBS
+    ("sched.job_failed", "\t(1) Normal termination (return value 1)"),  # HTCondor
     ("sched.cancelled", "slurmstepd: error: *** JOB 99 ON n1 CANCELLED AT 2024-05-06T07:08:09 DUE TO NODE FAILURE, "
                         "SEE SLURMCTLD LOG FOR DETAILS ***"),
     ("sched.preempted", "slurmstepd: error: *** JOB 77 ON n3 CANCELLED AT 2024-05-06T07:08:09 DUE TO PREEMPTION ***"),
@@ -274,7 +277,9 @@ def test_child_failed_block_named_by_exit_code(code: str, tb: str, sig: str) -> 
     "time_limit: 24:00:00  (the job is cancelled at the time limit)",
     "preempted: false",
     "Out of memory budget for the cache, evicting 3 entries",
-    "srun: error: gpu07: task 1: Exited with exit code 1",
+    "srun: error: gpu07: task 1: Exited with exit code 1",  # one task of many: the traceback is the cause
+    "Successfully completed.",  # LSF, a job that succeeded
+    "Exit_status=0",
     "Training Aborted by user request, saving the last checkpoint",
     "Segmentation fault handler installed (faulthandler.enable())",
     "loaded 3221225477 tokens from shard 12; mean code length 3.2",  # a crash code's digits in other numbers

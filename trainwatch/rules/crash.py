@@ -17,10 +17,11 @@ from trainwatch.model import Alert, Event, Finding, Severity
 from trainwatch.rules.base import RuleContext, SourceState
 
 ECHO_PRONE = frozenset({"run.child_failed", "hang.nccl", "error.traceback", "run.signal", "run.killed",
-                        "run.native_crash"})
+                        "run.native_crash", "sched.job_failed"})
 """Errors that usually follow from another failure: a launcher reporting a dead child, ranks left
 waiting in a collective, a driver failing after its worker did, a launcher's SIGTERM and SIGKILL to the
-ranks left after one crashed, a rank aborted by the NCCL watchdog or segfaulting in its teardown.
+ranks left after one crashed, a rank aborted by the NCCL watchdog or segfaulting in its teardown, a
+scheduler reporting the job's non-zero exit.
 After a root error they are echoes."""
 
 KILLS = frozenset({"run.signal", "run.killed", "sched.time_limit", "sched.cancelled", "sched.preempted"})
