@@ -23,7 +23,7 @@ from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import rank_of
 from trainwatch.runner import OpenSource, claimed_format, open_source
 from trainwatch.sources.fifo import FifoFollower, is_fifo
-from trainwatch.sources.files import SAMPLE_BYTES, looks_binary, sample_file
+from trainwatch.sources.files import SAMPLE_BYTES, UTF16_BOMS, looks_binary, sample_file
 from trainwatch.sources.tail import Chunk, FileFollower
 
 DETECT_GIVE_UP_BYTES = 16 << 10  # this much text and still no format: read it for errors only
@@ -153,6 +153,11 @@ class LiveSource:
         if not head.strip() or (self.fmt is None and not document and b"\n" not in head
                                 and len(head) < DETECT_GIVE_UP_BYTES):
             return False  # nothing to recognise yet
+        if head[:2] in UTF16_BOMS:  # the follower reads bytes as they are appended: UTF-8 (or ASCII) only
+            self.notice(f"{self.path}: UTF-16 text; `trainwatch check` reads it, but following needs the log "
+                        "written as UTF-8 (PowerShell: `... 2>&1 | Out-File -Encoding utf8 train.log`); not followed")
+            self.gave_up = True
+            return False
         if self.fmt is None and looks_binary(head):
             self.notice(f"{self.path}: binary data, not a text log; not followed")
             self.gave_up = True
@@ -206,6 +211,11 @@ class LiveSource:
         head = _head(self._held)
         if not head.strip() or (self.fmt is None and not self._held):
             return 0
+        if head[:2] in UTF16_BOMS:  # the follower reads bytes as they are appended: UTF-8 (or ASCII) only
+            self.notice(f"{self.path}: UTF-16 text; `trainwatch check` reads it, but following needs the log "
+                        "written as UTF-8 (PowerShell: `... 2>&1 | Out-File -Encoding utf8 train.log`); not followed")
+            self.gave_up = True
+            return False
         if self.fmt is None and looks_binary(head):
             self.notice(f"{self.path}: binary data, not a text log; not followed")
             self.gave_up = True

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import glob
+import io
 import os
 import re
 from collections.abc import Iterator
@@ -27,6 +29,8 @@ LOG_NAMES = ("trainer_state.json", "metrics.csv", "trainer_log.jsonl")
 
 
 STATE_SUFFIX = "trainer_state.json"
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+UTF16_MAX = 256 << 20  # a UTF-16 log is decoded whole, in memory: at most this many bytes of it
 """A Trainer's state file, also when saved under a name of its own (`run1-trainer_state.json`)."""
 
 
@@ -70,14 +74,29 @@ def discover(paths: list[str]) -> list[Path]:
 
 
 def open_checked(path: Path) -> BinaryIO:
+    """The file's bytes as UTF-8 text: a UTF-16 log (what Windows PowerShell's `>` writes, with its byte
+    order mark) is decoded, so every reader (detection, the scanner) sees the text it holds."""
     try:
-        return open(path, "rb")
+        f = open(path, "rb")
+        if f.read(2) not in UTF16_BOMS:
+            f.seek(0)
+            return f
+        with f:
+            return _utf16_as_utf8(path, f)
     except PermissionError:
         raise SourceError(f"{path}: permission denied") from None
     except IsADirectoryError:
         raise SourceError(f"{path}: is a directory") from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot open: {exc.strerror or exc}") from None
+
+
+def _utf16_as_utf8(path: Path, f: BinaryIO) -> BinaryIO:
+    f.seek(0)
+    if os.fstat(f.fileno()).st_size > UTF16_MAX:
+        raise SourceError(f"{path}: a UTF-16 log over {UTF16_MAX >> 20} MiB: convert it to UTF-8 first "
+                          "(iconv -f UTF-16 -t UTF-8)")
+    return io.BytesIO(f.read().decode("utf-16", "replace").encode("utf-8"))
 
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
