@@ -77,7 +77,7 @@ def open_checked(path: Path) -> BinaryIO:
     """The file's bytes as UTF-8 text: a UTF-16 log (what Windows PowerShell's `>` writes, with its byte
     order mark) is decoded, so every reader (detection, the scanner) sees the text it holds."""
     try:
-        f = open(path, "rb")
+        f = open(path, "rb")  # noqa: SIM115 (returned open, or closed here once decoded)
         if f.read(2) not in UTF16_BOMS:
             f.seek(0)
             return f
