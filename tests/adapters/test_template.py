@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tests.adapters.helpers import run, samples, series
+from tests.adapters.helpers import events, run, samples, series
 from trainwatch.adapters import detect
 from trainwatch.adapters.keyvalue import KeyValueAdapter
 from trainwatch.adapters.template import TemplateAdapter
@@ -299,3 +299,20 @@ def test_a_training_bar_with_no_metric_says_how_far_training_got() -> None:
     # an evaluation's or a data loader's bar says nothing of training
     data = "\r".join(f"Map:  50%|█████     | {n}/5000 [00:00<?, ?it/s]" for n in (1, 2, 3))
     assert not [r for r in read([data]) if getattr(r, "kind", None) == EventKind.PROGRESS]
+
+
+def test_epoch_one_again_after_epochs_with_metrics_is_another_training() -> None:
+    """A script that trains several models in turn prints `Epoch 1/2` again: a new run, whose bars count
+    from the start again (its first losses are no rise from the last model's)."""
+    def training(losses: list[float]) -> list[str]:
+        lines = []
+        for e, pair in ((1, losses[:2]), (2, losses[2:])):
+            lines.append(f"Epoch {e}/2")
+            lines += [f"Training: {50 * n}%|#####     | {n}/2 [00:0{n}<00:01,  1.00it/s, loss={v}]"
+                      for n, v in enumerate(pair, 1)]
+        return lines
+
+    recs = run(TemplateAdapter(""), training([0.9, 0.8, 0.5, 0.4]) + training([0.7, 0.6, 0.3, 0.2]))
+    starts = [e for e in events(recs, EventKind.INFO) if e.fields.get("new_run")]
+    assert len(starts) == 1 and starts[0].line == 7
+    assert [s.step for s in samples(recs, "loss")] == [1, 2, 3, 4, 1, 2, 3, 4]

@@ -50,6 +50,8 @@ class TemplateAdapter(KeyValueAdapter):
         self.header: list[str] | None = None
         self.epoch_base: int | None = None  # 0 or 1: where this log's epochs count from
         self.bar_base = 0  # steps of the bars before, for bars with no epoch in their description
+        self.alone_epoch: int | None = None  # the last `Epoch N` line alone, and whether metrics followed it
+        self.alone_logged = False
         self.bar_last: tuple[int, int] | None = None
         self.bar_shown: dict[str, float] = {}  # the last value taken of each postfix key held between evaluations
         self.row_base = 0  # the same, for `[epoch] step` rows whose step restarts each epoch
@@ -97,6 +99,12 @@ class TemplateAdapter(KeyValueAdapter):
         return False
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        out = self._parse(line, lineno)
+        if self.alone_epoch is not None and not self.alone_logged and any(type(r) is Sample for r in out):
+            self.alone_logged = True  # metrics after an `Epoch N` line: a later `Epoch 1` is a new training
+        return out
+
+    def _parse(self, line: str, lineno: int) -> list[Record]:
         if self.header is not None and (row := self._header_row(line, lineno)) is not None:
             return row
         if "%|" in line:
@@ -309,8 +317,18 @@ class TemplateAdapter(KeyValueAdapter):
 
     def _epoch_line(self, epoch: int, lineno: int, out: list[Record]) -> None:
         """`Epoch 3` alone: the lines after it belong to that epoch. It is their step while no finer
-        counter was seen."""
-        self._epoch_base(epoch)
+        counter was seen. `Epoch 1` again after later epochs that logged metrics is another training in
+        the same log (a script that trains several models in turn): told as a new run, and its bars count
+        from 0 again, so that its first losses are no rise from the last model's."""
+        base = self._epoch_base(epoch)
+        last = self.alone_epoch
+        if last is not None and epoch <= base < last and self.alone_logged:
+            self.runs += 1
+            out.append(Event(EventKind.INFO, self.source, lineno, step=None,
+                             text=f"training {self.runs} starts (epoch {epoch} after {last})",
+                             fields={"new_run": self.runs, "new_run_step": epoch}))
+            self.bar_base, self.bar_last, self.printed_step = 0, None, None
+        self.alone_epoch, self.alone_logged = epoch, False
         if not self.finer:
             self.printed_step = epoch
 
