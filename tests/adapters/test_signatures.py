@@ -13,7 +13,7 @@ BRIEF_IDS = {
     "rl.generation_batch", "fsdp.weight_2d", "ckpt.checkpoint_error", "rl.bf16_weight_sync",
     "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
     "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed", "run.bad_args",
-    "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted", "sched.job_failed",
+    "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted", "sched.job_failed", "oom.skipped",
     "run.instantiate_failed",
 }
 
@@ -115,7 +115,10 @@ KILL_LINES = [  # how a run is stopped from outside: each says who did it where 
     ("sched.time_limit", "=>> PBS: job killed: walltime 86430 exceeded limit 86400"),
     ("sched.time_limit", "TERM_RUNLIMIT: job killed after reaching LSF run time limit."),
     ("sched.cancelled", "slurmstepd: error: *** JOB 2584 ON hgx CANCELLED AT 2024-05-06T07:08:09 ***"),
-    ("sched.job_failed", "Exited with exit code 1."),  # LSF's report of a job whose command failed
+    ("sched.job_failed", "Exited with exit code 1."),
+    ("oom.skipped", "2022-05-08 18:25:27,469 - INFO - WARNING: ran out of memory"),
+    ("oom.skipped", "| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 20.00 MiB;"
+                    " skipping batch"),  # LSF's report of a job whose command failed
     ("sched.job_failed", "    Exit_status=2"),  # PBS
     ("sched.job_failed", "\t(1) Normal termination (return value 1)"),  # HTCondor
     ("sched.cancelled", "slurmstepd: error: *** JOB 99 ON n1 CANCELLED AT 2024-05-06T07:08:09 DUE TO NODE FAILURE, "
