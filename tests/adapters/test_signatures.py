@@ -13,7 +13,8 @@ BRIEF_IDS = {
     "rl.generation_batch", "fsdp.weight_2d", "ckpt.checkpoint_error", "rl.bf16_weight_sync",
     "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
     "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed", "run.bad_args",
-    "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted", "sched.job_failed", "oom.skipped",
+    "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted", "sched.job_failed",
+    "oom.skipped",
     "run.instantiate_failed",
 }
 
