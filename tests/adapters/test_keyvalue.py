@@ -443,3 +443,17 @@ def test_a_bracketed_phase_names_whose_metrics_follow() -> None:
              for e in (1, 2) for phase, v in (("Train", 1.9 / e), ("Valid", 1.65 / e))]
     got = {(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines))}
     assert ("eval_loss", 1, 1.65) in got and ("eval_loss", 2, 0.825) in got and ("loss", 2, 0.95) in got
+
+
+def test_a_metric_dated_by_the_step_its_sentence_names() -> None:
+    """`Loss at step 12: 8.49` after a time and a tab: the loss at step 12."""
+    lines = [f"2017-08-18 02:43:{50 + s}:\tLoss at step {s}: {8.5 - s / 10:.6f}" for s in range(1, 6)]
+    assert series(run(KeyValueAdapter(""), lines), "Loss") == [(s, 8.5 - s / 10) for s in range(1, 6)]
+
+
+def test_compact_pairs_with_a_comma_before_each_key() -> None:
+    """AlphaZero's `kl:0.011,lr_multiplier:1.000,loss:5.31,entropy:4.37` (no space anywhere)."""
+    v = values("kl:0.01113,lr_multiplier:1.000,loss:5.315903186798096,entropy:4.372379302978516")
+    assert {k: x for k, (_, x) in v.items()} == {"kl": 0.01113, "lr_multiplier": 1.0, "loss": 5.315903186798096,
+                                                 "entropy": 4.372379302978516}
+    assert _pairs("tokens:1,024,000 loss:2.5")[0][-1] == ("loss", 2.5)  # a thousands comma is no key's

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
-from trainwatch.adapters.shapes import METRIC_WORDS, count_pair, list_pair, step_tuple, total_as_loss
+from trainwatch.adapters.shapes import METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
@@ -43,6 +43,7 @@ ALIGNED_PHASE = re.compile(r"\b(train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])", 
 PHASE_HINT = re.compile(r"[nltvNLTV][ \t]{2}")
 ALIGNED_VALUE = re.compile(r"([:=])[ \t]{2,}(?=[-+.\d])")
 PAREN_COUNTS = re.compile(r"^\(\s*\d+(?:\s*/\s*\d+)?\s*\)\W*$")  # `(512570/2466133)` after `acc: 20.78%`
+COMPACT_SPLIT = re.compile(r",(?=[A-Za-z_])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
                        "num_updates", "trainer/global_step", "_step", "outer", "outer_step", "round", "tick",
@@ -129,7 +130,10 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
             text = ALIGNED_PHASE.sub(r"\1 ", text)
         if ", " in text:
             text = ALIGNED_VALUE.sub(r"\1 ", text)
-    fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
+    if " " not in text and "," in text:  # `kl:0.011,lr_multiplier:1.000,loss:5.31`: compact, a comma before each key
+        fields = [f for f in COMPACT_SPLIT.split(text) if f]
+    else:
+        fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
     out: list[tuple[str, float]] = []
     dirty = bare_fields = 0
     phase = ""  # the split a dropped label named (`Dev BLEU: BLEU-1 65.4`): its keys say it
@@ -375,6 +379,11 @@ class KeyValueAdapter(Adapter):
         step: int | None = None
         total: int | None = None
         if "[" in text[:48] and "/" in text[:64] and self._counter_line(text, lineno, when, out):
+            return
+        if " at " in text and (said := at_counter(text)) is not None and said[2].name in STEP_KEYS:
+            name, value, counter = said  # `Loss at step 12: 8.49`: a metric dated by the step its name gives
+            self.printed_step = counter.value
+            out.append(Sample(name, value, counter.value, when, self.source, lineno))
             return
         if text[:1] in "*•(":
             text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
