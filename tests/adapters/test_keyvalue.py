@@ -457,3 +457,14 @@ def test_compact_pairs_with_a_comma_before_each_key() -> None:
     assert {k: x for k, (_, x) in v.items()} == {"kl": 0.01113, "lr_multiplier": 1.0, "loss": 5.315903186798096,
                                                  "entropy": 4.372379302978516}
     assert _pairs("tokens:1,024,000 loss:2.5")[0][-1] == ("loss", 2.5)  # a thousands comma is no key's
+
+
+def test_basicsr_messages_step_by_their_iteration() -> None:
+    """`[name..][epoch:  0, iter:     100, lr:(5.000e-04,)] [eta: 2 days, 17:41:47, time (data): 0.6 (0.02)] l_pix: ..`
+    with or without its time and level before it: step 100, the LR and the losses after the eta block."""
+    canon = Canonicalizer()
+    for lead in ("2026-03-03 10:37:48,868 INFO: ", ""):
+        lines = [f"{lead}[WDMam..][epoch:  0, iter: {i:7,d}, lr:(5.000e-04,)] [eta: 2 days, 17:41:47, time (data): "
+                 f"0.612 (0.023)] l_pix: {0.1 / i:.4e} l_cr: 3.6749e+00" for i in (100, 200, 1000)]
+        got = [(canon(s.name), s.step) for s in samples(run(KeyValueAdapter(""), lines))]
+        assert ("loss", 1000) in got and ("lr", 100) in got and ("l_cr", 200) in got

@@ -43,6 +43,10 @@ ALIGNED_PHASE = re.compile(r"\b(train|val|test|eval|dev)[ \t]{2,}(?=[A-Za-z])", 
 PHASE_HINT = re.compile(r"[nltvNLTV][ \t]{2}")
 ALIGNED_VALUE = re.compile(r"([:=])[ \t]{2,}(?=[-+.\d])")
 PAREN_COUNTS = re.compile(r"^\(\s*\d+(?:\s*/\s*\d+)?\s*\)\W*$")  # `(512570/2466133)` after `acc: 20.78%`
+# BasicSR / MMCV's IterBasedRunner message: `[name..][epoch:  0, iter:     100, lr:(5.000e-04,)] [eta: 2 days,
+# 17:41:47, time (data): 0.612 (0.023)] l_pix: 1.0079e-01 l_LL: 1.6e-01`: the iteration is the run's, the losses follow
+BASICSR_HEAD = re.compile(r"\[epoch:\s*(?P<e>\d+),\s*iter:\s*(?P<i>[\d,]+),\s*lr:\((?P<lr>[-+.\deE]+)[^)]*\)\]\s*"
+                          r"(?:\[eta:[^\]]*\]\s*)?")
 COMPACT_SPLIT = re.compile(r",(?=[A-Za-z_])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
@@ -323,6 +327,8 @@ class KeyValueAdapter(Adapter):
                 total = f"/{bs.group('m')}" if bs.group("m") else ""
                 self._generic(f"step {bs.group('n')}{total}: {text[bs.end():]}", lineno, when, out)
                 return out
+            if "[epoch:" in text[:80] and self._basicsr(text, lineno, when, out):
+                return out
             if PHASE_BRACKET.match(text) is None:  # (`[val] ..` names the phase: _generic reads it)
                 text = LEVEL_TOKEN.sub("", text, count=1)
         if text[:1] in "IWDE":
@@ -379,6 +385,8 @@ class KeyValueAdapter(Adapter):
         step: int | None = None
         total: int | None = None
         if "[" in text[:48] and "/" in text[:64] and self._counter_line(text, lineno, when, out):
+            return
+        if "[epoch:" in text[:80] and self._basicsr(text, lineno, when, out):
             return
         if " at " in text and (said := at_counter(text)) is not None and said[2].name in STEP_KEYS:
             name, value, counter = said  # `Loss at step 12: 8.49`: a metric dated by the step its name gives
@@ -464,6 +472,20 @@ class KeyValueAdapter(Adapter):
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             out.append(Sample(k, v, step, when, self.source, lineno, inferred))
+
+    def _basicsr(self, text: str, lineno: int, when: float | None, out: list[Record]) -> bool:
+        """BasicSR's (and MMCV's iteration runner's) message: the step is its `iter`, the LR the first of its
+        groups', the losses follow the `[eta: ...]` block."""
+        head = BASICSR_HEAD.search(text, 0, 200)
+        if head is None:
+            return False
+        step = int(head.group("i").replace(",", ""))
+        self.printed_step = step
+        lr = _number(head.group("lr"))
+        pairs = [("lr", lr)] if lr is not None else []
+        pairs += _pairs(text[head.end():].strip())[0]
+        out.extend(Sample(k, v, step, when, self.source, lineno) for k, v in pairs)
+        return True
 
     def _counter_line(self, text: str, lineno: int, when: float | None, out: list[Record]) -> bool:
         """Lines stepped by bracketed counters rather than a `step` key. MetricLogger's `[i/n]` within
