@@ -468,3 +468,27 @@ def test_basicsr_messages_step_by_their_iteration() -> None:
                  f"0.612 (0.023)] l_pix: {0.1 / i:.4e} l_cr: 3.6749e+00" for i in (100, 200, 1000)]
         got = [(canon(s.name), s.step) for s in samples(run(KeyValueAdapter(""), lines))]
         assert ("loss", 1000) in got and ("lr", 100) in got and ("l_cr", 200) in got
+
+
+def test_counters_written_name_brackets_before_the_pairs() -> None:
+    """`fold[1/5] epoch[3/100] loss: 3.01 train accuracy: 0.21`: the epoch steps the line, the fold does
+    not, and a fold's epoch 1 after its last is another training."""
+    lines = [f"fold[{f}/5] epoch[{e}/100] loss: {3.6 - e / 10:.6f} train accuracy: {e / 100:.6f}"
+             for f in (1, 2) for e in (1, 2, 3)]
+    recs = run(KeyValueAdapter(""), lines)
+    assert [s for s, _ in series(recs, "loss")] == [1, 2, 3, 1, 2, 3]
+    assert len([e for e in events(recs, EventKind.INFO) if e.fields.get("new_run")]) == 1
+    v = values("2022-04-21 13:25:23,878 train_log INFO: iter[40/500] loss: 1.25")
+    assert v["loss"] == (40, 1.25)
+
+
+def test_an_evaluations_split_names_are_its_losses_and_a_title_is_no_field() -> None:
+    canon = Canonicalizer()
+    evals = ["[eval] iter 500: train 3.4484 val 3.4299 lr 3.00e-04",
+             "[eval] iter 1000: train 2.7609 val 2.8159 lr 2.96e-04"]
+    got = {(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), evals))}
+    assert ("eval_loss", 1000, 2.8159) in got and ("lr", 500, 3e-4) in got
+    lines = [f"Epoch {e} completed | train_loss={0.08 - e / 1000:.4f} | global_step={324 * e}" for e in (1, 2)]
+    lines = [x for e, line in zip((1, 2), lines) for x in (line, f"Validation done | val_loss={0.0566 + e / 1000:.4f}")]
+    got = series(run(KeyValueAdapter(""), lines), "val_loss")  # (the first is held until its keys come back)
+    assert (648, 0.0586) in got and all((s, v) in [(324, 0.0576), (648, 0.0586)] for s, v in got)

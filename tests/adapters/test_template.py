@@ -316,3 +316,12 @@ def test_epoch_one_again_after_epochs_with_metrics_is_another_training() -> None
     starts = [e for e in events(recs, EventKind.INFO) if e.fields.get("new_run")]
     assert len(starts) == 1 and starts[0].line == 7
     assert [s.step for s in samples(recs, "loss")] == [1, 2, 3, 4, 1, 2, 3, 4]
+
+
+def test_a_loss_printed_only_in_parts_is_also_their_sum() -> None:
+    from trainwatch.adapters.shapes import parts_total
+
+    assert parts_total([("box_loss", 1.0), ("cls_loss", 0.5)])[-1] == ("loss", 1.5)
+    # YOLOv5's console heads them `box obj cls`: with box and obj there, they are the parts
+    assert parts_total([("box", 0.02), ("obj", 0.03), ("cls", 0.005), ("labels", 12.0)])[-1] == ("loss", 0.055)
+    assert parts_total([("cls", 3.0), ("labels", 12.0)]) == [("cls", 3.0), ("labels", 12.0)]  # a class count alone

@@ -47,6 +47,9 @@ PAREN_COUNTS = re.compile(r"^\(\s*\d+(?:\s*/\s*\d+)?\s*\)\W*$")  # `(512570/2466
 # 17:41:47, time (data): 0.612 (0.023)] l_pix: 1.0079e-01 l_LL: 1.6e-01`: the iteration is the run's, the losses follow
 BASICSR_HEAD = re.compile(r"\[epoch:\s*(?P<e>\d+),\s*iter:\s*(?P<i>[\d,]+),\s*lr:\((?P<lr>[-+.\deE]+)[^)]*\)\]\s*"
                           r"(?:\[eta:[^\]]*\]\s*)?")
+# `fold[1/5] epoch[3/100] loss: 3.01 train accuracy: 0.21`: counters written `name[i/n]` before the pairs
+NAMED_COUNTERS = re.compile(r"^(?:[A-Za-z_]{1,12}\[\s*\d+\s*/\s*\d+\s*\]\s*)+")
+NAMED_COUNTER = re.compile(r"([A-Za-z_]{1,12})\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 COMPACT_SPLIT = re.compile(r",(?=[A-Za-z_])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
@@ -83,6 +86,7 @@ BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 # the phase in brackets names whose metrics follow (and may carry the epoch's counter)
 PHASE_BRACKET = re.compile(r"^\[\s*(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
                            r"(?:[-_ ]?step)?\s*(?:\|\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*)?\]\s*", re.I)
+SPLIT_NAMES = frozenset({"train", "val", "valid", "test"})
 UNPHASED = frozenset({"train", "val", "valid", "test", "lr", "learning_rate", "epoch"})  # not an eval's own
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
 BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
@@ -170,6 +174,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
             pos = skip.end() if skip else len(field)
         if pos < len(field) and WORD.search(field, pos):
             dirty += 1
+            if pos == 0 and DIGIT.search(field) is None:
+                bare_fields += 1  # a title among the fields (`Validation done | val_loss=0.0566`): no field of its own
         elif pos == 0 and PAREN_COUNTS.match(field):
             bare_fields += 1
     return out, len(fields) - bare_fields, dirty
@@ -393,6 +399,15 @@ class KeyValueAdapter(Adapter):
             self.printed_step = counter.value
             out.append(Sample(name, value, counter.value, when, self.source, lineno))
             return
+        lead_pairs: list[tuple[str, float]] = []
+        if "[" in text[:16] and (named := NAMED_COUNTERS.match(text)) is not None:
+            for c in NAMED_COUNTER.finditer(named.group()):  # the step's and the epoch's; an outer one (a fold) no
+                key = c.group(1).lower()
+                if key in STEP_KEYS and step is None:
+                    step, total = int(c.group(2)), int(c.group(3))
+                elif _is_epoch(key):
+                    lead_pairs.append(("epoch", float(c.group(2))))
+            text = text[named.end():]
         if text[:1] in "*•(":
             text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
         word: str | None = None
@@ -411,9 +426,15 @@ class KeyValueAdapter(Adapter):
             text = text[phase.end():]
             word = phase.group("p").lower()
         pairs, nfields, dirty = _pairs(text)
+        if lead_pairs and pairs:
+            pairs, nfields = lead_pairs + pairs, nfields + len(lead_pairs)
         if word is not None and not word.startswith("train"):
-            pairs = [(k if k.lower().startswith(word) or k.lower() in UNPHASED else f"{word} {k}", v)
-                     for k, v in pairs]
+            if sum(k.lower() in SPLIT_NAMES for k, _ in pairs) >= 2 and not any("loss" in k.lower() for k, _ in pairs):
+                # `[eval] iter 500: train 3.44 val 3.43`: an evaluation's estimate of each split's loss
+                pairs = [(f"{k} loss" if k.lower() in SPLIT_NAMES else k, v) for k, v in pairs]
+            else:
+                pairs = [(k if k.lower().startswith(word) or k.lower() in UNPHASED else f"{word} {k}", v)
+                         for k, v in pairs]
         step_key = m.group("k").lower() if m is not None else None
         step_raw = None
         if step is None:

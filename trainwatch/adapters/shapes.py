@@ -389,9 +389,17 @@ def header_row(text: str, header: list[str]) -> tuple[list[tuple[str, float]], l
     return (pairs, counters) if pairs else None
 
 
+YOLO5_PARTS = frozenset({"box", "obj", "cls", "seg"})
+
+
 def parts_total(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """A loss printed only in parts (`box_loss seg_loss cls_loss dfl_loss`) is also given as their sum, `loss`."""
-    parts = [v for k, v in pairs if k.lower().endswith("_loss")]
+    """A loss printed only in parts (`box_loss seg_loss cls_loss dfl_loss`) is also given as their sum, `loss`.
+    YOLOv5's console heads its parts `box obj cls` (and `seg`): with both `box` and `obj` there, those are."""
+    keys = {k.lower() for k, _ in pairs}
+    if {"box", "obj"} <= keys:
+        parts = [v for k, v in pairs if k.lower() in YOLO5_PARTS]
+    else:
+        parts = [v for k, v in pairs if k.lower().endswith("_loss")]
     if len(parts) < 2 or any(k.lower() in ("loss", "total_loss") for k, _ in pairs) or not any(parts):
         return pairs
     return pairs + [("loss", sum(parts))]
