@@ -9,7 +9,7 @@ from trainwatch.adapters import detect
 from trainwatch.adapters.keyvalue import KeyValueAdapter
 from trainwatch.adapters.template import TemplateAdapter
 from trainwatch.model import EventKind
-from trainwatch.names import Canonicalizer
+from trainwatch.names import Canonicalizer, averaged
 
 
 def read(lines: list[str]) -> list:  # type: ignore[type-arg]
@@ -325,3 +325,22 @@ def test_a_loss_printed_only_in_parts_is_also_their_sum() -> None:
     # YOLOv5's console heads them `box obj cls`: with box and obj there, they are the parts
     assert parts_total([("box", 0.02), ("obj", 0.03), ("cls", 0.005), ("labels", 12.0)])[-1] == ("loss", 0.055)
     assert parts_total([("cls", 3.0), ("labels", 12.0)]) == [("cls", 3.0), ("labels", 12.0)]  # a class count alone
+
+
+def test_a_table_whose_rows_are_metrics_gives_each_splits_column_its_name() -> None:
+    """`METRIC | TRAIN | VALIDATION` then `Loss | 0.0876 | 0.0697`: the validation's loss, and the
+    training column as the epoch's average (never more points of the per-step loss)."""
+    canon = Canonicalizer()
+    lines = []
+    for e in (1, 2):
+        lines += [f"Epoch {e}/2"]
+        lines += [f"Training: {50 * n}%|#####     | {n}/2 [00:0{n}<00:01,  1.00it/s, loss={0.5 / (e + n)}]"
+                  for n in (1, 2)]
+        lines += ["METRIC     | TRAIN      | VALIDATION", f"Loss       | {0.2 / e:.4f}     | {0.15 / e:.4f}",
+                  f"Accuracy   | 0.9{e}       | 0.8{e}"]
+    recs = samples(run(TemplateAdapter(""), lines))
+    got = {(canon(s.name), s.step, s.value) for s in recs}
+    assert ("eval_loss", 2, 0.15) in got and ("eval_loss", 4, 0.075) in got
+    raw = {(s.name, s.step, s.value) for s in recs}
+    assert ("epoch Loss", 2, 0.2) in raw and averaged("epoch Loss")  # kept apart from the per-step loss
+    assert not any(n == "loss" and v in (0.2, 0.1) for n, _, v in raw)

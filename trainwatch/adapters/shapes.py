@@ -244,6 +244,30 @@ def header_cells(text: str) -> list[str] | None:
     return None
 
 
+TRANSPOSED_HEADS = frozenset({"metric", "metrics", "name"})
+SPLIT_PREFIX = {"train": "epoch", "training": "epoch", "val": "val", "valid": "val", "validation": "val",
+                "eval": "eval", "test": "test", "dev": "dev"}
+"""The columns of a table whose rows are metrics (`METRIC | TRAIN | VALIDATION`): the prefix each split's
+cells take. A training column holds the epoch's average (`epoch Loss`), never the per-step loss."""
+
+
+def transposed_row(text: str, header: list[str]) -> list[tuple[str, float]] | None:
+    """`Loss | 0.0876 | 0.0697` under `METRIC | TRAIN | VALIDATION`: (`epoch Loss`, 0.0876), (`val Loss`, 0.0697)."""
+    if header[0].strip().lower() not in TRANSPOSED_HEADS or not all(
+            c.strip().lower() in SPLIT_PREFIX for c in header[1:]):
+        return None
+    cells = [c.strip() for c in text.strip().strip("|").split("|")] if "|" in text else COLUMNS.split(text.strip())
+    if len(cells) != len(header) or not WORDS.match(cells[0]):
+        return None
+    out = []
+    for split, cell in zip(header[1:], cells[1:]):
+        value = number(cell)
+        if value is None:
+            return None
+        out.append((f"{SPLIT_PREFIX[split.strip().lower()]} {cells[0]}", value))
+    return out
+
+
 def row_values(text: str) -> list[float] | None:
     """A table row of numbers only (`| 3 | 0.52 |` or `3   0.52   0.81`)."""
     body = text.replace("|", " ") if "|" in text else text

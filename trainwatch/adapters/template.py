@@ -132,6 +132,10 @@ class TemplateAdapter(KeyValueAdapter):
         when = None
         if text[:1] in "[0123456789" and (st := STAMP.match(text)) is not None:
             when = _stamp(st.group(1), st.group(2), st.group(3))
+        if self.header is not None and self.printed_step is not None \
+                and (turned := shapes.transposed_row(text, self.header)) is not None:
+            out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in turned)
+            return out
         if (values := shapes.row_values(text)) is not None:
             if self.header is not None and len(values) == len(self.header):
                 self._record(list(zip(self.header, values)), [], lineno, when, out)

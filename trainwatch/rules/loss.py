@@ -435,8 +435,10 @@ class LossLeak(Rule):
         start = min(head_values(train, 5), default=math.nan)
         if not start > 0 or t > self.p.diverged * start:
             return None  # the train loss blew up above where it began: divergence, not a leak
-        return Finding(message=f"eval_loss {fmt(v)} at step {point.step} is {v / t:.0%} of the train loss {fmt(t)}",
-                       step=point.step, evidence={"value": v, "step": point.step, "baseline": t, "ratio": v / t})
+        return Finding(message=(f"eval_loss {fmt(v)} at step {point.step} is {v / t:.0%} of the train loss, "
+                                f"{fmt(t)} (the median of its last {len(recent)} points up to that step)"),
+                       step=point.step, evidence={"value": v, "step": point.step, "baseline": t, "ratio": v / t,
+                                                  "baseline_stat": f"median of the last {len(recent)} points"})
 
 
 @dataclass(frozen=True)
