@@ -610,9 +610,7 @@ class KeyValueAdapter(Adapter):
             last = self.last_epoch
             if last is not None and not self.epoch_repeats and epoch < last and epoch <= 1 < last:
                 self.runs += 1
-                out.append(Event(EventKind.INFO, self.source, lineno, step=int(epoch),
-                                 text=f"training {self.runs} starts (epoch {epoch:g} after {last:g})",
-                                 fields={"new_run": self.runs, "new_run_step": int(epoch)}))
+                out.append(self._new_run(self.runs, lineno, f"epoch {epoch:g} after {last:g}", int(epoch), int(epoch)))
             elif last is not None and epoch < last:
                 self.epoch_repeats = True
             elif last is not None and epoch == last:
@@ -654,15 +652,20 @@ class KeyValueAdapter(Adapter):
         self.mm_step = step
         out.extend(Sample(k, v, step, when, self.source, lineno, False) for k, v in pairs)
 
+    def _new_run(self, runs: int, lineno: int, why: str, first: int, step: int | None) -> Event:
+        """Another training starts in the same log (a script that trains several models in turn): an INFO
+        fact, so that the engine starts its curves afresh and it is neither a resume nor a divergence.
+        `first` is the counter it starts at; `step` the event's step (None where that counter is no step)."""
+        return Event(EventKind.INFO, self.source, lineno, step=step, text=f"training {runs} starts ({why})",
+                     fields={"new_run": runs, "new_run_step": first})
+
     def _keras_epoch(self, epoch: int, total: int, lineno: int, out: list[Record]) -> None:
         """`Epoch N/M`: the step of the fit lines that follow. An epoch number that goes back after
         epochs were logged is another `fit()` (scripts train several models one after another): a new
         run, said with an INFO fact so that it is not mistaken for a resume of the last one."""
         if self.keras_epoch is not None and epoch <= self.keras_epoch and self.keras_logged:
             self.keras_runs += 1
-            out.append(Event(EventKind.INFO, self.source, lineno, step=epoch,
-                             text=f"training {self.keras_runs} starts (Epoch {epoch}/{total})",
-                             fields={"new_run": self.keras_runs, "new_run_step": epoch}))
+            out.append(self._new_run(self.keras_runs, lineno, f"Epoch {epoch}/{total}", epoch, epoch))
         self.keras_epoch = self.printed_step = epoch
         self.keras_logged = False
         out.append(Event(EventKind.PROGRESS, self.source, lineno, step=epoch, fields={"step": epoch, "total": total}))

@@ -328,9 +328,7 @@ class TemplateAdapter(KeyValueAdapter):
         last = self.alone_epoch
         if last is not None and epoch <= base < last and self.alone_logged:
             self.runs += 1
-            out.append(Event(EventKind.INFO, self.source, lineno, step=None,
-                             text=f"training {self.runs} starts (epoch {epoch} after {last})",
-                             fields={"new_run": self.runs, "new_run_step": epoch}))
+            out.append(self._new_run(self.runs, lineno, f"epoch {epoch} after {last}", epoch, None))
             self.bar_base, self.bar_last, self.printed_step = 0, None, None
         self.alone_epoch, self.alone_logged = epoch, False
         if not self.finer:
