@@ -159,6 +159,24 @@ def test_a_plateau_reading_the_bucketed_history_is_found_as_before() -> None:
     assert _judge(recs, cfg, list(range(0, 3000, 777))) == want
 
 
+def test_the_level_shown_reads_past_the_carry_of_a_small_window() -> None:
+    """With a small window_max the plateau's window reads bucket means, and its level is the median of
+    half a window of logged points: hundreds, more than a small window's own look-back. A last batch of
+    one row (a live line) must read those points from before the cut, as one whole batch reads them."""
+    rng = np.random.default_rng(3)
+    recs: list[Record] = []
+    level = 3.0
+    for s in range(1, 1101):
+        level = level * 0.997 if s < 150 else level
+        recs.append(Sample("loss", level * (1 + 0.02 * rng.standard_normal()), s, time=float(s), source="run",
+                           line=s))
+    cfg = _config(**{"loss.plateau": {"window_max": 20, "expected_max": 0.2}})
+    want = _judge(recs, cfg, None)
+    assert "loss.plateau" in want
+    assert _judge(recs, cfg, [1099]) == want
+    assert _judge(recs, cfg, [500, 1099]) == want
+
+
 def test_a_flat_start_that_falls_later_is_withdrawn_in_any_batching() -> None:
     rng = np.random.default_rng(1)
     recs: list[Record] = []

@@ -25,7 +25,7 @@ from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.plateau_feed import Feed
 from trainwatch.rules.quality_series import StepDowns
 from trainwatch.rules.stats import diff_sigma, fmt, median_se, nz, scaled_window
-from trainwatch.store import SCAN_MIN
+from trainwatch.store import RECENT_POINTS, SCAN_MIN
 from trainwatch.rules.registry import register
 
 
@@ -133,7 +133,9 @@ class LossPlateau(ArrayRule):
         src = w.source
         feed = self._feeds.get(src)
         if feed is None:
-            feed = self._feeds[src] = Feed(5, max(SCAN_MIN, 8 * p.window_max), buckets=True)
+            # the level shown reads up to half a window of logged points, beyond window_max: carry all
+            # the store's recent points, so a batch cut anywhere reads what one whole batch reads
+            feed = self._feeds[src] = Feed(5, RECENT_POINTS, buckets=True)
         feed.load(ctx, w)
         st = self._states.setdefault(src, _State())
         new = w.new
