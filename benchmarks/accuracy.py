@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from trainwatch.names import Quality
+
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTATIONS = Path(__file__).with_name("accuracy.yaml")
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -136,6 +138,21 @@ def describe(m: dict[str, Any]) -> str:
     return " ".join(p for p in parts if p)
 
 
+QUALITY = Quality()
+
+
+def metric_read(want: str, read: set[str]) -> bool:
+    """Whether an expected metric was read: its canonical name, or, for a quality metric (accuracy,
+    reward, Dice ...), any series the product's own name table gives that kind, as it judges them
+    (`val acc` and `Validation Accuracy` are accuracies). Losses, LR and the like need their exact name."""
+    if want in read:
+        return True
+    kind = QUALITY(want)
+    if kind is None or kind.is_loss:
+        return False
+    return any((got := QUALITY(name)) is not None and got.kind == kind.kind for name in read)
+
+
 def judge(case: Case) -> Outcome:
     out = Outcome(case)
     code, doc, err = run_check(case.path)
@@ -166,7 +183,7 @@ def judge(case: Case) -> Outcome:
                                 f"expected at most {e['max_critical']}")
     sources = doc.get("sources", [])
     read = set().union(*(s.get("metrics", {}).keys() for s in sources)) if sources else set()
-    missing = [m for m in e.get("metrics", []) if m not in read]
+    missing = [m for m in e.get("metrics", []) if not metric_read(m, read)]
     if missing:
         out.problems.append(f"metrics not read: {', '.join(missing)}")
     if "total_steps" in e:

@@ -48,7 +48,8 @@ def main_metric_read(doc: dict[str, Any] | None, expect: dict[str, Any]) -> bool
     pattern = expect.get("main")
     for src in (doc or {}).get("sources", []):
         for name, m in (src.get("metrics") or {}).items():
-            hit = bool(re.search(pattern, name, re.I)) if pattern else name == "loss"
+            hit = (bool(re.search(pattern, name, re.I)) or accuracy.metric_read(pattern, {name})) if pattern \
+                else name == "loss"
             if hit and isinstance(m, dict) and m.get("last_step") is not None and (m.get("count") or 0) >= 2:
                 return True
     return False
