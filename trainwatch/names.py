@@ -78,7 +78,21 @@ def _table_once() -> dict[str, str]:
     return _TABLE
 
 
+def known(raw: str) -> bool:
+    """Whether a raw name is one the alias table or a loss's shape gives a canonical name: a key of
+    several words that is known (`Current Learning Rate`) is a metric, not prose."""
+    key = raw.strip().lower()
+    return key in _table_once() or _by_shape(key) is not None
+
+
+# `Current Learning Rate`, `cur_lr`: a value named as the one in force now is that metric
+_NOW = re.compile(r"^(?:current|curr|cur)[ _.]+")
+
+
 def _by_shape(key: str) -> str | None:
+    if key[:1] == "c" and (now := _NOW.match(key)) is not None:
+        rest = key[now.end():]
+        return _table_once().get(rest) or _by_shape(rest)
     if "loss" not in key:
         return None
     if _EVAL_LOSS.match(key) or _LOSS_EVAL.match(key):

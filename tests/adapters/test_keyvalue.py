@@ -492,3 +492,28 @@ def test_an_evaluations_split_names_are_its_losses_and_a_title_is_no_field() -> 
     lines = [x for e, line in zip((1, 2), lines) for x in (line, f"Validation done | val_loss={0.0566 + e / 1000:.4f}")]
     got = series(run(KeyValueAdapter(""), lines), "val_loss")  # (the first is held until its keys come back)
     assert (648, 0.0586) in got and all((s, v) in [(324, 0.0576), (648, 0.0586)] for s, v in got)
+
+
+def test_an_epoch_counter_alone_in_brackets_steps_its_tab_separated_records() -> None:
+    """`[EPOCH 3]\tTrain Acc: ..\tTrain Loss: ..` then the test split's line: the epoch is the step, and
+    every field after the tabs is read (the bracket is no prefix to cut off at the last tab)."""
+    canon = Canonicalizer()
+    lines = [f"[EPOCH {e}]\t{phase} Acc: {0.7 + e / 100:.4f}\t{phase} Loss: {v / (e + 1):.4f}"
+             for e in range(4) for phase, v in (("Train", 0.0022), ("Test", 0.0023))]
+    got = {(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines))}
+    assert ("Train Acc", 3, 0.73) in got and ("Test Acc", 0, 0.7) in got
+    assert ("loss", 1, 0.0011) in got and ("eval_loss", 3, round(0.0023 / 4, 4)) in got
+    assert series(run(KeyValueAdapter(""), ["[Epoch 2/100] loss: 0.5, acc: 0.9"]), "loss") == [(2, 0.5)]
+
+
+def test_a_known_metric_named_in_words_is_no_prose() -> None:
+    """`Epoch: 002/099 | Current Learning Rate: 0.001` between the epoch's loss lines: the LR, named as the
+    value in force now, is read (a key of several words is prose only when no metric has that name)."""
+    canon = Canonicalizer()
+    lines = []
+    for e in range(1, 4):
+        lines.append(f"Epoch: {e:03d}/099 | Current Learning Rate: {0.001 / e:.6f}")
+        lines += [f"Epoch: {e:03d}/099 | Batch {b:04d}/0011 | Loss: {6 - e - b / 10:.6f}" for b in (0, 5, 10)]
+    got = [(s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines)) if canon(s.name) == "lr"]
+    assert [v for _, v in got] == [0.001, 0.0005, 0.000333]
+    assert canon("cur_lr") == "lr" and canon("Current Loss") == "loss" and canon("currency") == "currency"

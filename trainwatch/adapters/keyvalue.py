@@ -25,7 +25,7 @@ from trainwatch.adapters.shapes import METRIC_WORDS, at_counter, count_pair, lis
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
-from trainwatch.names import Quality, step_loss
+from trainwatch.names import Quality, known, step_loss
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:nan|NaN|inf|Inf|Infinity|-inf)(?:\.0+)?)"
 PAIR = re.compile(
@@ -61,6 +61,8 @@ LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 # not a level tag to drop, the line's step
 BRACKET_STEP = re.compile(r"^\[[^\]]{0,40}?\b(?:step|iter|iteration|global_step)\s*[:=#]?\s*(?P<n>\d+)"
                           r"(?:\s*/\s*(?P<m>\d+))?\b[^\]]{0,80}\]\s*(?=[A-Za-z])", re.I)
+# `[EPOCH 3]\tTrain Acc: ..`, `[Epoch 3/100] loss: ..`: a bracket that holds only the epoch's counter
+BRACKET_EPOCH = re.compile(r"^\[\s*(?:epoch|ep)\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?\s*\]\s*(?=[A-Za-z])", re.I)
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
 # Python logging's `%(name)s %(levelname)s:` or `%(name)s - %(levelname)s - ` after the time came off
 NAMED_LEVEL = re.compile(r"^[A-Za-z_][\w.\-]{0,60}(?::|\s+-)?\s+(?:INFO|WARNING|DEBUG)(?:\s*:|\s+-)\s+")
@@ -317,7 +319,8 @@ class KeyValueAdapter(Adapter):
                 text = text[m.end():]
         if "\t" in text:
             tab = text.rfind("\t")
-            if not _record_fields(text[:tab]):  # `Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..`
+            if not _record_fields(text[:tab]) and BRACKET_EPOCH.match(text) is None:
+                # (`Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..` and `[EPOCH 3]\t..` are records)
                 text = text[tab + 1:]  # tab-separated prefixes (time, host, logger, level) before the record
         text = text.strip()
         if text[:1] == "[":
@@ -332,6 +335,10 @@ class KeyValueAdapter(Adapter):
             if (bs := BRACKET_STEP.match(text)) is not None:
                 total = f"/{bs.group('m')}" if bs.group("m") else ""
                 self._generic(f"step {bs.group('n')}{total}: {text[bs.end():]}", lineno, when, out)
+                return out
+            if (be := BRACKET_EPOCH.match(text)) is not None:
+                total = f"/{be.group('m')}" if be.group("m") else ""
+                self._generic(f"epoch: {be.group('n')}{total}, {text[be.end():]}", lineno, when, out)
                 return out
             if "[epoch:" in text[:80] and self._basicsr(text, lineno, when, out):
                 return out
@@ -580,7 +587,7 @@ class KeyValueAdapter(Adapter):
         if any(k.count(" ") >= MAX_KEY_WORDS for k in keys):
             return None
         lossy = any("loss" in k for k in keys)
-        if not lossy and (dirty or any(" " in k and _QUALITY(k) is None for k in keys)):
+        if not lossy and (dirty or any(" " in k and _QUALITY(k) is None and not known(k) for k in keys)):
             return None  # a key of words is prose unless it names a task metric (`Overall validation pixAcc`)
         if len(pairs) >= 2 and (lossy or 2 * sum(_QUALITY(k) is not None for k in keys) >= len(keys)):
             return TAKE  # task metrics side by side (`precision: 0.00%; recall: 0.00%; FB1: 0.00`, `mean_dice: 0.0,
