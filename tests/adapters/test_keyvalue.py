@@ -517,3 +517,11 @@ def test_a_known_metric_named_in_words_is_no_prose() -> None:
     got = [(s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines)) if canon(s.name) == "lr"]
     assert [v for _, v in got] == [0.001, 0.0005, 0.000333]
     assert canon("cur_lr") == "lr" and canon("Current Loss") == "loss" and canon("currency") == "currency"
+
+
+def test_a_name_and_its_value_in_two_comma_separated_fields_are_one_pair() -> None:
+    """`epoch 1, phase train, step 10, loss_train, 0.838`: a print of a CSV row's habit."""
+    lines = [f"epoch 1, phase train, step {s}, loss_train, {1 - s / 100:.3f}" for s in (10, 20, 30)]
+    assert series(run(KeyValueAdapter(""), lines), "loss_train") == [(10, 0.9), (20, 0.8), (30, 0.7)]
+    assert _pairs("loss: 0.5, acc, 0.9")[0] == [("loss", 0.5), ("acc", 0.9)]
+    assert _pairs("Saved, 3 files")[0] == []  # a number with words after it is no value of the name before

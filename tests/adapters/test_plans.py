@@ -48,6 +48,7 @@ TOTALS = [
     ("  Total optimization steps = 1,000", "step", 1000, None),
     ("Training for 200000 kimg...", "kimg", 200000, None),
     ("Training for 20 epochs", "epoch", 20, None),
+    ("running for 150 epochs", "epoch", 150, None),
 ]
 
 

@@ -344,3 +344,10 @@ def test_a_table_whose_rows_are_metrics_gives_each_splits_column_its_name() -> N
     raw = {(s.name, s.step, s.value) for s in recs}
     assert ("epoch Loss", 2, 0.2) in raw and averaged("epoch Loss")  # kept apart from the per-step loss
     assert not any(n == "loss" and v in (0.2, 0.1) for n, _, v in raw)
+
+
+def test_a_postfix_value_printed_with_its_own_label_is_read() -> None:
+    """`loss=Loss: 0.99, step=Step: 0`: a value formatted as `Name: x` inside tqdm's postfix."""
+    from trainwatch.adapters.shapes import bars
+    (bar,) = bars("Progress: 0.65%:   1%|          | 1/154 [00:14<36:04, 14.15s/it, loss=Loss: 0.9898, step=Step: 0]")
+    assert ("loss", 0.9898) in bar.postfix()

@@ -164,6 +164,20 @@ def test_flat_from_start_fires_and_also_at_the_end_of_a_short_run():
     assert "loss.flat_from_start" in short.fired()
 
 
+def test_flat_from_start_on_a_few_points_of_a_run_planned_long_is_a_warning_that_says_why():
+    """`running for 150 epochs`, then 70 batches of epoch 1 and no epoch counter: the flat start may be a
+    sliver of the run, so a warning; once the log says it is past its first epochs, a critical."""
+    rnd = random.Random(5)
+    for reached, want in ((None, Severity.WARNING), (20, Severity.CRITICAL)):
+        r = Run()
+        r.event(EventKind.PLAN, unit="epoch", total=150, since=1, reached=reached)
+        for s in range(1, 70):
+            r.step(s, loss=0.98 + rnd.gauss(0, 0.005))
+        a = r.alert("loss.flat_from_start")
+        assert a.severity is want
+        assert ("planned for 150 epochs" in a.finding.message) is (want is Severity.WARNING)
+
+
 def test_flat_from_start_on_a_few_points_the_first_well_into_the_run_is_a_warning_that_says_why():
     """An average logged every tenth round starts after the fall may have happened: unsure, so less."""
     late = Run()

@@ -130,6 +130,26 @@ def _number(raw: str) -> float | None:
             return None
 
 
+NAME_ONLY = re.compile(r"[A-Za-z_][\w/.\-]{0,60}\Z")
+NUMBER_ONLY = re.compile(NUM + r"\Z")
+
+
+def _joined_pairs(fields: list[str]) -> list[str]:
+    """`step 10, loss_train, 0.838`: a field that is only a name, then one that is only a number, is one
+    pair written as two comma-separated fields (a CSV row's habit in a print statement)."""
+    out: list[str] = []
+    i, n = 0, len(fields)
+    while i < n:
+        f = fields[i]
+        if i + 1 < n and NAME_ONLY.match(f) and NUMBER_ONLY.match(fields[i + 1].strip()):
+            out.append(f"{f}: {fields[i + 1].strip()}")
+            i += 2
+            continue
+        out.append(f)
+        i += 1
+    return out
+
+
 def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     """(key, value) pairs of a line, how many fields it had, and how many of those ended in words
     that are no pair (`Process 3752008 exits successfully.`: prose around a number). A field that is only
@@ -144,6 +164,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
         fields = [f for f in COMPACT_SPLIT.split(text) if f]
     else:
         fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
+        if ", " in text and len(fields) > 1:
+            fields = _joined_pairs(fields)
     out: list[tuple[str, float]] = []
     dirty = bare_fields = 0
     phase = ""  # the split a dropped label named (`Dev BLEU: BLEU-1 65.4`): its keys say it

@@ -156,7 +156,7 @@ class PlanReader:
                 unit = p.keys.get(_flat(m.group(1)))
                 if unit is not None and not _nested(low, m.start()):
                     self._declare(unit, _int(m.group(2)), lineno, seg, out)
-        if "train" in low and " for " in low:
+        if " for " in low and ("train" in low or "running" in low):
             for pat in p.phrases:
                 said = pat.search(low)
                 if said:

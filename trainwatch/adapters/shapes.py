@@ -147,7 +147,12 @@ class Bar:
         for item in self.inner.split(","):
             k, eq, v = item.partition("=")
             k = k.strip()
-            if eq and k and k not in NOT_METRICS and (value := number(v)) is not None:
+            if not eq or not k or k in NOT_METRICS:
+                continue
+            value = number(v)
+            if value is None and ":" in v:  # `loss=Loss: 0.99`: the value printed with its own label
+                value = number(v.rpartition(":")[2])
+            if value is not None:
                 out.append((k, value))
         return out
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from trainwatch.model import Finding, Severity
+from trainwatch.plans import latest
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.plateau_feed import Feed
@@ -390,8 +391,26 @@ class LossFlatFromStart(ArrayRule):
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
         v = self._verdicts[w.source]
-        return self._steps.apply(ctx, w.source, v.opened_at(w, row), v.finding(w, row), int(w.line[row]),
-                                 self.p.quality_gain)
+        f = v.finding(w, row)
+        self._unsure(ctx, w.source, f)
+        return self._steps.apply(ctx, w.source, v.opened_at(w, row), f, int(w.line[row]), self.p.quality_gain)
+
+    def _unsure(self, ctx: RuleContext, source: str, f: Finding) -> None:
+        """A flat start told on few points of a run the log plans long (`running for 150 epochs`) without
+        saying how far it got, or saying it is still early: the points may be a sliver of the run (a
+        Dice loss resting near 1 through an epoch's first batches), so a warning that says why."""
+        points = f.evidence.get("points")
+        if f.severity is not None or not isinstance(points, int) or points >= 2 * self.p.min_history:
+            return
+        state = ctx.sources.get(source)
+        plan = latest(state) if state is not None else None
+        if plan is None or (state is not None and state.total_steps):
+            return  # (a known total in steps: judged only past min_fraction of it)
+        if plan.reached is not None and plan.reached >= self.p.min_fraction * plan.total:
+            return
+        f.severity = Severity.WARNING
+        f.message += (f"; only {points} points of a run planned for {plan.total} {plan.unit}s, early in it or "
+                      "at a point the log does not say: too few to be sure")
 
     def last_value(self, w: Window, row: int) -> float | None:
         return float(self._verdicts[w.source].level[row - w.start])
