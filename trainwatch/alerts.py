@@ -96,9 +96,10 @@ class AlertBook:
         self.once: frozenset[str] = frozenset()  # ids of the rules that judge once (Rule.once)
 
     def judge(self, spec: RuleSpec, source: str, subject: str, finding: Finding | None, now: float,
-              *, one_shot: bool = False) -> list[AlertChange]:
+              *, one_shot: bool = False, at_end: bool = False) -> list[AlertChange]:
         """Applies one verdict: `finding` when the condition holds, None when it does not. It is the life
-        cycle over one row: `one_shot` fires on that row, whatever the rule's `for`."""
+        cycle over one row: `one_shot` fires on that row, whatever the rule's `for`; `at_end`: the verdict
+        of a rule's judgement of the whole run, on no row of its own."""
         key = (spec.id, source, subject)
         cycle = self._cycles.get(key)
         if cycle is None:
@@ -112,7 +113,9 @@ class AlertBook:
         if finding is not None and (not steps or steps[0].step is not Step.PENDING):
             track = self._tracks.get(key)
             if track is not None:
-                self._repeat(track.alert, finding, now)
+                # a judgement at the run's end of the point the rows already counted adds no row to the count
+                again = at_end and track.alert.last_step is not None and track.alert.last_step == _last_step(finding)
+                self._repeat(track.alert, finding, now, 0 if again else 1)
         out: list[AlertChange] = []
         for t in steps:
             out.extend(self._enact(key, spec, t.step, now, finding, ""))
@@ -226,7 +229,7 @@ class AlertBook:
         if record is not None:
             record.told = True  # the report's record of this fingerprint, when a later episode is told
 
-    def _repeat(self, a: Alert, finding: Finding, now: float) -> None:
+    def _repeat(self, a: Alert, finding: Finding, now: float, rows: int = 1) -> None:
         """The condition still holds: the alert keeps the moment it is about and notes the latest."""
         graver = finding.severity is not None and finding.severity > a.severity
         if graver:
@@ -240,7 +243,7 @@ class AlertBook:
         if finding.amends:
             for target in _distinct(a, self.alerts.get(a.fingerprint)):
                 target.finding.evidence.update(finding.evidence)
-        self._held(a, 1, _last_step(finding), _last_value(finding), now)
+        self._held(a, rows, _last_step(finding), _last_value(finding), now)
 
     def _held(self, a: Alert, rows: int, last_step: int | None, last_value: float | None, now: float) -> None:
         """Counts rows the condition held on and notes the latest, in the alert and its record."""

@@ -35,17 +35,22 @@ def fold(alerts: Iterable[Alert], store: MetricStore) -> None:
     for source, links in by_source.items():
         links.sort(key=lambda a: (a.first_step, a.first_line))
         folded: set[str] = set()
-        for root in [a for a in links if _anchor(a)]:
+        # at one step the train loss's NaN is the root, not the eval's or the grad norm's told beside it
+        for root in sorted((a for a in links if _anchor(a)), key=lambda a: (a.first_step, a.finding.subject != "loss",
+                                                                          a.first_line)):
             if root.fingerprint in folded or root.echo_of:
                 continue
-            chain = _chain(root, [a for a in links if a is not root and a.fingerprint not in folded], store)
+            others = [a for a in links if a is not root and a.fingerprint not in folded]
+            blowup = _blowup(root)
+            chain = _chain(root, others, store) if blowup else _alongside(root, others, store)
             if not chain:
                 continue  # a divergence or a NaN alone is its own finding, told by its rule
             folded.add(root.fingerprint)
             folded.update(a.fingerprint for a in chain)
             start = min(a.first_step for a in [root, *chain] if a.first_step is not None)
             root.first_step = start  # its first episode keeps the rule's own start: membership is judged by it
-            root.incident = _story(source, start, chain + [root], store)
+            root.incident = _story(source, start, chain + [root], store) if blowup else \
+                _nan_story(start, chain + [root])
             for a in chain:
                 a.echo_of = f"{root.rule} at step {start}"
                 a.severity = Severity.INFO
@@ -90,12 +95,32 @@ def _key(a: Alert) -> tuple[int, float, int]:
 
 
 def _anchor(a: Alert) -> bool:
-    """A link that says the run broke: a divergence, or a NaN loss a blow-up (a grad-norm spike) caused."""
+    """A link that says the run broke: a divergence, or a NaN loss (a blow-up's, or one with other causes
+    that other metrics' NaN at the same step echo)."""
     if not a.told or (a.severity < Severity.CRITICAL and not a.incident):
         return False
-    if a.rule == "loss.diverging":
-        return True
-    return a.rule == "loss.nonfinite" and a.finding.evidence.get("diagnosis") == "blow-up"
+    return a.rule in ("loss.diverging", "loss.nonfinite")
+
+
+def _blowup(root: Alert) -> bool:
+    """A root whose chain is an optimisation blow-up: a divergence, or a NaN a grad-norm spike led to."""
+    return root.rule == "loss.diverging" or root.finding.evidence.get("diagnosis") == "blow-up"
+
+
+def _alongside(root: Alert, others: list[Alert], store: MetricStore) -> list[Alert]:
+    """The NaN of other metrics (grad_norm, eval_loss) that began with a NaN loss of another cause (a bad
+    sample, numerics): between the logged points before and after its start, one incident."""
+    start = root.first_step if root.first_step is not None else 0
+    lo, hi = _step_before(store, root.source, start), _step_after(store, root.source, start)
+    return [a for a in others if a.rule in NONFINITE and a.first_step is not None and lo <= a.first_step <= hi]
+
+
+def _nan_story(start: int, chain: list[Alert]) -> str:
+    """'loss went NaN at step 40, with grad_norm and eval_loss': which metrics, and where each began."""
+    names = [n for n in dict.fromkeys(a.finding.subject or a.rule for a in chain) if n != "loss"]
+    parts = _nonfinite_from(chain)
+    with_ = f", with {' and '.join(names)}" if names else ""
+    return f"loss went non-finite at step {start}{with_}: " + ", ".join(parts)
 
 
 def _chain(root: Alert, others: list[Alert], store: MetricStore) -> list[Alert]:

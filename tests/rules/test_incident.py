@@ -105,3 +105,31 @@ def test_the_chain_runs_back_link_by_link_and_names_what_went_nan():
     assert {a.rule for a in found if a.echo_of == "loss.nonfinite at step 25"} == {
         "grad.spike", "loss.spike", "grad.nonfinite"}
     assert [a.rule for a in found if a.severity >= Severity.WARNING] == ["loss.nonfinite"]
+
+
+def test_a_nan_of_another_cause_folds_the_nans_that_began_with_it():
+    """A bad sample: the loss, the grad norm and the eval loss are NaN at one step with no grad-norm spike
+    before. One incident, rooted at the train loss; the others are its info echoes."""
+    r = Run()
+    for s, v in enumerate(healthy_loss(39), start=1):
+        r.step(s, loss=v, grad_norm=0.8 + 0.01 * (s % 3))
+    r.step(40, loss=math.nan, grad_norm=math.nan)
+    r.sample("eval_loss", math.nan, 40)
+    for s in range(41, 50):
+        r.step(s, loss=math.nan, grad_norm=math.nan)
+    found = r.engine.alerts(inhibited=False)
+    loud = [a for a in found if a.severity >= Severity.WARNING]
+    assert [(a.rule, a.finding.subject) for a in loud] == [("loss.nonfinite", "loss")]
+    assert loud[0].incident.startswith("loss went non-finite at step 40, with grad_norm and eval_loss")
+    assert {a.finding.subject for a in found if a.echo_of == "loss.nonfinite at step 40"} == {"grad_norm", "eval_loss"}
+
+
+def test_the_end_of_the_run_does_not_count_its_last_nan_twice():
+    """The rows counted each NaN grad norm; the judgement at the end re-reads the last one, adding none."""
+    r = Run()
+    for s in range(1, 21):
+        r.step(s, loss=2.0 - s / 100, grad_norm=0.8)
+    for s in range(21, 30):
+        r.step(s, loss=2.0, grad_norm=math.nan)
+    r.finish()
+    assert r.alert("grad.nonfinite").count == 9

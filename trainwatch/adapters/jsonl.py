@@ -34,8 +34,12 @@ try:  # optional speed-up; it rejects NaN literals, so json stays the fallback
 except ImportError:  # pragma: no cover - depends on the environment
     _fast_loads = None
 
+# a record that names its step after its phase (fairseq's `"valid_num_updates": "3176"` on a validation
+# line, `train_num_updates` on an epoch's summary) is dated by it; an unphased step key comes first
+PHASED_STEP_KEYS = tuple(f"{phase}_{key}" for key in ("num_updates", "global_step", "step")
+                         for phase in ("train", "valid", "val", "eval", "test"))
 STEP_KEYS = ("step", "global_step", "iter", "iteration", "_step", "trainer/global_step", "current_steps",
-             "train/global_step", "num_updates", "update")
+             "train/global_step", "num_updates", "update", *PHASED_STEP_KEYS)
 TIME_KEYS = ("time", "timestamp", "_timestamp", "wall_time", "walltime")
 STEP_SET = frozenset(STEP_KEYS)
 TIME_SET = frozenset(TIME_KEYS)

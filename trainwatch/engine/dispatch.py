@@ -187,7 +187,7 @@ class Dispatch(Progress):
                 for finding in ended:
                     finding.source = finding.source or name
                     out.extend(self.book.judge(rule.spec, name, finding.subject or rule.spec.id, finding,
-                                               ctx.now, one_shot=True))
+                                               ctx.now, one_shot=True, at_end=True))
             for rule in self.rules:
                 if not self._off(rule, name):
                     rule.lower_at_end(ctx, name, [a for a in self.book.all() if a.rule == rule.spec.id])

@@ -27,6 +27,7 @@ class _Evals:
     around: list[float] = field(default_factory=list)  # the evals just before and after the best
     later: deque[Point] = field(default_factory=lambda: deque(maxlen=64))  # evals since the best
     train_then: float = math.nan  # train loss median when the best eval was logged
+    then_said: str = ""  # what train_then is: a median up to the best eval, or the first point after it
     told: bool = False  # an overfit was reported from the current best
     calm: bool = False  # ...as an info: a task metric of the same evals improves (calibration)
 
@@ -98,6 +99,7 @@ class LossOverfit(Rule):
             st.best = point
             st.later.clear()
             st.train_then = self._train_at(train, point.step, w)
+            st.then_said = f"median of up to {w} points to step {point.step}"
             st.told = st.calm = False
             self._episodes.close(src)
             if told and old is not None:  # the evals came back below the minimum: it was no overfit
@@ -203,6 +205,7 @@ class LossOverfit(Rule):
                 mild_said = True
         if st.train_then != st.train_then:
             st.train_then = self._train_after(train, best.step, point.step)
+            st.then_said = "the first point after it"
         now = self._train_at(train, point.step, w)
         if not (now < st.train_then * (1 - self.p.train_fall)):
             return None  # the train loss rose or stood still: the run got worse or is noise, not overfit
@@ -213,11 +216,12 @@ class LossOverfit(Rule):
             msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); each of the last {len(above)} "
                    f"evaluations stayed above it by more than {fmt(band)} ({band / best.value:.1%}; step: value "
                    f"{shown}): persistent overfitting onset, while the train loss fell "
-                   f"{fmt(st.train_then)} -> {fmt(now)}")
+                   f"{fmt(st.train_then)} -> {fmt(now)} ({st.then_said} -> median of the last {w})")
         else:
             msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
                    f"evaluations since sat above it by more than {why} (step: value {shown}), "
-                   f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)}")
+                   f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)} ({st.then_said} -> median of "
+                   f"the last {w})")
         return Finding(message=msg, step=point.step, began_step=best.step,
                        evidence={"value": best.value, "step": best.step, "noise": noise, "band": band,
                                  "later_evals": [[p.step, p.value] for p in above[-8:]],

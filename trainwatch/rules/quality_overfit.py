@@ -77,8 +77,9 @@ class QualityOverfit(Rule):
             if not now < then * (1 - p.train_fall):
                 continue
             msg = (f"{t.name} was best at step {b_step} ({t.shown(float(t.values[b]))}); the {later} evaluations "
-                   f"since were all worse, lately {t.shown(t.sign * latest)}, while the train loss fell "
-                   f"{fmt(then)} -> {fmt(now)}")
+                   f"since were all worse, lately {t.shown(t.sign * latest)} (median of the last {p.latest}), "
+                   f"while the train loss fell {fmt(then)} -> {fmt(now)} (medians of {p.train_window} points "
+                   f"to step {b_step} and to the end)")
             return [Finding(message=msg, step=b_step, began_step=b_step, subject=t.name,
                             evidence={"value": float(t.values[b]), "step": b_step, "latest": t.sign * latest,
                                       "noise": noise, "train_then": then, "train_now": now,
