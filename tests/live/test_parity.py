@@ -84,14 +84,7 @@ def _tail(path: Path, lines: int) -> dict[tuple[str, str, str], int | None]:
     return {k: v for k, v in fired.items() if k not in withdrawn}  # disproved later: no finding of check's
 
 
-def _marked(case):  # type: ignore[no-untyped-def]
-    if "yolov4-mobilenetv3" in case.label:  # pending in accuracy.yaml: lr.zero should not fire there at all
-        return pytest.param(case, marks=pytest.mark.xfail(reason="issue 22: lr.zero on a 4-decimal LR, dated "
-                                                                 "differently live", strict=False))
-    return case
-
-
-@pytest.mark.parametrize("case", [_marked(c) for c in CASES], ids=[c.label for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])
 def test_tail_fires_what_check_reports(case) -> None:  # type: ignore[no-untyped-def]
     report = _check(case.path)
     if report.get("exit_code") == 3 or not report.get("sources"):

@@ -113,9 +113,23 @@ def test_an_lr_printed_as_zero_while_the_loss_falls_is_rounding_not_a_fault():
     r = Run()
     for s in range(1, 60):
         r.step(s, loss=3.0 * 0.97 ** s, lr=0.0)
-    a = r.alert("lr.zero")
-    assert a.severity is Severity.INFO and "rounds" in a.finding.message
+    assert "lr.zero" not in r.fired()
     r2 = Run()
     for s in range(1, 80):
         r2.step(s, loss=3.0, lr=0.0)
     assert r2.alert("lr.zero").severity is Severity.CRITICAL
+
+
+def test_an_lr_printed_with_few_decimals_and_rounded_to_zero_is_no_finding():
+    """`lr:0.0001` then `lr:0.0000` (`{lr:.4f}` of a warmup from 0 and a cosine's tail): the log cannot
+    tell a small LR from 0, so nothing is said; printed in full, the same drop is lr.zero, and so is one
+    constant LR printed with four decimals cut to 0 (no sign of rounding: no levels, no 0 before it)."""
+    rounded, full, cut = Run(), Run(), Run()
+    for s in range(1, 400):
+        lr = cosine(s, 400, peak=1.4e-4)
+        rounded.step(s, lr=round(lr, 4), loss=3.0 - s / 400)
+        full.step(s, lr=lr if s < 200 else 0.0, loss=3.0 - s / 400)
+        cut.step(s, lr=1e-4 if s < 200 else 0.0, loss=3.0 - s / 400)
+    assert "lr.zero" not in rounded.fired()
+    assert full.alert("lr.zero").severity is Severity.CRITICAL
+    assert cut.alert("lr.zero").first_step == 200

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainwatch.model import Finding, Severity
+from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
@@ -46,57 +46,105 @@ class LrZero(Rule):
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        # source -> (step of the first zero of the current stretch, last nonzero value, peak so far)
-        self._run: dict[str, list[float]] = {}
+        self._run: dict[str, _LrRun] = {}
 
     def gate(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> np.ndarray:
         return value == 0.0  # only a zero can be a finding; other rows only move the run along (absorb)
 
     def absorb(self, ctx: RuleContext, series: Series, step: np.ndarray, value: np.ndarray) -> None:
-        nonzero = value[np.isfinite(value) & (value != 0.0)]
-        if len(nonzero):
-            st = self._run.setdefault(series.source, [-1.0, math.nan, 0.0])
-            st[0], st[1] = -1.0, float(nonzero[-1])
-            st[2] = max(st[2], float(nonzero.max()))
+        fin = value[np.isfinite(value)]
+        if len(fin):
+            self._run.setdefault(series.source, _LrRun()).took(fin)
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         v = point.value
-        st = self._run.setdefault(series.source, [-1.0, math.nan, 0.0])
+        st = self._run.setdefault(series.source, _LrRun())
         if not math.isfinite(v):
             return None
         if v != 0.0:
-            st[0], st[1] = -1.0, v
-            st[2] = max(st[2], v)
+            st.took(np.array((v,)))
             return None
-        if st[0] < 0:
-            st[0] = point.step
-        began = int(st[0])
+        if st.zero_since is None:
+            st.zero_since = point.step
+            st.zero_first = st.zero_first or st.peak == 0
+        began = st.zero_since
         state = ctx.sources.get(series.source)
         total = state.total_steps if state else None
         end = self.p.end_fraction
-        annealed = st[2] > 0 and st[1] == st[1] and st[1] <= self.p.annealed_fraction * st[2]
+        before = st.before
+        annealed = st.peak > 0 and before == before and before <= self.p.annealed_fraction * st.peak
         if total:
             if began >= end * total:
                 return None
         elif annealed and began >= end * point.step:
             return None  # may still be the end of a schedule whose total the log never gave
+        if st.rounded():
+            return None  # printed with a few decimals near its last one: the log cannot tell a small LR from 0
+        fell = _loss_fell(ctx, series.source) if st.peak == 0 else False
+        if fell is None or fell:
+            return None  # never above 0: too little loss yet to tell, or it falls (the log rounds a small LR)
         ev = {"value": 0.0, "step": began, "total_steps": total}
-        if st[2] > 0:
-            ev["peak"] = st[2]
-        if st[1] == st[1]:
-            ev["before"] = st[1]
+        if st.peak > 0:
+            ev["peak"] = st.peak
+        if before == before:
+            ev["before"] = before
         if point.step != began:
             ev["last_step"] = point.step
         why = f" of {total}" if total else ""
-        fell = _loss_fell(ctx, series.source) if st[2] == 0 else False
-        if fell is None:
-            return None  # never above 0, and too little loss yet to tell rounding from a real 0
-        if fell:
-            # never above 0, yet the loss falls: the log rounds a small LR to 0 (`{lr:.4f}` of 3e-5)
-            return Finding(message=f"learning rate printed as 0 from step {began}{why} while the loss falls: "
-                                   "the log rounds it away (print it with more digits)",
-                           evidence=ev, began_step=began, severity=Severity.INFO)
         return Finding(message=f"learning rate is 0 from step {began}{why}", evidence=ev, began_step=began)
+
+
+@dataclass
+class _LrRun:
+    """One source's LR as lr.zero needs it: the current stretch of zeros, the last nonzero value, the
+    peak, the decimals the values were printed with, and whether the run started at a printed 0 or
+    printed more than one nonzero level."""
+
+    zero_since: int | None = None  # step of the first zero of the current stretch
+    before: float = math.nan  # the last nonzero value
+    peak: float = 0.0
+    decimals: float = 0.0  # the fewest decimals every nonzero value was printed within
+    zero_first: bool = False  # the LR was printed as 0 before any nonzero value (a warmup from "0")
+    level: float = math.nan  # the first nonzero value
+    levels: bool = False  # a second, different nonzero value was printed
+
+    def took(self, values: np.ndarray) -> None:
+        """Finite values logged in order: zeros only mark the start; a nonzero ends a stretch of zeros."""
+        nonzero = values[values != 0.0]
+        if not len(nonzero):
+            return
+        if self.peak == 0 and values[0] == 0.0:
+            self.zero_first = True
+        self.zero_since = None
+        self.before = float(nonzero[-1])
+        self.peak = max(self.peak, float(nonzero.max()))
+        self.decimals = max(self.decimals, printed_decimals(nonzero))
+        if self.level != self.level:
+            self.level = float(nonzero[0])
+        self.levels = self.levels or bool((nonzero != self.level).any())
+
+    def rounded(self) -> bool:
+        """Whether a printed 0 may be a small LR rounded away: every value printed with a few decimals,
+        the last within a few units of the last decimal, and the print visibly quantised (levels of one
+        decimal step, or a 0 printed before the LR ever rose) rather than one constant LR cut to 0."""
+        quantum = 10.0 ** -self.decimals
+        near = self.decimals <= ROUNDED_DECIMALS and self.before == self.before \
+            and self.before <= ROUNDED_QUANTA * quantum
+        return near and (self.levels or self.zero_first)
+
+
+ROUNDED_DECIMALS = 6  # a log that prints its LR with at most this many decimals may round a small one to 0
+ROUNDED_QUANTA = 5  # ...when the value before the 0 was within this many units of the last printed decimal
+
+
+def printed_decimals(values: np.ndarray) -> float:
+    """The fewest decimals (up to ROUNDED_DECIMALS) that every value was printed within, as `{lr:.4f}`
+    prints 0.0001: more than ROUNDED_DECIMALS for values printed in full (`3e-05`, `2.9999e-05`)."""
+    for d in range(ROUNDED_DECIMALS + 1):
+        scaled = values * 10.0 ** d
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1.0, np.abs(scaled))):
+            return float(d)
+    return float(ROUNDED_DECIMALS + 1)
 
 
 def _loss_fell(ctx: RuleContext, source: str) -> bool | None:
