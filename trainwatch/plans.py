@@ -53,3 +53,12 @@ def note(state: PlanState, e: Event) -> None:
 def latest(state: PlanState) -> Plan | None:
     """The plan set last in the log, whatever its unit: the latest launch's total applies."""
     return max(state.plans.values(), key=lambda p: p.since, default=None)
+
+
+def replanned(state: PlanState | None, after_line: int, before_line: int) -> Plan | None:
+    """The plan the log set between two lines, if any: a relaunch that changed its length (detectron2's
+    MAX_ITER, HF's max_steps) builds its LR schedule for the new length, so an LR that differs from the
+    checkpoint's there is what the new config asked for."""
+    if state is None:
+        return None
+    return next((p for p in state.plans.values() if after_line < p.since < before_line), None)

@@ -178,3 +178,26 @@ def test_fp16_scaler_calibration_from_two_to_the_32_is_not_an_overflow_problem()
     for s in range(25, 300, 10):
         r.step(s, loss=3.0 - s / 300)
     assert "fp16.overflow" not in r.fired()
+
+
+def test_a_relaunch_that_sets_a_new_length_builds_its_own_schedule():
+    """detectron2 relaunched with a new MAX_ITER and its milestones moved: the LR steps back up from the
+    last decay's value where the checkpoint left off. The new setting, logged between the two LR points,
+    says why: no resume.sched_reset, lr.schedule only as an info, and the setting stands as the total."""
+    def run(replan: bool) -> Run:
+        r = Run()
+        for s in range(20, 3001, 20):
+            r.step(s, loss=2.0 - s / 4000, lr=min(4e-3, 4e-3 * s / 400) if s < 2000 else 4e-4)
+        if replan:
+            r.event(EventKind.PLAN, unit="step", total=11000, since=r.line + 1, reached=None)
+        for s in range(3020, 4001, 20):
+            r.step(s, loss=1.2, lr=1.2e-3)
+        return r
+
+    plain, replanned = run(False), run(True)
+    assert plain.alert("lr.schedule").severity is Severity.WARNING
+    assert "resume.sched_reset" in plain.fired()
+    assert "resume.sched_reset" not in replanned.fired()
+    a = replanned.alert("lr.schedule")
+    assert a.severity is Severity.INFO and "new planned length of 11000 steps" in a.finding.message
+    assert replanned.engine.sources["run.log"].total_steps == 11000

@@ -75,7 +75,7 @@ class Progress(MetricIndex):
             state.events += len(light.pos)
             totals = np.flatnonzero(light.total > 0)
             if len(totals):
-                state.total_steps = light.total_of(int(totals[-1]))
+                state.total_steps, state.total_counted = light.total_of(int(totals[-1])), True
             if light.objects:
                 prev = np.concatenate(([before if before is not None else NO_STEP], filled[:-1]))
                 redraw_at = np.flatnonzero(~is_row)  # the k-th redraw's place among rows and redraws
@@ -131,7 +131,7 @@ class Progress(MetricIndex):
             step = e.fields.get("step")
             total = e.fields.get("total")
             if isinstance(total, int) and total > 0:
-                state.total_steps = total
+                state.total_steps, state.total_counted = total, True
             if isinstance(step, int) and step != state.step:
                 state.step = step
                 state.last_progress_at = now
@@ -143,9 +143,12 @@ class Progress(MetricIndex):
                 state.step = None
             total = e.fields.get("total_steps")
             if isinstance(total, int) and total > 0:
-                state.total_steps = total
+                state.total_steps, state.total_counted = total, True
         elif e.kind is EventKind.PLAN:
             note_plan(state, e)
+            plan = state.plans.get("step")
+            if plan is not None and not state.total_counted and e.fields.get("unit") == "step":
+                state.total_steps = plan.total  # a setting in steps (MAX_ITER, max_steps) when nothing counts to one
         elif e.kind is EventKind.EVAL_START:
             state.phase = "eval"
         elif e.kind is EventKind.CHECKPOINT:

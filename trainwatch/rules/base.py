@@ -31,6 +31,7 @@ class SourceState:
     lines: int = 0
     step: int | None = None
     total_steps: int | None = None
+    total_counted: bool = False  # total_steps came from a counter (`N/M`) or a banner, not a setting alone
     facts: dict[str, Any] = field(default_factory=dict)  # from banners: batch size, accumulation, world size...
     last_line: str = ""
     last_progress_at: float | None = None  # clock time of the last new step

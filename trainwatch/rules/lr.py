@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainwatch.model import Finding
+from trainwatch.model import Finding, Severity
+from trainwatch.plans import replanned
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
-from trainwatch.store import Point, Series
+from trainwatch.store import RECENT_POINTS, Point, Series
 from trainwatch.rules.registry import register
 
 
@@ -135,6 +136,15 @@ class _LrRun:
 
 ROUNDED_DECIMALS = 6  # a log that prints its LR with at most this many decimals may round a small one to 0
 ROUNDED_QUANTA = 5  # ...when the value before the 0 was within this many units of the last printed decimal
+
+
+def _line_before(series: Series | None, line: int) -> int:
+    """The line of the series' last finite point before `line` (its recent points), else `line`."""
+    if series is None:
+        return line
+    _, values, lines, _ = series.columns(min(series.count, RECENT_POINTS))
+    earlier = np.flatnonzero((lines < line) & np.isfinite(values))
+    return int(lines[earlier[-1]]) if len(earlier) else line
 
 
 def printed_decimals(values: np.ndarray) -> float:
@@ -344,6 +354,12 @@ class LrSchedule(ArrayRule):
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
         low, peak = self._jumps[w.source][row]
         v, step = float(w.value[row]), int(w.step[row])
-        return Finding(message=f"learning rate jumped from {fmt(low)} to {fmt(v)} at step {step} "
-                               f"after decaying from {fmt(peak)}",
-                       evidence={"value": v, "baseline": low, "peak": peak, "ratio": v / low, "step": step})
+        ev = {"value": v, "baseline": low, "peak": peak, "ratio": v / low, "step": step}
+        msg = f"learning rate jumped from {fmt(low)} to {fmt(v)} at step {step} after decaying from {fmt(peak)}"
+        line = int(w.line[row])
+        plan = replanned(ctx.sources.get(w.source), _line_before(ctx.series(w.name, w.source), line), line)
+        if plan is not None:  # the relaunch set a new length: its schedule, not a scheduler gone wrong
+            return Finding(message=f"{msg}: the log set a new planned length of {plan.total} {plan.unit}s at line "
+                                   f"{plan.since}, before it, so the schedule was built anew", evidence=ev,
+                           severity=Severity.INFO)
+        return Finding(message=msg, evidence=ev)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainwatch.model import Event, EventKind, Finding
+from trainwatch.plans import replanned
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import finite_points, fmt
@@ -205,7 +206,7 @@ class ResumeSchedReset(_AfterResume):
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         r = self.resume_for(series, point)
         if r is None:
-            return self._replay(series, point)
+            return self._replay(ctx, series, point)
         if r.done or not math.isfinite(point.value):
             return None
         if r.from_start:
@@ -218,6 +219,8 @@ class ResumeSchedReset(_AfterResume):
             was = ref[-1]
             if was.value > 0 and point.value > 0 and not (1 / tol <= point.value / was.value <= tol):
                 r.done = True
+                if replanned(ctx.sources.get(series.source), was.line, point.line):
+                    return None  # the relaunch set a new length (MAX_ITER, max_steps): a new schedule, by design
                 word = "back in warmup" if point.value < was.value else "restarted at a higher value"
                 return Finding(message=f"after resuming at step {point.step} the LR is {fmt(point.value)}, "
                                        f"it was {fmt(was.value)} at step {was.step}: schedule {word}",
@@ -228,14 +231,16 @@ class ResumeSchedReset(_AfterResume):
             r.done = True
         if len(after) >= n and r.step > 0:
             head = after[:n]
-            if all(b.value > a.value for a, b in zip(head, head[1:])):
+            last_before = r.before[-1].line if r.before else 0
+            if all(b.value > a.value for a, b in zip(head, head[1:])) \
+                    and not replanned(ctx.sources.get(series.source), last_before, head[0].line):
                 return Finding(message=f"LR rises again after resuming at step {r.step} "
                                        f"({fmt(head[0].value)} -> {fmt(head[-1].value)}): back in warmup",
                                evidence={"values": [p.value for p in head], "step": point.step,
                                          "resume_step": r.step})
         return None
 
-    def _replay(self, series: Series, point: Point) -> Finding | None:
+    def _replay(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
         """No visible resume, but the LR climbs back through the run's own warmup values after decaying:
         a new process started the schedule from step 0 (scheduler state not restored)."""
         v = point.value
@@ -250,6 +255,9 @@ class ResumeSchedReset(_AfterResume):
         run.add(v)
         if found is None:
             return None
+        prev = series.recent[-2] if len(series.recent) > 1 else None
+        if prev is not None and replanned(ctx.sources.get(series.source), prev.line, point.line):
+            return None  # a relaunch with a new length between the two points: its own schedule
         low, peak, match = found
         self._replayed.add(series.source)
         return Finding(message=f"LR rose from {fmt(low)} to {fmt(v)} at step {point.step}, a value of its own "
