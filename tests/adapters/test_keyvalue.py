@@ -178,17 +178,20 @@ def test_keras2_verbose2_lines_without_a_batch_count_and_several_fits() -> None:
 
 def test_torchvision_metric_logger_lines_step_by_epoch_and_iteration() -> None:
     """torchvision's reference scripts (and DeiT, DETR, MAE) print `Epoch: [e]  [i/n]` with running
-    means in brackets; `Test:` lines are the evaluation at the step training reached."""
+    means in brackets; the last `Test:` line is the evaluation (its means over the set) at the step training
+    reached."""
     lines = ["Epoch: [0]  [  0/313]  eta: 0:09:56  lr: 0.000100  loss: 2.3026 (2.3026)  acc1: 9.3750 (9.3750)  "
              "time: 1.9058  data: 1.5437  max mem: 2203",
              "Epoch: [0]  [300/313]  eta: 0:00:03  lr: 0.000100  loss: 1.5021 (1.8810)  acc1: 45.0 (33.1)  "
              "time: 0.2010  data: 0.0002  max mem: 2203",
              "Test:  [ 0/79]  eta: 0:00:41  loss: 1.4102 (1.4102)  acc1: 48.4375 (48.4375)  time: 0.5276",
+             "Test:  [78/79]  eta: 0:00:00  loss: 1.3502 (1.3902)  acc1: 48.4375 (47.5)  time: 0.5276",
              "Epoch: [1]  [100/313]  eta: 0:00:45  lr: 0.000100  loss: nan (nan)  acc1: 10.0 (30.0)  time: 0.2"]
     got = [(x.name, x.step, x.value) for x in samples(run(KeyValueAdapter(""), lines))]
     names = {n for n, _, _ in got}
     assert not names & {"eta", "time", "data", "max mem"}
-    assert ("loss", 300, 1.5021) in got and ("eval_loss", 300, 1.4102) in got
+    assert ("loss", 300, 1.5021) in got and ("eval_loss", 300, 1.3902) in got
+    assert [v for n, _, v in got if n == "eval_loss"] == [1.3902]
     nan = [(s, v) for n, s, v in got if n == "loss" and v != v]
     assert nan == [(413, nan[0][1])]
 
@@ -525,3 +528,26 @@ def test_a_name_and_its_value_in_two_comma_separated_fields_are_one_pair() -> No
     assert series(run(KeyValueAdapter(""), lines), "loss_train") == [(10, 0.9), (20, 0.8), (30, 0.7)]
     assert _pairs("loss: 0.5, acc, 0.9")[0] == [("loss", 0.5), ("acc", 0.9)]
     assert _pairs("Saved, 3 files")[0] == []  # a number with words after it is no value of the name before
+
+
+def test_a_metriclogger_evaluation_is_its_last_batch_means_and_its_summary_is_not_the_train_loss() -> None:
+    """DINO/DeiT: `Epoch: [1/100]  [ 920/1562]` steps by epoch and batch; `Epoch: [1/100] Total time` has
+    no step of its own; the `Test: [i/n]` batches give the evaluation once, at the last, with the means
+    over the whole set (in parentheses); the `* Acc@1 .. loss ..` summary after it is no train loss."""
+    canon = Canonicalizer()
+    lines = [
+        "Epoch: [1/100]  [   0/1562]  eta: 1:46:21  loss: 7.179945 (7.179945)  lr: 0.000013 (0.000013)",
+        "Epoch: [1/100]  [1561/1562]  eta: 0:00:00  loss: 7.230438 (9.531198)  lr: 0.000012 (0.000006)",
+        "Epoch: [1/100] Total time: 0:13:11 (0.506737 s / it)",
+        "Averaged stats: loss: 7.230438 (9.531198)  lr: 0.000012 (0.000006)",
+        "Test:  [ 0/79]  eta: 0:01:49  loss: 6.921075 (6.921075)  acc1: 0.000000 (0.000000)",
+        "Test:  [78/79]  eta: 0:00:00  loss: 7.152440 (7.148013)  acc1: 0.781250 (0.740000)",
+        "Test: Total time: 0:00:14 (0.180013 s / it)",
+        "* Acc@1 0.740 Acc@5 2.540 loss 7.148",
+        "Epoch: [2/100]  [   0/1562]  eta: 1:46:21  loss: 7.0 (7.0)  lr: 0.000013 (0.000013)",
+    ]
+    got = [(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines))]
+    train = [(st, v) for n, st, v in got if n == "loss"]
+    assert train == [(1562, 7.179945), (3123, 7.230438), (3123, 7.230438), (3124, 7.0)]
+    assert [(st, v) for n, st, v in got if n == "eval_loss"] == [(3123, 7.148013)]
+    assert ("eval_acc1", 3123, 0.74) in got

@@ -1,12 +1,13 @@
 """Issue 22: a loss that rises and then comes back inside the noise band of its low is a spike or a
-stage change (a warning), not a critical divergence; a rise that stays up to the end still is one."""
+stage change, not a divergence: told live while it held, withdrawn at the run's end with why; a rise that
+stays up to the end still is one."""
 
 from __future__ import annotations
 
 import random
 
 from rulekit import Run
-from trainwatch.model import Severity
+from trainwatch.model import AlertState, Severity
 
 
 def run(losses: list[float]) -> Run:
@@ -27,11 +28,13 @@ def staged(after: list[float], seed: int = 0) -> list[float]:
     return rows + after
 
 
-def test_a_stage_that_raises_the_loss_and_ends_below_the_low_is_a_warning() -> None:
+def test_a_stage_that_raises_the_loss_and_ends_below_the_low_is_withdrawn() -> None:
     rng = random.Random(1)
     r = run(staged([rng.uniform(1.5, 2.0) for _ in range(100)]))
     a = r.alert("loss.diverging")
-    assert a.severity is Severity.WARNING and "came back" in a.finding.message
+    assert a.retracted.startswith("the loss came back") and a.state is AlertState.RESOLVED
+    assert any(c.alert.rule == "loss.diverging" and c.state is AlertState.RESOLVED and c.alert.retracted
+               for c in r.changes)  # told as a change, so `tail` prints the withdrawal too
     assert r.engine.worst() is None or r.engine.worst() <= Severity.WARNING
 
 
@@ -41,7 +44,7 @@ def test_a_rise_that_stays_up_to_the_end_is_still_critical() -> None:
     assert r.alert("loss.diverging").severity is Severity.CRITICAL
 
 
-def test_a_noisy_per_batch_loss_with_a_burst_of_spikes_that_comes_back_is_a_warning() -> None:
+def test_a_noisy_per_batch_loss_with_a_burst_of_spikes_that_comes_back_is_withdrawn() -> None:
     """Batch size 1: values spread over an order of magnitude (55 to 1300) around 200."""
     rng = random.Random(5)
     rows = [rng.lognormvariate(5.2, 0.6) for _ in range(60)]
@@ -49,4 +52,4 @@ def test_a_noisy_per_batch_loss_with_a_burst_of_spikes_that_comes_back_is_a_warn
     rows += [rng.lognormvariate(5.1, 0.6) for _ in range(60)]
     r = run(rows)
     a = r.alert("loss.diverging")
-    assert a.severity is Severity.WARNING and a.finding.evidence["recovered_to"] < 400
+    assert a.retracted and a.finding.evidence["recovered_to"] < 400

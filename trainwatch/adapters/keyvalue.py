@@ -80,7 +80,7 @@ KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not impro
                             r"ReduceLROnPlateau|saving model)")
 # torchvision/DeiT/DETR's MetricLogger: `Epoch: [1]  [7500/9465]  eta: ...  loss: 0.9978 (1.1933)`,
 # `Test:  [ 50/157]  ...`; and the PyTorch tutorial's `[30,  2200] loss: 1.344` (epoch, batch)
-LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
+LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?\]\s*)?"
                          r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
 TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
 BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
@@ -96,6 +96,9 @@ BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
 BAR_LEAD = re.compile(r"^[^|\[]{0,80}?(?:\d{1,3}%)?\|[^|]{0,200}\|\s*\d+/(?:\d+|\?)\s*\[[^\]]{0,80}\]")
 RUNNING_MEAN = re.compile(r"\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
 EVAL_LABELS = ("test", "val", "eval")
+LOGGER_TIMES = frozenset({"eta", "time", "data", "max mem", "total time"})  # MetricLogger's timings: no metrics
+_RUN_NUM = r"(?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+WHOLE_MEAN = re.compile(r"(" + _RUN_NUM + r")\s\((" + _RUN_NUM + r")\)", re.I)  # `7.152 (7.148)`: window (all)
 MM_HEAD = re.compile(  # MMEngine: `Epoch(train) [3][ 50/3104]` or `Iter(train) [  50/20000]`, then `key: value` pairs
     r"^(?P<by>Epoch|Iter)\((?P<mode>\w+)\)\s*(?:\[\s*(?P<e>\d+)\s*\])?\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s*")
 MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's own timings are no training series
@@ -270,6 +273,7 @@ class KeyValueAdapter(Adapter):
         self.inner_closed = False  # that record said its epoch and the ones between say none (a pass's summary)
         self.absorbed = 0  # block lines taken (for scoring)
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
+        self.in_eval = False  # a MetricLogger evaluation (`Test: [i/n]`) is under way: its `* Acc@1` summary repeats it
 
     _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
 
@@ -438,6 +442,8 @@ class KeyValueAdapter(Adapter):
                     lead_pairs.append(("epoch", float(c.group(2))))
             text = text[named.end():]
         if text[:1] in "*•(":
+            if self.in_eval and text[:1] == "*":
+                return  # `* Acc@1 0.74 Acc@5 2.54 loss 7.148`: the evaluation's means, read off its last batch
             text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
         word: str | None = None
         if text[:1] == "[" and (bracket := PHASE_BRACKET.match(text)) is not None:
@@ -546,15 +552,27 @@ class KeyValueAdapter(Adapter):
         m = LOGGER_HEAD.match(text)
         if m is not None:
             pairs = _pairs(RUNNING_MEAN.sub("", text[m.end():]))[0]
-            pairs = [(k, v) for k, v in pairs if k.lower() not in ("eta", "time", "data", "max mem")]
+            pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
+            label = (m.group("label") or "").strip().lower()
+            if label in EPOCH_KEYS and m.group("e") is None:
+                # `Epoch: [3/100] Total time: 0:13:07`: the epoch's own counter, no batch's: no step of its own
+                out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in pairs)
+                return True
             if not pairs:
                 return False
-            label = (m.group("label") or "").strip().lower()
             if label.startswith(EVAL_LABELS):
+                self.in_eval = True
+                i, n = int(m.group("i")), int(m.group("n"))
+                if i + 1 < n:
+                    return True  # a batch of the evaluation: its window's figures, not the evaluation's yet
+                # its last batch: in parentheses, each metric's mean over the whole evaluation
+                pairs = _pairs(WHOLE_MEAN.sub(r"\2", text[m.end():]))[0]
+                pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
                 step = self.printed_step
                 out.extend(Sample(k if k.lower().startswith("eval") else f"eval_{k}", v, step, when,
                                   self.source, lineno, True) for k, v in pairs)
                 return True
+            self.in_eval = False
             i, n = int(m.group("i")), int(m.group("n"))
             step = int(m.group("e")) * n + i if m.group("e") is not None else i
             self.printed_step = step

@@ -190,7 +190,10 @@ class Dispatch(Progress):
                                                ctx.now, one_shot=True, at_end=True))
             for rule in self.rules:
                 if not self._off(rule, name):
-                    rule.lower_at_end(ctx, name, [a for a in self.book.all() if a.rule == rule.spec.id])
+                    mine = [a for a in self.book.all() if a.rule == rule.spec.id]
+                    rule.lower_at_end(ctx, name, mine)
+                    for subject, why in rule.withdrawn_at_end(ctx, name, mine):
+                        out.extend(self.book.retract(rule.spec, name, subject, why, ctx.now))
             crash.lower_explained(self.book.all(), name)
             attempts.lower_earlier(self.book.all(), name)
             st = self.sources.get(name)

@@ -115,7 +115,13 @@ class Rule:
 
     def lower_at_end(self, ctx: RuleContext, source: str, alerts: Iterable[Any]) -> None:
         """Once a source's data has ended, lowers this rule's alerts that the rest of the run showed to be
-        less than they looked when they fired (a rise that came back down). Nothing by default."""
+        less than they looked when they fired. Nothing by default."""
+
+    def withdrawn_at_end(self, ctx: RuleContext, source: str, alerts: Iterable[Any]) -> list[tuple[str, str]]:
+        """Once a source's data has ended, (subject, why) of this rule's alerts the rest of the run
+        disproved (a rise that came back down): the book withdraws them, as a live retraction. None by
+        default."""
+        return []
 
 
 def finite(values: Iterable[float]) -> list[float]:

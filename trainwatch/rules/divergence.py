@@ -162,13 +162,14 @@ class LossDiverging(ArrayRule):
         v = self._verdicts[w.source]
         return float(v.last[row - v.start])
 
-    def lower_at_end(self, ctx: RuleContext, source: str, alerts: Iterable[Alert]) -> None:
+    def withdrawn_at_end(self, ctx: RuleContext, source: str, alerts: Iterable[Alert]) -> list[tuple[str, str]]:
         """A rise the loss came back from is a spike, not a divergence: once the run has ended, an alert
         whose loss then fell back inside the noise band of its low (the median of the points logged
-        after the rise last held) is lowered to a warning. A noisy per-batch loss (batch size 1, values
+        after the rise last held) is withdrawn, saying why. A noisy per-batch loss (batch size 1, values
         spread over an order of magnitude) or a loss whose terms change between stages rises for a
         while and comes back; a diverged run does not."""
         p = self.p
+        out: list[tuple[str, str]] = []
         for a in alerts:
             ev = a.finding.evidence
             low, noise = ev.get("baseline"), ev.get("noise")
@@ -186,11 +187,12 @@ class LossDiverging(ArrayRule):
             level = median(tail)
             top = max(low + p.rise_noise * noise, p.rise_ratio * low)
             if level <= top:
-                a.severity = a.finding.severity = Severity.WARNING
-                a.finding.message = (f"{a.finding.message} -- then it came back: the median of its last "
-                                     f"{len(tail)} points was {fmt(level)}, inside the low's band "
-                                     f"(up to {fmt(top)}): a rise that recovered, not a divergence")[:600]
+                # told while it held; the run's end shows it was no divergence: withdrawn, with why
                 a.finding.evidence["recovered_to"] = level
+                why = (f"the loss came back: the median of its last {len(tail)} points was {fmt(level)}, inside "
+                       f"the low's band (up to {fmt(top)}), a rise that recovered")
+                out.append((a.finding.subject or "loss", why))
+        return out
 
     # -- the per-row statistics, for a batch at once ------------------------------------------------
 
