@@ -351,3 +351,18 @@ def test_a_postfix_value_printed_with_its_own_label_is_read() -> None:
     from trainwatch.adapters.shapes import bars
     (bar,) = bars("Progress: 0.65%:   1%|          | 1/154 [00:14<36:04, 14.15s/it, loss=Loss: 0.9898, step=Step: 0]")
     assert ("loss", 0.9898) in bar.postfix()
+
+
+def test_a_postfix_set_as_one_string_of_name_and_value_is_read() -> None:
+    """`set_postfix_str(f"loss {loss:.4f}")`: no `=` in the postfix, a name then its value; the elapsed
+    time and the rate before it are no metric."""
+    def redraw(n: int, loss: str) -> str:
+        return f"SFT:   3%|▎         | {n}/300 [02:09<1:13:19, 12.05s/it, loss {loss}]"
+    line = "\r".join(["SFT:   0%|          | 0/300 [00:00<?, ?it/s]",
+                      "SFT:   3%|▎         | 9/300 [02:08<1:13:19, 12.05s/it]",
+                      redraw(10, "6.0530"), redraw(11, "6.0530"), redraw(20, "0.4931"), redraw(20, "0.4000")])
+    recs = read([line])
+    assert series(recs, "loss") == [(10, 6.053), (11, 6.053), (20, 0.4)]
+    assert not [s for s in samples(recs) if s.name != "loss"]
+    assert series(read(["\r".join(f"Train:  50%|█████     | {n}/10 [00:01<00:01, 9it/s, loss: {n / 10}]"
+                                  for n in (4, 5))]), "loss") == [(4, 0.4), (5, 0.5)]

@@ -35,6 +35,8 @@ EVAL_WORDS = re.compile(r"(?i)(?:^|[^a-z])(?:val|valid|validation|validating|eva
                         r"predict\w*|inference|map|download\w*|load\w*|tokeniz\w*|filter|generat\w*)(?:[^a-z]|$)")
 NOT_METRICS = frozenset({"v_num", "it/s", "s/it"})
 POSTFIX_KEY = re.compile(r"(?:^|,)\s*([^,=\s]+)\s*=")
+# a postfix item set as a string (`set_postfix_str(f"loss {loss:.4f}")`): a name, a blank or colon, a value
+SPACED_ITEM = re.compile(r"^\s*(?P<k>[A-Za-z_][\w/.\-]*)\s*(?::\s*|\s+)(?P<v>" + NUM + r")\s*$")
 HELD_PREFIXES = ("val", "eval", "test")  # postfix keys of the last evaluation, shown until the next one
 
 # `Validation mIOU: [0.28, 0.14]`: a value per class, read as their mean
@@ -125,10 +127,21 @@ class Bar:
     def training(self) -> bool:
         """A bar that counts training steps: not an evaluation, sanity check or data loading, and one
         with metrics of its own (not only the last evaluation's)."""
-        if "=" not in self.inner or _evaluating(self.desc):
+        if _evaluating(self.desc):
             return False
-        keys = [k for k in POSTFIX_KEY.findall(self.inner) if k not in NOT_METRICS]
+        if "=" in self.inner:
+            keys = [k for k in POSTFIX_KEY.findall(self.inner) if k not in NOT_METRICS]
+        else:
+            keys = [k for k, _ in self._spaced()]
         return bool(keys) and not all(k.lower().startswith(HELD_PREFIXES) for k in keys)
+
+    def _spaced(self) -> list[tuple[str, str]]:
+        """The `name value` items of a postfix set as one string: tqdm prints the elapsed time and the
+        rate first, neither of which is a word then a number."""
+        if " " not in self.inner:
+            return []
+        return [(m.group("k"), m.group("v")) for item in self.inner.split(",")[1:]
+                if (m := SPACED_ITEM.match(item)) is not None and m.group("k") not in NOT_METRICS]
 
     @property
     def described(self) -> bool:
@@ -144,6 +157,8 @@ class Bar:
 
     def postfix(self) -> list[tuple[str, float]]:
         out: list[tuple[str, float]] = []
+        if "=" not in self.inner:
+            return [(k, value) for k, v in self._spaced() if (value := number(v)) is not None]
         for item in self.inner.split(","):
             k, eq, v = item.partition("=")
             k = k.strip()

@@ -199,15 +199,17 @@ class TemplateAdapter(KeyValueAdapter):
         `described`: bars with no postfix, whose description holds the metrics (`Epoch [0][198/1200]
         Time/b 0.22 (0.32) Loss 200.35 (260.9) :  17%|...`)."""
         out: list[Record] = []
-        pending: tuple[int, shapes.Bar] | None = None
+        pending: tuple[int, shapes.Bar, bool] | None = None
         plain: tuple[int, int | None] | None = None  # the last bare training bar: progress, no metric
         for bar in shapes.bars(line):
             # at 0 the postfix is the first batch's, shown again at 1
             if bar.n == 0:
                 continue
             bare = False
-            if not (bar.described if described else bar.training):
-                if not (described and bar.bare_training):
+            # a postfix set as one string (`loss 0.49`) has no `=`: the bar is still read by its postfix
+            from_desc = described and not bar.training
+            if not (bar.described if from_desc else bar.training):
+                if not (from_desc and bar.bare_training):
                     continue
                 bare = True
             ep = bar.epoch
@@ -223,10 +225,10 @@ class TemplateAdapter(KeyValueAdapter):
                 plain = (step, total or None)
                 continue
             if pending is not None and pending[0] != step:
-                self._emit(pending[0], _bar_pairs(pending[1], described), lineno, out)
-            pending = (step, bar)
+                self._emit(pending[0], _bar_pairs(pending[1], pending[2]), lineno, out)
+            pending = (step, bar, from_desc)
         if pending is not None:
-            self._emit(pending[0], _bar_pairs(pending[1], described), lineno, out)
+            self._emit(pending[0], _bar_pairs(pending[1], pending[2]), lineno, out)
         elif plain is not None:  # a training bar that shows no metric still says how far training got
             self.printed_step = plain[0]
             if plain[1]:
