@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.signatures import TB_START
 from trainwatch.adapters.shapes import METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
@@ -289,9 +290,13 @@ class KeyValueAdapter(Adapter):
             lines = lines[:-1]  # the last may be cut off mid-line
         probe = KeyValueAdapter("")
         hits = total = 0
+        crashed = False
         for i, line in enumerate(lines[:SCORE_LINES]):
             if not line.strip():
                 continue
+            if TB_START in line or crashed is None:
+                crashed = None if TB_START in line or line[:1] in " \t" else True  # its last line is the error
+                continue  # a traceback's lines are the crash's, not the log's: they take no share from it
             total += 1
             before = probe.absorbed
             try:
@@ -300,7 +305,8 @@ class KeyValueAdapter(Adapter):
                 got = []
             if probe.absorbed > before or any(isinstance(r, Sample) for r in got):
                 hits += 1
-        if total == 0 or hits < (3 if total > 6 else 2):  # a whole file of a few lines may hold two records
+        # a whole file of a few lines may hold two records, and one that is only the first record and a crash, one
+        if total == 0 or hits < (3 if total > 6 else 2 if crashed is False else min(2, total)):
             return 0.05 * hits
         frac = hits / total
         # enough records (8 reach the threshold alone) and a large share of the lines: a few stray
