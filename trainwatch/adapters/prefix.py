@@ -3,7 +3,7 @@
 The same training loop prints the same line whatever launched it, but torchrun (`[rank3]:`,
 `[default0]:`), Horovod/mpirun (`[1,0]<stdout>:`), `srun -l` (`0: `), pdsh and DeepSpeed's
 multi-node runner (`node-3: `), Ray (`(main_task pid=123)`, `(WorkerDict pid=9, ip=10.0.0.2)`),
-timestamps and logging levels (Python logging, glog's `W1222 19:29:33.885000 3154626 run.py:803]`)
+timestamps and logging levels (Python logging, fairseq's `| INFO | name |`, glog's `W1222 19:29:33.885000 3154626 run.py:803]`)
 put their own tags in front of it. Adapters are written for the bare
 line, so the tags go first; the rank, host and time they carried are kept beside the text.
 
@@ -36,6 +36,9 @@ LEVEL = re.compile(
     r"|" + LEVELS + r":[\w.]*:"  # logging.basicConfig: INFO:root:
     r"|" + LEVELS + r"(?::[ \t]*|[ \t]+)"  # INFO msg / WARNING: msg
 )
+# fairseq's logging format `%(asctime)s | %(levelname)s | %(name)s | %(message)s`: the level and the logger's
+# name between pipes (`| INFO | fairseq.trainer | `)
+PIPED_LEVEL = re.compile(r"\|[ \t]*" + LEVELS + r"[ \t]*\|[ \t]*(?:[A-Za-z_][\w.<>\-]{0,80}[ \t]*\|[ \t]*)?")
 GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./\-]+:\d+\][ \t]?")  # torch C++ and elastic
 SITE = re.compile(r"\[[\w.\-]+\.py:\d+(?::[\w<>]+)?\][ \t]*")  # DeepSpeed's [logging.py:96:log_dist]
 HOST = re.compile(
@@ -138,6 +141,8 @@ class PrefixStripper:
                         levelled = True
                     else:
                         m = None
+            elif c == "|" and not levelled and (m := PIPED_LEVEL.match(line, pos)) is not None:
+                levelled = True
             elif c in "IWEF" and not stamped and (m := GLOG.match(line, pos)) is not None:
                 stamped = levelled = True
             else:
