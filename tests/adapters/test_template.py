@@ -366,3 +366,17 @@ def test_a_postfix_set_as_one_string_of_name_and_value_is_read() -> None:
     assert not [s for s in samples(recs) if s.name != "loss"]
     assert series(read(["\r".join(f"Train:  50%|█████     | {n}/10 [00:01<00:01, 9it/s, loss: {n / 10}]"
                                   for n in (4, 5))]), "loss") == [(4, 0.4), (5, 0.5)]
+
+
+def test_a_counter_named_in_words_before_the_pairs_is_the_step_and_an_eval_head_names_the_phase() -> None:
+    """`Epoch 001 (686 steps) / update 50 total update 00050: train_loss=..`: the update counter, not the epoch,
+    is the step (`(686 steps)` is a count); `Eval after 250 updates: tot_loss=..` is an evaluation at 250."""
+    lines = ["Eval after 0 updates: tot_loss=6.4459 best_loss=6.4459 patience_steps_left=10"]
+    for u in (50, 100, 150, 200, 250):
+        lines.append(f"Epoch 001 (686 steps) / update {u} total update {u:05d}: train_loss={10 - u / 50:.4f} "
+                     f"last_lr={u * 1e-7:.2E} peak_cuda_mem=60.74GB bsz=120.0")
+    lines.append("Eval after 250 updates: tot_loss=4.3590 best_loss=4.3590 patience_steps_left=10")
+    recs = read(lines)
+    assert series(recs, "train_loss") == [(50, 9.0), (100, 8.0), (150, 7.0), (200, 6.0), (250, 5.0)]
+    assert series(recs, "eval tot_loss") == [(0, 6.4459), (250, 4.359)]
+    assert not samples(recs, "tot_loss")

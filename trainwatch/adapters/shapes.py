@@ -367,6 +367,32 @@ def lead_counter(text: str) -> Counter | None:
     return Counter(name, int(m.group("n")), int(m.group("t")) if m.group("t") else None)
 
 
+# the words before a line's first pair: the counters they name with no separator of their own (`Epoch 001
+# (686 steps) / update 50 total update 00050: loss=..`), and a number before its counter's name only after
+# `after`/`at` (`Eval after 250 updates:`): `(686 steps)` is a count, not a position
+HEAD_COUNTER = re.compile(r"(?:^|(?<=[\s(/,\[|]))(?:(?:after|at)\s+(?P<n2>\d+)\s+(?P<c2>[A-Za-z]{2,20})|"
+                          r"(?P<c>[A-Za-z][A-Za-z_\-]{0,20})\s*[:#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<t>\d+))?)(?![\w.%/])")
+HEAD_PHASE = re.compile(r"^[\s=>#*\-\[]*(?P<p>eval|evaluation|evaluating|val|valid|validation|test|testing|dev)\b",
+                        re.I)
+
+
+def head_counters(text: str) -> tuple[list[Counter], str]:
+    """The counters named in words before a line's first `key=value` pair, and the evaluation the words
+    open with (`Eval after 250 updates: tot_loss=3.4`: "eval"), "" when they name none."""
+    first = COMPACT.search(text)
+    head = text[:first.start()] if first is not None else ""
+    if not head.strip():
+        return [], ""
+    out: list[Counter] = []
+    for m in HEAD_COUNTER.finditer(head):
+        word = m.group("c") or m.group("c2")
+        name = counter_name(word) or (counter_name(word[:-1]) if word[-1:] in "sS" else None)
+        if name is not None and all(c.name != name for c in out):
+            out.append(Counter(name, int(m.group("n") or m.group("n2")), int(m.group("t")) if m.group("t") else None))
+    phase = HEAD_PHASE.match(head)
+    return out, "" if phase is None else phase.group("p").lower()
+
+
 def phrase_pairs(text: str) -> tuple[list[tuple[str, float]], list[Counter]] | None:
     """A line of comma-separated `name value` phrases with a counter among them (Theano tutorials'
     `epoch 3, minibatch 120/120, validation error 12.5 %`). A whole number named before the first counter

@@ -155,6 +155,8 @@ class TemplateAdapter(KeyValueAdapter):
         pairs, counters = shapes.compact_pairs(text) if ":" in text or "=" in text else ([], [])
         if pairs and not counters and (lead := shapes.lead_counter(text)) is not None:
             counters = [lead]  # `Global-step 34 --Accept update with kl=2e-07, old=-3.8`
+        if pairs and all(c.name in shapes.EPOCH_NAMES for c in counters):
+            pairs, counters = _headed(pairs, counters, text)
         elif not pairs and (worded := self._worded(text)) is not None:
             pairs, counters = worded
         if pairs and any(c.name not in shapes.EPOCH_NAMES for c in counters):
@@ -396,6 +398,21 @@ class TemplateAdapter(KeyValueAdapter):
         out = self._flush_box()
         out.extend(super().finish())
         return out
+
+
+def _headed(pairs: list[tuple[str, float]], counters: list[shapes.Counter],
+            text: str) -> tuple[list[tuple[str, float]], list[shapes.Counter]]:
+    """The training loop's counter named in the words before the pairs (`Epoch 001 (686 steps) / update 50:
+    loss=..`), and an evaluation they name (`Eval after 250 updates: tot_loss=..`): its keys say it."""
+    worded, phase = shapes.head_counters(text)
+    if not any(c.name not in shapes.EPOCH_NAMES for c in worded):
+        return pairs, counters
+    named = {c.name for c in worded}
+    counters = worded + [c for c in counters if c.name not in named]
+    if phase:
+        pairs = [(k if k.lower().startswith(shapes.HELD_PREFIXES + ("dev", phase)) else f"{phase} {k}", v)
+                 for k, v in pairs]
+    return pairs, counters
 
 
 def _bar_pairs(bar: shapes.Bar, described: bool) -> list[tuple[str, float]]:
