@@ -44,7 +44,8 @@ def test_prefixes_come_off(line: str, text: str, rank: int | None, host: str | N
 @pytest.mark.parametrize("line", [
     "loss: 0.5, lr: 3e-4", "ep: 0, batch: 20, time: 9.17, loss: 10.98", "top1: 0.5 top5: 0.7",
     "Step10: loss=2", "f1: 0.8", "128/128 - 5s - loss: 3.1494 - accuracy: 0.1463", "    optim/total_grad_norm=1.608",
-    "Epoch 1/100", "[step=10/10000,epoch=0]", "| epoch 3 | loss 2.1 |", "  0%|          | 0/10 [00:00<?, ?it/s]", "100: loss 2.3",
+    "Epoch 1/100", "[step=10/10000,epoch=0]", "| epoch 3 | loss 2.1 |",
+    "  0%|          | 0/10 [00:00<?, ?it/s]", "100: loss 2.3",
 ])
 def test_metric_lines_are_left_alone(line: str) -> None:
     assert PrefixStripper().strip(line) == (line, None)
