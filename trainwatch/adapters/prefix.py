@@ -4,8 +4,8 @@ The same training loop prints the same line whatever launched it, but torchrun (
 `[default0]:`), Horovod/mpirun (`[1,0]<stdout>:`), `srun -l` (`0: `), pdsh and DeepSpeed's
 multi-node runner (`node-3: `), Ray (`(main_task pid=123)`, `(WorkerDict pid=9, ip=10.0.0.2)`),
 timestamps and logging levels (Python logging, fairseq's `| INFO | name |`,
-glog's `W1222 19:29:33.885000 3154626 run.py:803]`) put their own tags in front of it. Adapters are written for the bare
-line, so the tags go first; the rank, host and time they carried are kept beside the text.
+glog's `W1222 19:29:33.885000 3154626 run.py:803]`) put their own tags in front of it. Adapters are
+written for the bare line, so the tags go first; the rank, host and time they carried are kept beside the text.
 
 Care is needed not to eat metrics: `loss: 0.5` and `ep: 0, batch: 20` look like `host: ` tags, and
 `100: loss 2.3` like an `srun -l` rank. A host tag must look like a host name, be followed by text that
