@@ -380,3 +380,10 @@ def test_a_counter_named_in_words_before_the_pairs_is_the_step_and_an_eval_head_
     assert series(recs, "train_loss") == [(50, 9.0), (100, 8.0), (150, 7.0), (200, 6.0), (250, 5.0)]
     assert series(recs, "eval tot_loss") == [(0, 6.4459), (250, 4.359)]
     assert not samples(recs, "tot_loss")
+
+
+def test_a_scheduler_last_lr_and_an_evaluation_tot_loss_have_their_canonical_names() -> None:
+    """`last_lr` (the scheduler's get_last_lr()) is the learning rate; `tot` is `total` written short."""
+    canon = Canonicalizer()
+    assert canon("last_lr") == "lr" and canon("eval tot_loss") == "eval_loss" and canon("tot_loss") == "loss"
+    assert canon("eval best_loss") != "eval_loss"
