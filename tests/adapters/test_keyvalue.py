@@ -26,6 +26,16 @@ def test_verl_dash_separated() -> None:
                  "timing_s/gen": (12, 3.2)}
 
 
+def test_numpy_scalars_printed_as_their_constructor_are_read_and_verls_actor_names_are_canonical() -> None:
+    """NumPy 2 prints `np.float64(0.63)` where NumPy 1 printed `0.63`: the value inside is the value."""
+    v = values("step:3 - actor/entropy:0.23 - actor/pg_loss:np.float64(0.0024) - actor/ppo_kl:np.float64(5.1e-05)"
+               " - actor/grad_norm:np.float64(0.6369) - actor/lr:np.float64(1e-06) - rollout/n:np.int64(16)")
+    assert v == {"actor/entropy": (3, 0.23), "actor/pg_loss": (3, 0.0024), "actor/ppo_kl": (3, 5.1e-05),
+                 "actor/grad_norm": (3, 0.6369), "actor/lr": (3, 1e-06), "rollout/n": (3, 16.0)}
+    canon = Canonicalizer()
+    assert canon("actor/grad_norm") == "grad_norm" and canon("actor/lr") == "lr"
+
+
 def test_nanogpt_iter_and_eval_lines_with_mfu_sentinel() -> None:
     recs = run(KeyValueAdapter(""), ["iter 0: loss 4.2012, time 1234.50ms, mfu -100.00%",
                                      "iter 100: loss 2.3114, time 45.10ms, mfu 31.20%",

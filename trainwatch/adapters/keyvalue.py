@@ -131,6 +131,9 @@ def _number(raw: str) -> float | None:
             return None
 
 
+# NumPy 2 prints a scalar as its constructor (`actor/grad_norm:np.float64(0.63)`): the value is inside
+NP_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)(?:16|32|64|128)?\(\s*(" + NUM + r")\s*\)")
+
 NAME_ONLY = re.compile(r"[A-Za-z_][\w/.\-]{0,60}\Z")
 NUMBER_ONLY = re.compile(NUM + r"\Z")
 
@@ -320,6 +323,8 @@ class KeyValueAdapter(Adapter):
             line = line[line.rfind("\r") + 1:]
         if "\b" in line:
             line = line.replace("\b", "")
+        if "np." in line or "numpy." in line:
+            line = NP_SCALAR.sub(r"\1", line)
         if ("/s]" in line or "s/it]" in line or "?]" in line) and (lead := BAR_LEAD.match(line)) is not None \
                 and line[lead.end():].strip():
             line = line[lead.end():]  # a bar left on the line, then a log line written over it
