@@ -461,6 +461,22 @@ def test_a_metric_dated_by_the_step_its_sentence_names() -> None:
     assert series(run(KeyValueAdapter(""), lines), "Loss") == [(s, 8.5 - s / 10) for s in range(1, 6)]
 
 
+def test_a_metric_dated_by_its_sentence_then_more_pairs_of_the_same_evaluation() -> None:
+    """`validation loss at step 10: 7.46, the acc is: 0.038`: the step is 10, not a metric, and the accuracy
+    after it is the same evaluation's (`the .. is` is prose around its name)."""
+    lines = ["validation loss at step 0: 7.573110, acc is 0.014273"]
+    for s in range(1, 11):
+        lines.append(f"step {s}/346 loss: {7.6 - s / 100:.6f}")
+    lines.append("validation loss at step 10: 7.462667, the acc is: 0.038685")
+    recs = run(KeyValueAdapter(""), lines)
+    canon = Canonicalizer()
+    got = {(canon(x.name), x.step, x.value) for x in samples(recs)}
+    assert ("eval_loss", 0, 7.57311) in got and ("eval_loss", 10, 7.462667) in got
+    assert {(x.name, x.step, x.value) for x in samples(recs) if "acc" in x.name} == {
+        ("validation acc", 0, 0.014273), ("validation acc", 10, 0.038685)}
+    assert not [x for x in samples(recs) if "step" in x.name]
+
+
 def test_compact_pairs_with_a_comma_before_each_key() -> None:
     """AlphaZero's `kl:0.011,lr_multiplier:1.000,loss:5.31,entropy:4.37` (no space anywhere)."""
     v = values("kl:0.01113,lr_multiplier:1.000,loss:5.315903186798096,entropy:4.372379302978516")

@@ -134,6 +134,8 @@ def _number(raw: str) -> float | None:
 # NumPy 2 prints a scalar as its constructor (`actor/grad_norm:np.float64(0.63)`): the value is inside
 NP_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)(?:16|32|64|128)?\(\s*(" + NUM + r")\s*\)")
 
+PROSE_KEY = re.compile(r"^(?:the|our|current)\s+|\s+(?:is|was|are|were)$", re.I)  # `the acc is: 0.04`
+
 NAME_ONLY = re.compile(r"[A-Za-z_][\w/.\-]{0,60}\Z")
 NUMBER_ONLY = re.compile(NUM + r"\Z")
 
@@ -434,10 +436,7 @@ class KeyValueAdapter(Adapter):
             return
         if "[epoch:" in text[:80] and self._basicsr(text, lineno, when, out):
             return
-        if " at " in text and (said := at_counter(text)) is not None and said[2].name in STEP_KEYS:
-            name, value, counter = said  # `Loss at step 12: 8.49`: a metric dated by the step its name gives
-            self.printed_step = counter.value
-            out.append(Sample(name, value, counter.value, when, self.source, lineno))
+        if " at " in text and self._at_counter(text, lineno, when, out):
             return
         lead_pairs: list[tuple[str, float]] = []
         if "[" in text[:16] and (named := NAMED_COUNTERS.match(text)) is not None:
@@ -533,6 +532,29 @@ class KeyValueAdapter(Adapter):
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             out.append(Sample(k, v, step, when, self.source, lineno, inferred))
+
+    def _at_counter(self, text: str, lineno: int, when: float | None, out: list[Record]) -> bool:
+        """`Loss at step 12: 8.49`: a metric dated by the step its name gives, and the pairs after it in the
+        same record (`validation loss at step 10: 7.46, the acc is: 0.038`), of the same split as it."""
+        said = at_counter(text)
+        rest = ""
+        if said is None and ", " in text:
+            head, _, rest = text.partition(", ")
+            said = at_counter(head)
+        if said is None or said[2].name not in STEP_KEYS:
+            return False
+        name, value, counter = said
+        self.printed_step = counter.value
+        out.append(Sample(name, value, counter.value, when, self.source, lineno))
+        more, _, dirty = _pairs(rest) if rest else ([], 0, 0)
+        split = LABEL_PHASE.search(name)
+        word = split.group().lower() if split is not None and split.start() == 0 else ""
+        for k, v in more if not dirty else []:
+            k = PROSE_KEY.sub("", k) or k  # `the acc is`: the name is `acc`
+            if word and not LABEL_PHASE.match(k) and k.lower() not in UNPHASED:
+                k = f"{word} {k}"
+            out.append(Sample(k, v, counter.value, when, self.source, lineno))
+        return True
 
     def _basicsr(self, text: str, lineno: int, when: float | None, out: list[Record]) -> bool:
         """BasicSR's (and MMCV's iteration runner's) message: the step is its `iter`, the LR the first of its
