@@ -295,7 +295,7 @@ class KeyValueAdapter(Adapter):
             lines = lines[:-1]  # the last may be cut off mid-line
         probe = KeyValueAdapter("")
         hits = total = 0
-        crashed = False
+        crashed: bool | None = False  # None: inside a traceback
         for i, line in enumerate(lines[:SCORE_LINES]):
             if not line.strip():
                 continue
