@@ -14,7 +14,8 @@ from trainwatch import yamltext
 # A loss named by how it was averaged or over what (`EPOCH loss`, `Avg.Loss`, `average train loss`,
 # `mean val loss`) is still the train or eval loss: the alias table cannot list every spelling.
 # Names glued in camel case (`TrainLoss`, `ValLoss`) are the same names with no separator.
-_QUALIFIERS = r"(?:(?:epoch|avg|average|averaged|mean|running|smoothed|total|batch|step|iter|iteration|overall)[ _.]+)*"
+_QUALIFIERS = (r"(?:(?:epoch|avg|average|averaged|mean|running|smoothed|total|tot|batch|step|iter|iteration|overall)"
+               r"[ _.]+)*")
 _TRAIN_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:train(?:ing)?[ _.]*)?" + _QUALIFIERS + r"loss$")
 _LOSS_TRAIN = re.compile(r"^loss[/_. ](?:train|training)(?:[/_. ](?:epoch|step))?$")  # Lightning's `loss/train`
 _LOSS_EVAL = re.compile(r"^loss[/_. ](?:val|valid|validation|eval|test|dev)(?:[/_. ](?:epoch|step))?$")

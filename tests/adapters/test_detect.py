@@ -70,6 +70,19 @@ def test_killed_run_last_partial_line_and_traceback_are_read() -> None:
     assert len(tb) == 1 and tb[0].fields["exception"] == "OutOfMemoryError"
 
 
+def test_a_run_that_crashed_after_its_first_record_is_read_for_that_record() -> None:
+    """One metric line, then the traceback of a crash at the first step: the traceback's lines are the crash's,
+    not lines of another format, so the one record is enough to know the format; with no crash it is not."""
+    record = "step 0: train loss 12.6510 BPC, val loss 12.6486 BPC"
+    frames = [f'  File "/srv/lib/torch/module{i}.py", line {100 + i}, in _call_impl\n    return fn(*args)'
+              for i in range(20)]
+    crash = "\n".join(["", record, "Traceback (most recent call last):", *frames,
+                        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 48.00 MiB.", ""])
+    assert detect(crash, "output.log") == "keyvalue"
+    quiet = "\n".join(["", record, "Loading data from disk", "model has 3 layers", ""])
+    assert detect(quiet, "output.log") != "keyvalue"
+
+
 OURS = {"hf_console", "trainer_state", "jsonl", "keyvalue", "megatron", "csv"}
 
 

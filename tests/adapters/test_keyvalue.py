@@ -26,6 +26,16 @@ def test_verl_dash_separated() -> None:
                  "timing_s/gen": (12, 3.2)}
 
 
+def test_numpy_scalars_printed_as_their_constructor_are_read_and_verls_actor_names_are_canonical() -> None:
+    """NumPy 2 prints `np.float64(0.63)` where NumPy 1 printed `0.63`: the value inside is the value."""
+    v = values("step:3 - actor/entropy:0.23 - actor/pg_loss:np.float64(0.0024) - actor/ppo_kl:np.float64(5.1e-05)"
+               " - actor/grad_norm:np.float64(0.6369) - actor/lr:np.float64(1e-06) - rollout/n:np.int64(16)")
+    assert v == {"actor/entropy": (3, 0.23), "actor/pg_loss": (3, 0.0024), "actor/ppo_kl": (3, 5.1e-05),
+                 "actor/grad_norm": (3, 0.6369), "actor/lr": (3, 1e-06), "rollout/n": (3, 16.0)}
+    canon = Canonicalizer()
+    assert canon("actor/grad_norm") == "grad_norm" and canon("actor/lr") == "lr"
+
+
 def test_nanogpt_iter_and_eval_lines_with_mfu_sentinel() -> None:
     recs = run(KeyValueAdapter(""), ["iter 0: loss 4.2012, time 1234.50ms, mfu -100.00%",
                                      "iter 100: loss 2.3114, time 45.10ms, mfu 31.20%",
@@ -452,6 +462,22 @@ def test_a_metric_dated_by_the_step_its_sentence_names() -> None:
     """`Loss at step 12: 8.49` after a time and a tab: the loss at step 12."""
     lines = [f"2017-08-18 02:43:{50 + s}:\tLoss at step {s}: {8.5 - s / 10:.6f}" for s in range(1, 6)]
     assert series(run(KeyValueAdapter(""), lines), "Loss") == [(s, 8.5 - s / 10) for s in range(1, 6)]
+
+
+def test_a_metric_dated_by_its_sentence_then_more_pairs_of_the_same_evaluation() -> None:
+    """`validation loss at step 10: 7.46, the acc is: 0.038`: the step is 10, not a metric, and the accuracy
+    after it is the same evaluation's (`the .. is` is prose around its name)."""
+    lines = ["validation loss at step 0: 7.573110, acc is 0.014273"]
+    for s in range(1, 11):
+        lines.append(f"step {s}/346 loss: {7.6 - s / 100:.6f}")
+    lines.append("validation loss at step 10: 7.462667, the acc is: 0.038685")
+    recs = run(KeyValueAdapter(""), lines)
+    canon = Canonicalizer()
+    got = {(canon(x.name), x.step, x.value) for x in samples(recs)}
+    assert ("eval_loss", 0, 7.57311) in got and ("eval_loss", 10, 7.462667) in got
+    assert {(x.name, x.step, x.value) for x in samples(recs) if "acc" in x.name} == {
+        ("validation acc", 0, 0.014273), ("validation acc", 10, 0.038685)}
+    assert not [x for x in samples(recs) if "step" in x.name]
 
 
 def test_compact_pairs_with_a_comma_before_each_key() -> None:

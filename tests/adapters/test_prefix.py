@@ -30,6 +30,13 @@ from trainwatch.model import Sample
     ("[INFO:swift] rank: 0, local_rank: 0", "rank: 0, local_rank: 0", None, None),
     ("W1222 19:29:33.885000 3154626 torch/distributed/run.py:803] Setting OMP_NUM_THREADS",
      "Setting OMP_NUM_THREADS", None, None),
+    ("[2022-08-31 22:19:24,737] [    INFO] - loss: 1.0498, learning_rate: 2.97e-05, global_step: 10",
+     "loss: 1.0498, learning_rate: 2.97e-05, global_step: 10", None, None),
+    ("[ WARNING] - eval_loss: 2.07, epoch: 5.0", "eval_loss: 2.07, epoch: 5.0", None, None),
+    ("2025-05-22 16:30:06 | INFO | my_pkg.trainer | Epoch 001 / update 50: train_loss=10.08",
+     "Epoch 001 / update 50: train_loss=10.08", None, None),
+    ("2021-03-01 10:00:04 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 7.2",
+     "epoch 001 | valid on 'valid' subset | loss 7.2", None, None),
 ])
 def test_prefixes_come_off(line: str, text: str, rank: int | None, host: str | None) -> None:
     got, info = PrefixStripper().strip(line)
@@ -40,7 +47,8 @@ def test_prefixes_come_off(line: str, text: str, rank: int | None, host: str | N
 @pytest.mark.parametrize("line", [
     "loss: 0.5, lr: 3e-4", "ep: 0, batch: 20, time: 9.17, loss: 10.98", "top1: 0.5 top5: 0.7",
     "Step10: loss=2", "f1: 0.8", "128/128 - 5s - loss: 3.1494 - accuracy: 0.1463", "    optim/total_grad_norm=1.608",
-    "Epoch 1/100", "[step=10/10000,epoch=0]", "  0%|          | 0/10 [00:00<?, ?it/s]", "100: loss 2.3",
+    "Epoch 1/100", "[step=10/10000,epoch=0]", "| epoch 3 | loss 2.1 |",
+    "  0%|          | 0/10 [00:00<?, ?it/s]", "100: loss 2.3",
 ])
 def test_metric_lines_are_left_alone(line: str) -> None:
     assert PrefixStripper().strip(line) == (line, None)

@@ -185,6 +185,21 @@ def test_oom_new_wording_figures_in_gib() -> None:
                                       "allocated_gib": 70.0, "reserved_gib": 76.5, "gpu": 0})
 
 
+def test_paddles_gpu_out_of_memory_summary_is_a_cuda_oom_with_its_figures() -> None:
+    """Paddle's `Error Message Summary` after a BadAlloc: `Out of memory error on GPU 0. Cannot allocate ..`
+    (capital O: the keyword is shared with the lower-case wordings)."""
+    (e,) = errors(["terminate called after throwing an instance of 'paddle::memory::allocation::BadAlloc'",
+                   "ResourceExhaustedError: ", "",
+                   "Out of memory error on GPU 0. Cannot allocate 1.220703GB memory on GPU 0, 30.787842GB memory "
+                   "has been allocated and available memory is only 983.750000MB.", "",
+                   "If the above ways do not solve the out of memory problem, you can try to use CUDA managed memory."])
+    assert e.signature == "oom.cuda"
+    assert e.fields == pytest.approx({"tried_gib": 1.220703, "in_use_gib": 30.787842,
+                                      "available_gib": 983.75 / 1024, "gpu": 0})
+    from trainwatch.rules.signature import describe
+    assert describe("oom.cuda", e.fields) == "tried 1.22 GiB (30.79 GiB in use, 984 MiB available) on GPU 0"
+
+
 def test_figures_of_the_new_signatures() -> None:
     (cpu,) = errors([ONE_LINERS[-9][1]])
     assert cpu.fields == {"tried_gib": 20.0}

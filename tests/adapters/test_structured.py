@@ -116,6 +116,15 @@ MEGATRON = [
 ]
 
 
+def test_an_epoch_log_txt_of_train_lr_and_train_loss_reads_as_lr_and_loss() -> None:
+    """MAE / DeiT / BEiT write `{"train_lr": .., "train_loss": .., "epoch": N}` a line: the lr is the lr."""
+    from trainwatch.names import Canonicalizer
+    lines = [json.dumps({"train_lr": 3.1e-06 * (e + 1), "train_loss": 1.25 / (e + 1), "epoch": e}) for e in range(3)]
+    canon = Canonicalizer()
+    got = {canon(s.name) for s in samples(run(JsonLinesAdapter(""), lines))}
+    assert {"lr", "loss"} <= got
+
+
 def test_megatron_fields_nan_inference_and_validation() -> None:
     recs = run(MegatronAdapter("m"), MEGATRON)
     loss = series(recs, "lm loss")

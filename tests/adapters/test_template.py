@@ -351,3 +351,39 @@ def test_a_postfix_value_printed_with_its_own_label_is_read() -> None:
     from trainwatch.adapters.shapes import bars
     (bar,) = bars("Progress: 0.65%:   1%|          | 1/154 [00:14<36:04, 14.15s/it, loss=Loss: 0.9898, step=Step: 0]")
     assert ("loss", 0.9898) in bar.postfix()
+
+
+def test_a_postfix_set_as_one_string_of_name_and_value_is_read() -> None:
+    """`set_postfix_str(f"loss {loss:.4f}")`: no `=` in the postfix, a name then its value; the elapsed
+    time and the rate before it are no metric."""
+    def redraw(n: int, loss: str) -> str:
+        return f"SFT:   3%|▎         | {n}/300 [02:09<1:13:19, 12.05s/it, loss {loss}]"
+    line = "\r".join(["SFT:   0%|          | 0/300 [00:00<?, ?it/s]",
+                      "SFT:   3%|▎         | 9/300 [02:08<1:13:19, 12.05s/it]",
+                      redraw(10, "6.0530"), redraw(11, "6.0530"), redraw(20, "0.4931"), redraw(20, "0.4000")])
+    recs = read([line])
+    assert series(recs, "loss") == [(10, 6.053), (11, 6.053), (20, 0.4)]
+    assert not [s for s in samples(recs) if s.name != "loss"]
+    assert series(read(["\r".join(f"Train:  50%|█████     | {n}/10 [00:01<00:01, 9it/s, loss: {n / 10}]"
+                                  for n in (4, 5))]), "loss") == [(4, 0.4), (5, 0.5)]
+
+
+def test_a_counter_named_in_words_before_the_pairs_is_the_step_and_an_eval_head_names_the_phase() -> None:
+    """`Epoch 001 (686 steps) / update 50 total update 00050: train_loss=..`: the update counter, not the epoch,
+    is the step (`(686 steps)` is a count); `Eval after 250 updates: tot_loss=..` is an evaluation at 250."""
+    lines = ["Eval after 0 updates: tot_loss=6.4459 best_loss=6.4459 patience_steps_left=10"]
+    for u in (50, 100, 150, 200, 250):
+        lines.append(f"Epoch 001 (686 steps) / update {u} total update {u:05d}: train_loss={10 - u / 50:.4f} "
+                     f"last_lr={u * 1e-7:.2E} peak_cuda_mem=60.74GB bsz=120.0")
+    lines.append("Eval after 250 updates: tot_loss=4.3590 best_loss=4.3590 patience_steps_left=10")
+    recs = read(lines)
+    assert series(recs, "train_loss") == [(50, 9.0), (100, 8.0), (150, 7.0), (200, 6.0), (250, 5.0)]
+    assert series(recs, "eval tot_loss") == [(0, 6.4459), (250, 4.359)]
+    assert not samples(recs, "tot_loss")
+
+
+def test_a_scheduler_last_lr_and_an_evaluation_tot_loss_have_their_canonical_names() -> None:
+    """`last_lr` (the scheduler's get_last_lr()) is the learning rate; `tot` is `total` written short."""
+    canon = Canonicalizer()
+    assert canon("last_lr") == "lr" and canon("eval tot_loss") == "eval_loss" and canon("tot_loss") == "loss"
+    assert canon("eval best_loss") != "eval_loss"

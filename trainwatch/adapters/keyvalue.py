@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.signatures import TB_START
 from trainwatch.adapters.shapes import METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
@@ -132,6 +133,11 @@ def _number(raw: str) -> float | None:
         except ValueError:
             return None
 
+
+# NumPy 2 prints a scalar as its constructor (`actor/grad_norm:np.float64(0.63)`): the value is inside
+NP_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)(?:16|32|64|128)?\(\s*(" + NUM + r")\s*\)")
+
+PROSE_KEY = re.compile(r"^(?:the|our|current)\s+|\s+(?:is|was|are|were)$", re.I)  # `the acc is: 0.04`
 
 NAME_ONLY = re.compile(r"[A-Za-z_][\w/.\-]{0,60}\Z")
 NUMBER_ONLY = re.compile(NUM + r"\Z")
@@ -293,9 +299,13 @@ class KeyValueAdapter(Adapter):
             lines = lines[:-1]  # the last may be cut off mid-line
         probe = KeyValueAdapter("")
         hits = total = 0
+        crashed: bool | None = False  # None: inside a traceback
         for i, line in enumerate(lines[:SCORE_LINES]):
             if not line.strip():
                 continue
+            if TB_START in line or crashed is None:
+                crashed = None if TB_START in line or line[:1] in " \t" else True  # its last line is the error
+                continue  # a traceback's lines are the crash's, not the log's: they take no share from it
             total += 1
             before = probe.absorbed
             try:
@@ -304,7 +314,8 @@ class KeyValueAdapter(Adapter):
                 got = []
             if probe.absorbed > before or any(isinstance(r, Sample) for r in got):
                 hits += 1
-        if total == 0 or hits < (3 if total > 6 else 2):  # a whole file of a few lines may hold two records
+        # a whole file of a few lines may hold two records, and one that is only the first record and a crash, one
+        if total == 0 or hits < (3 if total > 6 else 2 if crashed is False else min(2, total)):
             return 0.05 * hits
         frac = hits / total
         # enough records (8 reach the threshold alone) and a large share of the lines: a few stray
@@ -318,6 +329,8 @@ class KeyValueAdapter(Adapter):
             line = line[line.rfind("\r") + 1:]
         if "\b" in line:
             line = line.replace("\b", "")
+        if "np." in line or "numpy." in line:
+            line = NP_SCALAR.sub(r"\1", line)
         if ("/s]" in line or "s/it]" in line or "?]" in line) and (lead := BAR_LEAD.match(line)) is not None \
                 and line[lead.end():].strip():
             line = line[lead.end():]  # a bar left on the line, then a log line written over it
@@ -427,10 +440,7 @@ class KeyValueAdapter(Adapter):
             return
         if "[epoch:" in text[:80] and self._basicsr(text, lineno, when, out):
             return
-        if " at " in text and (said := at_counter(text)) is not None and said[2].name in STEP_KEYS:
-            name, value, counter = said  # `Loss at step 12: 8.49`: a metric dated by the step its name gives
-            self.printed_step = counter.value
-            out.append(Sample(name, value, counter.value, when, self.source, lineno))
+        if " at " in text and self._at_counter(text, lineno, when, out):
             return
         lead_pairs: list[tuple[str, float]] = []
         if "[" in text[:16] and (named := NAMED_COUNTERS.match(text)) is not None:
@@ -528,6 +538,29 @@ class KeyValueAdapter(Adapter):
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             out.append(Sample(k, v, step, when, self.source, lineno, inferred))
+
+    def _at_counter(self, text: str, lineno: int, when: float | None, out: list[Record]) -> bool:
+        """`Loss at step 12: 8.49`: a metric dated by the step its name gives, and the pairs after it in the
+        same record (`validation loss at step 10: 7.46, the acc is: 0.038`), of the same split as it."""
+        said = at_counter(text)
+        rest = ""
+        if said is None and ", " in text:
+            head, _, rest = text.partition(", ")
+            said = at_counter(head)
+        if said is None or said[2].name not in STEP_KEYS:
+            return False
+        name, value, counter = said
+        self.printed_step = counter.value
+        out.append(Sample(name, value, counter.value, when, self.source, lineno))
+        more, _, dirty = _pairs(rest) if rest else ([], 0, 0)
+        split = LABEL_PHASE.search(name)
+        word = split.group().lower() if split is not None and split.start() == 0 else ""
+        for k, v in more if not dirty else []:
+            k = PROSE_KEY.sub("", k) or k  # `the acc is`: the name is `acc`
+            if word and not LABEL_PHASE.match(k) and k.lower() not in UNPHASED:
+                k = f"{word} {k}"
+            out.append(Sample(k, v, counter.value, when, self.source, lineno))
+        return True
 
     def _basicsr(self, text: str, lineno: int, when: float | None, out: list[Record]) -> bool:
         """BasicSR's (and MMCV's iteration runner's) message: the step is its `iter`, the LR the first of its

@@ -3,9 +3,9 @@
 The same training loop prints the same line whatever launched it, but torchrun (`[rank3]:`,
 `[default0]:`), Horovod/mpirun (`[1,0]<stdout>:`), `srun -l` (`0: `), pdsh and DeepSpeed's
 multi-node runner (`node-3: `), Ray (`(main_task pid=123)`, `(WorkerDict pid=9, ip=10.0.0.2)`),
-timestamps and logging levels (Python logging, glog's `W1222 19:29:33.885000 3154626 run.py:803]`)
-put their own tags in front of it. Adapters are written for the bare
-line, so the tags go first; the rank, host and time they carried are kept beside the text.
+timestamps and logging levels (Python logging, fairseq's `| INFO | name |`,
+glog's `W1222 19:29:33.885000 3154626 run.py:803]`) put their own tags in front of it. Adapters are
+written for the bare line, so the tags go first; the rank, host and time they carried are kept beside the text.
 
 Care is needed not to eat metrics: `loss: 0.5` and `ep: 0, batch: 20` look like `host: ` tags, and
 `100: loss 2.3` like an `srun -l` rank. A host tag must look like a host name, be followed by text that
@@ -31,11 +31,15 @@ STAMP = re.compile(
     r"\[?(\d{4}[-/]\d\d[-/]\d\d|\d\d/\d\d)[ T_](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(?:Z|[+-]\d\d:?\d\d)?\]?"
     r"(?:[ \t]*-(?=[ \t]))?[ \t]*")
 LEVEL = re.compile(
-    r"\[" + LEVELS + r"(?::[\w.\-]{1,40})?\][ \t]*"  # [INFO], ms-swift's [INFO:swift]
+    # [INFO], ms-swift's [INFO:swift], PaddleNLP's `[    INFO] - ` (the level padded to its width, then a dash)
+    r"\[[ \t]*" + LEVELS + r"(?::[\w.\-]{1,40})?[ \t]*\](?:[ \t]+-(?=[ \t]))?[ \t]*"
     r"|-?[ \t]*(?:[\w.<>\[\]]{1,80}[ \t]+-[ \t]+)?" + LEVELS + r"[ \t]+-[ \t]+"  # - INFO - / name - INFO -
     r"|" + LEVELS + r":[\w.]*:"  # logging.basicConfig: INFO:root:
     r"|" + LEVELS + r"(?::[ \t]*|[ \t]+)"  # INFO msg / WARNING: msg
 )
+# fairseq's logging format `%(asctime)s | %(levelname)s | %(name)s | %(message)s`: the level and the logger's
+# name between pipes (`| INFO | fairseq.trainer | `)
+PIPED_LEVEL = re.compile(r"\|[ \t]*" + LEVELS + r"[ \t]*\|[ \t]*(?:[A-Za-z_][\w.<>\-]{0,80}[ \t]*\|[ \t]*)?")
 GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./\-]+:\d+\][ \t]?")  # torch C++ and elastic
 SITE = re.compile(r"\[[\w.\-]+\.py:\d+(?::[\w<>]+)?\][ \t]*")  # DeepSpeed's [logging.py:96:log_dist]
 HOST = re.compile(
@@ -138,6 +142,8 @@ class PrefixStripper:
                         levelled = True
                     else:
                         m = None
+            elif c == "|" and not levelled and (m := PIPED_LEVEL.match(line, pos)) is not None:
+                levelled = True
             elif c in "IWEF" and not stamped and (m := GLOG.match(line, pos)) is not None:
                 stamped = levelled = True
             else:

@@ -35,6 +35,8 @@ EVAL_WORDS = re.compile(r"(?i)(?:^|[^a-z])(?:val|valid|validation|validating|eva
                         r"predict\w*|inference|map|download\w*|load\w*|tokeniz\w*|filter|generat\w*)(?:[^a-z]|$)")
 NOT_METRICS = frozenset({"v_num", "it/s", "s/it"})
 POSTFIX_KEY = re.compile(r"(?:^|,)\s*([^,=\s]+)\s*=")
+# a postfix item set as a string (`set_postfix_str(f"loss {loss:.4f}")`): a name, a blank or colon, a value
+SPACED_ITEM = re.compile(r"^\s*(?P<k>[A-Za-z_][\w/.\-]*)\s*(?::\s*|\s+)(?P<v>" + NUM + r")\s*$")
 HELD_PREFIXES = ("val", "eval", "test")  # postfix keys of the last evaluation, shown until the next one
 
 # `Validation mIOU: [0.28, 0.14]`: a value per class, read as their mean
@@ -125,10 +127,21 @@ class Bar:
     def training(self) -> bool:
         """A bar that counts training steps: not an evaluation, sanity check or data loading, and one
         with metrics of its own (not only the last evaluation's)."""
-        if "=" not in self.inner or _evaluating(self.desc):
+        if _evaluating(self.desc):
             return False
-        keys = [k for k in POSTFIX_KEY.findall(self.inner) if k not in NOT_METRICS]
+        if "=" in self.inner:
+            keys = [k for k in POSTFIX_KEY.findall(self.inner) if k not in NOT_METRICS]
+        else:
+            keys = [k for k, _ in self._spaced()]
         return bool(keys) and not all(k.lower().startswith(HELD_PREFIXES) for k in keys)
+
+    def _spaced(self) -> list[tuple[str, str]]:
+        """The `name value` items of a postfix set as one string: tqdm prints the elapsed time and the
+        rate first, neither of which is a word then a number."""
+        if " " not in self.inner:
+            return []
+        return [(m.group("k"), m.group("v")) for item in self.inner.split(",")[1:]
+                if (m := SPACED_ITEM.match(item)) is not None and m.group("k") not in NOT_METRICS]
 
     @property
     def described(self) -> bool:
@@ -144,6 +157,8 @@ class Bar:
 
     def postfix(self) -> list[tuple[str, float]]:
         out: list[tuple[str, float]] = []
+        if "=" not in self.inner:
+            return [(k, value) for k, v in self._spaced() if (value := number(v)) is not None]
         for item in self.inner.split(","):
             k, eq, v = item.partition("=")
             k = k.strip()
@@ -350,6 +365,32 @@ def lead_counter(text: str) -> Counter | None:
     if name is None:
         return None
     return Counter(name, int(m.group("n")), int(m.group("t")) if m.group("t") else None)
+
+
+# the words before a line's first pair: the counters they name with no separator of their own (`Epoch 001
+# (686 steps) / update 50 total update 00050: loss=..`), and a number before its counter's name only after
+# `after`/`at` (`Eval after 250 updates:`): `(686 steps)` is a count, not a position
+HEAD_COUNTER = re.compile(r"(?:^|(?<=[\s(/,\[|]))(?:(?:after|at)\s+(?P<n2>\d+)\s+(?P<c2>[A-Za-z]{2,20})|"
+                          r"(?P<c>[A-Za-z][A-Za-z_\-]{0,20})\s*[:#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<t>\d+))?)(?![\w.%/])")
+HEAD_PHASE = re.compile(r"^[\s=>#*\-\[]*(?P<p>eval|evaluation|evaluating|val|valid|validation|test|testing|dev)\b",
+                        re.I)
+
+
+def head_counters(text: str) -> tuple[list[Counter], str]:
+    """The counters named in words before a line's first `key=value` pair, and the evaluation the words
+    open with (`Eval after 250 updates: tot_loss=3.4`: "eval"), "" when they name none."""
+    first = COMPACT.search(text)
+    head = text[:first.start()] if first is not None else ""
+    if not head.strip():
+        return [], ""
+    out: list[Counter] = []
+    for m in HEAD_COUNTER.finditer(head):
+        word = m.group("c") or m.group("c2")
+        name = counter_name(word) or (counter_name(word[:-1]) if word[-1:] in "sS" else None)
+        if name is not None and all(c.name != name for c in out):
+            out.append(Counter(name, int(m.group("n") or m.group("n2")), int(m.group("t")) if m.group("t") else None))
+    phase = HEAD_PHASE.match(head)
+    return out, "" if phase is None else phase.group("p").lower()
 
 
 def phrase_pairs(text: str) -> tuple[list[tuple[str, float]], list[Counter]] | None:

@@ -155,6 +155,8 @@ class TemplateAdapter(KeyValueAdapter):
         pairs, counters = shapes.compact_pairs(text) if ":" in text or "=" in text else ([], [])
         if pairs and not counters and (lead := shapes.lead_counter(text)) is not None:
             counters = [lead]  # `Global-step 34 --Accept update with kl=2e-07, old=-3.8`
+        if pairs and all(c.name in shapes.EPOCH_NAMES for c in counters):
+            pairs, counters = _headed(pairs, counters, text)
         elif not pairs and (worded := self._worded(text)) is not None:
             pairs, counters = worded
         if pairs and any(c.name not in shapes.EPOCH_NAMES for c in counters):
@@ -199,15 +201,17 @@ class TemplateAdapter(KeyValueAdapter):
         `described`: bars with no postfix, whose description holds the metrics (`Epoch [0][198/1200]
         Time/b 0.22 (0.32) Loss 200.35 (260.9) :  17%|...`)."""
         out: list[Record] = []
-        pending: tuple[int, shapes.Bar] | None = None
+        pending: tuple[int, shapes.Bar, bool] | None = None
         plain: tuple[int, int | None] | None = None  # the last bare training bar: progress, no metric
         for bar in shapes.bars(line):
             # at 0 the postfix is the first batch's, shown again at 1
             if bar.n == 0:
                 continue
             bare = False
-            if not (bar.described if described else bar.training):
-                if not (described and bar.bare_training):
+            # a postfix set as one string (`loss 0.49`) has no `=`: the bar is still read by its postfix
+            from_desc = described and not bar.training
+            if not (bar.described if from_desc else bar.training):
+                if not (from_desc and bar.bare_training):
                     continue
                 bare = True
             ep = bar.epoch
@@ -223,10 +227,10 @@ class TemplateAdapter(KeyValueAdapter):
                 plain = (step, total or None)
                 continue
             if pending is not None and pending[0] != step:
-                self._emit(pending[0], _bar_pairs(pending[1], described), lineno, out)
-            pending = (step, bar)
+                self._emit(pending[0], _bar_pairs(pending[1], pending[2]), lineno, out)
+            pending = (step, bar, from_desc)
         if pending is not None:
-            self._emit(pending[0], _bar_pairs(pending[1], described), lineno, out)
+            self._emit(pending[0], _bar_pairs(pending[1], pending[2]), lineno, out)
         elif plain is not None:  # a training bar that shows no metric still says how far training got
             self.printed_step = plain[0]
             if plain[1]:
@@ -394,6 +398,21 @@ class TemplateAdapter(KeyValueAdapter):
         out = self._flush_box()
         out.extend(super().finish())
         return out
+
+
+def _headed(pairs: list[tuple[str, float]], counters: list[shapes.Counter],
+            text: str) -> tuple[list[tuple[str, float]], list[shapes.Counter]]:
+    """The training loop's counter named in the words before the pairs (`Epoch 001 (686 steps) / update 50:
+    loss=..`), and an evaluation they name (`Eval after 250 updates: tot_loss=..`): its keys say it."""
+    worded, phase = shapes.head_counters(text)
+    if not any(c.name not in shapes.EPOCH_NAMES for c in worded):
+        return pairs, counters
+    named = {c.name for c in worded}
+    counters = worded + [c for c in counters if c.name not in named]
+    if phase:
+        pairs = [(k if k.lower().startswith(shapes.HELD_PREFIXES + ("dev", phase)) else f"{phase} {k}", v)
+                 for k, v in pairs]
+    return pairs, counters
 
 
 def _bar_pairs(bar: shapes.Bar, described: bool) -> list[tuple[str, float]]:

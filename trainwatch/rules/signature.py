@@ -53,6 +53,9 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
         if "allocated_gib" in f:
             parts.append(f"({_gib(f['allocated_gib'])} allocated")
             parts.append(f"{_gib(f['reserved_gib'])} reserved)" if "reserved_gib" in f else "by PyTorch)")
+        elif "in_use_gib" in f:  # another framework's allocator (Paddle): in use, and what was left
+            left = f", {_gib(f['available_gib'])} available" if "available_gib" in f else ""
+            parts.append(f"({_gib(f['in_use_gib'])} in use{left})")
         if "gpu" in f:
             parts.append(f"on GPU {f['gpu']}")
         if "rank" in f:
