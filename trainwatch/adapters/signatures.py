@@ -37,7 +37,7 @@ any exception line, so what comes there is another stream's output merged in (st
 block while stderr printed the traceback, a console capture joining both); one buffer's worth (8 KiB,
 the usual stdio block) may fall between them."""
 EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:\(([A-Za-z_][\w.]*)\))?(?::\s?(.*))?$")
-TEXT_FIELDS = frozenset({"job", "at", "what", "target", "message"})  # text that may look like a number
+TEXT_FIELDS = frozenset({"job", "at", "what", "target", "message", "command"})  # text that may look like a number
 SIZE = re.compile(r"^([\d.]+)\s*([KMGT]?)i?B$")
 SIZE_UNITS = {"": 1 / 2**30, "K": 1 / 2**20, "M": 1 / 2**10, "G": 1.0, "T": 2**10}
 LOG_PREFIX_MAX = 200  # longer text before a traceback's header is output glued to it, not a logger's prefix
@@ -135,7 +135,7 @@ def _fields(sig: Signature, line: str) -> dict[str, Any]:
     extra = out.pop("reserved_unallocated_gib", None)
     if isinstance(extra, float) and isinstance(out.get("allocated_gib"), float) and "reserved_gib" not in out:
         out["reserved_gib"] = round(out["allocated_gib"] + extra, 6)  # new wording splits reserved in two
-    for key in ("gpu", "rank", "exitcode"):  # counts, not measures
+    for key in ("gpu", "rank", "exitcode", "pid"):  # counts, not measures
         if isinstance(out.get(key), float) and out[key].is_integer():
             out[key] = int(out[key])
     return out
