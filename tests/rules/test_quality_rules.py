@@ -215,6 +215,27 @@ def test_val_loss_rising_while_miou_improves_is_calibration_not_overfitting() ->
     assert _firing(_val_loss_rising(False))["loss.overfit"].severity is Severity.WARNING  # type: ignore[attr-defined]
 
 
+def _gap(train_acc: list[float]) -> Run:
+    """Val accuracy creeping 0.29 -> 0.36 while the val loss climbs; the train accuracy beside it as given."""
+    r = Run()
+    evals = {"val_accuracy": [0.29 + 0.006 * e for e in range(12)], "accuracy": train_acc,
+             "eval_loss": [2.97 + 0.3 * e for e in range(12)]}
+    _epochs(r, 12, 10, lambda s: 2.5 - s * 0.02, **evals)
+    r.finish()
+    return r
+
+
+def test_val_loss_rising_while_the_train_accuracy_races_ahead_of_the_val_accuracy_is_overfitting() -> None:
+    """The val accuracy creeps up, but the train accuracy gains many times more: the gap widens, the
+    model memorises the train set; the same val curves beside a train accuracy that keeps pace are the
+    over-confidence case."""
+    a = _firing(_gap([0.36 + 0.05 * e for e in range(12)]))["loss.overfit"]
+    assert a.severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert "gap widens" in a.finding.message and a.finding.evidence["gap_train"] == "accuracy"  # type: ignore[attr-defined]
+    paced = _firing(_gap([0.36 + 0.008 * e for e in range(12)]))["loss.overfit"]
+    assert paced.severity is Severity.INFO  # type: ignore[attr-defined]
+
+
 def _mild(evals: list[float]) -> Run:
     r = Run()
     rnd = random.Random(1)

@@ -10,7 +10,7 @@ import numpy as np
 
 from trainwatch.model import Finding, Retraction, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import Gain, improving
+from trainwatch.rules.quality_series import Gain, improving, outpaced
 from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
 from trainwatch.store import RECENT_POINTS, Point, Series
 from trainwatch.rules.registry import register
@@ -47,6 +47,7 @@ class LossOverfitParams:
     mild_rise: float
     mild_k: float
     quality_gain: float
+    train_pace: float
 
 
 @register("loss.overfit")
@@ -113,7 +114,7 @@ class LossOverfit(Rule):
             return None
         since = st.best.step if st.best is not None else point.step
         if self._episodes.is_open(src):
-            gain = None if st.calm else improving(ctx, src, since, point.line, self.p.quality_gain)
+            gain = None if st.calm else self._calibration(ctx, src, since, point.line)[0]
             if gain is not None:  # the task metric improved since: the warning was wrong, an info follows
                 self._episodes.close(src)
                 st.told = False
@@ -122,11 +123,25 @@ class LossOverfit(Rule):
             return self._episodes.repeat(src, v, point.step, later_evals=found.evidence["later_evals"],
                                          train_now=found.evidence["train_now"])
         st.told = True
-        gain = improving(ctx, src, since, point.line, self.p.quality_gain)
+        gain, ahead = self._calibration(ctx, src, since, point.line)
         st.calm = gain is not None
         if gain is not None:
             found = _calibration(found, gain)
+        elif ahead is not None:
+            found.message = f"{found.message}; the gap widens: {ahead[1].said()} but {ahead[0].said()}"
+            found.evidence["gap_train"], found.evidence["gap_eval"] = ahead[0].name, ahead[1].name
         return self._episodes.open(src, found, v, point.step)
+
+    def _calibration(self, ctx: RuleContext, src: str, since: int,
+                     line: int) -> tuple[Gain | None, tuple[Gain, Gain] | None]:
+        """The task metric of the evals that improved since the minimum, when its train-split twin did not
+        race ahead of it over the same steps; else None and, when the twin did (the gap widens: overfitting,
+        however the eval metric creeps), the twin's gain and the eval metric's."""
+        gain = improving(ctx, src, since, line, self.p.quality_gain)
+        if gain is None:
+            return None, None
+        ahead = outpaced(ctx, src, gain, line, self.p.train_pace)
+        return (gain, None) if ahead is None else (None, (ahead, gain))
 
     @staticmethod
     def _train_at(train: Series | None, step: int, w: int) -> float:
