@@ -437,7 +437,7 @@ class LossFlatFromStart(ArrayRule):
         nk = feed.n[rows]
         if int(nk[0]) < 4 * qmax or feed.off + int(rows[0]) < 8 or feed.head_row[int(seg_ids[0])]:
             return False  # the cadence and the quarters still grow, or the head is still being read
-        if seg.head_steps[0] > p.start_within:  # the head holds quarter_max points (above)
+        if self._late(seg.head_steps):  # the head holds quarter_max points (above)
             return False
         known = self._first.get(id(seg))
         if known is not None and known[0] is seg and known[1] == qmax:
@@ -481,7 +481,7 @@ class LossFlatFromStart(ArrayRule):
         fall stays below min_drop (the noise band is for calling it, not for keeping it, or a noisy
         flat curve would flap). Each quarter holds at most `quarter_max` points. `tail(k)` gives the
         last k finite values."""
-        if n < need or not head or head_steps[0] > self.p.start_within:
+        if n < need or not head or self._late(head_steps):
             return None, None
         h = max(2, min(n // 4, self.p.quarter_max, len(head)))
         known = self._first.get(id(seg))
@@ -552,6 +552,14 @@ class LossFlatFromStart(ArrayRule):
         f.evidence["last_step"] = s.last.step
         return [self._steps.apply(ctx, source, f, f, None, self.p.quality_gain)]
 
+
+    def _late(self, head_steps: list[int]) -> bool:
+        """The log begins after the run did (a resume): its first step is past `start_within` and past the
+        first logging interval (a loss logged every 500 steps first shows at step 500, the run's start)."""
+        first = head_steps[0]
+        if first <= self.p.start_within:
+            return False
+        return len(head_steps) < 2 or first > head_steps[1] - head_steps[0]
 
 def _seg_changes(seg: np.ndarray) -> np.ndarray:
     """Per index k (and one past the end), the first index at or after k where the segment differs from
