@@ -236,6 +236,16 @@ def test_val_loss_rising_while_the_train_accuracy_races_ahead_of_the_val_accurac
     assert paced.severity is Severity.INFO  # type: ignore[attr-defined]
 
 
+def test_an_overfit_told_before_the_evals_noise_is_known_carries_no_nan() -> None:
+    """Two evals above the minimum, each above the last: told before there are enough evals to measure their
+    noise; the evidence leaves the unknown noise out rather than carry a NaN a reader takes for a value."""
+    r = Run()
+    _epochs(r, 3, 10, lambda s: 4.9 - s * 0.02, eval_loss=[4.21, 4.34, 4.81])
+    a = _firing(r)["loss.overfit"]
+    assert "noise" not in a.finding.evidence  # type: ignore[attr-defined]
+    assert all(v == v for v in a.finding.evidence.values() if isinstance(v, float))  # type: ignore[attr-defined]
+
+
 def _mild(evals: list[float]) -> Run:
     r = Run()
     rnd = random.Random(1)

@@ -233,10 +233,12 @@ class LossOverfit(Rule):
             msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
                    f"evaluations since sat above it by more than {why} (step: value {shown}), "
                    f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)}")
-        return Finding(message=msg, step=point.step, began_step=best.step,
-                       evidence={"value": best.value, "step": best.step, "noise": noise, "band": band,
-                                 "later_evals": [[p.step, p.value] for p in above[-8:]],
-                                 "train_then": st.train_then, "train_now": now, "detected_step": point.step})
+        ev = {"value": best.value, "step": best.step, "noise": noise, "band": band,
+              "later_evals": [[p.step, p.value] for p in above[-8:]],
+              "train_then": st.train_then, "train_now": now, "detected_step": point.step}
+        if noise != noise:
+            del ev["noise"]  # too few evals to measure it: unknown, not a NaN for a reader to take for a value
+        return Finding(message=msg, step=point.step, began_step=best.step, evidence=ev)
 
 
 def _calibration(f: Finding, gain: Gain) -> Finding:
