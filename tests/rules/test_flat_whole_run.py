@@ -1,5 +1,6 @@
 """loss.flat_from_start over a whole run: a log whose first point is its first logging interval (step 500
-of a loss logged every 500 steps) starts with the run, and a loss that by its best estimate barely moved
+of a loss logged every 500 steps) starts with the run, though its first fall may come before that point (a
+warning), and a loss that by its best estimate barely moved
 over the whole run, though the noise could hide a small fall, is a warning (unsure, so no critical)."""
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ def test_a_flat_loss_first_logged_at_its_logging_interval_is_judged_from_the_sta
     rng = random.Random(1)
     r = run([1.39 + rng.gauss(0, 0.01) for _ in range(120)], every=500)
     a = r.alert("loss.flat_from_start")
-    assert a.severity is Severity.CRITICAL and a.first_step == 500
+    # judged, though the fall may have come before the first point: a warning that says so
+    assert a.severity is Severity.WARNING and a.first_step == 500 and "may have come before it" in a.finding.message
 
 
 def test_a_log_that_begins_late_is_still_a_resume() -> None:

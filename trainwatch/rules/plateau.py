@@ -523,7 +523,11 @@ class LossFlatFromStart(ArrayRule):
         msg = (f"loss has not fallen since its first logged step {s0}: {fmt(first)} over the first {h} points, "
                f"{fmt(last)} over the {len(vals)} to step {step} ({n} points, change {-drop:+.1%}, "
                f"noise +-{fmt(noise)})")
-        return Finding(message=msg, step=step, began_step=s0,
+        unsure = s0 > self.p.start_within  # judged only as its first logging interval: the fall may be before it
+        if unsure:
+            msg += (f"; the first point comes {s0} steps in, one logging interval, so the fall may have come "
+                    f"before it: flat since then")
+        return Finding(message=msg, step=step, began_step=s0, severity=Severity.WARNING if unsure else None,
                        evidence={"value": first, "step": s0, "value_stat": f"median of the first {h} points",
                                  "first": first, "now": last, "drop": drop, "noise": noise, "points": n,
                                  "detected_step": step, "last_stat": "median"}), last
