@@ -402,6 +402,23 @@ def test_other_output_between_two_frames_is_not_taken_for_the_exception() -> Non
     assert len(tbs) == 1 and tbs[0].fields["exception"].endswith("OutOfMemoryError")
 
 
+def test_other_streams_block_between_header_and_first_frame_is_not_the_exception() -> None:
+    """A console capture joins stderr's traceback header (glued to a progress bar) and a block of stdout's
+    metric dicts before the frames: no line there is the exception (Python prints a frame first), so the
+    traceback goes on to its frames and its real exception line."""
+    dicts = [f"{{'loss': 0.{60 - n}, 'grad_norm': 1.2, 'learning_rate': 9e-07, 'epoch': 0.{n:02d}}}"
+             for n in range(20)]
+    lines = [" 42%|####      | 829/1954 [28:49<39:13,  2.09s/it]Traceback (most recent call last):",
+             *dicts,
+             '  File "train.py", line 293, in <module>',
+             "    train(config)",
+             '  File "trainer.py", line 2527, in _inner_training_loop',
+             "    and (torch.isnan(tr_loss_step) or torch.isinf(tr_loss_step))",
+             "KeyboardInterrupt"]
+    tbs = [e for e in scan(lines + [""]) if e.kind is EventKind.TRACEBACK]
+    assert [(e.fields["exception"], e.fields["frames"]) for e in tbs] == [("KeyboardInterrupt", 2)]
+
+
 def test_keywords_stay_within_the_scanners_simd_prefilter() -> None:
     """Past 64 long keywords in one scanner (signatures' and a format's own together), the native
     keyword pass loses its SIMD prefilter and every log reads markedly slower: signatures share keywords."""

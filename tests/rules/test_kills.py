@@ -176,3 +176,29 @@ def test_cli_a_cancelled_job_among_unread_lines_is_a_warning(tmp_path: Path) -> 
     proc = tw("check", "--json", str(p))
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert '"sched.cancelled"' in proc.stdout
+
+
+SOLVE_FAILED = [
+    "Traceback (most recent call last):",
+    '  File "app.py", line 40, in <module>',
+    "    model.fit()",
+    "InvalidArgumentError: Input matrix is not invertible.",
+]
+
+
+def test_a_kill_the_shell_reports_for_its_next_command_after_a_traceback_is_a_failure_of_its_own(
+        tmp_path: Path) -> None:
+    """The traceback's process ended on its exception; the script's next command was SIGKILLed: the shell's
+    job report names that command, so the kill is no echo of the traceback."""
+    text = STEPS + "\n".join(SOLVE_FAILED) + "\nStarting the next dataset ...\n" + (
+        "/home/u/run_all.sh: line 9:  5458 Killed                  python app.py -f data/b.json\n")
+    alerts = check_text(tmp_path, text)
+    killed = alerts["run.killed"]
+    assert killed.severity is Severity.CRITICAL and "root_cause" not in killed.finding.evidence
+    assert "process 5458 (python app.py -f data/b.json)" in killed.finding.message
+    assert alerts["error.traceback"].severity is Severity.CRITICAL
+
+
+def test_a_bare_killed_after_a_traceback_is_still_its_echo(tmp_path: Path) -> None:
+    alerts = check_text(tmp_path, STEPS + "\n".join(SOLVE_FAILED) + "\nKilled\n")
+    assert alerts["run.killed"].severity is Severity.INFO and "echo" in alerts["run.killed"].finding.message

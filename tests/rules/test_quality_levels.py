@@ -152,6 +152,19 @@ def test_unsure_flat_scores_say_less() -> None:
     assert "quality.no_progress" not in _firing(_episodes(lambda ep: 500.0))  # a capped, constant score
 
 
+def test_a_return_frozen_after_the_first_update_is_sure_on_few_points() -> None:
+    """An exploding first update leaves a deterministic policy: the episode return repeats exactly from
+    rollout to rollout. Few points, yet nothing to guess through: a warning that says it is frozen; the
+    same few points with noise stay info."""
+    frozen = _firing(_episodes(lambda ep: -6050.0 if ep == 1 else -3540.0, n=20, name="reward"))
+    a = frozen["quality.no_progress"]
+    assert a.severity is Severity.WARNING and a.finding.evidence["frozen"] == 19  # type: ignore[attr-defined]
+    assert "frozen" in a.finding.message  # type: ignore[attr-defined]
+    rnd = random.Random(4)
+    noisy = _firing(_episodes(lambda ep: -6050.0 if ep == 1 else -3540.0 + rnd.gauss(0, 5), n=20, name="reward"))
+    assert noisy["quality.no_progress"].severity is Severity.INFO  # type: ignore[attr-defined]
+
+
 # -- real shapes -----------------------------------------------------------------------------------
 
 

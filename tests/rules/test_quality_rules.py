@@ -215,6 +215,37 @@ def test_val_loss_rising_while_miou_improves_is_calibration_not_overfitting() ->
     assert _firing(_val_loss_rising(False))["loss.overfit"].severity is Severity.WARNING  # type: ignore[attr-defined]
 
 
+def _gap(train_acc: list[float]) -> Run:
+    """Val accuracy creeping 0.29 -> 0.36 while the val loss climbs; the train accuracy beside it as given."""
+    r = Run()
+    evals = {"val_accuracy": [0.29 + 0.006 * e for e in range(12)], "accuracy": train_acc,
+             "eval_loss": [2.97 + 0.3 * e for e in range(12)]}
+    _epochs(r, 12, 10, lambda s: 2.5 - s * 0.02, **evals)
+    r.finish()
+    return r
+
+
+def test_val_loss_rising_while_the_train_accuracy_races_ahead_of_the_val_accuracy_is_overfitting() -> None:
+    """The val accuracy creeps up, but the train accuracy gains many times more: the gap widens, the
+    model memorises the train set; the same val curves beside a train accuracy that keeps pace are the
+    over-confidence case."""
+    a = _firing(_gap([0.36 + 0.05 * e for e in range(12)]))["loss.overfit"]
+    assert a.severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert "gap widens" in a.finding.message and a.finding.evidence["gap_train"] == "accuracy"  # type: ignore[attr-defined]
+    paced = _firing(_gap([0.36 + 0.008 * e for e in range(12)]))["loss.overfit"]
+    assert paced.severity is Severity.INFO  # type: ignore[attr-defined]
+
+
+def test_an_overfit_told_before_the_evals_noise_is_known_carries_no_nan() -> None:
+    """Two evals above the minimum, each above the last: told before there are enough evals to measure their
+    noise; the evidence leaves the unknown noise out rather than carry a NaN a reader takes for a value."""
+    r = Run()
+    _epochs(r, 3, 10, lambda s: 4.9 - s * 0.02, eval_loss=[4.21, 4.34, 4.81])
+    a = _firing(r)["loss.overfit"]
+    assert "noise" not in a.finding.evidence  # type: ignore[attr-defined]
+    assert all(v == v for v in a.finding.evidence.values() if isinstance(v, float))  # type: ignore[attr-defined]
+
+
 def _mild(evals: list[float]) -> Run:
     r = Run()
     rnd = random.Random(1)

@@ -31,8 +31,13 @@ CHILD_START = re.compile(r"ChildFailedError:\s*$")
 CHILD_TEXT_LINES = 80  # the report's first lines kept as evidence (one entry per failed rank follows)
 ENTRY_START = re.compile(r"^\[\d+\]:\s*$")
 MAX_STRAYS = 3  # other output taken between a traceback's frames before a line must be its exception
+HEADER_STRAY_CHARS = 8192
+"""Other output skipped between a traceback's header and its first frame: Python prints a frame before
+any exception line, so what comes there is another stream's output merged in (stdout flushed in one
+block while stderr printed the traceback, a console capture joining both); one buffer's worth (8 KiB,
+the usual stdio block) may fall between them."""
 EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:\(([A-Za-z_][\w.]*)\))?(?::\s?(.*))?$")
-TEXT_FIELDS = frozenset({"job", "at", "what", "target", "message"})  # text that may look like a number
+TEXT_FIELDS = frozenset({"job", "at", "what", "target", "message", "command"})  # text that may look like a number
 SIZE = re.compile(r"^([\d.]+)\s*([KMGT]?)i?B$")
 SIZE_UNITS = {"": 1 / 2**30, "K": 1 / 2**20, "M": 1 / 2**10, "G": 1.0, "T": 2**10}
 LOG_PREFIX_MAX = 200  # longer text before a traceback's header is output glued to it, not a logger's prefix
@@ -130,7 +135,7 @@ def _fields(sig: Signature, line: str) -> dict[str, Any]:
     extra = out.pop("reserved_unallocated_gib", None)
     if isinstance(extra, float) and isinstance(out.get("allocated_gib"), float) and "reserved_gib" not in out:
         out["reserved_gib"] = round(out["allocated_gib"] + extra, 6)  # new wording splits reserved in two
-    for key in ("gpu", "rank", "exitcode"):  # counts, not measures
+    for key in ("gpu", "rank", "exitcode", "pid"):  # counts, not measures
         if isinstance(out.get(key), float) and out[key].is_integer():
             out[key] = int(out[key])
     return out
@@ -173,6 +178,7 @@ class _Traceback:
         self.signatures: list[str] = []  # known errors found on its lines: they explain it
         self.continued = False  # the last exception line took the line after it as the rest of its message
         self.strays = 0  # unindented lines inside the frames that were no exception line (other output)
+        self.stray_chars = 0  # characters of other output between the header and the first frame
 
     def add(self, line: str) -> None:
         self.count += 1
@@ -413,9 +419,13 @@ class SignatureScanner:
                 tb.section_starts()
             tb.add(body)
             return
-        if EXC_LINE.match(stripped) is None and tb.strays < MAX_STRAYS:
-            tb.strays += 1  # another process's output between two frames ("Loading extension module ...")
-            return
+        if EXC_LINE.match(stripped) is None:
+            if not tb.frames and tb.stray_chars + len(stripped) <= HEADER_STRAY_CHARS:
+                tb.stray_chars += len(stripped)  # another stream's block between the header and its frames
+                return
+            if tb.strays < MAX_STRAYS:
+                tb.strays += 1  # another process's output between two frames ("Loading extension module ...")
+                return
         tb.add(body)
         tb.exc_line = stripped
         tb.blank_run = 0

@@ -20,6 +20,7 @@ from trainwatch.adversarial import adversarial
 from trainwatch.model import Alert, Finding, Severity
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
+from trainwatch.rules.quality_series import Gain, improving
 from trainwatch.rules.rolling import (RowTail, restarts, smoothed, tail_sizes, trailing_diff_sigma,
                                       trailing_median)
 from trainwatch.rules.stats import cusum_onset, fmt, scaled_window
@@ -84,6 +85,7 @@ class LossDivergingParams:
     onset_scan: int
     near_zero: float
     from_start: float
+    quality_gain: float
 
 
 @register("loss.diverging")
@@ -107,6 +109,7 @@ class LossDiverging(ArrayRule):
         self._verdicts: dict[str, _Verdicts] = {}
         self._uniform: float | None = None  # ln(vocab) of the source being judged, when its config says
         self._gan: dict[str, bool] = {}  # sources found to log a discriminator's loss
+        self._gains: dict[str, tuple[Finding, Gain | None]] = {}  # per source: the open episode's verdict
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         st = self._state.get(w.source)
@@ -146,7 +149,24 @@ class LossDiverging(ArrayRule):
                             f"beside it): it rises as the discriminator gets ahead, which is the adversarial "
                             f"balance tipping, not a numeric blow-up")[:600]
             told.evidence["adversarial"] = True
+        gain = self._meanwhile(ctx, w.source, f, int(w.line[row]))
+        if gain is not None:
+            told.severity = Severity.INFO
+            told.message = (f"{told.message} -- meanwhile {gain.said()}: the task metric got better while the loss "
+                            f"rose, so this loss is no objective that failed (an RL value or policy loss grows "
+                            f"with the returns, a loss whose terms change rises as they do)")[:600]
+            told.evidence["improving"] = gain.name
+            told.evidence["improving_from"], told.evidence["improving_to"] = gain.first, gain.now
         return told
+
+    def _meanwhile(self, ctx: RuleContext, source: str, episode: Finding, line: int) -> Gain | None:
+        """The task metric (a reward, an eval accuracy) that improved since the episode's rise began, as read
+        when it opened; judged once per episode so that its alert keeps one severity while it lasts."""
+        got = self._gains.get(source)
+        if got is None or got[0] is not episode:
+            since = episode.began_step if episode.began_step is not None else (episode.step or 0)
+            got = self._gains[source] = (episode, improving(ctx, source, since, line, self.p.quality_gain))
+        return got[1]
 
     def _adversarial(self, ctx: RuleContext, source: str) -> bool:
         """Whether the source logs a discriminator's loss: its `loss` is then a GAN generator's, whose rise is

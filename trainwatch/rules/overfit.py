@@ -10,7 +10,7 @@ import numpy as np
 
 from trainwatch.model import Finding, Retraction, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import Gain, improving
+from trainwatch.rules.quality_series import Gain, improving, outpaced
 from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
 from trainwatch.store import RECENT_POINTS, Point, Series
 from trainwatch.rules.registry import register
@@ -48,6 +48,7 @@ class LossOverfitParams:
     mild_rise: float
     mild_k: float
     quality_gain: float
+    train_pace: float
 
 
 @register("loss.overfit")
@@ -115,7 +116,7 @@ class LossOverfit(Rule):
             return None
         since = st.best.step if st.best is not None else point.step
         if self._episodes.is_open(src):
-            gain = None if st.calm else improving(ctx, src, since, point.line, self.p.quality_gain)
+            gain = None if st.calm else self._calibration(ctx, src, since, point.line)[0]
             if gain is not None:  # the task metric improved since: the warning was wrong, an info follows
                 self._episodes.close(src)
                 st.told = False
@@ -124,11 +125,25 @@ class LossOverfit(Rule):
             return self._episodes.repeat(src, v, point.step, later_evals=found.evidence["later_evals"],
                                          train_now=found.evidence["train_now"])
         st.told = True
-        gain = improving(ctx, src, since, point.line, self.p.quality_gain)
+        gain, ahead = self._calibration(ctx, src, since, point.line)
         st.calm = gain is not None
         if gain is not None:
             found = _calibration(found, gain)
+        elif ahead is not None:
+            found.message = f"{found.message}; the gap widens: {ahead[1].said()} but {ahead[0].said()}"
+            found.evidence["gap_train"], found.evidence["gap_eval"] = ahead[0].name, ahead[1].name
         return self._episodes.open(src, found, v, point.step)
+
+    def _calibration(self, ctx: RuleContext, src: str, since: int,
+                     line: int) -> tuple[Gain | None, tuple[Gain, Gain] | None]:
+        """The task metric of the evals that improved since the minimum, when its train-split twin did not
+        race ahead of it over the same steps; else None and, when the twin did (the gap widens: overfitting,
+        however the eval metric creeps), the twin's gain and the eval metric's."""
+        gain = improving(ctx, src, since, line, self.p.quality_gain)
+        if gain is None:
+            return None, None
+        ahead = outpaced(ctx, src, gain, line, self.p.train_pace)
+        return (gain, None) if ahead is None else (None, (ahead, gain))
 
     @staticmethod
     def _train_at(train: Series | None, step: int, w: int) -> float:
@@ -222,10 +237,12 @@ class LossOverfit(Rule):
                    f"evaluations since sat above it by more than {why} (step: value {shown}), "
                    f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)} ({st.then_said} -> median of "
                    f"the last {w})")
-        return Finding(message=msg, step=point.step, began_step=best.step,
-                       evidence={"value": best.value, "step": best.step, "noise": noise, "band": band,
-                                 "later_evals": [[p.step, p.value] for p in above[-8:]],
-                                 "train_then": st.train_then, "train_now": now, "detected_step": point.step})
+        ev = {"value": best.value, "step": best.step, "noise": noise, "band": band,
+              "later_evals": [[p.step, p.value] for p in above[-8:]],
+              "train_then": st.train_then, "train_now": now, "detected_step": point.step}
+        if noise != noise:
+            del ev["noise"]  # too few evals to measure it: unknown, not a NaN for a reader to take for a value
+        return Finding(message=msg, step=point.step, began_step=best.step, evidence=ev)
 
 
 def _calibration(f: Finding, gain: Gain) -> Finding:

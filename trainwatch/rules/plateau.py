@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from trainwatch.adversarial import adversarial
 from trainwatch.model import Finding, Severity
 from trainwatch.plans import latest
 from trainwatch.rules.array import ArrayRule, Window
@@ -437,7 +438,7 @@ class LossFlatFromStart(ArrayRule):
         nk = feed.n[rows]
         if int(nk[0]) < 4 * qmax or feed.off + int(rows[0]) < 8 or feed.head_row[int(seg_ids[0])]:
             return False  # the cadence and the quarters still grow, or the head is still being read
-        if seg.head_steps[0] > p.start_within:  # the head holds quarter_max points (above)
+        if self._late(seg.head_steps):  # the head holds quarter_max points (above)
             return False
         known = self._first.get(id(seg))
         if known is not None and known[0] is seg and known[1] == qmax:
@@ -481,7 +482,7 @@ class LossFlatFromStart(ArrayRule):
         fall stays below min_drop (the noise band is for calling it, not for keeping it, or a noisy
         flat curve would flap). Each quarter holds at most `quarter_max` points. `tail(k)` gives the
         last k finite values."""
-        if n < need or not head or head_steps[0] > self.p.start_within:
+        if n < need or not head or self._late(head_steps):
             return None, None
         h = max(2, min(n // 4, self.p.quarter_max, len(head)))
         known = self._first.get(id(seg))
@@ -522,7 +523,11 @@ class LossFlatFromStart(ArrayRule):
         msg = (f"loss has not fallen since its first logged step {s0}: {fmt(first)} over the first {h} points, "
                f"{fmt(last)} over the {len(vals)} to step {step} ({n} points, change {-drop:+.1%}, "
                f"noise +-{fmt(noise)})")
-        return Finding(message=msg, step=step, began_step=s0,
+        unsure = s0 > self.p.start_within  # judged only as its first logging interval: the fall may be before it
+        if unsure:
+            msg += (f"; the first point comes {s0} steps in, one logging interval, so the fall may have come "
+                    f"before it: flat since then")
+        return Finding(message=msg, step=step, began_step=s0, severity=Severity.WARNING if unsure else None,
                        evidence={"value": first, "step": s0, "value_stat": f"median of the first {h} points",
                                  "first": first, "now": last, "drop": drop, "noise": noise, "points": n,
                                  "detected_step": step, "last_stat": "median"}), last
@@ -538,6 +543,8 @@ class LossFlatFromStart(ArrayRule):
         st = self._states.setdefault(source, _FlatState())
         if level is not None:
             st.level = level
+        if f is False and level is not None:
+            f = self._barely(ctx, source, seg, s.finite_count - seg.finite_before, level, s.last.step)
         if not isinstance(f, Finding):
             return []
         f.subject = "loss"
@@ -551,6 +558,40 @@ class LossFlatFromStart(ArrayRule):
         f.evidence["last_value"] = st.level if st.level is not None else f.evidence["now"]
         f.evidence["last_step"] = s.last.step
         return [self._steps.apply(ctx, source, f, f, None, self.p.quality_gain)]
+
+
+    def _late(self, head_steps: list[int]) -> bool:
+        """The log begins after the run did (a resume): its first step is past `start_within` and past the
+        first logging interval (a loss logged every 500 steps first shows at step 500, the run's start)."""
+        first = head_steps[0]
+        if first <= self.p.start_within:
+            return False
+        return len(head_steps) < 2 or first > head_steps[1] - head_steps[0]
+
+    def _barely(self, ctx: RuleContext, source: str, seg: Any, n: int, last: float, step: int) -> Finding | None:
+        """The run is over and its loss fell less than `min_drop` from its first quarter to its last, by their
+        medians, yet the noise band of that difference reaches `min_drop`: not sure to be flat, so not the
+        critical, but a loss that by its best estimate barely moved over a whole run of `min_history` points
+        or more learnt next to nothing: a warning. A GAN's generator loss (a discriminator's is logged beside
+        it) is not expected to fall, and is left alone."""
+        if n < self.p.min_history or not seg.head or adversarial(x.name for x in ctx.store if x.source == source):
+            return None
+        h = max(2, min(n // 4, self.p.quarter_max, len(seg.head)))
+        first = median(seg.head[:h])
+        if first <= 0:
+            return None
+        drop = (first - last) / first
+        if not -self.p.min_drop < drop < self.p.min_drop:
+            return None
+        s0 = seg.head_steps[0]
+        msg = (f"loss barely fell over the whole run: {fmt(first)} over the first {h} points, {fmt(last)} over "
+               f"the last ones to step {step} ({n} points, change {-drop:+.1%}); less than the {self.p.min_drop:.0%} "
+               f"a learning run falls, though within the noise of such a fall: the model learnt next to nothing "
+               f"(a loss stuck near where it began, such as a classifier's at chance)")
+        return Finding(message=msg, step=step, began_step=s0, severity=Severity.WARNING,
+                       evidence={"value": first, "step": s0, "value_stat": f"median of the first {h} points",
+                                 "first": first, "now": last, "drop": drop, "points": n, "detected_step": step,
+                                 "last_stat": "median"})
 
 
 def _seg_changes(seg: np.ndarray) -> np.ndarray:

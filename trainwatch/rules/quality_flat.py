@@ -9,7 +9,10 @@ stay within `min_gain` (and the noise) of that early level learnt nothing the ta
 Judged once the run's data has ended. Only a metric first logged within the first `start_within` of its
 steps (or at its first logging interval) counts: a resumed log starts from a learnt level. So does an
 eval split's (a fine-tune's first evaluation already shows what the first epoch learnt), which is left
-out. A short series is told as info: the start level of a few points is itself a guess."""
+out. A short series is told as info: the start level of a few points is itself a guess; not so a reward
+whose last `min_points` values are all one number (frozen): a return that repeats exactly from rollout to
+rollout comes from a policy that no longer explores (collapsed to one deterministic behaviour), and there
+is no noise left to guess through."""
 
 from __future__ import annotations
 
@@ -75,12 +78,23 @@ class QualityNoProgress(Rule):
             msg += f", while the train loss went {fmt(loss.first)} -> {fmt(loss.last.value)}"
         if len(flat) > 1:
             msg += f" (also flat: {', '.join(o.t.name for o in flat[1:4])})"
-        sure = n >= self.p.sure_points
+        frozen = self._frozen(t)
+        if frozen:
+            msg += (f"; its last {frozen} values are all {fmt(float(t.values[-1]))}: a frozen return, a policy that "
+                    f"no longer explores (collapsed)")
+        sure = n >= self.p.sure_points or frozen > 0
         return [Finding(message=msg, step=first, began_step=first, subject=t.name,
                         severity=None if sure else Severity.INFO,
                         evidence={"value": f.early, "value_stat": "median of the first third", "step": first,
-                                  "late": f.late, "peak": f.peak, "points": n, "metrics": [o.t.name for o in flat],
+                                  "late": f.late, "frozen": frozen, "peak": f.peak, "points": n,
+                                  "metrics": [o.t.name for o in flat],
                                   "detected_step": last, "last_value": float(t.values[-1]), "last_step": last})]
+
+    def _frozen(self, t: Track) -> int:
+        """How many of the last values repeat the last one exactly, when at least `min_points` do; else 0."""
+        v = t.values
+        same = len(v) - int(np.flatnonzero(v != v[-1])[-1]) - 1 if bool((v != v[-1]).any()) else len(v)
+        return same if same >= self.p.min_points else 0
 
     def _climbed(self, t: Track) -> bool:
         """A reward or score without a scale whose late level rose beyond its early one by `min_gain`."""

@@ -136,6 +136,38 @@ def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, 
     return best
 
 
+def outpaced(ctx: RuleContext, source: str, gain: Gain, line: int | None, factor: float) -> Gain | None:
+    """The train split's metric of the same kind as `gain`'s (accuracy beside val_accuracy) when it gained
+    more than `factor` times as much over the same steps, each gain taken relative to where it started (the
+    medians of the first and the last third of its points there, as read when `line` was logged). An eval
+    metric that creeps up while the train one races ahead is a widening gap: the model memorises the train
+    set, and a rising eval loss is then overfitting, not over-confidence. None otherwise, and when the
+    source logs no such train metric."""
+    d = ctx.quality(gain.name)
+    own = abs(gain.now - gain.first) / max(abs(gain.first), 1e-12)
+    if d is None:
+        return None
+    for s, t in _quality_series(ctx, source):
+        if t.split != "train" or t.kind != d.kind or s.name == gain.name:
+            continue
+        if line is None:
+            steps, values = _values(s)
+        else:
+            steps, values = s.upto_line(line)
+            keep = np.isfinite(values)
+            steps, values = steps[keep], values[keep]
+        at = (steps >= gain.step) & (steps <= gain.now_step)
+        v = ((1.0 if t.higher else -1.0) * values[at]).tolist()
+        if len(v) < 3:
+            continue
+        third = (len(v) + 2) // 3
+        first, now = median(v[:third]), median(v[-third:])
+        if (now - first) / max(abs(first), 1e-12) > factor * own:
+            sign = 1.0 if t.higher else -1.0
+            return Gain(s.name, sign * first, sign * now, int(steps[at][0]), int(steps[at][-1]))
+    return None
+
+
 def rolling_median(values: np.ndarray, w: int) -> np.ndarray:
     """Centred rolling median of odd width w (shrinking at the ends); w <= 1 gives the values."""
     if w <= 1 or len(values) < 3:

@@ -79,13 +79,13 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
     if sig == "run.signal" and "signal" in f:
         return SIGNAL_NAMES.get(str(_num(f["signal"])), f"signal {_num(f['signal'])}")
     if sig == "run.killed":
-        who = f"rank {f['rank']}" if isinstance(f.get("rank"), int) else "the process"
+        who = f"rank {f['rank']}" if isinstance(f.get("rank"), int) else _process(f)
         code = f" (exit code {f['exitcode']})" if "exitcode" in f else ""
         return (f"{who} got SIGKILL{code}, from the kernel's OOM killer, a scheduler's hard stop or a kill -9 "
                 "(the log does not say which)")
     if sig == "run.native_crash":
         what = NATIVE_NAMES.get(str(_num(f.get("what", ""))), str(f.get("what", "a native crash")))
-        who = f"rank {f['rank']}" if isinstance(f.get("rank"), int) else "the process"
+        who = f"rank {f['rank']}" if isinstance(f.get("rank"), int) else _process(f)
         return f"{who} died of {what}"
     if sig == "run.instantiate_failed" and "target" in f:
         said = str(f.get("message") or "").strip()
@@ -103,6 +103,23 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
     if "rank" in f and text:
         text += f" (rank {_num(f['rank'])})"
     return text
+
+
+def _process(f: dict[str, Any]) -> str:
+    """The process a shell's job report names (its pid and command), else 'the process'."""
+    command = str(f.get("command") or "").strip()
+    if not command:
+        return "the process"
+    pid = f" {f['pid']}" if isinstance(f.get("pid"), int) else ""
+    return f"process{pid} ({command[:120]})"
+
+
+def _own_process(root: dict[str, Any], fields: dict[str, Any]) -> bool:
+    """A shell's job report (`run_all.sh: line 9: 5458 Killed  python app.py ...`) names the command it ran and
+    the signal that ended it. A process that printed an uncaught traceback ended on its own exception, which a
+    shell reports with no such line: a signal the shell reports after that traceback ended another process
+    (the next command of a script), a failure of its own and no echo of the traceback."""
+    return root.get("rule") == "error.traceback" and bool(str(fields.get("command") or "").strip())
 
 
 def _other_rank(root_rank: Any, rank: Any) -> bool:
@@ -153,7 +170,8 @@ class SignatureRule(Rule):
         rank = event.fields.get("rank")
         root = crash.root_of(ctx, event.source, rank)
         if (root is not None and self.signature in crash.ECHO_PRONE and root[1]["rule"] != self.signature
-                and (crash.same_failure(root[1], rank) or not _other_rank(root[1].get("rank"), rank))):
+                and (crash.same_failure(root[1], rank) or not _other_rank(root[1].get("rank"), rank))
+                and not _own_process(root[1], event.fields)):
             return crash.echo(finding, root[0], root[1], event.source)
         crash.remember(ctx, finding, self.signature, self.spec.title, self.spec.severity)
         return finding

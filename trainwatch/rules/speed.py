@@ -19,7 +19,11 @@ from trainwatch.rules.stats import fmt
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
 from trainwatch.rules.registry import register
 
-SLOWER_IS_HIGHER = {"step_time_ms"}
+SLOWER_IS_HIGHER = {"step_time_ms", "time"}
+CLOCK_PRONE = {"time"}
+"""A bare `time` is the seconds one iteration took in some logs (mmengine, detectron2: `time: 0.7816
+data_time: 0.0035`) and the run's elapsed clock in others. A clock never goes down, a duration does, so
+such a series is judged from its first fall on: until then it may be the clock."""
 
 
 @dataclass
@@ -47,13 +51,14 @@ class SpeedDrop(ArrayRule):
     id = "speed.drop"
     params = SpeedDropParams
     p: SpeedDropParams
-    watches = ("tokens_per_sec", "samples_per_sec", "steps_per_sec", "step_time_ms")
+    watches = ("tokens_per_sec", "samples_per_sec", "steps_per_sec", "step_time_ms", "time")
     history = 0  # the rule carries the rows it needs itself (RowTail), however far a NaN stretch reaches
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._rows: dict[tuple[str, str], RowTail] = {}
         self._levels: dict[tuple[str, str], _Levels] = {}
+        self._fell: dict[tuple[str, str], tuple[object, bool, float]] = {}  # series, fell yet, last finite value
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         recent, window = self.p.recent, self.p.window
@@ -104,7 +109,24 @@ class SpeedDrop(ArrayRule):
         with np.errstate(invalid="ignore", over="ignore"):
             cond = ok & (base > 0) & (now > 0)
             slower = now > base / drop if higher else now < base * drop
+        if w.name in CLOCK_PRONE:
+            cond &= self._duration(key, series, values[held:], fin_new)
         return cond & slower
+
+    def _duration(self, key: tuple[str, str], series: object, new: np.ndarray, fin_new: np.ndarray) -> np.ndarray:
+        """Per new row, whether the series has fallen at least once by then (a duration, not a clock)."""
+        was, fell, last = self._fell.get(key, (None, False, np.nan))
+        if was is not series:
+            fell, last = False, np.nan
+        fv = new[fin_new]
+        prev = np.concatenate(([last], fv[:-1]))
+        with np.errstate(invalid="ignore"):
+            down = np.logical_or.accumulate(fell | (fv < prev)) if len(fv) else np.zeros(0, dtype=bool)
+        out = np.full(len(new), fell)
+        pos = np.cumsum(fin_new) - 1  # the last finite point at or before each row
+        out[pos >= 0] = down[pos[pos >= 0]]
+        self._fell[key] = (series, bool(down[-1]) if len(fv) else fell, float(fv[-1]) if len(fv) else last)
+        return out
 
     @staticmethod
     def _may_drop(fv: np.ndarray, ns_base: np.ndarray, ns_now: np.ndarray, idx: np.ndarray, recent: int,
