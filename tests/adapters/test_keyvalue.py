@@ -525,3 +525,22 @@ def test_a_name_and_its_value_in_two_comma_separated_fields_are_one_pair() -> No
     assert series(run(KeyValueAdapter(""), lines), "loss_train") == [(10, 0.9), (20, 0.8), (30, 0.7)]
     assert _pairs("loss: 0.5, acc, 0.9")[0] == [("loss", 0.5), ("acc", 0.9)]
     assert _pairs("Saved, 3 files")[0] == []  # a number with words after it is no value of the name before
+
+
+def test_a_counter_then_tab_separated_pairs_keeps_every_pair() -> None:
+    """`[1/6] Training loss: 20.35<TAB> Validation loss: 46.07`: the text before the tab is the record's own
+    (a counter and a pair), not a prefix to drop, and the blank after the tab does not hide the second pair."""
+    recs = run(KeyValueAdapter(""), ["[1/6] Training loss: 20.3545\t Validation loss: 46.0753",
+                                     "[2/6] Training loss: 18.2439\t Validation loss: 43.9409"])
+    assert series(recs, "Training loss") == [(1, 20.3545), (2, 18.2439)]
+    assert series(recs, "Validation loss") == [(1, 46.0753), (2, 43.9409)]
+
+
+def test_a_bare_counter_going_back_after_its_total_is_another_training() -> None:
+    """A script fitting several models in turn: `[6/6]` then `[5/30]`, `[30/30]` then `[5/30]` start new
+    trainings; a counter going back before its total is reached is not one."""
+    lines = ["[5/6] Training loss: 2.1\t Validation loss: 3.1", "[6/6] Training loss: 2.0\t Validation loss: 3.0",
+             "[5/30] Training loss: 9.1\t Validation loss: 9.9", "[30/30] Training loss: 1.5\t Validation loss: 4.1",
+             "[5/30] Training loss: 8.1\t Validation loss: 8.8", "[3/30] Training loss: 8.0\t Validation loss: 8.7"]
+    starts = [e for e in events(run(KeyValueAdapter(""), lines), EventKind.INFO) if e.fields.get("new_run")]
+    assert [(e.line, e.fields["new_run_step"]) for e in starts] == [(3, 5), (5, 5)]

@@ -163,7 +163,7 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     if " " not in text and "," in text:  # `kl:0.011,lr_multiplier:1.000,loss:5.31`: compact, a comma before each key
         fields = [f for f in COMPACT_SPLIT.split(text) if f]
     else:
-        fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
+        fields = [f.lstrip() for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f.strip()]
         if ", " in text and len(fields) > 1:
             fields = _joined_pairs(fields)
     out: list[tuple[str, float]] = []
@@ -211,6 +211,8 @@ def _record_fields(before: str) -> bool:
     before = before.rstrip()
     if before.endswith((",", ";")):
         return True
+    if before[:1] == "[" and (head := LOGGER_HEAD.match(before)) is not None and not head.group("label"):
+        before = before[head.end():]  # `[1/6] Training loss: 20.35\t Validation loss: 46.07`: a counter, then pairs
     pairs, nfields, dirty = _pairs(before)
     return bool(pairs) and not dirty and len(pairs) == nfields
 
@@ -270,6 +272,7 @@ class KeyValueAdapter(Adapter):
         self.inner_closed = False  # that record said its epoch and the ones between say none (a pass's summary)
         self.absorbed = 0  # block lines taken (for scoring)
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
+        self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
 
     _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
 
@@ -557,6 +560,8 @@ class KeyValueAdapter(Adapter):
                 return True
             i, n = int(m.group("i")), int(m.group("n"))
             step = int(m.group("e")) * n + i if m.group("e") is not None else i
+            if m.group("e") is None:
+                self._counter_restart(i, n, lineno, out)
             self.printed_step = step
             out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
             return True
@@ -575,6 +580,16 @@ class KeyValueAdapter(Adapter):
         self.printed_step = step
         out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
         return True
+
+    def _counter_restart(self, i: int, n: int, lineno: int, out: list[Record]) -> None:
+        """`[1/6] loss ..` after `[6/6] ..` or `[30/30] ..`: a `[i/n]` counter that goes back once the last one
+        reached its total (or with another total) is the next training of a script that fits several models
+        in turn, not a resume: said as a new run."""
+        last = self.counter_last
+        self.counter_last = (i, n)
+        if last is not None and i < last[0] and (last[0] >= last[1] or n != last[1]):
+            self.keras_runs += 1
+            out.append(self._new_run(self.keras_runs, lineno, f"[{i}/{n}] after [{last[0]}/{last[1]}]", i, i))
 
     def _global_step(self, n: int, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
         """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The
