@@ -544,3 +544,10 @@ def test_a_bare_counter_going_back_after_its_total_is_another_training() -> None
              "[5/30] Training loss: 8.1\t Validation loss: 8.8", "[3/30] Training loss: 8.0\t Validation loss: 8.7"]
     starts = [e for e in events(run(KeyValueAdapter(""), lines), EventKind.INFO) if e.fields.get("new_run")]
     assert [(e.line, e.fields["new_run_step"]) for e in starts] == [(3, 5), (5, 5)]
+
+
+def test_tab_and_blank_between_the_epoch_and_its_pair_with_a_trailing_tab() -> None:
+    """`epoch 1/60<TAB> reward 0.8919<TAB>`: the epoch and the reward are one record."""
+    recs = run(KeyValueAdapter(""), ["epoch 1/60\t reward 0.8919175440073014\t",
+                                     "epoch 2/60\t reward 0.8920045715570449\t"])
+    assert series(recs, "reward") == [(1, 0.8919175440073014), (2, 0.8920045715570449)]
