@@ -551,3 +551,19 @@ def test_tab_and_blank_between_the_epoch_and_its_pair_with_a_trailing_tab() -> N
     recs = run(KeyValueAdapter(""), ["epoch 1/60\t reward 0.8919175440073014\t",
                                      "epoch 2/60\t reward 0.8920045715570449\t"])
     assert series(recs, "reward") == [(1, 0.8919175440073014), (2, 0.8920045715570449)]
+
+
+def test_boosting_rounds_are_steps_and_a_round_going_back_is_the_next_fit() -> None:
+    """LightGBM `[50]<TAB>valid's binary_logloss: 0.5286` (padded), XGBoost `[0]<TAB>train-logloss:0.66<TAB>..`:
+    the round is the step; a fold that starts again is a new run; the best round repeated after early
+    stopping is no new point."""
+    recs = run(KeyValueAdapter(""), ["[50]\tvalid's binary_logloss: 0.528584          ",
+                                     "[100]\tvalid's binary_logloss: 0.527929         ",
+                                     "[50]\tvalid's binary_logloss: 0.528695          ",
+                                     "Early stopping, best iteration is:",
+                                     "[50]\tvalid's binary_logloss: 0.528695          ",
+                                     "[0]\ttrain-logloss:0.66\teval-logloss:0.67"])
+    assert series(recs, "valid binary_logloss") == [(50, 0.528584), (100, 0.527929), (50, 0.528695)]
+    assert series(recs, "eval logloss") == [(0, 0.67)] and series(recs, "train logloss") == [(0, 0.66)]
+    starts = [e for e in events(recs, EventKind.INFO) if e.fields.get("new_run")]
+    assert [e.line for e in starts] == [3, 6]

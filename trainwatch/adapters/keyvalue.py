@@ -83,6 +83,11 @@ KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not impro
 LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*\]\s*)?"
                          r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
 TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
+# gradient boosting's evaluation per round: LightGBM's `[50]\tvalid_0's binary_logloss: 0.5286\ttraining's auc: 0.7`,
+# XGBoost's `[0]\ttrain-logloss:0.66\teval-logloss:0.67`: the round is the step, each field a data set's metric
+BOOST_ROUND = re.compile(r"^\[(\d+)\]\t")
+BOOST_PAIR = re.compile(r"^(?P<set>[A-Za-z_]\w{0,40}?)(?:'s\s+|-)(?P<m>[A-Za-z_][\w@.\-]{0,40}?)\s*:\s*(?P<v>" + NUM + r")\s*$")
+BOOST_BEST = re.compile(r"best iteration is", re.I)  # the best round printed again after early stopping
 BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 # `[val] epoch 1 | loss: 0.25 | acc: 0.87`, `[ Valid | 001/100 ] loss = 1.65, acc = 0.38`, `[train-step] ...`:
 # the phase in brackets names whose metrics follow (and may carry the epoch's counter)
@@ -273,6 +278,8 @@ class KeyValueAdapter(Adapter):
         self.absorbed = 0  # block lines taken (for scoring)
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
+        self.boost_round = False  # the last printed step was a boosting round's
+        self.boost_best = False  # `Best iteration is:` came: the next round line repeats that round
 
     _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
 
@@ -335,6 +342,9 @@ class KeyValueAdapter(Adapter):
             out.extend(self._flush())
         if not line.strip() or len(line) > 20000:
             return out
+        if "iteration is" in line and BOOST_BEST.search(line) is not None:
+            self.boost_best = True
+            return out
         when = None
         text = line
         if text[:1] in "[0123456789":
@@ -342,6 +352,9 @@ class KeyValueAdapter(Adapter):
             if m is not None:
                 when = _stamp(m.group(1), m.group(2), m.group(3))
                 text = text[m.end():]
+        if text[:1] == "[" and (boost := BOOST_ROUND.match(text)) is not None \
+                and self._boosting(int(boost.group(1)), text[boost.end():], lineno, when, out):
+            return out
         if "\t" in text:
             tab = text.rfind("\t")
             if not _record_fields(text[:tab]) and BRACKET_EPOCH.match(text) is None:
@@ -579,6 +592,34 @@ class KeyValueAdapter(Adapter):
             step, _ = self._global_step(int(m.group("i")), [("epoch", float(m.group("e")))])
         self.printed_step = step
         out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
+        return True
+
+    def _boosting(self, rnd: int, rest: str, lineno: int, when: float | None, out: list[Record]) -> bool:
+        """A boosting round's evaluation (`[50]\tvalid_0's binary_logloss: 0.5286`): each field is named
+        `<data set> <metric>`. A round that goes back is the next fit (a cross-validation fold, a search's
+        trial: boosters do not resume within a log), said as a new run; the best round printed again after
+        `Best iteration is:` is no new point."""
+        pairs: list[tuple[str, float]] = []
+        for field in rest.split("\t"):
+            m = BOOST_PAIR.match(field.strip())
+            if m is None:
+                return False
+            value = _number(m.group("v"))
+            if value is None:
+                return False
+            pairs.append((f"{m.group('set')} {m.group('m')}", value))
+        if not pairs:
+            return False
+        if self.boost_best:
+            self.boost_best = False
+            return True
+        last = self.printed_step if self.boost_round else None
+        if last is not None and rnd < last:
+            self.keras_runs += 1
+            out.append(self._new_run(self.keras_runs, lineno, f"round [{rnd}] after [{last}]", rnd, rnd))
+        self.boost_round = True
+        self.printed_step = rnd
+        out.extend(Sample(k, v, rnd, when, self.source, lineno) for k, v in pairs)
         return True
 
     def _counter_restart(self, i: int, n: int, lineno: int, out: list[Record]) -> None:
