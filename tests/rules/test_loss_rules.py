@@ -193,6 +193,20 @@ def test_flat_from_start_on_a_few_points_the_first_well_into_the_run_is_a_warnin
     assert early.alert("loss.flat_from_start").severity is Severity.CRITICAL
 
 
+def test_a_fast_fall_in_the_first_epochs_then_a_long_rest_is_no_flat_start():
+    """6.55 -> 4.3 over five epochs, then 4.2 for hundreds: the loss did fall (a plateau's case), though the
+    median of the first quarter already sits on the rest; the same rest from its first point is flat."""
+    rnd = random.Random(3)
+    start = [6.55, 5.51, 5.18, 4.98, 4.83, 4.72, 4.64]
+    for head, fires in ((start, False), ([], True)):
+        r = Run()
+        rest = [4.25 - 0.0001 * i + rnd.gauss(0, 0.005) for i in range(400)]
+        for s, v in enumerate(head + rest):
+            r.step(s, loss=v)
+        r.finish()
+        assert ("loss.flat_from_start" in r.fired()) is fires
+
+
 def test_flat_from_start_ignores_a_log_that_starts_late():
     r = Run()
     for s in range(1, 70):
