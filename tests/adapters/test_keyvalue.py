@@ -567,3 +567,31 @@ def test_boosting_rounds_are_steps_and_a_round_going_back_is_the_next_fit() -> N
     assert series(recs, "eval logloss") == [(0, 0.67)] and series(recs, "train logloss") == [(0, 0.66)]
     starts = [e for e in events(recs, EventKind.INFO) if e.fields.get("new_run")]
     assert [e.line for e in starts] == [3, 6]
+
+
+def test_a_markdown_log_epoch_bullets_quoted_values_and_a_time_stamp_field() -> None:
+    """`* epoch 0`, then `* loss \\`6.55\\`, time \\`2021-10-17 21:28:52\\``: the heading steps the records under
+    it, the quoted value is read, and the stamp is neither a metric nor words that make the line prose."""
+    recs = run(KeyValueAdapter(""), ["* epoch 0", "\t * loss `6.550374507904053`, time `2021-10-17 21:28:52`  ",
+                                     "\t * model saved to `../ckpt.pt` at epoch `0`",
+                                     "* epoch 1", "\t * loss `5.505581855773926`, time `2021-10-17 21:29:27`  "])
+    assert series(recs, "loss") == [(0, 6.550374507904053), (1, 5.505581855773926)]
+    assert series(recs, "time") == []
+
+
+def test_an_epoch_heading_does_not_step_a_log_that_prints_its_own_steps() -> None:
+    recs = run(KeyValueAdapter(""), ["step 100: loss=2.0", "Epoch 2", "val loss: 1.9, acc: 0.5"])
+    assert series(recs, "val loss") == [(100, 1.9)]
+
+
+def test_a_round_between_rules_steps_one_pair_per_line_aligned_by_blanks_and_nan_is_read() -> None:
+    """Federated learning's `--------------Round 50--------------`, then `local_val_loss                nan`:
+    the round is the step, a name and its value aligned by blanks are one pair, and a NaN with no digit is a value."""
+    recs = run(KeyValueAdapter(""), ["--------------Round 49--------------", "local_val_accuracy            0.7131",
+                                     "local_val_loss                2.1970", "Eval Time Cost:               7.8303s",
+                                     "--------------Round 50--------------", "local_val_accuracy            0.1702",
+                                     "local_val_loss                nan"])
+    assert series(recs, "local_val_accuracy") == [(49, 0.7131), (50, 0.1702)]
+    got = series(recs, "local_val_loss")
+    assert got[0] == (49, 2.197) and got[1][0] == 50 and math.isnan(got[1][1])
+    assert Canonicalizer()("local_val_loss") == "eval_loss"

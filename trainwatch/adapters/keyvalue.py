@@ -88,6 +88,11 @@ TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d
 BOOST_ROUND = re.compile(r"^\[(\d+)\]\t")
 BOOST_PAIR = re.compile(r"^(?P<set>[A-Za-z_]\w{0,40}?)(?:'s\s+|-)(?P<m>[A-Za-z_][\w@.\-]{0,40}?)\s*:\s*(?P<v>" + NUM + r")\s*$")
 BOOST_BEST = re.compile(r"best iteration is", re.I)  # the best round printed again after early stopping
+DATE_OR_CLOCK = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d:\d\d")
+# `* epoch 3` alone on its line (a bullet or a heading over the epoch's records): the step of the lines under it
+# (or a round of federated learning between rules: `--------------Round 50--------------`)
+EPOCH_HEAD = re.compile(r"^(?:[*•\-#]+\s+|[-=*#]{2,}\s*)?(?:epoch|ep|round)\s+#?(\d+)\s*(?::|[-=*#]{2,})?$", re.I)
+INLINE_CODE = re.compile(r"`([^`]{1,80})`")  # a log written as Markdown quotes its values: loss `6.55`, epoch `0`
 BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 # `[val] epoch 1 | loss: 0.25 | acc: 0.87`, `[ Valid | 001/100 ] loss = 1.65, acc = 0.38`, `[train-step] ...`:
 # the phase in brackets names whose metrics follow (and may carry the epoch's counter)
@@ -112,6 +117,7 @@ SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separat
 LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test|testing|eval|evaluation)\b")
 LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
 DIGIT = re.compile(r"\d")
+NONFINITE_VALUE = re.compile(r"[\s:=](?:nan|NaN|inf|Inf|Infinity)\b")
 WORD = re.compile(r"[A-Za-z]{2}")
 EPOCH_KEYS = frozenset({"epoch", "ep", "pass"})  # (PaddlePaddle counts its epochs as passes)
 INNER_KEYS = frozenset({"batch", "it", "iter", "iteration"})  # may count within the epoch
@@ -141,7 +147,8 @@ NUMBER_ONLY = re.compile(NUM + r"\Z")
 
 def _joined_pairs(fields: list[str]) -> list[str]:
     """`step 10, loss_train, 0.838`: a field that is only a name, then one that is only a number, is one
-    pair written as two comma-separated fields (a CSV row's habit in a print statement)."""
+    pair written as two comma-separated fields (a CSV row's habit in a print statement), or as two columns
+    aligned by blanks (`local_val_loss                1.2385`)."""
     out: list[str] = []
     i, n = 0, len(fields)
     while i < n:
@@ -169,7 +176,7 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
         fields = [f for f in COMPACT_SPLIT.split(text) if f]
     else:
         fields = [f.lstrip() for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f.strip()]
-        if ", " in text and len(fields) > 1:
+        if len(fields) > 1:  # (`loss_train, 0.838`, or a name and its value aligned by blanks: `local_val_loss   1.24`)
             fields = _joined_pairs(fields)
     out: list[tuple[str, float]] = []
     dirty = bare_fields = 0
@@ -188,6 +195,11 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                 pos = bare.end()  # `iter:0/18 0.00% lr:0.001`: a bare progress figure between pairs
                 continue
             if m is None:
+                break
+            if DATE_OR_CLOCK.match(field, m.start("v")) is not None:
+                if pos == 0:  # `time 2021-10-17 21:28:52`: a time stamp, neither a metric nor prose
+                    bare_fields += 1
+                    pos = len(field)
                 break
             value = _number(m.group("v"))
             key = m.group("k").strip()
@@ -278,6 +290,7 @@ class KeyValueAdapter(Adapter):
         self.absorbed = 0  # block lines taken (for scoring)
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
+        self.epoch_head: int | None = None  # the epoch an `* epoch N` heading said: the step of the records under it
         self.boost_round = False  # the last printed step was a boosting round's
         self.boost_best = False  # `Best iteration is:` came: the next round line repeats that round
 
@@ -361,6 +374,8 @@ class KeyValueAdapter(Adapter):
                 # (`Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..` and `[EPOCH 3]\t..` are records)
                 text = text[tab + 1:]  # tab-separated prefixes (time, host, logger, level) before the record
         text = text.strip()
+        if "`" in text:
+            text = INLINE_CODE.sub(r"\1", text)
         if text[:1] == "[":
             b = BLOCK_HEAD.match(text)
             if b is not None:
@@ -392,6 +407,11 @@ class KeyValueAdapter(Adapter):
             if cb.group("what").startswith("early stopping"):  # EarlyStopping ended the fit on purpose
                 out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.printed_step, text=text[:500]))
             return out  # ModelCheckpoint / ReduceLROnPlateau messages: numbers, but no metrics
+        if len(text) < 80 and (head := EPOCH_HEAD.match(text)) is not None \
+                and (self.printed_step is None or self.printed_step == self.epoch_head):
+            self.epoch_head = self.printed_step = int(head.group(1))  # (unless the log prints steps of its own)
+            out.append(Sample("epoch", float(self.epoch_head), self.epoch_head, when, self.source, lineno, True))
+            return out
         if ("Epoch" in text[:48] or "EPOCH" in text[:48] or "epoch" in text[:48]) \
                 and (m := KERAS_EPOCH.match(text)) is not None:
             self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
@@ -426,8 +446,8 @@ class KeyValueAdapter(Adapter):
 
     # -- shapes ---------------------------------------------------------------------------------
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:
-        if DIGIT.search(text, 0, 4000) is None:
-            return
+        if DIGIT.search(text, 0, 4000) is None and NONFINITE_VALUE.search(text, 0, 4000) is None:
+            return  # (`local_val_loss   nan`: a value with no digit is still one)
         if "%|" in text and (bar := BAR_TAIL.search(text)) is not None:
             postfix = "=" in text[bar.end():]
             text = text[:bar.start()]  # a tqdm bar whose description holds the metrics: keep those only
@@ -501,6 +521,9 @@ class KeyValueAdapter(Adapter):
             verdict = self._stepless_verdict(pairs, nfields, dirty)
             if verdict is None:
                 return
+            if verdict is HOLD and self.epoch_head is not None and self.printed_step == self.epoch_head \
+                    and any("loss" in k.lower() or known(k) or _QUALITY(k) is not None for k, _ in pairs):
+                verdict = TAKE  # a metric under an `* epoch N` heading: that epoch's record, no echo
             if verdict is HOLD:
                 keys = frozenset(k.lower() for k, _ in pairs)
                 held = self.held.get(keys)
