@@ -595,3 +595,19 @@ def test_a_round_between_rules_steps_one_pair_per_line_aligned_by_blanks_and_nan
     got = series(recs, "local_val_loss")
     assert got[0] == (49, 2.197) and got[1][0] == 50 and math.isnan(got[1][1])
     assert Canonicalizer()("local_val_loss") == "eval_loss"
+
+
+def test_a_step_count_that_stays_put_while_the_epoch_moves_is_the_epochs_length() -> None:
+    """Time-Series-Library's `Epoch: 1, Steps: 4 | Train Loss: .. Vali Loss: nan Test Loss: ..`: `Steps` is the
+    epoch's length, so the epoch is the step; `Vali` is the validation loss and the test loss keeps its own name."""
+    lines = ["Epoch: 1 cost time: 0.27", "Epoch: 1, Steps: 4 | Train Loss: 1.5618593 Vali Loss: nan Test Loss: 1.19",
+             "Validation loss decreased (inf --> nan).  Saving model ...",
+             "Epoch: 2, Steps: 4 | Train Loss: 1.5637536 Vali Loss: nan Test Loss: 1.17"]
+    recs = run(KeyValueAdapter(""), lines)
+    assert series(recs, "Train Loss") == [(1, 1.5618593), (2, 1.5637536)]
+    assert series(recs, "test_set Loss") == [(1, 1.19), (2, 1.17)]
+    canon = Canonicalizer()
+    assert canon("Vali Loss") == "eval_loss" and canon("test_set Loss") == "test_set Loss"
+    counted = run(KeyValueAdapter(""), ["epoch: 1, steps: 100, loss: 2.0", "epoch: 1, steps: 200, loss: 1.9",
+                                        "epoch: 2, steps: 300, loss: 1.8"])
+    assert series(counted, "loss") == [(100, 2.0), (200, 1.9), (300, 1.8)]  # a position: kept

@@ -25,7 +25,7 @@ from trainwatch.adapters.shapes import METRIC_WORDS, at_counter, count_pair, lis
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
-from trainwatch.names import Quality, known, step_loss
+from trainwatch.names import Canonicalizer, Quality, known, step_loss
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:nan|NaN|inf|Inf|Infinity|-inf)(?:\.0+)?)"
 PAIR = re.compile(
@@ -222,6 +222,18 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     return out, len(fields) - bare_fields, dirty
 
 
+_CANON = Canonicalizer()
+
+
+def _test_apart(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """`Train Loss: 1.56 Vali Loss: nan Test Loss: 1.19`: the validation and the test loss would both be the
+    eval loss, one series of two curves; the validation one keeps that name, the test one a name of its own."""
+    evals = [k for k, _ in pairs if _CANON(k) == "eval_loss"]
+    if len(evals) < 2 or all(k[:4].lower() == "test" for k in evals):
+        return pairs
+    return [(f"test_set {k[4:].strip(' _./')}" if k[:4].lower() == "test" and k in evals else k, v) for k, v in pairs]
+
+
 def _record_fields(before: str) -> bool:
     """Whether the text before a line's last tab is part of its record (fields ending in a comma, or only
     `key value` pairs) rather than tab-separated prefixes (a time, a host, a logger, a level)."""
@@ -291,6 +303,9 @@ class KeyValueAdapter(Adapter):
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
         self.epoch_head: int | None = None  # the epoch an `* epoch N` heading said: the step of the records under it
+        self.epoch_step: tuple[float, int] | None = None  # (epoch, step) of the last record that printed both
+        self.epoch_len_steps: int | None = None  # a step count that stayed put while the epoch moved on
+        self.epoch_first: list[Sample] = []  # the first record printing an epoch and a step, until the next
         self.boost_round = False  # the last printed step was a boosting round's
         self.boost_best = False  # `Best iteration is:` came: the next round line repeats that round
 
@@ -442,7 +457,8 @@ class KeyValueAdapter(Adapter):
         return out
 
     def finish(self) -> Iterable[Record]:
-        return self._flush()
+        held, self.epoch_first = self.epoch_first, []
+        return held + self._flush()
 
     # -- shapes ---------------------------------------------------------------------------------
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:
@@ -511,6 +527,9 @@ class KeyValueAdapter(Adapter):
                     step, step_key, step_raw = int(v), low, k
                     break
         inferred = False
+        hold_first = False
+        if step_raw is not None and step_key not in INNER_KEYS:  # (a batch within its epoch: _global_step's)
+            step, inferred, hold_first = self._epoch_length(step, pairs, out)
         if step is not None and step_key in INNER_KEYS:
             step, inferred = self._global_step(step, pairs)
         if step is not None:
@@ -551,6 +570,11 @@ class KeyValueAdapter(Adapter):
         if not pairs:
             return
         pairs = generator_as_loss(total_as_loss(pairs))
+        if self.epoch_first and step_raw is None:
+            out.extend(self.epoch_first)  # another kind of record: the first one held is what it said
+            self.epoch_first = []
+        if len(pairs) > 1 and any(k[:4].lower() == "test" and "loss" in k.lower() for k, _ in pairs):
+            pairs = _test_apart(pairs)
         if total is not None:
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
                              fields={"step": step, "total": total}))
@@ -560,7 +584,7 @@ class KeyValueAdapter(Adapter):
                 continue
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
-            out.append(Sample(k, v, step, when, self.source, lineno, inferred))
+            (self.epoch_first if hold_first else out).append(Sample(k, v, step, when, self.source, lineno, inferred))
 
     def _basicsr(self, text: str, lineno: int, when: float | None, out: list[Record]) -> bool:
         """BasicSR's (and MMCV's iteration runner's) message: the step is its `iter`, the LR the first of its
@@ -644,6 +668,28 @@ class KeyValueAdapter(Adapter):
         self.printed_step = rnd
         out.extend(Sample(k, v, rnd, when, self.source, lineno) for k, v in pairs)
         return True
+
+    def _epoch_length(self, step: int, pairs: list[tuple[str, float]], out: list[Record]) -> tuple[int, bool, bool]:
+        """(step, inferred, hold). `Epoch: 2, Steps: 4 | Train Loss: ..` after `Epoch: 1, Steps: 4 | ..`: a step
+        count that stays put while the epoch moves on is the epoch's length in steps, not a position; the
+        epoch is then the step (marked inferred), as for records that print no step. The first record with
+        both is held until the second tells which it is."""
+        epoch = next((v for k, v in pairs if _is_epoch(k) and math.isfinite(v)), None)
+        if epoch is None:
+            return step, False, False
+        if self.epoch_len_steps is not None:
+            return (int(epoch), True, False) if step == self.epoch_len_steps else (step, False, False)
+        last = self.epoch_step
+        self.epoch_step = (epoch, step)
+        if last is None:
+            return step, False, True
+        held, self.epoch_first = self.epoch_first, []
+        if step == last[1] and epoch > last[0] and step > 0 and epoch == int(epoch) and last[0] == int(last[0]):
+            self.epoch_len_steps = step
+            out.extend(Sample(h.name, h.value, int(last[0]), h.time, h.source, h.line, True) for h in held)
+            return int(epoch), True, False
+        out.extend(held)
+        return step, False, False
 
     def _counter_restart(self, i: int, n: int, lineno: int, out: list[Record]) -> None:
         """`[1/6] loss ..` after `[6/6] ..` or `[30/30] ..`: a `[i/n]` counter that goes back once the last one
