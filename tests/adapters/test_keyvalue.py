@@ -611,3 +611,13 @@ def test_a_step_count_that_stays_put_while_the_epoch_moves_is_the_epochs_length(
     counted = run(KeyValueAdapter(""), ["epoch: 1, steps: 100, loss: 2.0", "epoch: 1, steps: 200, loss: 1.9",
                                         "epoch: 2, steps: 300, loss: 1.8"])
     assert series(counted, "loss") == [(100, 2.0), (200, 1.9), (300, 1.8)]  # a position: kept
+
+
+def test_a_sentence_opening_on_the_rounds_number_steps_its_metric() -> None:
+    """`The 1 Communcation Accuracy: 21.09 Method: moon epoch loss: None`: round 1's accuracy; `None` is no value
+    and prose that opens on a number with no named metric after it is no record."""
+    recs = run(KeyValueAdapter(""), ["The 0 Communcation Accuracy: 12.42 Method: moon epoch loss: None",
+                                     "The 1 Communcation Accuracy: 21.09 Method: moon epoch loss: None",
+                                     "The 3 runs took 3.5 hours"])
+    assert series(recs, "Communcation Accuracy") == [(0, 12.42), (1, 21.09)]
+    assert {s.name for s in samples(recs)} == {"Communcation Accuracy"}

@@ -92,6 +92,8 @@ DATE_OR_CLOCK = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d:\d\d")
 # `* epoch 3` alone on its line (a bullet or a heading over the epoch's records): the step of the lines under it
 # (or a round of federated learning between rules: `--------------Round 50--------------`)
 EPOCH_HEAD = re.compile(r"^(?:[*•\-#]+\s+|[-=*#]{2,}\s*)?(?:epoch|ep|round)\s+#?(\d+)\s*(?::|[-=*#]{2,})?$", re.I)
+# `The 0 Communcation Accuracy: 12.42 ...`: a sentence that opens on the round's number, then a named metric
+ORDINAL_HEAD = re.compile(r"^The\s+(\d+)\s+(?=(?:[A-Za-z]+\s+){0,3}[A-Za-z]+\s*:\s*[-+.\d])")
 INLINE_CODE = re.compile(r"`([^`]{1,80})`")  # a log written as Markdown quotes its values: loss `6.55`, epoch `0`
 BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 # `[val] epoch 1 | loss: 0.25 | acc: 0.87`, `[ Valid | 001/100 ] loss = 1.65, acc = 0.38`, `[train-step] ...`:
@@ -453,6 +455,8 @@ class KeyValueAdapter(Adapter):
             step, inferred = self._stepless_step([single], lineno, out)
             out.append(Sample(single[0], single[1], step, when, self.source, lineno, inferred))
             return out
+        if text[:4] == "The " and (ordinal := ORDINAL_HEAD.match(text)) is not None:
+            text = f"step {ordinal.group(1)}: {text[ordinal.end():]}"
         self._generic(text, lineno, when, out)
         return out
 
