@@ -215,6 +215,24 @@ def test_flat_from_start_ignores_a_log_that_starts_late():
     assert "loss.flat_from_start" not in r.fired()
 
 
+def test_a_clear_rise_of_the_eval_loss_with_no_train_loss_logged_is_told_and_says_so():
+    """A metrics file of `val_loss` alone: falling to a best at epoch 9, then rising for good."""
+    evals = [1.12, 1.02, 0.98, 0.953, 0.945, 0.94, 0.936, 0.9332, 0.935, 0.9328]
+    evals += [0.9328 + 0.006 * i + 0.002 * (i % 2) for i in range(1, 30)]
+    r = Run()
+    for e, ev in enumerate(evals):
+        r.step(e * 628 + 627, eval_loss=ev)
+    r.finish()
+    a = r.alert("loss.overfit")
+    assert a.finding.evidence["step"] == 9 * 628 + 627 and "no train loss is logged" in a.finding.message
+    flat = Run()  # the same evals resting at their best: nothing
+    rnd = random.Random(2)
+    for e in range(40):
+        flat.step(e * 628 + 627, eval_loss=0.93 + rnd.gauss(0, 0.003))
+    flat.finish()
+    assert "loss.overfit" not in flat.fired()
+
+
 def test_overfit_fires_when_eval_rises_and_train_falls():
     r = Run()
     evals = [2.0, 1.8, 1.7, 1.75, 1.85, 1.95]
