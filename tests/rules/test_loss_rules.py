@@ -233,6 +233,24 @@ def test_a_clear_rise_of_the_eval_loss_with_no_train_loss_logged_is_told_and_say
     assert "loss.overfit" not in flat.fired()
 
 
+def test_an_eval_loss_that_never_moves_with_no_train_loss_logged_is_frozen():
+    """`epoch,step,val_loss` with 615.2857 -> 615.2847 over 65 epochs: the weights are not changing. An eval loss
+    that moves (a learning run, or a frozen-looking one beside a train loss) is not told."""
+    vals = [615.2857, 615.2849, 615.2848] + [615.2847 + 0.00006 * (e % 2) for e in range(62)]
+    r = Run()
+    for e, v in enumerate(vals):
+        r.step(e * 628 + 627, eval_loss=v)
+    r.finish()
+    assert r.alert("loss.eval_frozen").finding.evidence["points"] == 65
+    for extra in ({"moving": True}, {"train": True}):
+        other = Run()
+        for e, v in enumerate(vals):
+            other.step(e * 628 + 627, eval_loss=v * (1 - 0.01 * e) if "moving" in extra else v,
+                       **({"loss": 2.0 - 0.01 * e} if "train" in extra else {}))
+        other.finish()
+        assert "loss.eval_frozen" not in other.fired()
+
+
 def test_overfit_fires_when_eval_rises_and_train_falls():
     r = Run()
     evals = [2.0, 1.8, 1.7, 1.75, 1.85, 1.95]
