@@ -21,7 +21,8 @@ _TRAIN_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:train(?:ing)?(?:_\d)?[ _.]*)?
 _LOSS_TRAIN = re.compile(r"^loss[/_. ](?:train|training)(?:[/_. ](?:epoch|step))?$")  # Lightning's `loss/train`
 _LOSS_EVAL = re.compile(r"^loss[/_. ](?:val|valid|validation|eval|test|dev)(?:[/_. ](?:epoch|step))?$")
 # (`v_loss`: the short prefix some Lightning modules log their validation under)
-_EVAL_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:(?:val|vali|valid|validation|eval|evaluation|dev|test)(?:_\d)?[ _./]*|v[_/]+)"
+_EVAL_LOSS = re.compile(r"^" + _QUALIFIERS
+                        + r"(?:(?:val|vali|valid|validation|eval|evaluation|dev|test)(?:_\d)?[ _./]*|v[_/]+)"
                         + _QUALIFIERS + _LOSS_WORD)
 
 

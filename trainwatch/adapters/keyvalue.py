@@ -86,7 +86,8 @@ TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d
 # gradient boosting's evaluation per round: LightGBM's `[50]\tvalid_0's binary_logloss: 0.5286\ttraining's auc: 0.7`,
 # XGBoost's `[0]\ttrain-logloss:0.66\teval-logloss:0.67`: the round is the step, each field a data set's metric
 BOOST_ROUND = re.compile(r"^\[(\d+)\]\t")
-BOOST_PAIR = re.compile(r"^(?P<set>[A-Za-z_]\w{0,40}?)(?:'s\s+|-)(?P<m>[A-Za-z_][\w@.\-]{0,40}?)\s*:\s*(?P<v>" + NUM + r")\s*$")
+BOOST_PAIR = re.compile(r"^(?P<set>[A-Za-z_]\w{0,40}?)(?:'s\s+|-)(?P<m>[A-Za-z_][\w@.\-]{0,40}?)\s*:\s*"
+                        r"(?P<v>" + NUM + r")\s*$")
 BOOST_BEST = re.compile(r"best iteration is", re.I)  # the best round printed again after early stopping
 DATE_OR_CLOCK = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d:\d\d")
 # `* epoch 3` alone on its line (a bullet or a heading over the epoch's records): the step of the lines under it

@@ -146,9 +146,8 @@ class PrefixStripper:
                 stamped = levelled = True
             else:
                 head = line[pos:pos + 100]
-                if not levelled and _maybe_level(head) and (m := LEVEL.match(line, pos)) is not None:
-                    levelled = True
-                elif not levelled and "[" in head and (m := NAMED_SITE.match(line, pos)) is not None:
+                if not levelled and ((_maybe_level(head) and (m := LEVEL.match(line, pos)) is not None)
+                                     or ("[" in head and (m := NAMED_SITE.match(line, pos)) is not None)):
                     levelled = True
                 elif (info is None or info.host is None) and _maybe_host(head):
                     m = self._host(line, pos)

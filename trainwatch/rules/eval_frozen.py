@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext
 from trainwatch.rules.registry import register
-from trainwatch.rules.stats import fmt
 
 
 @dataclass(frozen=True)
