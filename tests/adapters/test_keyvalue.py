@@ -621,3 +621,10 @@ def test_a_sentence_opening_on_the_rounds_number_steps_its_metric() -> None:
                                      "The 3 runs took 3.5 hours"])
     assert series(recs, "Communcation Accuracy") == [(0, 12.42), (1, 21.09)]
     assert {s.name for s in samples(recs)} == {"Communcation Accuracy"}
+
+
+def test_a_boxed_table_row_is_not_joined_into_a_pair() -> None:
+    """`|    fps                  | 8         |`: stable-baselines3's boxed table is read whole by the template
+    reader (sections, the step from total_timesteps); the key-value reader takes no pair from one row."""
+    assert _pairs("|    fps                  | 8         |")[0] == []
+    assert _pairs("local_val_loss                1.2385")[0] == [("local_val_loss", 1.2385)]

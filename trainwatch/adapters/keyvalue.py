@@ -179,7 +179,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
         fields = [f for f in COMPACT_SPLIT.split(text) if f]
     else:
         fields = [f.lstrip() for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f.strip()]
-        if len(fields) > 1:  # (`loss_train, 0.838`, or a name and its value aligned by blanks: `local_val_loss   1.24`)
+        if len(fields) > 1 and (", " in text or "|" not in text):
+            # (`loss_train, 0.838`, or a name and its value aligned by blanks: `local_val_loss   1.24`; a boxed
+            # `| fps | 8 |` table is the template reader's, with its sections and its step)
             fields = _joined_pairs(fields)
     out: list[tuple[str, float]] = []
     dirty = bare_fields = 0
