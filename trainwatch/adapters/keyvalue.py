@@ -430,8 +430,7 @@ class KeyValueAdapter(Adapter):
         if len(text) < 80 and (head := EPOCH_HEAD.match(text)) is not None \
                 and (self.printed_step is None or self.printed_step == self.epoch_head):
             self.epoch_head = self.printed_step = int(head.group(1))  # (unless the log prints steps of its own)
-            out.append(Sample("epoch", float(self.epoch_head), self.epoch_head, when, self.source, lineno, True))
-            return out
+            return out  # (no record of its own: a heading alone does not make a log the key-value reader's)
         if ("Epoch" in text[:48] or "EPOCH" in text[:48] or "epoch" in text[:48]) \
                 and (m := KERAS_EPOCH.match(text)) is not None:
             self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
