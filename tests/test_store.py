@@ -92,6 +92,16 @@ def test_camel_case_and_averaged_loss_names_and_nanogpt_norm() -> None:
     assert [c(k) for k in ("Gen Loss", "vloss", "lossy")] == ["Gen Loss", "vloss", "lossy"]
 
 
+def test_a_boosting_data_set_and_its_log_loss_are_the_train_or_eval_loss() -> None:
+    """LightGBM's `valid_0's binary_logloss` and XGBoost's `eval-logloss`, as the key-value reader names them."""
+    from trainwatch.names import Canonicalizer
+
+    c = Canonicalizer()
+    assert [c(k) for k in ("valid_0 binary_logloss", "valid multi_logloss", "eval logloss", "training binary_logloss",
+                           "train logloss")] == ["eval_loss", "eval_loss", "eval_loss", "loss", "loss"]
+    assert [c(k) for k in ("valid_0 auc", "blogloss")] == ["valid_0 auc", "blogloss"]
+
+
 def test_rl_trainers_metric_names_reach_the_rl_rules() -> None:
     """verl logs `critic/score/mean`, `actor/entropy`, `response_length/mean`; TRL PPO `objective/kl`."""
     from trainwatch.names import Canonicalizer

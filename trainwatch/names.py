@@ -16,12 +16,15 @@ from trainwatch import yamltext
 # Names glued in camel case (`TrainLoss`, `ValLoss`) are the same names with no separator.
 _QUALIFIERS = (r"(?:(?:epoch|avg|average|averaged|mean|running|smoothed|total|tot|batch|step|iter|iteration|overall)"
                r"[ _.]+)*")
-_TRAIN_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:train(?:ing)?[ _.]*)?" + _QUALIFIERS + r"loss$")
+# a boosting library's data set and loss (`valid_0 binary_logloss`, `train logloss`): the log loss is the loss
+_LOSS_WORD = r"(?:(?:binary|multi)_?)?(?:log)?loss$"
+_TRAIN_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:train(?:ing)?(?:_\d)?[ _.]*)?" + _QUALIFIERS + _LOSS_WORD)
 _LOSS_TRAIN = re.compile(r"^loss[/_. ](?:train|training)(?:[/_. ](?:epoch|step))?$")  # Lightning's `loss/train`
 _LOSS_EVAL = re.compile(r"^loss[/_. ](?:val|valid|validation|eval|test|dev)(?:[/_. ](?:epoch|step))?$")
 # (`v_loss`: the short prefix some Lightning modules log their validation under)
-_EVAL_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:(?:val|valid|validation|eval|evaluation|dev|test)[ _./]*|v[_/]+)"
-                        + _QUALIFIERS + r"loss$")
+_EVAL_LOSS = re.compile(r"^" + _QUALIFIERS
+                        + r"(?:(?:val|vali|valid|validation|eval|evaluation|dev|test)(?:_\d)?[ _./]*|v[_/]+)"
+                        + _QUALIFIERS + _LOSS_WORD)
 
 
 def _table() -> dict[str, str]:
@@ -107,7 +110,7 @@ def _by_shape(key: str) -> str | None:
 
 _TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
 _TRAIN = {"train", "training", "trn"}
-_EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev", "overall", "holdout"}
+_EVAL = {"val", "vali", "valid", "validation", "eval", "evaluation", "test", "dev", "overall", "holdout"}
 
 
 @dataclass(frozen=True)

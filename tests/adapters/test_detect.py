@@ -63,6 +63,14 @@ def test_prose_is_detected_as_nothing() -> None:
     assert detect(prose, "README.txt") is None
 
 
+def test_one_dict_of_settings_does_not_make_a_console_log_the_trainers() -> None:
+    """An optimiser's settings printed once as a dict, then epoch lines: the key-value reader's log."""
+    head = "\n".join(["Args in experiment:", "{'learning_rate': 0.0001, 'momentum': 0.9, 'e_layers': 3}"]
+                     + [f"Epoch: {e}, Steps: 4 | Train Loss: 1.{e} Vali Loss: 2.{e} Test Loss: 1.{e}"
+                        for e in range(1, 9)]) + "\n"
+    assert detect(head, "run.log") == "keyvalue"
+
+
 def test_killed_run_last_partial_line_and_traceback_are_read() -> None:
     recs = parse_file(DATA / "hf_console_v5_grpo.log", "hf_console")
     assert [r.signature for r in recs if getattr(r, "kind", None) == EventKind.ERROR] == ["oom.cuda"]

@@ -577,3 +577,106 @@ def test_a_metriclogger_evaluation_is_its_last_batch_means_and_its_summary_is_no
     assert train == [(1562, 7.179945), (3123, 7.230438), (3123, 7.230438), (3124, 7.0)]
     assert [(st, v) for n, st, v in got if n == "eval_loss"] == [(3123, 7.148013)]
     assert ("eval_acc1", 3123, 0.74) in got
+
+
+def test_a_counter_then_tab_separated_pairs_keeps_every_pair() -> None:
+    """`[1/6] Training loss: 20.35<TAB> Validation loss: 46.07`: the text before the tab is the record's own
+    (a counter and a pair), not a prefix to drop, and the blank after the tab does not hide the second pair."""
+    recs = run(KeyValueAdapter(""), ["[1/6] Training loss: 20.3545\t Validation loss: 46.0753",
+                                     "[2/6] Training loss: 18.2439\t Validation loss: 43.9409"])
+    assert series(recs, "Training loss") == [(1, 20.3545), (2, 18.2439)]
+    assert series(recs, "Validation loss") == [(1, 46.0753), (2, 43.9409)]
+
+
+def test_a_bare_counter_going_back_after_its_total_is_another_training() -> None:
+    """A script fitting several models in turn: `[6/6]` then `[5/30]`, `[30/30]` then `[5/30]` start new
+    trainings; a counter going back before its total is reached is not one."""
+    lines = ["[5/6] Training loss: 2.1\t Validation loss: 3.1", "[6/6] Training loss: 2.0\t Validation loss: 3.0",
+             "[5/30] Training loss: 9.1\t Validation loss: 9.9", "[30/30] Training loss: 1.5\t Validation loss: 4.1",
+             "[5/30] Training loss: 8.1\t Validation loss: 8.8", "[3/30] Training loss: 8.0\t Validation loss: 8.7"]
+    starts = [e for e in events(run(KeyValueAdapter(""), lines), EventKind.INFO) if e.fields.get("new_run")]
+    assert [(e.line, e.fields["new_run_step"]) for e in starts] == [(3, 5), (5, 5)]
+
+
+def test_tab_and_blank_between_the_epoch_and_its_pair_with_a_trailing_tab() -> None:
+    """`epoch 1/60<TAB> reward 0.8919<TAB>`: the epoch and the reward are one record."""
+    recs = run(KeyValueAdapter(""), ["epoch 1/60\t reward 0.8919175440073014\t",
+                                     "epoch 2/60\t reward 0.8920045715570449\t"])
+    assert series(recs, "reward") == [(1, 0.8919175440073014), (2, 0.8920045715570449)]
+
+
+def test_boosting_rounds_are_steps_and_a_round_going_back_is_the_next_fit() -> None:
+    """LightGBM `[50]<TAB>valid's binary_logloss: 0.5286` (padded), XGBoost `[0]<TAB>train-logloss:0.66<TAB>..`:
+    the round is the step; a fold that starts again is a new run; the best round repeated after early
+    stopping is no new point."""
+    recs = run(KeyValueAdapter(""), ["[50]\tvalid's binary_logloss: 0.528584          ",
+                                     "[100]\tvalid's binary_logloss: 0.527929         ",
+                                     "[50]\tvalid's binary_logloss: 0.528695          ",
+                                     "Early stopping, best iteration is:",
+                                     "[50]\tvalid's binary_logloss: 0.528695          ",
+                                     "[0]\ttrain-logloss:0.66\teval-logloss:0.67"])
+    assert series(recs, "valid binary_logloss") == [(50, 0.528584), (100, 0.527929), (50, 0.528695)]
+    assert series(recs, "eval logloss") == [(0, 0.67)] and series(recs, "train logloss") == [(0, 0.66)]
+    starts = [e for e in events(recs, EventKind.INFO) if e.fields.get("new_run")]
+    assert [e.line for e in starts] == [3, 6]
+
+
+def test_a_markdown_log_epoch_bullets_quoted_values_and_a_time_stamp_field() -> None:
+    """`* epoch 0`, then `* loss \\`6.55\\`, time \\`2021-10-17 21:28:52\\``: the heading steps the records under
+    it, the quoted value is read, and the stamp is neither a metric nor words that make the line prose."""
+    recs = run(KeyValueAdapter(""), ["* epoch 0", "\t * loss `6.550374507904053`, time `2021-10-17 21:28:52`  ",
+                                     "\t * model saved to `../ckpt.pt` at epoch `0`",
+                                     "* epoch 1", "\t * loss `5.505581855773926`, time `2021-10-17 21:29:27`  "])
+    assert series(recs, "loss") == [(0, 6.550374507904053), (1, 5.505581855773926)]
+    assert series(recs, "time") == []
+
+
+def test_an_epoch_heading_does_not_step_a_log_that_prints_its_own_steps() -> None:
+    recs = run(KeyValueAdapter(""), ["step 100: loss=2.0", "Epoch 2", "val loss: 1.9, acc: 0.5"])
+    assert series(recs, "val loss") == [(100, 1.9)]
+
+
+def test_a_round_between_rules_steps_one_pair_per_line_aligned_by_blanks_and_nan_is_read() -> None:
+    """Federated learning's `--------------Round 50--------------`, then `local_val_loss                nan`:
+    the round is the step, a name and its value aligned by blanks are one pair, and a NaN with no digit is a value."""
+    recs = run(KeyValueAdapter(""), ["--------------Round 49--------------", "local_val_accuracy            0.7131",
+                                     "local_val_loss                2.1970", "Eval Time Cost:               7.8303s",
+                                     "--------------Round 50--------------", "local_val_accuracy            0.1702",
+                                     "local_val_loss                nan"])
+    assert series(recs, "local_val_accuracy") == [(49, 0.7131), (50, 0.1702)]
+    got = series(recs, "local_val_loss")
+    assert got[0] == (49, 2.197) and got[1][0] == 50 and math.isnan(got[1][1])
+    assert Canonicalizer()("local_val_loss") == "eval_loss"
+
+
+def test_a_step_count_that_stays_put_while_the_epoch_moves_is_the_epochs_length() -> None:
+    """Time-Series-Library's `Epoch: 1, Steps: 4 | Train Loss: .. Vali Loss: nan Test Loss: ..`: `Steps` is the
+    epoch's length, so the epoch is the step; `Vali` is the validation loss and the test loss keeps its own name."""
+    lines = ["Epoch: 1 cost time: 0.27", "Epoch: 1, Steps: 4 | Train Loss: 1.5618593 Vali Loss: nan Test Loss: 1.19",
+             "Validation loss decreased (inf --> nan).  Saving model ...",
+             "Epoch: 2, Steps: 4 | Train Loss: 1.5637536 Vali Loss: nan Test Loss: 1.17"]
+    recs = run(KeyValueAdapter(""), lines)
+    assert series(recs, "Train Loss") == [(1, 1.5618593), (2, 1.5637536)]
+    assert series(recs, "test_set Loss") == [(1, 1.19), (2, 1.17)]
+    canon = Canonicalizer()
+    assert canon("Vali Loss") == "eval_loss" and canon("test_set Loss") == "test_set Loss"
+    counted = run(KeyValueAdapter(""), ["epoch: 1, steps: 100, loss: 2.0", "epoch: 1, steps: 200, loss: 1.9",
+                                        "epoch: 2, steps: 300, loss: 1.8"])
+    assert series(counted, "loss") == [(100, 2.0), (200, 1.9), (300, 1.8)]  # a position: kept
+
+
+def test_a_sentence_opening_on_the_rounds_number_steps_its_metric() -> None:
+    """`The 1 Communcation Accuracy: 21.09 Method: moon epoch loss: None`: round 1's accuracy; `None` is no value
+    and prose that opens on a number with no named metric after it is no record."""
+    recs = run(KeyValueAdapter(""), ["The 0 Communcation Accuracy: 12.42 Method: moon epoch loss: None",
+                                     "The 1 Communcation Accuracy: 21.09 Method: moon epoch loss: None",
+                                     "The 3 runs took 3.5 hours"])
+    assert series(recs, "Communcation Accuracy") == [(0, 12.42), (1, 21.09)]
+    assert {s.name for s in samples(recs)} == {"Communcation Accuracy"}
+
+
+def test_a_boxed_table_row_is_not_joined_into_a_pair() -> None:
+    """`|    fps                  | 8         |`: stable-baselines3's boxed table is read whole by the template
+    reader (sections, the step from total_timesteps); the key-value reader takes no pair from one row."""
+    assert _pairs("|    fps                  | 8         |")[0] == []
+    assert _pairs("local_val_loss                1.2385")[0] == [("local_val_loss", 1.2385)]

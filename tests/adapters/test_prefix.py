@@ -23,6 +23,8 @@ from trainwatch.model import Sample
     ("localhost: [2024-05-01 12:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0",
      "[Rank 0] step=10, skipped=0", None, "localhost"),
     ("2025-03-02 05:16:20,962 - INFO - Epoch 1 - Batch loss: 12.1336", "Epoch 1 - Batch loss: 12.1336", None, None),
+    ("2026-04-08 02:06:55,171 __init__.py log_once [line:227] INFO local_val_loss                1.2385",
+     "local_val_loss                1.2385", None, None),  # %(filename)s %(funcName)s [line:%(lineno)d] %(levelname)s
     ("2024-05-01 12:00:00,001 - my.module - WARNING - step 3 loss=2", "step 3 loss=2", None, None),
     ("2024-05-01T12:00:00Z INFO step 3 loss=2", "step 3 loss=2", None, None),
     ("INFO:root:step 5 loss=3", "step 5 loss=3", None, None),

@@ -193,12 +193,62 @@ def test_flat_from_start_on_a_few_points_the_first_well_into_the_run_is_a_warnin
     assert early.alert("loss.flat_from_start").severity is Severity.CRITICAL
 
 
+def test_a_fast_fall_in_the_first_epochs_then_a_long_rest_is_no_flat_start():
+    """6.55 -> 4.3 over five epochs, then 4.2 for hundreds: the loss did fall (a plateau's case), though the
+    median of the first quarter already sits on the rest; the same rest from its first point is flat."""
+    rnd = random.Random(3)
+    start = [6.55, 5.51, 5.18, 4.98, 4.83, 4.72, 4.64]
+    for head, fires in ((start, False), ([], True)):
+        r = Run()
+        rest = [4.25 - 0.0001 * i + rnd.gauss(0, 0.005) for i in range(400)]
+        for s, v in enumerate(head + rest):
+            r.step(s, loss=v)
+        r.finish()
+        assert ("loss.flat_from_start" in r.fired()) is fires
+
+
 def test_flat_from_start_ignores_a_log_that_starts_late():
     r = Run()
     for s in range(1, 70):
         r.step(1000 + s, loss=1.2)
     r.finish()
     assert "loss.flat_from_start" not in r.fired()
+
+
+def test_a_clear_rise_of_the_eval_loss_with_no_train_loss_logged_is_told_and_says_so():
+    """A metrics file of `val_loss` alone: falling to a best at epoch 9, then rising for good."""
+    evals = [1.12, 1.02, 0.98, 0.953, 0.945, 0.94, 0.936, 0.9332, 0.935, 0.9328]
+    evals += [0.9328 + 0.006 * i + 0.002 * (i % 2) for i in range(1, 30)]
+    r = Run()
+    for e, ev in enumerate(evals):
+        r.step(e * 628 + 627, eval_loss=ev)
+    r.finish()
+    a = r.alert("loss.overfit")
+    assert a.finding.evidence["step"] == 9 * 628 + 627 and "no train loss is logged" in a.finding.message
+    flat = Run()  # the same evals resting at their best: nothing
+    rnd = random.Random(2)
+    for e in range(40):
+        flat.step(e * 628 + 627, eval_loss=0.93 + rnd.gauss(0, 0.003))
+    flat.finish()
+    assert "loss.overfit" not in flat.fired()
+
+
+def test_an_eval_loss_that_never_moves_with_no_train_loss_logged_is_frozen():
+    """`epoch,step,val_loss` with 615.2857 -> 615.2847 over 65 epochs: the weights are not changing. An eval loss
+    that moves (a learning run, or a frozen-looking one beside a train loss) is not told."""
+    vals = [615.2857, 615.2849, 615.2848] + [615.2847 + 0.00006 * (e % 2) for e in range(62)]
+    r = Run()
+    for e, v in enumerate(vals):
+        r.step(e * 628 + 627, eval_loss=v)
+    r.finish()
+    assert r.alert("loss.eval_frozen").finding.evidence["points"] == 65
+    for extra in ({"moving": True}, {"train": True}):
+        other = Run()
+        for e, v in enumerate(vals):
+            other.step(e * 628 + 627, eval_loss=v * (1 - 0.01 * e) if "moving" in extra else v,
+                       **({"loss": 2.0 - 0.01 * e} if "train" in extra else {}))
+        other.finish()
+        assert "loss.eval_frozen" not in other.fired()
 
 
 def test_overfit_fires_when_eval_rises_and_train_falls():

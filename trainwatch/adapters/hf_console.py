@@ -244,6 +244,9 @@ class HFConsoleAdapter(Adapter):
     @classmethod
     def score(cls, head: str, path: str) -> float:
         dicts = len(SCORE_DICT.findall(head))
+        if dicts == 1 and not any(k in head for k in ("{'loss'", "'eval_", "'train_runtime'", "'reward'")):
+            return 0.5  # one dict of settings (`{'learning_rate': 0.0001, 'momentum': 0.9, ...}`): an echo, unless
+            # nothing else reads the log
         if dicts:
             return min(0.95, 0.85 + 0.02 * dicts)
         if is_history(head):

@@ -26,7 +26,7 @@ from trainwatch.adapters.shapes import METRIC_WORDS, at_counter, count_pair, lis
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
-from trainwatch.names import Quality, known, step_loss
+from trainwatch.names import Canonicalizer, Quality, known, step_loss
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:nan|NaN|inf|Inf|Infinity|-inf)(?:\.0+)?)"
 PAIR = re.compile(
@@ -84,6 +84,19 @@ KERAS_CALLBACK = re.compile(r"^Epoch \d+: (?P<what>\w+ (?:improved|did not impro
 LOGGER_HEAD = re.compile(r"^(?:(?P<label>[A-Za-z][\w ]{0,40}):\s*)?(?:\[\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?\]\s*)?"
                          r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]\s+")
 TUTORIAL_HEAD = re.compile(r"^\[\s*(?P<e>\d+)\s*,\s*(?P<i>\d+)\s*(?:/\s*(?P<n>\d+)\s*)?\]\s*")
+# gradient boosting's evaluation per round: LightGBM's `[50]\tvalid_0's binary_logloss: 0.5286\ttraining's auc: 0.7`,
+# XGBoost's `[0]\ttrain-logloss:0.66\teval-logloss:0.67`: the round is the step, each field a data set's metric
+BOOST_ROUND = re.compile(r"^\[(\d+)\]\t")
+BOOST_PAIR = re.compile(r"^(?P<set>[A-Za-z_]\w{0,40}?)(?:'s\s+|-)(?P<m>[A-Za-z_][\w@.\-]{0,40}?)\s*:\s*"
+                        r"(?P<v>" + NUM + r")\s*$")
+BOOST_BEST = re.compile(r"best iteration is", re.I)  # the best round printed again after early stopping
+DATE_OR_CLOCK = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d:\d\d")
+# `* epoch 3` alone on its line (a bullet or a heading over the epoch's records): the step of the lines under it
+# (or a round of federated learning between rules: `--------------Round 50--------------`)
+EPOCH_HEAD = re.compile(r"^(?:[*•\-#]+\s+|[-=*#]{2,}\s*)?(?:epoch|ep|round)\s+#?(\d+)\s*(?::|[-=*#]{2,})?$", re.I)
+# `The 0 Communcation Accuracy: 12.42 ...`: a sentence that opens on the round's number, then a named metric
+ORDINAL_HEAD = re.compile(r"^The\s+(\d+)\s+(?=(?:[A-Za-z]+\s+){0,3}[A-Za-z]+\s*:\s*[-+.\d])")
+INLINE_CODE = re.compile(r"`([^`]{1,80})`")  # a log written as Markdown quotes its values: loss `6.55`, epoch `0`
 BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 # `[val] epoch 1 | loss: 0.25 | acc: 0.87`, `[ Valid | 001/100 ] loss = 1.65, acc = 0.38`, `[train-step] ...`:
 # the phase in brackets names whose metrics follow (and may carry the epoch's counter)
@@ -111,6 +124,7 @@ SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separat
 LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test|testing|eval|evaluation)\b")
 LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
 DIGIT = re.compile(r"\d")
+NONFINITE_VALUE = re.compile(r"[\s:=](?:nan|NaN|inf|Inf|Infinity)\b")
 WORD = re.compile(r"[A-Za-z]{2}")
 EPOCH_KEYS = frozenset({"epoch", "ep", "pass"})  # (PaddlePaddle counts its epochs as passes)
 INNER_KEYS = frozenset({"batch", "it", "iter", "iteration"})  # may count within the epoch
@@ -145,7 +159,8 @@ NUMBER_ONLY = re.compile(NUM + r"\Z")
 
 def _joined_pairs(fields: list[str]) -> list[str]:
     """`step 10, loss_train, 0.838`: a field that is only a name, then one that is only a number, is one
-    pair written as two comma-separated fields (a CSV row's habit in a print statement)."""
+    pair written as two comma-separated fields (a CSV row's habit in a print statement), or as two columns
+    aligned by blanks (`local_val_loss                1.2385`)."""
     out: list[str] = []
     i, n = 0, len(fields)
     while i < n:
@@ -172,8 +187,10 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     if " " not in text and "," in text:  # `kl:0.011,lr_multiplier:1.000,loss:5.31`: compact, a comma before each key
         fields = [f for f in COMPACT_SPLIT.split(text) if f]
     else:
-        fields = [f for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f]
-        if ", " in text and len(fields) > 1:
+        fields = [f.lstrip() for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f.strip()]
+        if len(fields) > 1 and (", " in text or "|" not in text):
+            # (`loss_train, 0.838`, or a name and its value aligned by blanks: `local_val_loss   1.24`; a boxed
+            # `| fps | 8 |` table is the template reader's, with its sections and its step)
             fields = _joined_pairs(fields)
     out: list[tuple[str, float]] = []
     dirty = bare_fields = 0
@@ -192,6 +209,11 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                 pos = bare.end()  # `iter:0/18 0.00% lr:0.001`: a bare progress figure between pairs
                 continue
             if m is None:
+                break
+            if DATE_OR_CLOCK.match(field, m.start("v")) is not None:
+                if pos == 0:  # `time 2021-10-17 21:28:52`: a time stamp, neither a metric nor prose
+                    bare_fields += 1
+                    pos = len(field)
                 break
             value = _number(m.group("v"))
             key = m.group("k").strip()
@@ -214,12 +236,26 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     return out, len(fields) - bare_fields, dirty
 
 
+_CANON = Canonicalizer()
+
+
+def _test_apart(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """`Train Loss: 1.56 Vali Loss: nan Test Loss: 1.19`: the validation and the test loss would both be the
+    eval loss, one series of two curves; the validation one keeps that name, the test one a name of its own."""
+    evals = [k for k, _ in pairs if _CANON(k) == "eval_loss"]
+    if len(evals) < 2 or all(k[:4].lower() == "test" for k in evals):
+        return pairs
+    return [(f"test_set {k[4:].strip(' _./')}" if k[:4].lower() == "test" and k in evals else k, v) for k, v in pairs]
+
+
 def _record_fields(before: str) -> bool:
     """Whether the text before a line's last tab is part of its record (fields ending in a comma, or only
     `key value` pairs) rather than tab-separated prefixes (a time, a host, a logger, a level)."""
     before = before.rstrip()
     if before.endswith((",", ";")):
         return True
+    if before[:1] == "[" and (head := LOGGER_HEAD.match(before)) is not None and not head.group("label"):
+        before = before[head.end():]  # `[1/6] Training loss: 20.35\t Validation loss: 46.07`: a counter, then pairs
     pairs, nfields, dirty = _pairs(before)
     return bool(pairs) and not dirty and len(pairs) == nfields
 
@@ -280,6 +316,13 @@ class KeyValueAdapter(Adapter):
         self.absorbed = 0  # block lines taken (for scoring)
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.in_eval = False  # a MetricLogger evaluation (`Test: [i/n]`) is under way: its `* Acc@1` summary repeats it
+        self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
+        self.epoch_head: int | None = None  # the epoch an `* epoch N` heading said: the step of the records under it
+        self.epoch_step: tuple[float, int] | None = None  # (epoch, step) of the last record that printed both
+        self.epoch_len_steps: int | None = None  # a step count that stayed put while the epoch moved on
+        self.epoch_first: list[Sample] = []  # the first record printing an epoch and a step, until the next
+        self.boost_round = False  # the last printed step was a boosting round's
+        self.boost_best = False  # `Best iteration is:` came: the next round line repeats that round
 
     _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
 
@@ -349,6 +392,9 @@ class KeyValueAdapter(Adapter):
             out.extend(self._flush())
         if not line.strip() or len(line) > 20000:
             return out
+        if "iteration is" in line and BOOST_BEST.search(line) is not None:
+            self.boost_best = True
+            return out
         when = None
         text = line
         if text[:1] in "[0123456789":
@@ -356,12 +402,17 @@ class KeyValueAdapter(Adapter):
             if m is not None:
                 when = _stamp(m.group(1), m.group(2), m.group(3))
                 text = text[m.end():]
+        if text[:1] == "[" and (boost := BOOST_ROUND.match(text)) is not None \
+                and self._boosting(int(boost.group(1)), text[boost.end():], lineno, when, out):
+            return out
         if "\t" in text:
             tab = text.rfind("\t")
             if not _record_fields(text[:tab]) and BRACKET_EPOCH.match(text) is None:
                 # (`Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..` and `[EPOCH 3]\t..` are records)
                 text = text[tab + 1:]  # tab-separated prefixes (time, host, logger, level) before the record
         text = text.strip()
+        if "`" in text:
+            text = INLINE_CODE.sub(r"\1", text)
         if text[:1] == "[":
             b = BLOCK_HEAD.match(text)
             if b is not None:
@@ -393,6 +444,10 @@ class KeyValueAdapter(Adapter):
             if cb.group("what").startswith("early stopping"):  # EarlyStopping ended the fit on purpose
                 out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.printed_step, text=text[:500]))
             return out  # ModelCheckpoint / ReduceLROnPlateau messages: numbers, but no metrics
+        if len(text) < 80 and (head := EPOCH_HEAD.match(text)) is not None \
+                and (self.printed_step is None or self.printed_step == self.epoch_head):
+            self.epoch_head = self.printed_step = int(head.group(1))  # (unless the log prints steps of its own)
+            return out  # (no record of its own: a heading alone does not make a log the key-value reader's)
         if ("Epoch" in text[:48] or "EPOCH" in text[:48] or "epoch" in text[:48]) \
                 and (m := KERAS_EPOCH.match(text)) is not None:
             self._keras_epoch(int(m.group(1)), int(m.group(2)), lineno, out)
@@ -419,16 +474,19 @@ class KeyValueAdapter(Adapter):
             step, inferred = self._stepless_step([single], lineno, out)
             out.append(Sample(single[0], single[1], step, when, self.source, lineno, inferred))
             return out
+        if text[:4] == "The " and (ordinal := ORDINAL_HEAD.match(text)) is not None:
+            text = f"step {ordinal.group(1)}: {text[ordinal.end():]}"
         self._generic(text, lineno, when, out)
         return out
 
     def finish(self) -> Iterable[Record]:
-        return self._flush()
+        held, self.epoch_first = self.epoch_first, []
+        return held + self._flush()
 
     # -- shapes ---------------------------------------------------------------------------------
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:
-        if DIGIT.search(text, 0, 4000) is None:
-            return
+        if DIGIT.search(text, 0, 4000) is None and NONFINITE_VALUE.search(text, 0, 4000) is None:
+            return  # (`local_val_loss   nan`: a value with no digit is still one)
         if "%|" in text and (bar := BAR_TAIL.search(text)) is not None:
             postfix = "=" in text[bar.end():]
             text = text[:bar.start()]  # a tqdm bar whose description holds the metrics: keep those only
@@ -491,6 +549,9 @@ class KeyValueAdapter(Adapter):
                     step, step_key, step_raw = int(v), low, k
                     break
         inferred = False
+        hold_first = False
+        if step_raw is not None and step_key not in INNER_KEYS:  # (a batch within its epoch: _global_step's)
+            step, inferred, hold_first = self._epoch_length(step, pairs, out)
         if step is not None and step_key in INNER_KEYS:
             step, inferred = self._global_step(step, pairs)
         if step is not None:
@@ -501,6 +562,9 @@ class KeyValueAdapter(Adapter):
             verdict = self._stepless_verdict(pairs, nfields, dirty)
             if verdict is None:
                 return
+            if verdict is HOLD and self.epoch_head is not None and self.printed_step == self.epoch_head \
+                    and any("loss" in k.lower() or known(k) or _QUALITY(k) is not None for k, _ in pairs):
+                verdict = TAKE  # a metric under an `* epoch N` heading: that epoch's record, no echo
             if verdict is HOLD:
                 keys = frozenset(k.lower() for k, _ in pairs)
                 held = self.held.get(keys)
@@ -528,6 +592,11 @@ class KeyValueAdapter(Adapter):
         if not pairs:
             return
         pairs = generator_as_loss(total_as_loss(pairs))
+        if self.epoch_first and step_raw is None:
+            out.extend(self.epoch_first)  # another kind of record: the first one held is what it said
+            self.epoch_first = []
+        if len(pairs) > 1 and any(k[:4].lower() == "test" and "loss" in k.lower() for k, _ in pairs):
+            pairs = _test_apart(pairs)
         if total is not None:
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
                              fields={"step": step, "total": total}))
@@ -537,7 +606,7 @@ class KeyValueAdapter(Adapter):
                 continue
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
-            out.append(Sample(k, v, step, when, self.source, lineno, inferred))
+            (self.epoch_first if hold_first else out).append(Sample(k, v, step, when, self.source, lineno, inferred))
 
     def _at_counter(self, text: str, lineno: int, when: float | None, out: list[Record]) -> bool:
         """`Loss at step 12: 8.49`: a metric dated by the step its name gives, and the pairs after it in the
@@ -608,6 +677,8 @@ class KeyValueAdapter(Adapter):
             self.in_eval = False
             i, n = int(m.group("i")), int(m.group("n"))
             step = int(m.group("e")) * n + i if m.group("e") is not None else i
+            if m.group("e") is None:
+                self._counter_restart(i, n, lineno, out)
             self.printed_step = step
             out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
             return True
@@ -626,6 +697,66 @@ class KeyValueAdapter(Adapter):
         self.printed_step = step
         out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
         return True
+
+    def _boosting(self, rnd: int, rest: str, lineno: int, when: float | None, out: list[Record]) -> bool:
+        """A boosting round's evaluation (`[50]\tvalid_0's binary_logloss: 0.5286`): each field is named
+        `<data set> <metric>`. A round that goes back is the next fit (a cross-validation fold, a search's
+        trial: boosters do not resume within a log), said as a new run; the best round printed again after
+        `Best iteration is:` is no new point."""
+        pairs: list[tuple[str, float]] = []
+        for field in rest.split("\t"):
+            m = BOOST_PAIR.match(field.strip())
+            if m is None:
+                return False
+            value = _number(m.group("v"))
+            if value is None:
+                return False
+            pairs.append((f"{m.group('set')} {m.group('m')}", value))
+        if not pairs:
+            return False
+        if self.boost_best:
+            self.boost_best = False
+            return True
+        last = self.printed_step if self.boost_round else None
+        if last is not None and rnd < last:
+            self.keras_runs += 1
+            out.append(self._new_run(self.keras_runs, lineno, f"round [{rnd}] after [{last}]", rnd, rnd))
+        self.boost_round = True
+        self.printed_step = rnd
+        out.extend(Sample(k, v, rnd, when, self.source, lineno) for k, v in pairs)
+        return True
+
+    def _epoch_length(self, step: int, pairs: list[tuple[str, float]], out: list[Record]) -> tuple[int, bool, bool]:
+        """(step, inferred, hold). `Epoch: 2, Steps: 4 | Train Loss: ..` after `Epoch: 1, Steps: 4 | ..`: a step
+        count that stays put while the epoch moves on is the epoch's length in steps, not a position; the
+        epoch is then the step (marked inferred), as for records that print no step. The first record with
+        both is held until the second tells which it is."""
+        epoch = next((v for k, v in pairs if _is_epoch(k) and math.isfinite(v)), None)
+        if epoch is None:
+            return step, False, False
+        if self.epoch_len_steps is not None:
+            return (int(epoch), True, False) if step == self.epoch_len_steps else (step, False, False)
+        last = self.epoch_step
+        self.epoch_step = (epoch, step)
+        if last is None:
+            return step, False, True
+        held, self.epoch_first = self.epoch_first, []
+        if step == last[1] and epoch > last[0] and step > 0 and epoch == int(epoch) and last[0] == int(last[0]):
+            self.epoch_len_steps = step
+            out.extend(Sample(h.name, h.value, int(last[0]), h.time, h.source, h.line, True) for h in held)
+            return int(epoch), True, False
+        out.extend(held)
+        return step, False, False
+
+    def _counter_restart(self, i: int, n: int, lineno: int, out: list[Record]) -> None:
+        """`[1/6] loss ..` after `[6/6] ..` or `[30/30] ..`: a `[i/n]` counter that goes back once the last one
+        reached its total (or with another total) is the next training of a script that fits several models
+        in turn, not a resume: said as a new run."""
+        last = self.counter_last
+        self.counter_last = (i, n)
+        if last is not None and i < last[0] and (last[0] >= last[1] or n != last[1]):
+            self.keras_runs += 1
+            out.append(self._new_run(self.keras_runs, lineno, f"[{i}/{n}] after [{last[0]}/{last[1]}]", i, i))
 
     def _global_step(self, n: int, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
         """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The

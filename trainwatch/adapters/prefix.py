@@ -41,6 +41,10 @@ LEVEL = re.compile(
 # name between pipes (`| INFO | fairseq.trainer | `)
 PIPED_LEVEL = re.compile(r"\|[ \t]*" + LEVELS + r"[ \t]*\|[ \t]*(?:[A-Za-z_][\w.<>\-]{0,80}[ \t]*\|[ \t]*)?")
 GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./\-]+:\d+\][ \t]?")  # torch C++ and elastic
+# Python logging's `%(filename)s %(funcName)s [line:%(lineno)d] %(levelname)s`: up to three words, then the
+# call site in brackets, then the level (FLGo's `__init__.py log_once [line:227] INFO local_val_loss  1.94`)
+NAMED_SITE = re.compile(r"(?:[\w.<>\-]{1,80}[ \t]+){0,3}\[(?:line[: ]?\s*\d+|[\w.\-]+\.py:\d+)\][ \t]+" + LEVELS
+                        + r"(?::[ \t]*|[ \t]+-[ \t]+|[ \t]+)")
 SITE = re.compile(r"\[[\w.\-]+\.py:\d+(?::[\w<>]+)?\][ \t]*")  # DeepSpeed's [logging.py:96:log_dist]
 HOST = re.compile(
     r"(localhost|\d{1,3}(?:\.\d{1,3}){3}|(?!(?i:step|iter|epoch|batch|ep|top|acc|rouge|bleu|layer|f)\d)"
@@ -148,7 +152,8 @@ class PrefixStripper:
                 stamped = levelled = True
             else:
                 head = line[pos:pos + 100]
-                if not levelled and _maybe_level(head) and (m := LEVEL.match(line, pos)) is not None:
+                if not levelled and ((_maybe_level(head) and (m := LEVEL.match(line, pos)) is not None)
+                                     or ("[" in head and (m := NAMED_SITE.match(line, pos)) is not None)):
                     levelled = True
                 elif (info is None or info.host is None) and _maybe_host(head):
                     m = self._host(line, pos)

@@ -218,6 +218,8 @@ class LossOverfit(Rule):
                     return None
                 above, band = mild
                 mild_said = True
+        if train is None or train.last is None:
+            return None if mild_said else self._eval_only(st, best, above, point)
         if st.train_then != st.train_then:
             st.train_then = self._train_after(train, best.step, point.step)
             st.then_said = "the first point after it"
@@ -243,6 +245,22 @@ class LossOverfit(Rule):
         if noise != noise:
             del ev["noise"]  # too few evals to measure it: unknown, not a NaN for a reader to take for a value
         return Finding(message=msg, step=point.step, began_step=best.step, evidence=ev)
+
+
+    def _eval_only(self, st: _Evals, best: Point, above: list[Point], point: Point) -> Finding | None:
+        """A log of evaluations alone (a metrics file with only `val_loss`): with no train loss to see a gap
+        open, a clear rise since the minimum that the latest evals hold (not the mild one) is still told:
+        the classic overfitting signature, or a run getting worse."""
+        if len(above) < self.p.min_evals:
+            return None
+        shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[-6:])
+        msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}) and has been rising since: "
+               f"{len(above)} of the {len(st.later)} evaluations after it sat above it (step: value ..., {shown}); "
+               "no train loss is logged, so overfitting cannot be told apart from a run getting worse")
+        return Finding(message=msg, step=point.step, began_step=best.step,
+                       evidence={"value": best.value, "step": best.step, "later_evals": [[p.step, p.value]
+                                                                                          for p in above[-8:]],
+                                 "train_then": math.nan, "train_now": math.nan, "detected_step": point.step})
 
 
 def _calibration(f: Finding, gain: Gain) -> Finding:

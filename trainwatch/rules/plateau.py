@@ -495,6 +495,10 @@ class LossFlatFromStart(ArrayRule):
         if first <= 0:
             return None, None
         min_drop = self.p.min_drop
+        k = max(3, h // 16)
+        if median(head[:k]) * (1 - 2 * min_drop) > first + 3 * median_se(head_noise, k):
+            return FELL, None  # it fell fast within its first quarter (6.55 -> 4.3 in five epochs), then rested:
+            # a plateau's case (loss.plateau), not a loss that never decreased
         if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
             if few is not None:
                 if few + 3 * median_se(head_noise, 9) < first * (1 - 2 * min_drop):

@@ -208,6 +208,9 @@ class LossFlatFromStart(Rule):
             self._first[series.source] = (seg, h, first, head_noise)
         if first <= 0:
             return None
+        k = max(3, h // 16)
+        if median([p.value for p in head[:k]]) * (1 - 2 * self.p.min_drop) > first + 3 * median_se(head_noise, k):
+            return FELL  # it fell fast within its first quarter, then rested: a plateau's case
         if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
             few = series.tail_values(9)
             if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * self.p.min_drop):
