@@ -39,8 +39,10 @@ following never reaches that end, so it cannot be asked to have fired them."""
 
 def _lowered(check: dict[str, Any], key: tuple[str, str, str]) -> bool:
     """`check` reports this alert at a lower severity: an echo folded into its incident's root, or a
-    crash of an earlier attempt, or a divergence the loss came back from by the end. All are judgements
-    over the whole log, which `tail` tells live as it fired."""
+    crash of an earlier attempt; or withdrew it (a divergence the loss came back from by the end). All are
+    judgements over the whole log, which `tail` tells live as it fired."""
+    if any((w["id"], str(w.get("subject", ""))) == key[:2] for w in check.get("withdrawn", [])):
+        return True
     return any((f["id"], str(f.get("subject", ""))) == key[:2] and (f.get("echo_of") or "earlier attempt" in
                                                                      f.get("message", "")
                                                                      or f.get("evidence", {}).get("root_cause")

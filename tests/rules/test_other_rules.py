@@ -201,3 +201,14 @@ def test_a_relaunch_that_sets_a_new_length_builds_its_own_schedule():
     a = replanned.alert("lr.schedule")
     assert a.severity is Severity.INFO and "new planned length of 11000 steps" in a.finding.message
     assert replanned.engine.sources["run.log"].total_steps == 11000
+
+
+def test_a_range_rule_gives_only_the_fixes_of_the_side_it_left_by():
+    """grad_norm above its range: `Too high:` advice only; below it: `Too low:` only."""
+    high, low = Run(), Run()
+    for s in range(1, 40):
+        high.step(s, loss=2.0, grad_norm=30.0)
+        low.step(s, loss=2.0, grad_norm=0.01)
+    up, down = high.alert("grad.range").fixes, low.alert("grad.range").fixes
+    assert up and all(not f.lower().startswith("too low") for f in up)
+    assert down and all(not f.lower().startswith("too high") for f in down)

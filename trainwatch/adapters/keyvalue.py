@@ -806,7 +806,9 @@ class KeyValueAdapter(Adapter):
         models in turn), told as a new run so that it is neither a resume nor a divergence. Once a
         record has carried the per-step training loss, only such records advance the count: an epoch's
         average or its BLEU line takes the step training reached."""
-        if self.printed_step is not None:
+        # a record that says its own epoch (`Epoch 1 - Batch loss: 12.1`) is counted, whatever heading it is under
+        headed = self.epoch_head is not None and self.printed_step == self.epoch_head
+        if self.printed_step is not None and not (headed and any(_is_epoch(k) for k, _ in pairs)):
             if self.keras_epoch is not None:
                 self.keras_logged = True  # a record under `Epoch N/M`: a later `Epoch 0/M` starts another run
             return self.printed_step, True

@@ -99,7 +99,7 @@ class EngineState:
         view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), llm=llm,
                        logged_lr=peak,
                        default_optimizer="adam" if adam else "")
-        return fit_fixes(spec.family, fixes, view)
+        return fit_fixes(spec.family, _this_side(fixes, finding), view)
 
     def source(self, name: str, fmt: str = "") -> SourceState:
         state = self.sources.get(name)
@@ -156,3 +156,16 @@ class HeldRows:
                 return seq0 + int(rows[row])
             row -= len(rows)
         raise IndexError(row)
+
+
+_SIDES = {"above": "too low:", "below": "too high:"}
+
+
+def _this_side(fixes: tuple[str, ...], finding: Finding) -> tuple[str, ...]:
+    """A range rule's fixes for the side the value left its range by: a value above it hears no
+    `Too low:` advice, one below no `Too high:`."""
+    other = _SIDES.get(str(finding.evidence.get("direction", "")))
+    if other is None:
+        return fixes
+    return tuple(f for f in fixes if not f.lower().startswith(other))
+

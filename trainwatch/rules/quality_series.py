@@ -106,12 +106,7 @@ def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, 
     for s, d in _quality_series(ctx, source):
         if d.is_loss or d.split == "train" or d.tradeoff:
             continue
-        if line is None:
-            steps, values = _values(s)
-        else:
-            steps, values = s.upto_line(line)
-            keep = np.isfinite(values)
-            steps, values = steps[keep], values[keep]
+        steps, values = _read_upto(s, line)
         at = steps >= since_step
         steps, values = steps[at], values[at]
         if len(values) < min_points:
@@ -136,6 +131,15 @@ def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, 
     return best
 
 
+def _read_upto(s: Series, line: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """A series' finite steps and values as read when `line` was logged (None: now)."""
+    if line is None:
+        return _values(s)
+    steps, values = s.upto_line(line)
+    keep = np.isfinite(values)
+    return steps[keep], values[keep]
+
+
 def outpaced(ctx: RuleContext, source: str, gain: Gain, line: int | None, factor: float) -> Gain | None:
     """The train split's metric of the same kind as `gain`'s (accuracy beside val_accuracy) when it gained
     more than `factor` times as much over the same steps, each gain taken relative to where it started (the
@@ -150,12 +154,7 @@ def outpaced(ctx: RuleContext, source: str, gain: Gain, line: int | None, factor
     for s, t in _quality_series(ctx, source):
         if t.split != "train" or t.kind != d.kind or s.name == gain.name:
             continue
-        if line is None:
-            steps, values = _values(s)
-        else:
-            steps, values = s.upto_line(line)
-            keep = np.isfinite(values)
-            steps, values = steps[keep], values[keep]
+        steps, values = _read_upto(s, line)
         at = (steps >= gain.step) & (steps <= gain.now_step)
         v = ((1.0 if t.higher else -1.0) * values[at]).tolist()
         if len(v) < 3:
