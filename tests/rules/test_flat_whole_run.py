@@ -1,11 +1,9 @@
 """loss.flat_from_start over a whole run: a log whose first point is its first logging interval (step 500
 of a loss logged every 500 steps) starts with the run, though its first fall may come before that point (a
-warning), and a loss that by its best estimate barely moved
-over the whole run, though the noise could hide a small fall, is a warning (unsure, so no critical)."""
+warning)."""
 
 from __future__ import annotations
 
-import math
 import random
 
 from rulekit import Run
@@ -34,22 +32,4 @@ def test_a_log_that_begins_late_is_still_a_resume() -> None:
     for i in range(120):
         r.step(30000 + 500 * i, loss=1.39 + rng.gauss(0, 0.01))
     r.finish()
-    assert "loss.flat_from_start" not in r.fired()
-
-
-def slow(seed: int) -> list[float]:
-    """1.42 -> about 1.36 over 137 points, most of it early (a classifier near chance): its first and last
-    quarters differ by under 3%, with per-point noise that could hide a fall of 3%."""
-    rng = random.Random(seed)
-    return [1.357 + 0.065 * math.exp(-i / 35) + rng.gauss(0, 0.008) for i in range(137)]
-
-
-def test_a_loss_that_barely_moved_over_the_whole_run_is_a_warning() -> None:
-    a = run(slow(4), every=10).alert("loss.flat_from_start")
-    assert a.severity is Severity.WARNING and "barely fell" in a.finding.message
-    assert -0.03 < a.finding.evidence["drop"] < 0.03
-
-
-def test_a_gan_generator_loss_that_barely_moved_is_left_alone() -> None:
-    r = run(slow(4), every=10, loss_D=0.69)
     assert "loss.flat_from_start" not in r.fired()

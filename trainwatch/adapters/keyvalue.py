@@ -550,7 +550,7 @@ class KeyValueAdapter(Adapter):
                     break
         inferred = False
         hold_first = False
-        if step_raw is not None and step_key not in INNER_KEYS:  # (a batch within its epoch: _global_step's)
+        if step is not None and step_raw is not None and step_key not in INNER_KEYS:  # (a batch: _global_step's)
             step, inferred, hold_first = self._epoch_length(step, pairs, out)
         if step is not None and step_key in INNER_KEYS:
             step, inferred = self._global_step(step, pairs)

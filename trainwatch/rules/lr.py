@@ -150,6 +150,8 @@ def _line_before(series: Series | None, line: int) -> int:
 def printed_decimals(values: np.ndarray) -> float:
     """The fewest decimals (up to ROUNDED_DECIMALS) that every value was printed within, as `{lr:.4f}`
     prints 0.0001: more than ROUNDED_DECIMALS for values printed in full (`3e-05`, `2.9999e-05`)."""
+    if not len(values) or float(np.max(np.abs(values))) > 1e12:
+        return float(ROUNDED_DECIMALS + 1)  # (no LR; or one so large that no decimal says anything)
     for d in range(ROUNDED_DECIMALS + 1):
         scaled = values * 10.0 ** d
         if np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1.0, np.abs(scaled))):

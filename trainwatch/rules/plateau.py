@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from trainwatch.adversarial import adversarial
 from trainwatch.model import Finding, Severity
 from trainwatch.plans import latest
 from trainwatch.rules.array import ArrayRule, Window
@@ -547,8 +546,6 @@ class LossFlatFromStart(ArrayRule):
         st = self._states.setdefault(source, _FlatState())
         if level is not None:
             st.level = level
-        if f is False and level is not None:
-            f = self._barely(ctx, source, seg, s.finite_count - seg.finite_before, level, s.last.step)
         if not isinstance(f, Finding):
             return []
         f.subject = "loss"
@@ -571,32 +568,6 @@ class LossFlatFromStart(ArrayRule):
         if first <= self.p.start_within:
             return False
         return len(head_steps) < 2 or first > head_steps[1] - head_steps[0]
-
-    def _barely(self, ctx: RuleContext, source: str, seg: Any, n: int, last: float, step: int) -> Finding | None:
-        """The run is over and its loss fell less than `min_drop` from its first quarter to its last, by their
-        medians, yet the noise band of that difference reaches `min_drop`: not sure to be flat, so not the
-        critical, but a loss that by its best estimate barely moved over a whole run of `min_history` points
-        or more learnt next to nothing: a warning. A GAN's generator loss (a discriminator's is logged beside
-        it) is not expected to fall, and is left alone."""
-        if n < self.p.min_history or not seg.head or adversarial(x.name for x in ctx.store if x.source == source):
-            return None
-        h = max(2, min(n // 4, self.p.quarter_max, len(seg.head)))
-        first = median(seg.head[:h])
-        if first <= 0:
-            return None
-        drop = (first - last) / first
-        if not -self.p.min_drop < drop < self.p.min_drop:
-            return None
-        s0 = seg.head_steps[0]
-        msg = (f"loss barely fell over the whole run: {fmt(first)} over the first {h} points, {fmt(last)} over "
-               f"the last ones to step {step} ({n} points, change {-drop:+.1%}); less than the {self.p.min_drop:.0%} "
-               f"a learning run falls, though within the noise of such a fall: the model learnt next to nothing "
-               f"(a loss stuck near where it began, such as a classifier's at chance)")
-        return Finding(message=msg, step=step, began_step=s0, severity=Severity.WARNING,
-                       evidence={"value": first, "step": s0, "value_stat": f"median of the first {h} points",
-                                 "first": first, "now": last, "drop": drop, "points": n, "detected_step": step,
-                                 "last_stat": "median"})
-
 
 def _seg_changes(seg: np.ndarray) -> np.ndarray:
     """Per index k (and one past the end), the first index at or after k where the segment differs from
