@@ -42,7 +42,7 @@ class LossDiverging(Rule):
     id = "loss.diverging"
     watches = ("loss",)
     # a judgement over the whole run once it has ended, the same whichever way its rows were judged
-    lower_at_end = ArrayLossDiverging.lower_at_end
+    withdrawn_at_end = ArrayLossDiverging.withdrawn_at_end
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
