@@ -680,3 +680,32 @@ def test_a_boxed_table_row_is_not_joined_into_a_pair() -> None:
     reader (sections, the step from total_timesteps); the key-value reader takes no pair from one row."""
     assert _pairs("|    fps                  | 8         |")[0] == []
     assert _pairs("local_val_loss                1.2385")[0] == [("local_val_loss", 1.2385)]
+
+
+def test_a_metric_under_a_bare_epoch_counter_is_stepped_by_it() -> None:
+    """`Epoch: [3/80] loss: ..`: the epoch's bracketed counter is the step; only a line with no metric
+    (`Epoch: [3/100] Total time: 0:13:07`) has no step of its own."""
+    recs = run(KeyValueAdapter(""), ["Epoch: [1/80] loss: 2.1213 acc: 0.5000", "Epoch: [2/80] loss: 1.9341 acc: 0.5100",
+                                     "Epoch: [2/80] Total time: 0:13:07 (0.5 s / it)", "Epoch: [3/80] loss: 1.7 acc: 0.52"])
+    assert series(recs, "loss") == [(1, 2.1213), (2, 1.9341), (3, 1.7)]
+
+
+def test_a_bare_batch_counter_going_back_with_the_loss_carrying_on_is_the_next_epoch() -> None:
+    """`[100/100] loss: 0.41` then `[10/100] loss: 0.43`: the same total and a loss carrying on from where it
+    was is a loop counting its batches alone, so the steps go on (200 + 10) and no new training is said; a
+    loss back near where the count began is another training."""
+    lines = ["[10/100] loss: 2.10", "[100/100] loss: 0.41", "[10/100] loss: 0.43", "[100/100] loss: 0.52",
+             "[10/100] loss: 2.05"]
+    recs = run(KeyValueAdapter(""), lines)
+    assert [st for st, _ in series(recs, "loss")] == [10, 100, 110, 200, 10]
+    starts = [e for e in events(recs, EventKind.INFO) if e.fields.get("new_run")]
+    assert [e.line for e in starts] == [5]
+
+
+def test_the_first_record_held_for_its_epoch_goes_out_before_a_later_step_without_one() -> None:
+    """`loss: 2.5, epoch: 0, global_step: 10` is held until the next record tells whether its step is an
+    epoch's length; a next record with a step and no epoch says it was a step, so it goes out then, in
+    order, not at the end of the file after every later step."""
+    recs = run(KeyValueAdapter(""), ["loss: 2.5000, epoch: 0, global_step: 10", "loss: 2.0, global_step: 20",
+                                     "loss: 1.5, global_step: 30"])
+    assert series(recs, "loss") == [(10, 2.5), (20, 2.0), (30, 1.5)]

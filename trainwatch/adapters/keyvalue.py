@@ -317,6 +317,8 @@ class KeyValueAdapter(Adapter):
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.in_eval = False  # a MetricLogger evaluation (`Test: [i/n]`) is under way: its `* Acc@1` summary repeats it
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
+        self.counter_base = 0  # the counts of the epochs a bare `[i/n]` counter went through before this one
+        self.counter_losses: tuple[float | None, float | None] = (None, None)  # its training's first and last loss
         self.epoch_head: int | None = None  # the epoch an `* epoch N` heading said: the step of the records under it
         self.epoch_step: tuple[float, int] | None = None  # (epoch, step) of the last record that printed both
         self.epoch_len_steps: int | None = None  # a step count that stayed put while the epoch moved on
@@ -656,12 +658,10 @@ class KeyValueAdapter(Adapter):
             pairs = _pairs(RUNNING_MEAN.sub("", text[m.end():]))[0]
             pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
             label = (m.group("label") or "").strip().lower()
-            if label in EPOCH_KEYS and m.group("e") is None:
-                # `Epoch: [3/100] Total time: 0:13:07`: the epoch's own counter, no batch's: no step of its own
-                out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in pairs)
-                return True
             if not pairs:
-                return False
+                # `Epoch: [3/100] Total time: 0:13:07`: the epoch's timing, no metric (nor a step of its own)
+                return label in EPOCH_KEYS and m.group("e") is None
+            # (`Epoch: [3/100] loss: 0.5`: a metric under the epoch's counter alone is stepped by it)
             if label.startswith(EVAL_LABELS):
                 self.in_eval = True
                 i, n = int(m.group("i")), int(m.group("n"))
@@ -676,9 +676,10 @@ class KeyValueAdapter(Adapter):
                 return True
             self.in_eval = False
             i, n = int(m.group("i")), int(m.group("n"))
-            step = int(m.group("e")) * n + i if m.group("e") is not None else i
-            if m.group("e") is None:
-                self._counter_restart(i, n, lineno, out)
+            if m.group("e") is not None:
+                step = int(m.group("e")) * n + i
+            else:
+                step = self._counter_restart(i, n, pairs, lineno, out) + i
             self.printed_step = step
             out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
             return True
@@ -733,6 +734,9 @@ class KeyValueAdapter(Adapter):
         both is held until the second tells which it is."""
         epoch = next((v for k, v in pairs if _is_epoch(k) and math.isfinite(v)), None)
         if epoch is None:
+            if self.epoch_first:  # a record with a step and no epoch: the first one held was a step's too
+                out.extend(self.epoch_first)
+                self.epoch_first = []
             return step, False, False
         if self.epoch_len_steps is not None:
             return (int(epoch), True, False) if step == self.epoch_len_steps else (step, False, False)
@@ -748,15 +752,30 @@ class KeyValueAdapter(Adapter):
         out.extend(held)
         return step, False, False
 
-    def _counter_restart(self, i: int, n: int, lineno: int, out: list[Record]) -> None:
-        """`[1/6] loss ..` after `[6/6] ..` or `[30/30] ..`: a `[i/n]` counter that goes back once the last one
-        reached its total (or with another total) is the next training of a script that fits several models
-        in turn, not a resume: said as a new run."""
+    def _counter_restart(self, i: int, n: int, pairs: list[tuple[str, float]], lineno: int,
+                         out: list[Record]) -> int:
+        """`[1/6] loss ..` after `[6/6] ..` or `[30/30] ..`: a bare `[i/n]` counter going back. With another
+        total, or with the loss back near where the last count began, it is the next training of a script
+        that fits several models in turn (said as a new run); with the same total and the loss carrying on
+        from where it was, it is the next epoch of a loop that counts its batches alone. Returns the count
+        of the counters before this one, which the step adds to `i`."""
         last = self.counter_last
         self.counter_last = (i, n)
+        loss = next((v for k, v in pairs if "loss" in k.lower() and math.isfinite(v)), None)
         if last is not None and i < last[0] and (last[0] >= last[1] or n != last[1]):
-            self.keras_runs += 1
-            out.append(self._new_run(self.keras_runs, lineno, f"[{i}/{n}] after [{last[0]}/{last[1]}]", i, i))
+            first, latest = self.counter_losses
+            epoch = n == last[1] and loss is not None and first is not None and latest is not None \
+                and abs(loss - latest) < abs(loss - first)
+            if epoch:
+                self.counter_base += n
+            else:
+                self.keras_runs += 1
+                self.counter_base = 0
+                self.counter_losses = (None, None)
+                out.append(self._new_run(self.keras_runs, lineno, f"[{i}/{n}] after [{last[0]}/{last[1]}]", i, i))
+        if loss is not None:
+            self.counter_losses = (self.counter_losses[0] if self.counter_losses[0] is not None else loss, loss)
+        return self.counter_base
 
     def _global_step(self, n: int, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
         """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The
