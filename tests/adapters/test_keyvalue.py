@@ -685,8 +685,9 @@ def test_a_boxed_table_row_is_not_joined_into_a_pair() -> None:
 def test_a_metric_under_a_bare_epoch_counter_is_stepped_by_it() -> None:
     """`Epoch: [3/80] loss: ..`: the epoch's bracketed counter is the step; only a line with no metric
     (`Epoch: [3/100] Total time: 0:13:07`) has no step of its own."""
-    recs = run(KeyValueAdapter(""), ["Epoch: [1/80] loss: 2.1213 acc: 0.5000", "Epoch: [2/80] loss: 1.9341 acc: 0.5100",
-                                     "Epoch: [2/80] Total time: 0:13:07 (0.5 s / it)", "Epoch: [3/80] loss: 1.7 acc: 0.52"])
+    lines = ["Epoch: [1/80] loss: 2.1213 acc: 0.5000", "Epoch: [2/80] loss: 1.9341 acc: 0.5100",
+             "Epoch: [2/80] Total time: 0:13:07 (0.5 s / it)", "Epoch: [3/80] loss: 1.7 acc: 0.52"]
+    recs = run(KeyValueAdapter(""), lines)
     assert series(recs, "loss") == [(1, 2.1213), (2, 1.9341), (3, 1.7)]
 
 
