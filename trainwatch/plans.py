@@ -22,6 +22,8 @@ class Plan:
     since: int
     declared: str = ""
     reached: int | None = None
+    previous: int | None = None
+    """The total this unit's plan had before this line set it again (None: the first in its unit)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.total, "unit": self.unit, "line": self.since, "reached": self.reached}
@@ -46,8 +48,10 @@ def note(state: PlanState, e: Event) -> None:
     if not isinstance(unit, str) or not isinstance(total, int) or total <= 0 or not isinstance(since, int):
         return
     reached = f.get("reached")
+    before = state.plans.get(unit)
     state.plans[unit] = Plan(unit, total, since, str(f.get("declared") or ""),
-                             reached if isinstance(reached, int) else None)
+                             reached if isinstance(reached, int) else None,
+                             before.total if before is not None else None)
 
 
 def latest(state: PlanState) -> Plan | None:
@@ -58,7 +62,9 @@ def latest(state: PlanState) -> Plan | None:
 def replanned(state: PlanState | None, after_line: int, before_line: int) -> Plan | None:
     """The plan the log set between two lines, if any: a relaunch that changed its length (detectron2's
     MAX_ITER, HF's max_steps) builds its LR schedule for the new length, so an LR that differs from the
-    checkpoint's there is what the new config asked for."""
+    checkpoint's there is what the new config asked for. The same total printed again (a relaunch that
+    dumps its unchanged config) changed nothing, so it is no new plan."""
     if state is None:
         return None
-    return next((p for p in state.plans.values() if after_line < p.since < before_line), None)
+    return next((p for p in state.plans.values()
+                 if after_line < p.since < before_line and p.previous != p.total), None)

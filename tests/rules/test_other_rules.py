@@ -203,6 +203,20 @@ def test_a_relaunch_that_sets_a_new_length_builds_its_own_schedule():
     assert replanned.engine.sources["run.log"].total_steps == 11000
 
 
+def test_a_relaunch_that_prints_the_same_length_again_set_no_new_plan():
+    """Frameworks dump their whole config again on every relaunch: the same total printed again changed
+    nothing, so an LR back up where the checkpoint left off is still a schedule not restored."""
+    r = Run()
+    r.event(EventKind.PLAN, unit="step", total=5000, since=r.line + 1, reached=None)
+    for s in range(20, 3001, 20):
+        r.step(s, loss=2.0 - s / 4000, lr=min(4e-3, 4e-3 * s / 400) if s < 2000 else 4e-4)
+    r.event(EventKind.PLAN, unit="step", total=5000, since=r.line + 1, reached=None)
+    for s in range(3020, 4001, 20):
+        r.step(s, loss=1.2, lr=1.2e-3)
+    assert "resume.sched_reset" in r.fired()
+    assert r.alert("lr.schedule").severity is Severity.WARNING
+
+
 def test_a_range_rule_gives_only_the_fixes_of_the_side_it_left_by():
     """grad_norm above its range: `Too high:` advice only; below it: `Too low:` only."""
     high, low = Run(), Run()
