@@ -710,3 +710,8 @@ def test_the_first_record_held_for_its_epoch_goes_out_before_a_later_step_withou
     recs = run(KeyValueAdapter(""), ["loss: 2.5000, epoch: 0, global_step: 10", "loss: 2.0, global_step: 20",
                                      "loss: 1.5, global_step: 30"])
     assert series(recs, "loss") == [(10, 2.5), (20, 2.0), (30, 1.5)]
+
+
+def test_a_clock_among_the_pairs_is_skipped_and_the_pairs_after_it_are_read() -> None:
+    """`Iter 100 eta: 0:12:34 lr: 0.001 loss: 1.2`: the ETA is no metric, and the pairs after it still are."""
+    assert _pairs("Iter 100 eta: 0:12:34 lr: 0.001 loss: 1.2")[0] == [("Iter", 100.0), ("lr", 0.001), ("loss", 1.2)]

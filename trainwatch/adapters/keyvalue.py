@@ -210,11 +210,15 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                 continue
             if m is None:
                 break
-            if DATE_OR_CLOCK.match(field, m.start("v")) is not None:
+            if (clock := DATE_OR_CLOCK.match(field, m.start("v"))) is not None:
                 if pos == 0:  # `time 2021-10-17 21:28:52`: a time stamp, neither a metric nor prose
                     bare_fields += 1
                     pos = len(field)
-                break
+                    break
+                # `Iter 100 eta: 0:12:34 lr: 0.001`: a clock among the pairs is no metric; the pairs after it are
+                gap = field.find(" ", clock.end())
+                pos = len(field) if gap < 0 else gap + 1
+                continue
             value = _number(m.group("v"))
             key = m.group("k").strip()
             if value is None or not key:

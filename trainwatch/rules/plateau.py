@@ -207,8 +207,9 @@ class LossPlateau(ArrayRule):
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
         v = self._verdicts[w.source]
-        return self._steps.apply(ctx, w.source, v.opened_at(w, row), v.finding(w, row), int(w.line[row]),
-                                 self.p.quality_gain)
+        found = v.finding(w, row)
+        found.evidence["last_value"] = self.last_value(w, row)  # as of this row, as between judgements
+        return self._steps.apply(ctx, w.source, v.opened_at(w, row), found, int(w.line[row]), self.p.quality_gain)
 
     def last_value(self, w: Window, row: int) -> float | None:
         """The median of the last logged points as of `row` itself, as many as the last judgement showed:
@@ -374,9 +375,14 @@ class LossFlatFromStart(ArrayRule):
                 st.opened, st.flat_since = None, None
                 if f is FELL and st.told is seg:
                     st.told = None
-                    lv = st.level if st.level is not None else float(new[r])
-                    why = (f"the loss fell after all: {fmt(lv)} by step {step}, more than "
-                           f"{p.min_drop:.0%} below its start")
+                    known = self._first.get(id(seg))
+                    start = f" ({fmt(known[2])})" if known is not None and known[0] is seg else ""
+                    if st.level is not None:
+                        lv = f"the median of its last points was {fmt(st.level)}"
+                    else:
+                        lv = f"it logged {fmt(float(new[r]))}"
+                    why = (f"the loss fell after all: by step {step} {lv}, more than {p.min_drop:.0%} below "
+                           f"the median of its first points{start}")
                     withdrawn.append((w.start + r, why))
                 continue
             if st.opened is None:

@@ -90,8 +90,13 @@ class Gain:
     now: float
     step: int
     now_step: int
+    third: int = 0
+    """How many evaluations each end's median is taken over (0: `first` and `now` are logged values)."""
 
     def said(self) -> str:
+        if self.third:
+            return (f"{self.name} improved {fmt(self.first)} -> {fmt(self.now)} (the medians of its first and "
+                    f"last {self.third} evaluations, steps {self.step}-{self.now_step})")
         return f"{self.name} improved {fmt(self.first)} -> {fmt(self.now)} (steps {self.step}-{self.now_step})"
 
 
@@ -114,6 +119,7 @@ def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, 
         sign = 1.0 if d.higher else -1.0
         v = (sign * values).tolist()
         n = len(v)
+        third = 0
         if n < 5:  # too few for a noise estimate: only a clean climb counts
             if any(b <= a for a, b in zip(v, v[1:])):
                 continue
@@ -127,7 +133,7 @@ def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, 
         if gain < min_gain * scale or gain <= noise:
             continue
         if best is None or gain / scale > abs(best.now - best.first) / max(abs(best.first), 1e-12):
-            best = Gain(s.name, sign * first, sign * now, int(steps[0]), int(steps[-1]))
+            best = Gain(s.name, sign * first, sign * now, int(steps[0]), int(steps[-1]), third)
     return best
 
 

@@ -264,8 +264,13 @@ class LossFlatFromStart(Rule):
             self._episodes.close(src)
             self._flat_since.pop(src, None)
             if f is FELL and self._told.pop(src, None) is seg:
-                return Retraction(f"the loss fell after all: {fmt(self._level.get(src, point.value))} by step "
-                                  f"{point.step}, more than {self.p.min_drop:.0%} below its start")
+                known = self._first.get(src)
+                start = f" ({fmt(known[2])})" if known is not None and known[0] is seg else ""
+                level = self._level.get(src)
+                lv = f"the median of its last points was {fmt(level)}" if level is not None else \
+                    f"it logged {fmt(point.value)}"
+                return Retraction(f"the loss fell after all: by step {point.step} {lv}, more than "
+                                  f"{self.p.min_drop:.0%} below the median of its first points{start}")
             return None
         if self._episodes.is_open(src):
             return self._episodes.repeat(src, self._level[src], point.step)
