@@ -133,3 +133,15 @@ def test_an_lr_printed_with_few_decimals_and_rounded_to_zero_is_no_finding():
     assert "lr.zero" not in rounded.fired()
     assert full.alert("lr.zero").severity is Severity.CRITICAL
     assert cut.alert("lr.zero").first_step == 200
+
+
+def test_a_step_schedule_down_to_one_round_value_then_zero_is_lr_zero():
+    """0.01, then 0.001, then 0 (or 1e-4, 1e-5, 0): round values printed as they are, one level each, not a
+    schedule coming down through the print's last decimal; the 0 is a real 0, and a critical."""
+    for levels in ((0.01, 0.001), (1e-4, 1e-5)):
+        r = Run()
+        for s in range(1, 701):
+            lr = levels[0] if s <= 300 else levels[1] if s <= 400 else 0.0
+            r.step(s, lr=lr, loss=3.0)
+        a = r.alert("lr.zero")
+        assert a is not None and a.severity is Severity.CRITICAL and a.first_step == 401

@@ -7,7 +7,7 @@ They know what schedules do on purpose: anneal to 0 at the end, drop by a consta
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -108,6 +108,7 @@ class _LrRun:
     zero_first: bool = False  # the LR was printed as 0 before any nonzero value (a warmup from "0")
     level: float = math.nan  # the first nonzero value
     levels: bool = False  # a second, different nonzero value was printed
+    recent: list[float] = field(default_factory=list)  # the last few distinct nonzero values, oldest first
 
     def took(self, values: np.ndarray) -> None:
         """Finite values logged in order: zeros only mark the start; a nonzero ends a stretch of zeros."""
@@ -123,19 +124,28 @@ class _LrRun:
         if self.level != self.level:
             self.level = float(nonzero[0])
         self.levels = self.levels or bool((nonzero != self.level).any())
+        for v in nonzero[-RECENT_LEVELS:].tolist() if len(nonzero) <= 4 * RECENT_LEVELS else \
+                np.unique(nonzero[-4 * RECENT_LEVELS:]).tolist():
+            if not self.recent or self.recent[-1] != v:
+                self.recent.append(v)
+        del self.recent[:-RECENT_LEVELS]
 
     def rounded(self) -> bool:
         """Whether a printed 0 may be a small LR rounded away: every value printed with a few decimals,
-        the last within a few units of the last decimal, and the print visibly quantised (levels of one
-        decimal step, or a 0 printed before the LR ever rose) rather than one constant LR cut to 0."""
+        the last within a few units of the last decimal, and the print visibly quantised: a schedule
+        that came down through at least two levels a few units of the last decimal apart (0.0003,
+        0.0002, 0.0001, then 0.0000), or a 0 printed before the LR ever rose. A step schedule that
+        dropped to one round value and then to 0 (0.01, 0.001, 0) shows no such rounding: its 0 is 0."""
         quantum = 10.0 ** -self.decimals
         near = self.decimals <= ROUNDED_DECIMALS and self.before == self.before \
             and self.before <= ROUNDED_QUANTA * quantum
-        return near and (self.levels or self.zero_first)
+        small = {v for v in self.recent if 0 < v <= ROUNDED_QUANTA * quantum * (1 + 1e-9)}
+        return near and (len(small) >= 2 or self.zero_first)
 
 
 ROUNDED_DECIMALS = 6  # a log that prints its LR with at most this many decimals may round a small one to 0
 ROUNDED_QUANTA = 5  # ...when the value before the 0 was within this many units of the last printed decimal
+RECENT_LEVELS = 8  # the distinct nonzero values lr.zero remembers, to see a schedule come down through the print
 
 
 def _line_before(series: Series | None, line: int) -> int:
