@@ -321,6 +321,7 @@ class KeyValueAdapter(Adapter):
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.in_eval = False  # a MetricLogger evaluation (`Test: [i/n]`) is under way: its `* Acc@1` summary repeats it
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
+        self.tutorial_epoch0: int | None = None  # the first epoch a `[epoch, batch]` counter said: 0 or 1
         self.counter_base = 0  # the counts of the epochs a bare `[i/n]` counter went through before this one
         self.counter_losses: tuple[float | None, float | None] = (None, None)  # its training's first and last loss
         self.epoch_head: int | None = None  # the epoch an `* epoch N` heading said: the step of the records under it
@@ -695,8 +696,10 @@ class KeyValueAdapter(Adapter):
             return False
         if m.group("n") is not None:  # `[7,  1450/ 2562]`: the epoch's length is printed, the step exact
             self.epoch_len = int(m.group("n"))
+        if self.tutorial_epoch0 is None:
+            self.tutorial_epoch0 = min(int(m.group("e")), 1)  # a log whose first epoch is 1 counts them from 1
         if self.epoch_len is not None:  # and `[7,  1450]` lines beside those count the same way
-            step = int(m.group("e")) * self.epoch_len + int(m.group("i"))
+            step = max(0, int(m.group("e")) - self.tutorial_epoch0) * self.epoch_len + int(m.group("i"))
         else:
             step, _ = self._global_step(int(m.group("i")), [("epoch", float(m.group("e")))])
         self.printed_step = step
