@@ -215,3 +215,25 @@ def test_launcher_blaming_a_rank_that_printed_the_root_error_is_its_echo(tmp_pat
     assert alerts["error.traceback"].severity is Severity.CRITICAL
     child = alerts["run.child_failed"]
     assert child.severity is Severity.INFO and "echo of the first error" in child.finding.message
+
+
+def test_a_rank_that_lost_its_peer_is_the_echo_of_the_peers_own_error_in_either_order(tmp_path: Path) -> None:
+    """gloo's `Connection closed by peer .. caused by a remote worker crashing` on rank 0 follows rank 1's own
+    error: one critical (rank 1's), and rank 0's an info echo naming it, whichever log is read first."""
+    lost = ("RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:38601. This is typically caused by "
+            "a remote worker crashing.")
+    own = "RuntimeError: synthetic failure on rank 1 at step 30: corrupted batch"
+    for order in ((0, 1), (1, 0)):
+        folder = tmp_path / f"order{order[0]}"
+        folder.mkdir()
+        for rank in order:
+            exc = lost if rank == 0 else own
+            (folder / f"rank{rank}.log").write_text(STEPS + "\n".join(rank_traceback(rank, exc)) + "\n")
+        srcs = [runner.open_source(folder / f"rank{r}.log") for r in order]
+        session = Session(srcs, clock=LogClock(0.0))
+        for src in srcs:
+            session.read_file(src)
+        errors = {Path(a.finding.source).name: a for a in session.engine.alerts() if a.rule == "error.traceback"}
+        assert errors["rank1.log"].severity is Severity.CRITICAL
+        assert errors["rank0.log"].severity is Severity.INFO
+        assert "rank1.log line" in errors["rank0.log"].finding.evidence["root_cause"]

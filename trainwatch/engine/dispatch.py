@@ -195,6 +195,7 @@ class Dispatch(Progress):
                     for subject, why in rule.withdrawn_at_end(ctx, name, mine):
                         out.extend(self.book.retract(rule.spec, name, subject, why, ctx.now))
             crash.lower_explained(self.book.all(), name)
+            crash.lower_peer_lost(self.book.all(), self.sources)
             attempts.lower_earlier(self.book.all(), name)
             st = self.sources.get(name)
             attempts.lower_before_training(self.book.all(), name, st.step if st is not None else None)

@@ -85,6 +85,25 @@ def root_of(ctx: RuleContext, source: str, rank: Any = None) -> tuple[str, dict[
     return None
 
 
+PEER_LOST = re.compile(r"(?i)closed by peer|remote (?:worker|process|peer)|peer (?:closed|reset|disconnected)|"
+                       r"connection reset by peer|broken pipe|remote end closed")
+"""A rank's own error that says another process went away first (gloo's `Connection closed by peer ..
+typically caused by a remote worker crashing`, NCCL's remote process exits): the failure is that process's."""
+
+
+def peer_root(ctx: RuleContext, source: str) -> tuple[str, dict[str, Any]] | None:
+    """The first critical error of another rank's log of the same job (sources named by rank), whose run
+    crashed there: what a rank that lost its peer reports is that error's echo."""
+    here = ctx.sources.get(source)
+    if here is None or rank_of_source(source, here) is None:
+        return None
+    for name, other in ctx.sources.items():
+        if name != source and other.first_error is not None and crashed(other) \
+                and rank_of_source(name, other) is not None:
+            return name, other.first_error
+    return None
+
+
 def remember(ctx: RuleContext, finding: Finding, rule: str, title: str, severity: Severity) -> None:
     """Keeps the first critical error (or stop from outside) of a source as the root that later errors
     are compared with."""
@@ -159,3 +178,30 @@ def lower_explained(alerts: Iterable[Alert], source: str) -> None:
             a.severity = a.finding.severity = Severity.INFO
             a.finding.message = f"{a.finding.message} -- explained at line {cause.first_line}: {cause.title}"[:400]
             a.finding.evidence["root_cause"] = f"{cause.rule} at line {cause.first_line}"
+
+
+def lower_peer_lost(alerts: Iterable[Alert], sources: dict[str, SourceState]) -> None:
+    """A rank's error saying it lost its peer (`peer_root`) is the echo of another rank's own critical
+    error in the same job, whichever log was read first: info, naming it. Run whenever a source ends,
+    over every source's alerts, so the rank read before its peer's log is lowered too."""
+    live = [a for a in alerts if not a.retracted and a.finding.source in sources]
+    def ranked(a: Alert) -> bool:
+        src = a.finding.source
+        return rank_of_source(src, sources[src]) is not None
+    roots = [a for a in live if a.severity is Severity.CRITICAL and a.rule in ROOT_ERRORS and ranked(a)
+             and PEER_LOST.search(a.finding.message) is None]
+    for a in live:
+        if a.severity is Severity.INFO or a.rule not in ECHO_PRONE or PEER_LOST.search(a.finding.message) is None \
+                or not ranked(a):
+            continue
+        root = next((r for r in roots if r.finding.source != a.finding.source), None)
+        if root is not None:
+            place = f"{Path(root.finding.source).name} line {root.first_line}"
+            a.severity = a.finding.severity = Severity.INFO
+            note = f" -- an echo of the first error, at {place}: {root.title}"
+            a.finding.message = a.finding.message[:max(80, 400 - len(note))] + note
+            a.finding.evidence["root_cause"] = f"{root.rule} at {place}"
+
+
+ROOT_ERRORS = frozenset({"error.traceback", "run.native_crash", "oom.cuda", "oom.host"})
+"""Errors a rank raises of its own: what its peers report after it are their echoes."""

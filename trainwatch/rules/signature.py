@@ -173,6 +173,9 @@ class SignatureRule(Rule):
                 and (crash.same_failure(root[1], rank) or not _other_rank(root[1].get("rank"), rank))
                 and not _own_process(root[1], event.fields)):
             return crash.echo(finding, root[0], root[1], event.source)
+        if self.signature in crash.ECHO_PRONE and crash.PEER_LOST.search(event.text) is not None \
+                and (peer := crash.peer_root(ctx, event.source)) is not None:
+            return crash.echo(finding, peer[0], peer[1], event.source)  # it lost a peer that had crashed first
         crash.remember(ctx, finding, self.signature, self.spec.title, self.spec.severity)
         return finding
 

@@ -88,6 +88,9 @@ class TracebackRule(Rule):
         root = crash.root_of(ctx, event.source)
         if root is not None and not repeat:
             return crash.echo(finding, root[0], root[1], event.source)
+        if not repeat and crash.PEER_LOST.search(text) is not None \
+                and (peer := crash.peer_root(ctx, event.source)) is not None:
+            return crash.echo(finding, peer[0], peer[1], event.source)  # it lost a peer that had crashed first
         crash.remember(ctx, finding, self.spec.id, self.spec.title, self.spec.severity)
         return finding
 
