@@ -186,8 +186,9 @@ def _story(source: str, start: int, chain: list[Alert], store: MetricStore) -> s
 
 
 def _nonfinite_from(bad: Iterable[Alert]) -> list[str]:
-    """'NaN from step 30' when every metric went non-finite at one step, else 'grad_norm NaN from step 26,
-    loss NaN from step 27': the step each rule's own first episode began, not the incident's start."""
+    """'NaN from step 30' when every metric of the chain went non-finite at one step, else 'grad_norm NaN
+    from step 26, loss NaN from step 27' (and 'grad_norm Inf from step 12' when only one did): the step
+    each rule's own first episode began, not the incident's start."""
     seen: list[tuple[int, str, str]] = []
     for a in bad:
         first = a.episodes[0].start_step if a.episodes and a.episodes[0].start_step is not None else a.first_step
@@ -199,7 +200,7 @@ def _nonfinite_from(bad: Iterable[Alert]) -> list[str]:
     seen.sort()
     if not seen:
         return []
-    if len({step for step, _, _ in seen}) == 1 and len({w for _, _, w in seen}) == 1:
+    if len(seen) > 1 and len({step for step, _, _ in seen}) == 1 and len({w for _, _, w in seen}) == 1:
         return [f"{seen[0][2]} from step {seen[0][0]}"]
     return [f"{name} {word} from step {step}" for step, name, word in seen]
 

@@ -133,3 +133,16 @@ def test_the_end_of_the_run_does_not_count_its_last_nan_twice():
         r.step(s, loss=2.0, grad_norm=math.nan)
     r.finish()
     assert r.alert("grad.nonfinite").count == 9
+
+
+def test_one_metric_gone_non_finite_is_named() -> None:
+    """Only grad_norm went Inf (the loss stayed finite): the story names it, never a bare 'Inf from step 12'."""
+    from trainwatch.incident import _nonfinite_from
+
+    class _A:  # the few fields the story reads of an alert
+        def __init__(self, subject: str, step: int, value: float) -> None:
+            self.episodes, self.first_step, self.rule = [], step, subject
+            self.finding = type("F", (), {"evidence": {"value": value}, "subject": subject})()
+
+    assert _nonfinite_from([_A("grad_norm", 12, float("inf"))]) == ["grad_norm Inf from step 12"]
+    assert _nonfinite_from([_A("loss", 30, float("nan")), _A("grad_norm", 30, float("nan"))]) == ["NaN from step 30"]
