@@ -225,6 +225,7 @@ def test_a_clear_rise_of_the_eval_loss_with_no_train_loss_logged_is_told_and_say
     r.finish()
     a = r.alert("loss.overfit")
     assert a.finding.evidence["step"] == 9 * 628 + 627 and "no train loss is logged" in a.finding.message
+    assert not any(isinstance(v, float) and v != v for v in a.finding.evidence.values())  # no NaN figures
     flat = Run()  # the same evals resting at their best: nothing
     rnd = random.Random(2)
     for e in range(40):

@@ -122,8 +122,10 @@ class LossOverfit(Rule):
                 st.told = False
                 return Retraction(f"{gain.said()} since the eval minimum (step {since}): the rising eval_loss "
                                   f"is over-confidence, not overfitting")
-            return self._episodes.repeat(src, v, point.step, later_evals=found.evidence["later_evals"],
-                                         train_now=found.evidence["train_now"])
+            later: dict[str, object] = {"later_evals": found.evidence["later_evals"]}
+            if "train_now" in found.evidence:  # (an eval-only log has no train loss to tell)
+                later["train_now"] = found.evidence["train_now"]
+            return self._episodes.repeat(src, v, point.step, **later)
         st.told = True
         gain, ahead = self._calibration(ctx, src, since, point.line)
         st.calm = gain is not None
@@ -260,7 +262,7 @@ class LossOverfit(Rule):
         return Finding(message=msg, step=point.step, began_step=best.step,
                        evidence={"value": best.value, "step": best.step, "later_evals": [[p.step, p.value]
                                                                                           for p in above[-8:]],
-                                 "train_then": math.nan, "train_now": math.nan, "detected_step": point.step})
+                                 "detected_step": point.step})  # (no train loss: no train figures, not NaN)
 
 
 def _calibration(f: Finding, gain: Gain) -> Finding:
