@@ -153,7 +153,7 @@ class PrefixStripper:
             else:
                 head = line[pos:pos + 100]
                 if not levelled and ((_maybe_level(head) and (m := LEVEL.match(line, pos)) is not None)
-                                     or ("[" in head and (m := NAMED_SITE.match(line, pos)) is not None)):
+                                     or (("[line" in head or ".py:" in head) and (m := NAMED_SITE.match(line, pos)) is not None)):
                     levelled = True
                 elif (info is None or info.host is None) and _maybe_host(head):
                     m = self._host(line, pos)
