@@ -335,3 +335,21 @@ def test_nonfinite_values_are_never_dropped_by_trend_rules():
     assert r.fired() == ["loss.nonfinite"]  # keep_firing_for holds it across the finite steps between
     assert r.engine.store.get("loss", "run.log").nan_count == 7
     assert not math.isnan(r.engine.store.get("loss", "run.log").minimum)
+
+
+def test_an_eval_loss_beside_a_train_loss_of_another_name_never_says_no_train_loss_is_logged():
+    """`tr_loss` (a train loss the name table does not read as `loss`) beside a rising `val_loss`: the
+    eval-only finding says what the log has; a frozen eval loss beside it is no eval_frozen finding."""
+    evals = [1.12, 1.02, 0.98, 0.953, 0.945, 0.94, 0.936, 0.9332, 0.935, 0.9328]
+    evals += [0.9328 + 0.006 * i + 0.002 * (i % 2) for i in range(1, 30)]
+    r = Run()
+    for e, ev in enumerate(evals):
+        r.step(e * 628 + 627, eval_loss=ev, tr_loss=2.0 - e * 0.01)
+    r.finish()
+    a = r.alert("loss.overfit")
+    assert a is not None and "no train loss is logged" not in a.finding.message and "tr_loss" in a.finding.message
+    frozen = Run()
+    for e in range(40):
+        frozen.step(e * 100 + 100, eval_loss=0.5, tr_loss=2.0 - e * 0.01)
+    frozen.finish()
+    assert "loss.eval_frozen" not in frozen.fired()

@@ -152,8 +152,9 @@ class PrefixStripper:
                 stamped = levelled = True
             else:
                 head = line[pos:pos + 100]
+                sited = "[line" in head or ".py:" in head  # (what NAMED_SITE's call site needs)
                 if not levelled and ((_maybe_level(head) and (m := LEVEL.match(line, pos)) is not None)
-                                     or (("[line" in head or ".py:" in head) and (m := NAMED_SITE.match(line, pos)) is not None)):
+                                     or (sited and (m := NAMED_SITE.match(line, pos)) is not None)):
                     levelled = True
                 elif (info is None or info.host is None) and _maybe_host(head):
                     m = self._host(line, pos)

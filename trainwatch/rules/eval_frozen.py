@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from trainwatch.model import Finding
+from trainwatch.rules.quality_series import other_train_loss
 from trainwatch.rules.base import Rule, RuleContext
 from trainwatch.rules.registry import register
 
@@ -38,7 +39,8 @@ class LossEvalFrozen(Rule):
     def on_end(self, ctx: RuleContext, source: str) -> Iterable[Finding]:
         ev = ctx.series("eval_loss", source)
         train = ctx.series("loss", source)
-        if ev is None or ev.finite_count < self.p.min_evals or (train is not None and train.finite_count):
+        if ev is None or ev.finite_count < self.p.min_evals or (train is not None and train.finite_count) \
+                or other_train_loss(ctx, source) is not None:  # a train loss under a name not read as one
             return []
         buckets = [b for b in ev.whole_run() if b.finite]
         if not buckets:

@@ -10,7 +10,7 @@ import numpy as np
 
 from trainwatch.model import Finding, Retraction, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import Gain, improving, outpaced
+from trainwatch.rules.quality_series import Gain, improving, other_train_loss, outpaced
 from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
 from trainwatch.store import RECENT_POINTS, Point, Series
 from trainwatch.rules.registry import register
@@ -110,7 +110,8 @@ class LossOverfit(Rule):
         if not st.later:
             st.around.append(v)
         st.later.append(point)
-        found = self._judge(st, train, point, w, self._episodes.is_open(src))
+        other = other_train_loss(ctx, src) if train is None or train.last is None else None
+        found = self._judge(st, train, point, w, self._episodes.is_open(src), other)
         if found is None:
             self._episodes.close(src)
             return None
@@ -185,7 +186,8 @@ class LossOverfit(Rule):
             return last, band
         return None
 
-    def _judge(self, st: _Evals, train: Series | None, point: Point, w: int, holding: bool) -> Finding | None:
+    def _judge(self, st: _Evals, train: Series | None, point: Point, w: int, holding: bool,
+               other: str | None = None) -> Finding | None:
         mild_said = False
         best = st.best
         need = self.p.later_evals
@@ -221,7 +223,7 @@ class LossOverfit(Rule):
                 above, band = mild
                 mild_said = True
         if train is None or train.last is None:
-            return None if mild_said else self._eval_only(st, best, above, point)
+            return None if mild_said else self._eval_only(st, best, above, point, other)
         if st.train_then != st.train_then:
             st.train_then = self._train_after(train, best.step, point.step)
             st.then_said = "the first point after it"
@@ -249,16 +251,19 @@ class LossOverfit(Rule):
         return Finding(message=msg, step=point.step, began_step=best.step, evidence=ev)
 
 
-    def _eval_only(self, st: _Evals, best: Point, above: list[Point], point: Point) -> Finding | None:
+    def _eval_only(self, st: _Evals, best: Point, above: list[Point], point: Point,
+                   other: str | None) -> Finding | None:
         """A log of evaluations alone (a metrics file with only `val_loss`): with no train loss to see a gap
         open, a clear rise since the minimum that the latest evals hold (not the mild one) is still told:
         the classic overfitting signature, or a run getting worse."""
         if len(above) < self.p.min_evals:
             return None
         shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[-6:])
+        why = (f"its train loss is logged as `{other}`, which is not read as one" if other is not None
+               else "no train loss is logged")
         msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}) and has been rising since: "
                f"{len(above)} of the {len(st.later)} evaluations after it sat above it (step: value ..., {shown}); "
-               "no train loss is logged, so overfitting cannot be told apart from a run getting worse")
+               f"{why}, so overfitting cannot be told apart from a run getting worse")
         return Finding(message=msg, step=point.step, began_step=best.step,
                        evidence={"value": best.value, "step": best.step, "later_evals": [[p.step, p.value]
                                                                                           for p in above[-8:]],

@@ -60,6 +60,17 @@ def _quality_series(ctx: RuleContext, source: str) -> list[tuple[Series, Directi
     return [(s, replace(d, split="train") if not d.split and d.kind in evals else d) for s, d in found]
 
 
+def other_train_loss(ctx: RuleContext, source: str) -> str | None:
+    """A loss of the source logged under a name not read as the train loss (`tr_loss`, `train_loss_epoch`, a
+    component such as `kd_loss`): where no `loss` series exists, its name. The rules that judge an eval loss
+    alone must not then say that no train loss is logged."""
+    for s, d in _quality_series(ctx, source):
+        if d.is_loss and d.split != "eval" and s.name not in ("loss", "eval_loss") and s.finite_count \
+                and not any(w in s.name.lower() for w in ("val", "test", "eval", "dev")):
+            return s.name
+    return None
+
+
 def tracks(ctx: RuleContext, source: str, *, higher_only: bool = False) -> list[Track]:
     """The source's quality metrics other than losses (those have rules of their own), with the unit of
     each share: a share printed above 1 anywhere in the source makes the source's shares percents."""
