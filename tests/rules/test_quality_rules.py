@@ -99,6 +99,22 @@ def test_accuracy_at_chance_in_percent_over_all_evals_is_not_learning() -> None:
     assert "acc1" in a.finding.message and "0.76%" in a.finding.message  # type: ignore[attr-defined]
 
 
+def test_the_train_loss_told_beside_a_stuck_metric_is_the_latest_trainings_own() -> None:
+    """A pretraining, then a linear evaluation whose steps start again from 0: 'the train loss went X -> Y'
+    gives the later training's first loss and steps, not the pretraining's first loss."""
+    r = Run()
+    for s in range(0, 200, 10):
+        r.step(s, loss=10.8 - s * 0.02)
+    rnd = random.Random(4)
+    for s in range(0, 300, 10):
+        r.step(s, loss=6.9 - s * 0.01)
+        if s % 20 == 0:
+            r.step(s, acc1=rnd.choice([0.48, 0.56, 0.64, 0.7, 0.76]), acc5=rnd.choice([2.2, 2.5, 2.6]))
+    r.finish()
+    a = _firing(r).get("quality.not_learning")
+    assert a is not None and "train loss went 6.9 (step 0) -> 4 (step 290)" in a.finding.message  # type: ignore[attr-defined]
+
+
 def test_a_fraction_that_could_be_70_percent_is_not_called_stuck() -> None:
     """The same 0.5-0.8 alone cannot tell 0.7 % from 70 %: unsure, so nothing."""
     rnd = random.Random(4)

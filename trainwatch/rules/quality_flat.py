@@ -25,7 +25,7 @@ from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.quality_series import Track, rolling_median, tracks
 from trainwatch.rules.registry import register
-from trainwatch.rules.stats import diff_sigma, fmt, nz
+from trainwatch.rules.stats import diff_sigma, fmt, nz, latest_start
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,10 @@ class QualityNoProgress(Rule):
                f"{fmt(f.early)} in the first third, {fmt(f.late)} in the last, never above {fmt(f.peak)}{smooth}; "
                f"the first values are an untrained model's (a random policy's) level, so the run is not learning")
         loss = ctx.series("loss", source)
-        if loss is not None and loss.first is not None and loss.last is not None:
-            msg += f", while the train loss went {fmt(loss.first)} -> {fmt(loss.last.value)}"
+        start = latest_start(loss) if loss is not None else None
+        if start is not None and loss is not None and loss.last is not None:
+            msg += (f", while the train loss went {fmt(start.value)} (step {start.step}) -> {fmt(loss.last.value)} "
+                    f"(step {loss.last.step})")
         if len(flat) > 1:
             msg += f" (also flat: {', '.join(o.t.name for o in flat[1:4])})"
         frozen = self._frozen(t)

@@ -27,7 +27,7 @@ from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.quality_series import Track, tracks
 from trainwatch.rules.registry import register
-from trainwatch.rules.stats import fmt
+from trainwatch.rules.stats import fmt, latest_start
 from trainwatch.store import Series
 
 
@@ -73,8 +73,10 @@ class QualityNotLearning(Rule):
                 f"{_said(t)}: the level of a guess among {k} classes ({t.shown(_unit(t) / k)}) the whole run, "
                 f"at chance, the model learnt nothing the task metric sees")
         loss = ctx.series("loss", source)
-        if loss is not None and loss.first is not None and loss.last is not None:
-            msg += f", while the train loss went {fmt(loss.first)} -> {fmt(loss.last.value)}"
+        start = latest_start(loss) if loss is not None else None
+        if start is not None and loss is not None and loss.last is not None:
+            msg += (f", while the train loss went {fmt(start.value)} (step {start.step}) -> {fmt(loss.last.value)} "
+                    f"(step {loss.last.step})")
         msg += _beside(tracks_all, stuck)
         sure = n >= self.p.sure_evals or _final(main, loss)
         first, last = int(main.steps[0]), int(main.steps[-1])

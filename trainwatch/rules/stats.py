@@ -10,6 +10,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from trainwatch.model import Finding
 from trainwatch.rules.base import median
 from trainwatch.store import Point, Series
@@ -140,6 +142,20 @@ class Segment:
     def finite(self, series: Series) -> int:
         """Finite points logged in this segment."""
         return series.finite_count - self.finite_before
+
+
+def latest_start(series: Series) -> Point | None:
+    """The first finite point of the latest training in the series: after the last place its step went
+    back (another training in the same log, a restart from scratch), among the points still kept; the
+    series' first point when the step never went back there. None when nothing finite is known."""
+    steps, values, lines, _ = series.columns(series.count)
+    back = np.flatnonzero(np.diff(steps) < 0) if len(steps) > 1 else np.zeros(0, dtype=np.int64)
+    if len(back):
+        ok = np.flatnonzero(np.isfinite(values[int(back[-1]) + 1:])) + int(back[-1]) + 1
+        if len(ok):
+            i = int(ok[0])
+            return Point(int(steps[i]), float(values[i]), None, int(lines[i]))
+    return series.head[0] if series.head else None
 
 
 class Segments:
