@@ -182,7 +182,7 @@ def test_oom_new_wording_figures_in_gib() -> None:
                    "of 79.11 GiB of which 1.02 GiB is free. Process 777 has 78.08 GiB memory in use. Of the allocated "
                    "memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated."])
     assert e.fields == pytest.approx({"tried_gib": 2.5, "total_gib": 79.11, "free_gib": 1.02,
-                                      "allocated_gib": 70.0, "reserved_gib": 76.5, "gpu": 0})
+                                      "allocated_gib": 70.0, "reserved_unallocated_gib": 6.5, "gpu": 0})
 
 
 def test_paddles_gpu_out_of_memory_summary_is_a_cuda_oom_with_its_figures() -> None:

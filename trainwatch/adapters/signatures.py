@@ -132,9 +132,6 @@ def _fields(sig: Signature, line: str) -> dict[str, Any]:
         v = out.pop(key)
         if isinstance(v, float):
             out[key[:-len("_bytes")] + "_gib"] = round(v / 2**30, 6)
-    extra = out.pop("reserved_unallocated_gib", None)
-    if isinstance(extra, float) and isinstance(out.get("allocated_gib"), float) and "reserved_gib" not in out:
-        out["reserved_gib"] = round(out["allocated_gib"] + extra, 6)  # new wording splits reserved in two
     for key in ("gpu", "rank", "exitcode", "pid"):  # counts, not measures
         if isinstance(out.get(key), float) and out[key].is_integer():
             out[key] = int(out[key])

@@ -52,7 +52,14 @@ def describe(sig: str, fields: dict[str, Any]) -> str:
             parts.append(f"of {_gib(f['total_gib'])}")
         if "allocated_gib" in f:
             parts.append(f"({_gib(f['allocated_gib'])} allocated")
-            parts.append(f"{_gib(f['reserved_gib'])} reserved)" if "reserved_gib" in f else "by PyTorch)")
+            if "reserved_gib" in f:
+                parts[-1] += ","
+                parts.append(f"{_gib(f['reserved_gib'])} reserved)")
+            elif "reserved_unallocated_gib" in f:  # the new wording: as the log puts it, nothing added up
+                parts[-1] += ","
+                parts.append(f"{_gib(f['reserved_unallocated_gib'])} reserved but unallocated)")
+            else:
+                parts.append("by PyTorch)")
         elif "in_use_gib" in f:  # another framework's allocator (Paddle): in use, and what was left
             left = f", {_gib(f['available_gib'])} available" if "available_gib" in f else ""
             parts.append(f"({_gib(f['in_use_gib'])} in use{left})")
