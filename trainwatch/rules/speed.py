@@ -108,7 +108,8 @@ class SpeedDrop(ArrayRule):
             want[:] = False
             want[at] = True
             now[can] = trailing_median_where(fv, ns_now, want)[at]
-        self._levels[key] = _Levels(w.start, base, now, steps, values, held)  # read back only at rows whose condition held
+        # read back only at rows whose condition held
+        self._levels[key] = _Levels(w.start, base, now, steps, values, held)
         with np.errstate(invalid="ignore", over="ignore"):
             cond = ok & (base > 0) & (now > 0)
             slower = now > base / drop if higher else now < base * drop
