@@ -191,6 +191,7 @@ class AlertBook:
         elif step is Step.DROPPED:
             if track.alert.state is AlertState.PENDING:
                 del self._tracks[key]
+                self._held_again(spec, track.alert)
         elif step is Step.RESOLVED:
             if track.alert.state is AlertState.FIRING:
                 return self._resolve(track, now)
@@ -284,6 +285,39 @@ class AlertBook:
         if a.severity > record.severity:
             record.severity = a.severity
         self.alerts[a.fingerprint] = self.alerts.pop(a.fingerprint)  # newest activity last, as before
+
+    def _held_again(self, spec: RuleSpec, a: Alert) -> None:
+        """A pending run of an alert that fired before ended short of `for`: its condition held again after
+        the alert resolved, so the record did not recover. Its rows are counted and its last step is the
+        record's latest, so a report never says "last seen" at the end of the first episode while the
+        condition kept coming back."""
+        record = self.alerts.get(a.fingerprint)
+        if record is None or record is a or record.state is not AlertState.RESOLVED or record.retracted:
+            return
+        mine = not record.stopped or record.held_again > 0  # a NaN or the run's end said it first: kept
+        record.count += a.count
+        record.held_again += a.count
+        record.last_step, record.last_value = a.last_step, a.last_value
+        record.last_line = max(record.last_line, a.first_line, a.last_line)
+        record.last_seen_at = max(record.last_seen_at, a.last_seen_at)
+        if mine:
+            record.stopped = (f"held again on {record.held_again} later step{'s' if record.held_again > 1 else ''}, "
+                              f"in runs shorter than {spec.for_}")
+
+    def end_pending(self, source: str) -> None:
+        """The data of `source` ended: a pending run of an alert that fired before will never reach `for`,
+        so it is told as the rows it held on (`_held_again`) and its cycle starts afresh."""
+        for key, track in list(self._tracks.items()):
+            if key[1] != source or track.alert.state is not AlertState.PENDING:
+                continue
+            record = self.alerts.get(track.alert.fingerprint)
+            if record is None or record is track.alert:
+                continue  # never fired: nothing was said that this run could contradict
+            del self._tracks[key]
+            self._cycles[key] = Cycle()
+            spec = self._specs.get(key[0])
+            if spec is not None:
+                self._held_again(spec, track.alert)
 
     def stopped(self, spec: RuleSpec, source: str, subject: str, why: str) -> None:
         """The alert that just resolved did not recover: its metric went non-finite, or the run ended.

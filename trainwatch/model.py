@@ -163,6 +163,9 @@ class Alert:
     incident: str = ""  # the root of an incident (trainwatch/incident.py): the chain's story in one line
     echo_of: str = ""  # a link of an incident that is not its root: the root, "rule at step N"
     once: bool = False  # a one-time judgement (Rule.once): it ends, it never recovers
+    held_again: int = 0
+    """Rows the condition held on after the alert resolved, in runs too short to reach `for` again: they
+    count in `count` and move `last_step`, so "last seen" is the last step it held, not the last it fired."""
     stopped: str = ""
     """Why it stopped firing without its metric recovering ("loss is NaN at step 30", "the run ended"):
     resolved means recovered, so such an alert is told as stopped, never as resolved."""
@@ -199,6 +202,7 @@ class Alert:
             "last_step": self.last_step if self.last_step is not None else f.step,
             "last_value": self.last_value,
             "count": self.count,
+            "held_again": self.held_again,
             "episodes": [e.to_dict() for e in self.episodes],
             "episode_count": self.episode_count,
             "evidence": _jsonable(f.evidence),

@@ -9,7 +9,7 @@ from pathlib import Path
 from trainwatch import adapters, task
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.errors import SourceError
-from trainwatch.sources.files import looks_binary, read_sample
+from trainwatch.sources.files import looks_binary, read_sample, read_sample_start
 
 USER_CONFIG = "trainwatch.yaml"
 FALLBACK_FORMAT = "text"  # read when no adapter is confident: error signatures and tracebacks only
@@ -27,6 +27,9 @@ class OpenSource:
     again as the file grows). One that yields no record at all was not understood, and `check` says so
     (exit 3) instead of calling it healthy."""
     unscored: bool = False  # no adapter scored at all, not even `text` for an error in the sample
+    head_start: int | None = None
+    """How many characters at the start of `head` are the file's own start, unbroken (None: all of it):
+    past them the sample skips parts of the file (trainwatch.sources.files.sample_start)."""
 
 
 def unrecognised(path: Path | str) -> SourceError:
@@ -47,6 +50,7 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
         reader.probe(path)  # type: ignore[attr-defined]
         return OpenSource(path, name, claimed, "", SourceParser(reader))
     raw = read_sample(path) if head is None else head
+    start = read_sample_start(path) if head is None else None
     fallback = unscored = False
     if fmt is None:
         if not raw:
@@ -65,7 +69,11 @@ def open_source(path: Path, fmt: str | None = None, *, head: bytes | None = None
     else:
         text = raw.decode("utf-8", "replace")
     adapter = adapters.get(fmt)(name)
-    return OpenSource(path, name, fmt, text, SourceParser(adapter), fallback, unscored)
+    head_start = None
+    if start is not None:
+        prefix = raw[:start].decode("utf-8", "replace")  # `start` ends at a line's end: `text` begins with it
+        head_start = len(prefix.replace("\x00", "") if "\x00" not in text else prefix)
+    return OpenSource(path, name, fmt, text, SourceParser(adapter), fallback, unscored, head_start)
 
 
 def claimed_format(path: Path, fmt: str | None) -> str | None:
@@ -81,7 +89,7 @@ def claimed_format(path: Path, fmt: str | None) -> str | None:
 
 def guess_task(sources: list[OpenSource]) -> task.TaskGuess:
     """The task and the clues behind it, from each source's detection sample."""
-    return task.guess(task.SourceSample(s.name, s.format, s.head) for s in sources)
+    return task.guess(task.SourceSample(s.name, s.format, s.head, s.head_start) for s in sources)
 
 
 def config_files(explicit: list[str] | None) -> list[Path]:

@@ -127,6 +127,23 @@ class SourceSample:
     name: str
     format: str
     head: str
+    head_start: int | None = None
+    """How many characters at the start of `head` are the file's own start, unbroken (None: all of it)."""
+
+
+@dataclass(frozen=True)
+class FirstLoss:
+    """The earliest training loss a detection sample holds, and whether it is the file's first: a sample
+    of a long file skips most of it, so the earliest loss it holds past its head may be logged much later
+    (and a step counted within the sample is no step of the run)."""
+
+    value: float
+    first: bool
+
+    def said(self) -> str:
+        if self.first:
+            return f"first loss {self.value:.3g}"
+        return f"loss {self.value:.3g}, the earliest sampled past the log's head (not necessarily its first)"
 
 
 def guess(sources: Iterable[SourceSample]) -> TaskGuess:
@@ -224,12 +241,13 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
     t = _TOKENS.search(text)
     if t:
         out.append(("pretrain", 1, f"a token counter ({t.group(0)})"))
-    first = first_loss(src)
-    if first is not None:
+    found = earliest_loss(src)
+    if found is not None:
+        first = found.value
         if PRETRAIN_FIRST_LOSS <= first <= MAX_TOKEN_LOSS:
-            out.append(("pretrain", 2, f"first loss {first:.3g}, near ln(vocab): a model starting from scratch"))
+            out.append(("pretrain", 2, f"{found.said()}, near ln(vocab): a model starting from scratch"))
         elif first < 4.0:
-            out.append(("sft", 1, f"first loss {first:.3g}, far below a model starting from scratch"))
+            out.append(("sft", 1, f"{found.said()}, far below a model starting from scratch"))
     d = _DOWNSTREAM.search(text)
     if d:
         out.append(("sft", 2.5, f"evaluated by {d.group(0)}: a model fine-tuned for a task, not pretrained"))
@@ -249,29 +267,46 @@ def _format_hint(fmt: str) -> str:
         return ""
 
 
-def first_loss(src: SourceSample) -> float | None:
-    """The first finite training loss in the sample: read by the source's own adapter, else by a pattern."""
-    canon = Canonicalizer()
-    try:
-        adapter = adapters.get(src.format)(src.name)
-        if adapter.whole_file:
-            records = list(adapter.parse_document(src.head))
-        else:
-            records = []
-            for i, line in enumerate(src.head.splitlines()[:MAX_LINES], 1):
-                records.extend(adapter.parse(line, i))
-                if any(isinstance(r, Sample) and canon(r.name) == "loss" for r in records[-8:]):
-                    break
-    except Exception:  # a partial document or an odd line: the pattern below still has a go
-        records = []
-    for r in records:
-        if isinstance(r, Sample) and canon(r.name) == "loss" and math.isfinite(r.value):
-            return r.value
+def earliest_loss(src: SourceSample) -> FirstLoss | None:
+    """The first finite training loss in the sample: read by the source's own adapter, else by a pattern.
+    It is the file's `first` only when it lies in the part of the sample that is the file's own start."""
+    lines = src.head.splitlines()
+    start_lines = len(lines) if src.head_start is None else len(src.head[:src.head_start].splitlines())
+    whole, found = _adapter_loss(src, src.head, lines)
+    if found is not None:
+        value, line = found
+        return FirstLoss(value, src.head_start is None or (not whole and line <= start_lines))
     m = _LOSS.search(src.head)
     if m:
         v = float(m.group(1))
-        return v if math.isfinite(v) else None
+        if not math.isfinite(v):
+            return None
+        return FirstLoss(v, src.head_start is None or m.end() <= src.head_start)
     return None
+
+
+def _adapter_loss(src: SourceSample, text: str, lines: list[str]) -> tuple[bool, tuple[float, int] | None]:
+    """Whether the source's adapter reads whole documents, and the first finite loss it reads in `text`
+    (its value and line), if any."""
+    canon = Canonicalizer()
+    whole = False
+    try:
+        adapter = adapters.get(src.format)(src.name)
+        whole = adapter.whole_file
+        if whole:
+            records = list(adapter.parse_document(text))
+        else:
+            records = []
+            for i, line in enumerate(lines[:MAX_LINES], 1):
+                records.extend(adapter.parse(line, i))
+                if any(isinstance(r, Sample) and canon(r.name) == "loss" for r in records[-8:]):
+                    break
+    except Exception:  # a partial document or an odd line: the pattern has a go
+        records = []
+    for r in records:
+        if isinstance(r, Sample) and canon(r.name) == "loss" and math.isfinite(r.value):
+            return whole, (r.value, r.line)
+    return whole, None
 
 
 _FP16 = _Clue(r"(?i)\bfp16['\"]?\s*[:=.]+\s*['\"]?True\b|--fp16\b(?!\S)|"

@@ -184,6 +184,27 @@ def _epoch_of(desc: str) -> tuple[int, int | None] | None:
     return None if m is None else (int(m.group("e")), int(m.group("t")) if m.group("t") else None)
 
 
+# Lightning's RichProgressBar: `Epoch 0/-2 ━━━━━━━━ 150/150 0:01:20 • 0:00:00 2.82it/s v_num: 0.000 train_loss: 1.059`.
+# Rich draws a bar of box characters, not tqdm's `%|`; its metrics follow the rate as `key: value` items and
+# wrap onto indented lines of their own when the console is narrow. Captured without a terminal, a bar is
+# written once, at its end: a run of one epoch leaves a single redraw.
+RICH_BAR = re.compile(r"^(?P<desc>Epoch\s+(?P<e>\d+)(?:/-?\d+)?)\s+[━╸╺╾╼─\s]*[━╸╺╾╼─]\s+(?P<n>\d+)/(?P<t>\d+)\s+"
+                      r"[\d:]+\s+•\s+[-\d:]+(?:\s+" + NUM + r"\s*(?:it/s|s/it))?"
+                      r"(?P<post>(?:\s+\S+:\s*" + NUM + r")*)\s*$")
+RICH_ITEM = re.compile(r"(?P<k>[A-Za-z_][\w/.\-]*):\s*(?P<v>" + NUM + r")(?!\S)")
+RICH_WRAPPED = re.compile(r"^\s{8,}(?P<items>(?:[A-Za-z_][\w/.\-]*:\s*" + NUM + r"\s*)+)$")
+
+
+def rich_items(text: str) -> list[tuple[str, float]]:
+    """The `key: value` items of a Rich bar's metrics, without the logger's version (`v_num`)."""
+    out = []
+    for m in RICH_ITEM.finditer(text):
+        v = number(m.group("v"))
+        if v is not None and m.group("k") not in NOT_METRICS:
+            out.append((m.group("k"), v))
+    return out
+
+
 def bars(line: str) -> list[Bar]:
     """Every tqdm redraw in one physical line (redraws are separated by `\\r`), in order. Linear in the
     line: a 3 MB line of 26k redraws is common."""

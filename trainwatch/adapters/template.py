@@ -18,6 +18,7 @@ that recognises a file keeps it, and a file of prose and errors stays with the `
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 
 from trainwatch.adapters import shapes
@@ -58,6 +59,8 @@ class TemplateAdapter(KeyValueAdapter):
         self.row_last: tuple[int, int] | None = None
         self.finer = False  # a counter finer than the epoch was seen: an `Epoch N` line no longer steps
         self.headed = False  # a counter alone on its line (`[Round 3/10]`) dates the metric lines after it
+        self.rich_step: int | None = None  # the step of a Rich bar just read: its wrapped metric lines follow
+        self.rich_read = False  # a Rich training bar showed a metric: a training log, even from one redraw
         self.json = JsonLinesAdapter(source)  # `[train_inner][INFO] - {"loss": "0.264", ...}`: a dict after a tag
 
     @classmethod
@@ -96,7 +99,9 @@ class TemplateAdapter(KeyValueAdapter):
                                                 is EventKind.PROGRESS}))
             if hits >= MIN_RECORD_LINES:
                 return True
-        return False
+        # a Rich bar is written once, at its end, when no terminal shows it: one redraw of a training bar
+        # with its metrics is a training log (`Epoch 0/-2 ━━━ 150/150 ... train_loss: 1.059`)
+        return probe.rich_read
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         out = self._parse(line, lineno)
@@ -109,6 +114,15 @@ class TemplateAdapter(KeyValueAdapter):
             return row
         if "%|" in line:
             return self._bars(line, lineno, "=" not in line)  # no postfix: the metrics are in the description
+        if self.rich_step is not None:
+            if (wrapped := shapes.RICH_WRAPPED.match(line.rstrip())) is not None:
+                out_w: list[Record] = []
+                self._emit(self.rich_step, shapes.rich_items(wrapped.group("items")), lineno, out_w)
+                self.rich_read = self.rich_read or bool(out_w)
+                return out_w
+            self.rich_step = None
+        if "•" in line and (rich := shapes.RICH_BAR.match(line.strip())) is not None:
+            return self._rich_bar(rich, lineno)
         if "\r" in line:
             line = line.rstrip("\r")
             line = line[line.rfind("\r") + 1:]
@@ -236,6 +250,22 @@ class TemplateAdapter(KeyValueAdapter):
             if plain[1]:
                 out.append(Event(EventKind.PROGRESS, self.source, lineno, step=plain[0],
                                  fields={"step": plain[0], "total": plain[1]}))
+        return out
+
+    def _rich_bar(self, m: re.Match[str], lineno: int) -> list[Record]:
+        """A Rich progress bar (Lightning's RichProgressBar): the step is the epoch times the batches per
+        epoch plus the position, as for a tqdm bar; its metrics follow on the line and on the indented
+        lines Rich wraps them onto (`rich_step` dates those)."""
+        e, n, total = int(m.group("e")), int(m.group("n")), int(m.group("t"))
+        step = max(0, e - self._epoch_base(e)) * total + n
+        self.rich_step = step
+        out: list[Record] = []
+        pairs = shapes.rich_items(m.group("post"))
+        if pairs:
+            self._emit(step, pairs, lineno, out)
+            self.rich_read = True
+        else:
+            self.printed_step = step
         return out
 
     def _emit(self, step: int, pairs: list[tuple[str, float]], lineno: int, out: list[Record]) -> None:

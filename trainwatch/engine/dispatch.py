@@ -176,6 +176,7 @@ class Dispatch(Progress):
         ctx = self._ctx
         ctx.now = self.clock()
         for name in [source] if source is not None else list(self.sources):
+            self.book.end_pending(name)
             for rule in self.rules:
                 if self._off(rule, name):
                     continue
@@ -302,7 +303,7 @@ class Dispatch(Progress):
         held = None
         if step is None or step is Step.FIRING:
             held = self._held_since(p, p.row + 1)
-        elif step is Step.RESOLVED:
+        elif step is Step.RESOLVED or step is Step.DROPPED:
             held = self._held_since(p, p.row)
         changes = self.book.enact(spec, source, subject, step, t, finding=p.finding, held=held, reason=p.reason)
         if step is Step.RESOLVED:  # a metric that went non-finite stopped, it did not recover

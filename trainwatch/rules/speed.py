@@ -33,6 +33,9 @@ class _Levels:
     start: int  # the window index of the first new row
     base: np.ndarray  # per new row, the run's own level (NaN where not judged)
     now: np.ndarray  # per new row, the median of the recent points
+    steps: np.ndarray  # the rows carried before the new ones, then the new ones: where a drop began
+    values: np.ndarray
+    held: int  # how many of them were carried
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class SpeedDrop(ArrayRule):
         if tail is None:
             tail = self._rows[key] = RowTail()
         series = ctx.series(w.name, w.source)
-        _, values, held = tail.extend(series, w.step[w.start:], w.new)
+        steps, values, held = tail.extend(series, w.step[w.start:], w.new)
         finite = np.isfinite(values)
         fin_new = finite[held:]
         total = series.finite_count if series is not None else int(finite.sum())
@@ -105,7 +108,8 @@ class SpeedDrop(ArrayRule):
             want[:] = False
             want[at] = True
             now[can] = trailing_median_where(fv, ns_now, want)[at]
-        self._levels[key] = _Levels(w.start, base, now)  # read back only at rows whose condition held
+        # read back only at rows whose condition held
+        self._levels[key] = _Levels(w.start, base, now, steps, values, held)
         with np.errstate(invalid="ignore", over="ignore"):
             cond = ok & (base > 0) & (now > 0)
             slower = now > base / drop if higher else now < base * drop
@@ -146,13 +150,30 @@ class SpeedDrop(ArrayRule):
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
         lv = self._levels[(w.source, w.name)]
         base, now = float(lv.base[row - lv.start]), float(lv.now[row - lv.start])
-        speed = now / base if w.name not in SLOWER_IS_HIGHER else base / now
-        return Finding(message=f"the median of the last {self.p.recent} {w.name} points, {fmt(now)}, is {speed:.0%} of "
+        higher = w.name in SLOWER_IS_HIGHER
+        speed = now / base if not higher else base / now
+        began_step, began_value = self._began(lv, row - lv.start, base, higher)
+        moved = "rose" if higher else "fell"
+        return Finding(message=f"{w.name} {moved} to {fmt(began_value)} at step {began_step}; the median of the last "
+                               f"{self.p.recent} {w.name} points, {fmt(now)}, is {speed:.0%} of "
                                f"the run's own level, the median of the points before: {fmt(base)}",
+                       began_step=began_step,
                        evidence={"metric": w.name, "value": now, "baseline": base, "ratio": now / base,
                                  "step": int(w.step[row]), "last_value": now,
                                  "value_stat": f"median of the last {self.p.recent} points",
-                                 "last_stat": f"median of the last {self.p.recent} points"})
+                                 "last_stat": f"median of the last {self.p.recent} points",
+                                 "began_step": began_step, "began_value": began_value})
+
+    def _began(self, lv: _Levels, i: int, base: float, higher: bool) -> tuple[int, float]:
+        """Where the drop began: the first of the recent points (those whose median was found slow) that is
+        slow itself. The alert is found where the median crosses, a few points after the first slow one."""
+        upto = lv.held + i + 1
+        fin = np.isfinite(lv.values[:upto])
+        steps, values = lv.steps[:upto][fin][-self.p.recent:], lv.values[:upto][fin][-self.p.recent:]
+        with np.errstate(invalid="ignore", over="ignore"):
+            slow = values > base / self.p.drop if higher else values < base * self.p.drop
+        first = int(np.argmax(slow)) if slow.any() else len(values) - 1  # the median is slow: so is some point
+        return int(steps[first]), float(values[first])
 
     def last_value(self, w: Window, row: int) -> float | None:
         lv = self._levels[(w.source, w.name)]

@@ -296,6 +296,9 @@ def _latest(f: dict[str, Any]) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         stat = (f.get("evidence") or {}).get("last_stat")  # a level, not the value logged there
         text += f", {stat} {_fmt(float(value))}" if isinstance(stat, str) and stat else f", value {_fmt(float(value))}"
+    again = f.get("held_again") or 0
+    if again and f.get("stopped"):
+        return text + f" ({f['count']} times; {f['stopped']})"
     return text + (f" ({f['count']} times)" if f["count"] > 1 else "")
 
 

@@ -131,6 +131,28 @@ def sample_file(f: BinaryIO) -> bytes:
     return b"\n".join(p for p in pieces if p)
 
 
+def sample_start(f: BinaryIO) -> int | None:
+    """How many bytes at the start of `sample_file(f)` are the file's own start, unbroken: None when the
+    sample is the whole file. Past them the sample skips parts of the file, so a value found there is no
+    "first" of anything (trainwatch.task says which loss it read)."""
+    f.seek(0, os.SEEK_END)
+    size = f.tell()
+    f.seek(0)
+    if size <= SAMPLE_BYTES:
+        return None
+    return len(_whole_lines(f.read(HEAD_BYTES), cut_start=False))
+
+
+def read_sample_start(path: Path) -> int | None:
+    """`sample_start` of a path; None (the whole sample) when it cannot be read: the sample's reader
+    reports that."""
+    try:
+        with open(path, "rb") as f:
+            return sample_start(f)
+    except OSError:
+        return None
+
+
 def _whole_lines(data: bytes, *, cut_start: bool = True, cut_end: bool = True) -> bytes:
     """`data` without the partial line at either end (a piece with no newline at all is kept whole)."""
     if cut_start:

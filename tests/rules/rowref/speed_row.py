@@ -37,9 +37,17 @@ class SpeedDrop(Rule):
         if not slower:
             return None
         speed = now / base if series.name not in SLOWER_IS_HIGHER else base / now
-        return Finding(message=f"the median of the last {self.p.recent} {series.name} points, {fmt(now)}, is "
+        steps, values = series.tail_columns(recent_n)  # where the drop began: the first slow recent point
+        slow = [v > base / drop if series.name in SLOWER_IS_HIGHER else v < base * drop for v in values.tolist()]
+        first = slow.index(True)
+        began, began_value = int(steps[first]), float(values[first])
+        moved = "rose" if series.name in SLOWER_IS_HIGHER else "fell"
+        return Finding(message=f"{series.name} {moved} to {fmt(began_value)} at step {began}; the median of the last "
+                               f"{self.p.recent} {series.name} points, {fmt(now)}, is "
                                f"{speed:.0%} of the run's own level, the median of the points before: {fmt(base)}",
+                       began_step=began,
                        evidence={"metric": series.name, "value": now, "baseline": base, "ratio": now / base,
                                  "step": point.step, "last_value": now,
                                  "value_stat": f"median of the last {self.p.recent} points",
-                                 "last_stat": f"median of the last {self.p.recent} points"})
+                                 "last_stat": f"median of the last {self.p.recent} points",
+                                 "began_step": began, "began_value": began_value})
