@@ -387,3 +387,22 @@ def test_a_scheduler_last_lr_and_an_evaluation_tot_loss_have_their_canonical_nam
     canon = Canonicalizer()
     assert canon("last_lr") == "lr" and canon("eval tot_loss") == "eval_loss" and canon("tot_loss") == "loss"
     assert canon("eval best_loss") != "eval_loss"
+
+
+def test_a_finished_evaluation_bars_postfix_is_the_evaluation_at_the_step_training_reached() -> None:
+    def train(e: int, loss: float) -> str:
+        return f"Train Epoch {e}: 100%|██████████| 30/30 [00:04<00:00,  7.2it/s, Loss={loss:.4f}, Dice=0.14, LR=1.00e-04]"
+    lines = [train(0, 0.47), "Validate: 100%|██████████| 8/8 [00:00<00:00, 19.1it/s, Val Loss=0.6106, Val Dice=0.000]",
+             train(1, 0.24), train(2, 0.19),
+             "\r".join(f"Validating:  {n * 12}%|█         | {n}/8 [00:00<00:00, 19.9it/s, loss=0.{n}]" for n in (1, 8)),
+             train(3, 0.18)]
+    recs = read(lines)
+    assert series(recs, "Loss") == [(30, 0.47), (60, 0.24), (90, 0.19), (120, 0.18)]
+    assert series(recs, "Val Loss") == [(30, 0.6106)] and series(recs, "Val Dice") == [(30, 0.0)]
+    assert series(recs, "val loss") == [(90, 0.8)]  # the bar names the split its keys do not
+    assert Canonicalizer()("Val Loss") == "eval_loss"
+    # an unfinished evaluation, and a data bar, say no result
+    more = read([train(0, 0.47), "Validate:  50%|█████     | 4/8 [00:00<00:00, 19.1it/s, Val Loss=0.9]",
+                 "Map: 100%|██████████| 8/8 [00:00<00:00, 19.1it/s, rows=3.0]"])
+    assert [s.name for s in samples(more)] == ["Loss", "Dice", "LR"]
+

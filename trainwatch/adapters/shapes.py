@@ -178,6 +178,20 @@ def _evaluating(desc: str) -> bool:
     return EVAL_WORDS.search(desc.replace("Epoch", "")) is not None
 
 
+EVAL_PHASE = re.compile(r"(?i)(?:^|[^a-z])(?:(?P<val>val|valid|validat\w*)|(?P<eval>eval|evaluat\w*)|(?P<test>test\w*))"
+                        r"(?:[^a-z]|$)")
+
+
+@lru_cache(maxsize=256)
+def eval_phase(desc: str) -> str | None:
+    """The split an evaluation bar's description names (`Validate`: val, `Testing`: test), or None for a
+    bar that names none (data loading, mapping, generation)."""
+    m = EVAL_PHASE.search(desc.replace("Epoch", ""))
+    if m is None:
+        return None
+    return next(name for name in ("val", "eval", "test") if m.group(name))
+
+
 @lru_cache(maxsize=256)
 def _epoch_of(desc: str) -> tuple[int, int | None] | None:
     m = BAR_EPOCH.search(desc)

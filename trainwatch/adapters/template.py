@@ -203,6 +203,7 @@ class TemplateAdapter(KeyValueAdapter):
         out: list[Record] = []
         pending: tuple[int, shapes.Bar, bool] | None = None
         plain: tuple[int, int | None] | None = None  # the last bare training bar: progress, no metric
+        done: shapes.Bar | None = None  # the last finished evaluation bar: its postfix is the evaluation's result
         for bar in shapes.bars(line):
             # at 0 the postfix is the first batch's, shown again at 1
             if bar.n == 0:
@@ -211,6 +212,8 @@ class TemplateAdapter(KeyValueAdapter):
             # a postfix set as one string (`loss 0.49`) has no `=`: the bar is still read by its postfix
             from_desc = described and not bar.training
             if not (bar.described if from_desc else bar.training):
+                if bar.n == bar.total and "=" in bar.inner:
+                    done = bar
                 if not (from_desc and bar.bare_training):
                     continue
                 bare = True
@@ -236,7 +239,26 @@ class TemplateAdapter(KeyValueAdapter):
             if plain[1]:
                 out.append(Event(EventKind.PROGRESS, self.source, lineno, step=plain[0],
                                  fields={"step": plain[0], "total": plain[1]}))
+        if done is not None and self.printed_step is not None:
+            self._evaluated(done, lineno, out)
         return out
+
+    def _evaluated(self, bar: shapes.Bar, lineno: int, out: list[Record]) -> None:
+        """A finished evaluation bar (`Validate: 100%|...| 8/8 [..., Val Loss=0.61, Val Dice=0.10]`): its
+        postfix is the evaluation's result, at the step training reached. Keys that do not say their split
+        are named by the bar's (`Validation: ... loss=0.61` is `val loss`); a data or mapping bar says none
+        and is passed over. A value the training bars show as well is taken once (see `_emit`)."""
+        phase = shapes.eval_phase(bar.desc)
+        step = self.printed_step
+        for k, v in bar.postfix():
+            if not k.lower().startswith(shapes.HELD_PREFIXES):
+                if phase is None:
+                    continue
+                k = f"{phase} {k}"
+            if self.bar_shown.get(k) == v:
+                continue
+            self.bar_shown[k] = v
+            out.append(Sample(k, v, step, None, self.source, lineno, True))
 
     def _emit(self, step: int, pairs: list[tuple[str, float]], lineno: int, out: list[Record]) -> None:
         """One step's postfix. A validation or per-epoch value (`val_loss`, `train_loss_epoch`) stays in the
