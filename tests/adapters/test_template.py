@@ -406,3 +406,13 @@ def test_a_finished_evaluation_bars_postfix_is_the_evaluation_at_the_step_traini
                  "Map: 100%|██████████| 8/8 [00:00<00:00, 19.1it/s, rows=3.0]"])
     assert [s.name for s in samples(more)] == ["Loss", "Dice", "LR"]
 
+
+def test_basicsr_messages_are_read_whole_when_the_template_reader_has_the_file() -> None:
+    """A BasicSR console after a long config dump falls to this reader: its `[epoch: E, iter: I, lr:(x,)]` head
+    is the key-value reader's shape, the LR inside the tuple and the iteration (thousands separated) the step."""
+    lines = [f"2025-02-04 16:48:00,314 INFO: [basel..][epoch: {i // 50:2d}, iter: {i:7,d}, lr:({3e-5 - i * 1e-9:.3e},)] "
+             f"[eta: 2:37:00, time (data): 2.064 (0.521)] l_mos: {1e-3 / i:.4e} train_metrics/srcc: 8.0588e-01 "
+             for i in (100, 200, 4900)]
+    recs = read(lines)
+    assert series(recs, "lr") == [(100, 2.99e-05), (200, 2.98e-05), (4900, 2.51e-05)]
+    assert [s for s, _ in series(recs, "l_mos")] == [100, 200, 4900]

@@ -132,6 +132,8 @@ class TemplateAdapter(KeyValueAdapter):
         when = None
         if text[:1] in "[0123456789" and (st := STAMP.match(text)) is not None:
             when = _stamp(st.group(1), st.group(2), st.group(3))
+        if "[epoch:" in text[:80] and self._basicsr(text, lineno, when, out):
+            return out  # BasicSR's `[epoch: 3, iter: 4,900, lr:(2e-4,)]`: the key-value reader's own shape, whole
         if self.header is not None and self.printed_step is not None \
                 and (turned := shapes.transposed_row(text, self.header)) is not None:
             out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in turned)
