@@ -391,7 +391,8 @@ def test_a_scheduler_last_lr_and_an_evaluation_tot_loss_have_their_canonical_nam
 
 def test_a_finished_evaluation_bars_postfix_is_the_evaluation_at_the_step_training_reached() -> None:
     def train(e: int, loss: float) -> str:
-        return f"Train Epoch {e}: 100%|██████████| 30/30 [00:04<00:00,  7.2it/s, Loss={loss:.4f}, Dice=0.14, LR=1.00e-04]"
+        return (f"Train Epoch {e}: 100%|██████████| 30/30 [00:04<00:00,  7.2it/s, Loss={loss:.4f}, Dice=0.14, "
+                "LR=1.00e-04]")
     lines = [train(0, 0.47), "Validate: 100%|██████████| 8/8 [00:00<00:00, 19.1it/s, Val Loss=0.6106, Val Dice=0.000]",
              train(1, 0.24), train(2, 0.19),
              "\r".join(f"Validating:  {n * 12}%|█         | {n}/8 [00:00<00:00, 19.9it/s, loss=0.{n}]" for n in (1, 8)),
@@ -410,7 +411,8 @@ def test_a_finished_evaluation_bars_postfix_is_the_evaluation_at_the_step_traini
 def test_basicsr_messages_are_read_whole_when_the_template_reader_has_the_file() -> None:
     """A BasicSR console after a long config dump falls to this reader: its `[epoch: E, iter: I, lr:(x,)]` head
     is the key-value reader's shape, the LR inside the tuple and the iteration (thousands separated) the step."""
-    lines = [f"2025-02-04 16:48:00,314 INFO: [basel..][epoch: {i // 50:2d}, iter: {i:7,d}, lr:({3e-5 - i * 1e-9:.3e},)] "
+    lines = [f"2025-02-04 16:48:00,314 INFO: [basel..][epoch: {i // 50:2d}, iter: {i:7,d}, "
+             f"lr:({3e-5 - i * 1e-9:.3e},)] "
              f"[eta: 2:37:00, time (data): 2.064 (0.521)] l_mos: {1e-3 / i:.4e} train_metrics/srcc: 8.0588e-01 "
              for i in (100, 200, 4900)]
     recs = read(lines)
