@@ -7,6 +7,7 @@ import math
 from tests.adapters.helpers import events, run, samples, series
 from trainwatch.adapters import detect
 from trainwatch.adapters.keyvalue import KeyValueAdapter
+from trainwatch.adapters.prefix import PrefixStripper
 from trainwatch.adapters.template import TemplateAdapter
 from trainwatch.model import EventKind
 from trainwatch.names import Canonicalizer, averaged
@@ -418,3 +419,25 @@ def test_basicsr_messages_are_read_whole_when_the_template_reader_has_the_file()
     recs = read(lines)
     assert series(recs, "lr") == [(100, 2.99e-05), (200, 2.98e-05), (4900, 2.51e-05)]
     assert [s for s, _ in series(recs, "l_mos")] == [100, 200, 4900]
+
+
+def test_a_training_table_with_a_i_of_n_counters_under_a_header_is_claimed_and_read_past_banners() -> None:
+    """`Epoch  Batch  box  conf  id  total  nTargets  time` then rows `0/29  40/165  0.172 ...`, each behind a
+    logging prefix, with banners (`dataset summary`) and an evaluation's `AP: 0.41` between: the rows are the
+    training's (step epoch x batches + batch), `total` beside its parts is the loss even when negative or
+    whole, and the key-value lines still join the step reached."""
+    def row(e: int, b: int, total: str) -> str:
+        return (f"2021-01-25 05:58:59 [INFO]:   {e:3d}/29   {b:4d}/165     0.0827     0.729      17.3   {total:>6}"
+                "    82.2   7.08")
+    head = ("2021-01-25 05:58:00 [INFO]:    Epoch       Batch       box      conf        id     total  nTargets"
+            "      time")
+    lines = [head, "dataset summary", "total # identities: 548", "start index",
+             row(0, 0, "51.4"), row(0, 40, "-5.37"), row(0, 80, "-10"), "AP: 0.0073", "AP: 0.11", head,
+             row(1, 0, "-12.5"), "Extracting features...", "TPR@FAR=0.0000010: 0.0011", "AP: 0.13"]
+    text = "\n".join(lines * 3) + "\n"
+    assert detect(text, "train.txt") == "template"
+    strip = PrefixStripper()
+    recs = read([strip.strip(line)[0] for line in lines])
+    assert series(recs, "total_loss") == [(0, 51.4), (40, -5.37), (80, -10.0), (165, -12.5)]
+    assert [s for s, _ in series(recs, "box")] == [0, 40, 80, 165]
+    assert series(recs, "AP")[-1] == (165, 0.13)

@@ -48,6 +48,8 @@ class TemplateAdapter(KeyValueAdapter):
         self.box_line = 0
         self.section = ""
         self.header: list[str] | None = None
+        self.total_loss = False  # a `total` beside its parts was read as the loss
+        self.headers: list[list[str]] = []  # the last few headers: a row under a banner is still its table's
         self.epoch_base: int | None = None  # 0 or 1: where this log's epochs count from
         self.bar_base = 0  # steps of the bars before, for bars with no epoch in their description
         self.alone_epoch: int | None = None  # the last `Epoch N` line alone, and whether metrics followed it
@@ -62,9 +64,12 @@ class TemplateAdapter(KeyValueAdapter):
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
-        if KeyValueAdapter.score(head, path) >= DETECT_THRESHOLD:
-            return 0.0  # the key-value reader claims it and reads it the same way
         lines = head.split("\n")
+        if (plain := KeyValueAdapter.score(head, path)) >= DETECT_THRESHOLD:
+            # the key-value reader claims it and reads it the same way, unless its records are a training
+            # table's (`Epoch  Batch  loss` rows of `a/b` counters) that only this reader reads: then this
+            # reader, which reads the key-value lines between the rows as that reader does, claims it
+            return plain + 0.001 if shapes.counted_table(lines[:PROBE_LINES]) else 0.0
         if len(lines) > 1:  # the last may be cut off mid-line: its whole redraws are kept (a console that
             last = lines.pop()  # is one line of tqdm redraws has no other)
             if "\r" in last:
@@ -123,6 +128,7 @@ class TemplateAdapter(KeyValueAdapter):
         if not text or shapes.DIGIT.search(text) is None:
             if text and (cells := shapes.header_cells(text)) is not None:
                 self.header = cells
+                shapes.remember_header(self.headers, cells)
             return out
         if text[-1:] == "}" and (brace := text.find('{"')) > 0:
             got = list(self.json.parse(text[brace:], lineno))
@@ -322,7 +328,7 @@ class TemplateAdapter(KeyValueAdapter):
                              fields={"step": n, "total": total}))
 
     def _header_row(self, line: str, lineno: int) -> list[Record] | None:
-        """A row under the last header whose cells are drawn as a progress bar's description (Ultralytics'
+        """A row under the latest header it fits whose cells are drawn as a progress bar's description (Ultralytics'
         console: one physical line of redraws per epoch, the last one holding the epoch's losses), or
         with an `a/b` counter or a unit in a cell. Rows of plain numbers are read as tables are."""
         assert self.header is not None
@@ -330,7 +336,7 @@ class TemplateAdapter(KeyValueAdapter):
         text = text[text.rfind("\r") + 1:].strip()
         if not text[:1].isdigit() or shapes.row_values(text) is not None:
             return None
-        got = shapes.header_row(text, self.header)
+        got = shapes.fitting_row(text, self.headers)
         if got is None:
             return None
         out: list[Record] = []
@@ -387,8 +393,10 @@ class TemplateAdapter(KeyValueAdapter):
         epoch when it counts within one), else the step the log is at."""
         named = [(k, v) for k, v in pairs if k.lower() in shapes.COUNTER_RANK and math.isfinite(v)]
         counters = counters + [shapes.Counter(k.lower(), int(v), None) for k, v in named]
-        pairs = generator_as_loss(
-            shapes.total_as_loss([(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]))
+        kept = [(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]
+        summed = shapes.total_as_loss(kept, self.total_loss)
+        self.total_loss = self.total_loss or summed != kept  # a `total` once a loss stays one when it prints whole
+        pairs = generator_as_loss(summed)
         if not pairs:
             return
         step: int | None = None
