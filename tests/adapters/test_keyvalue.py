@@ -6,7 +6,7 @@ import math
 
 from trainwatch.adapters.keyvalue import KeyValueAdapter, _pairs
 from trainwatch.model import EventKind
-from trainwatch.names import Canonicalizer
+from trainwatch.names import Canonicalizer, Quality
 from tests.adapters.helpers import events, run, samples, series
 
 
@@ -710,3 +710,21 @@ def test_the_first_record_held_for_its_epoch_goes_out_before_a_later_step_withou
     recs = run(KeyValueAdapter(""), ["loss: 2.5000, epoch: 0, global_step: 10", "loss: 2.0, global_step: 20",
                                      "loss: 1.5, global_step: 30"])
     assert series(recs, "loss") == [(10, 2.5), (20, 2.0), (30, 1.5)]
+
+
+def test_upper_case_metric_names_of_words_after_an_epoch_banner() -> None:
+    """`##### EPOCH 3 #####` then one `TRAIN CROSS ENTROPY: 0.47` a line (a confusion matrix between): each
+    line is read at the banner's epoch, and a cross-entropy naming its split is that split's loss."""
+    canon = Canonicalizer()
+    lines = []
+    for e in range(3):
+        lines += [f"################### EPOCH {e} #####################", "#" * 50, "",
+                  f"TRAIN CROSS ENTROPY: 0.{4 - e}78496652367", f"VALID CROSS ENTROPY: 0.{5 - e}3155696",
+                  "VALIDATION CONFUSION MATRIX:", "[[9 0 0]", " [0 7 1]]", "VALIDATION CLASSIFICATION RATE:0.875",
+                  "BEST FOUND"]
+    got = {(canon(s.name), s.step) for s in samples(run(KeyValueAdapter(""), lines))}
+    assert {("loss", 2), ("eval_loss", 2), ("VALIDATION CLASSIFICATION RATE", 2)} <= got
+    assert Quality()("VALIDATION CLASSIFICATION RATE").kind == "accuracy"  # type: ignore[union-attr]
+    assert canon("valid_xent") == "eval_loss" and canon("training cross entropy") == "loss"
+    # a cross-entropy that names no split may be one term of the loss beside it; an entropy is no loss
+    assert canon("cross_entropy") == "cross_entropy" and canon("policy entropy") == "policy entropy"

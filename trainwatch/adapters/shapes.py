@@ -64,7 +64,7 @@ TIMING = re.compile(r"(?i)^(?:time|data|eta|batch.?time|data.?time)\b")
 
 # what a metric's name says it measures: a key-value pair on a line with no counter needs one of these
 METRIC_WORDS = re.compile(r"(?i)loss|acc|map\b|iou|f1|dice|bleu|rouge|reward|auc|psnr|ssim|wer\b|cer\b|ppl|perplex|"
-                          r"precision|recall|score")
+                          r"precision|recall|score|entropy|classification rate|error rate")
 
 
 def number(text: str) -> float | None:
