@@ -728,4 +728,3 @@ def test_the_first_record_held_for_its_epoch_goes_out_before_a_later_step_withou
     recs = run(KeyValueAdapter(""), ["loss: 2.5000, epoch: 0, global_step: 10", "loss: 2.0, global_step: 20",
                                      "loss: 1.5, global_step: 30"])
     assert series(recs, "loss") == [(10, 2.5), (20, 2.0), (30, 1.5)]
-
