@@ -26,6 +26,13 @@ _EVAL_LOSS = re.compile(r"^" + _QUALIFIERS
                         + r"(?:(?:val|vali|valid|validation|eval|evaluation|dev|test)(?:_\d)?[ _./]*|v[_/]+)"
                         + _QUALIFIERS + _LOSS_WORD)
 
+# a cross-entropy named with its split (`TRAIN CROSS ENTROPY`, `valid_xent`) is that split's loss; one that names
+# no split stays as it is: beside a `loss` it is often one term of it
+_CROSS_ENTROPY = r"(?:cross[ _.\-]?entropy|xent)$"
+_TRAIN_CE = re.compile(r"^" + _QUALIFIERS + r"train(?:ing)?[ _.]+" + _QUALIFIERS + _CROSS_ENTROPY)
+_EVAL_CE = re.compile(r"^" + _QUALIFIERS + r"(?:val|vali|valid|validation|eval|evaluation|dev|test)[ _.]+"
+                      + _QUALIFIERS + _CROSS_ENTROPY)
+
 
 def _table() -> dict[str, str]:
     text = resources.files("trainwatch").joinpath("data/aliases.yaml").read_text(encoding="utf-8")
@@ -98,6 +105,8 @@ def _by_shape(key: str) -> str | None:
         rest = key[now.end():]
         return _table_once().get(rest) or _by_shape(rest)
     if "loss" not in key:
+        if "entropy" in key or "xent" in key:
+            return "eval_loss" if _EVAL_CE.match(key) else "loss" if _TRAIN_CE.match(key) else None
         return None
     if _EVAL_LOSS.match(key) or _LOSS_EVAL.match(key):
         return "eval_loss"

@@ -29,11 +29,15 @@ class Plan:
         return {"value": self.total, "unit": self.unit, "line": self.since, "reached": self.reached}
 
 
+MAX_STOPS = 1000  # early stops kept per source: a log of more trainings than that is not judged by them
+
+
 class PlanState(Protocol):
     """What of a source's state (trainwatch.rules.base.SourceState) plans read and write: named here, so plans
     stay below the rules that read them."""
 
     early_stop: dict[str, Any] | None
+    stops: list[int]
     plans: dict[str, Plan]
 
 
@@ -43,6 +47,8 @@ def note(state: PlanState, e: Event) -> None:
     if f.get("early_stop"):
         if state.early_stop is None:
             state.early_stop = {"line": e.line, "step": e.step, "text": e.text}
+        if len(state.stops) < MAX_STOPS:
+            state.stops.append(e.line)
         return
     unit, total, since = f.get("unit"), f.get("total"), f.get("since")
     if not isinstance(unit, str) or not isinstance(total, int) or total <= 0 or not isinstance(since, int):

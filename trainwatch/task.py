@@ -241,13 +241,13 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
     t = _TOKENS.search(text)
     if t:
         out.append(("pretrain", 1, f"a token counter ({t.group(0)})"))
-    found = earliest_loss(src)
-    if found is not None:
-        first = found.value
+    earliest = earliest_loss(src)
+    if earliest is not None:
+        first = earliest.value
         if PRETRAIN_FIRST_LOSS <= first <= MAX_TOKEN_LOSS:
-            out.append(("pretrain", 2, f"{found.said()}, near ln(vocab): a model starting from scratch"))
+            out.append(("pretrain", 2, f"{earliest.said()}, near ln(vocab): a model starting from scratch"))
         elif first < 4.0:
-            out.append(("sft", 1, f"{found.said()}, far below a model starting from scratch"))
+            out.append(("sft", 1, f"{earliest.said()}, far below a model starting from scratch"))
     d = _DOWNSTREAM.search(text)
     if d:
         out.append(("sft", 2.5, f"evaluated by {d.group(0)}: a model fine-tuned for a task, not pretrained"))

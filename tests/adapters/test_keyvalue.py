@@ -6,7 +6,7 @@ import math
 
 from trainwatch.adapters.keyvalue import KeyValueAdapter, _pairs
 from trainwatch.model import EventKind
-from trainwatch.names import Canonicalizer
+from trainwatch.names import Canonicalizer, Quality
 from tests.adapters.helpers import events, run, samples, series
 
 
@@ -498,6 +498,24 @@ def test_basicsr_messages_step_by_their_iteration() -> None:
                  f"0.612 (0.023)] l_pix: {0.1 / i:.4e} l_cr: 3.6749e+00" for i in (100, 200, 1000)]
         got = [(canon(s.name), s.step) for s in samples(run(KeyValueAdapter(""), lines))]
         assert ("loss", 1000) in got and ("lr", 100) in got and ("l_cr", 200) in got
+
+
+def test_upper_case_metric_names_of_words_after_an_epoch_banner() -> None:
+    """`##### EPOCH 3 #####` then one `TRAIN CROSS ENTROPY: 0.47` a line (a confusion matrix between): each
+    line is read at the banner's epoch, and a cross-entropy naming its split is that split's loss."""
+    canon = Canonicalizer()
+    lines = []
+    for e in range(3):
+        lines += [f"################### EPOCH {e} #####################", "#" * 50, "",
+                  f"TRAIN CROSS ENTROPY: 0.{4 - e}78496652367", f"VALID CROSS ENTROPY: 0.{5 - e}3155696",
+                  "VALIDATION CONFUSION MATRIX:", "[[9 0 0]", " [0 7 1]]", "VALIDATION CLASSIFICATION RATE:0.875",
+                  "BEST FOUND"]
+    got = {(canon(s.name), s.step) for s in samples(run(KeyValueAdapter(""), lines))}
+    assert {("loss", 2), ("eval_loss", 2), ("VALIDATION CLASSIFICATION RATE", 2)} <= got
+    assert Quality()("VALIDATION CLASSIFICATION RATE").kind == "accuracy"  # type: ignore[union-attr]
+    assert canon("valid_xent") == "eval_loss" and canon("training cross entropy") == "loss"
+    # a cross-entropy that names no split may be one term of the loss beside it; an entropy is no loss
+    assert canon("cross_entropy") == "cross_entropy" and canon("policy entropy") == "policy entropy"
 
 
 def test_counters_written_name_brackets_before_the_pairs() -> None:

@@ -30,6 +30,8 @@ from trainwatch.model import Sample
     ("INFO:root:step 5 loss=3", "step 5 loss=3", None, None),
     ("[INFO] step 2 loss 3", "step 2 loss 3", None, None),
     ("[INFO:swift] rank: 0, local_rank: 0", "rank: 0, local_rank: 0", None, None),
+    ("2021-01-25 05:58:59 [INFO]:     0/29      40/165     0.172      1.99", "0/29      40/165     0.172      1.99",
+     None, None),  # `[%(levelname)s]: %(message)s`
     ("W1222 19:29:33.885000 3154626 torch/distributed/run.py:803] Setting OMP_NUM_THREADS",
      "Setting OMP_NUM_THREADS", None, None),
     ("[2022-08-31 22:19:24,737] [    INFO] - loss: 1.0498, learning_rate: 2.97e-05, global_step: 10",

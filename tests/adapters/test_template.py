@@ -7,6 +7,7 @@ import math
 from tests.adapters.helpers import events, run, samples, series
 from trainwatch.adapters import detect
 from trainwatch.adapters.keyvalue import KeyValueAdapter
+from trainwatch.adapters.prefix import PrefixStripper
 from trainwatch.adapters.template import TemplateAdapter
 from trainwatch.model import EventKind
 from trainwatch.names import Canonicalizer, averaged
@@ -387,3 +388,56 @@ def test_a_scheduler_last_lr_and_an_evaluation_tot_loss_have_their_canonical_nam
     canon = Canonicalizer()
     assert canon("last_lr") == "lr" and canon("eval tot_loss") == "eval_loss" and canon("tot_loss") == "loss"
     assert canon("eval best_loss") != "eval_loss"
+
+
+def test_a_finished_evaluation_bars_postfix_is_the_evaluation_at_the_step_training_reached() -> None:
+    def train(e: int, loss: float) -> str:
+        return (f"Train Epoch {e}: 100%|██████████| 30/30 [00:04<00:00,  7.2it/s, Loss={loss:.4f}, Dice=0.14, "
+                "LR=1.00e-04]")
+    lines = [train(0, 0.47), "Validate: 100%|██████████| 8/8 [00:00<00:00, 19.1it/s, Val Loss=0.6106, Val Dice=0.000]",
+             train(1, 0.24), train(2, 0.19),
+             "\r".join(f"Validating:  {n * 12}%|█         | {n}/8 [00:00<00:00, 19.9it/s, loss=0.{n}]" for n in (1, 8)),
+             train(3, 0.18)]
+    recs = read(lines)
+    assert series(recs, "Loss") == [(30, 0.47), (60, 0.24), (90, 0.19), (120, 0.18)]
+    assert series(recs, "Val Loss") == [(30, 0.6106)] and series(recs, "Val Dice") == [(30, 0.0)]
+    assert series(recs, "val loss") == [(90, 0.8)]  # the bar names the split its keys do not
+    assert Canonicalizer()("Val Loss") == "eval_loss"
+    # an unfinished evaluation, and a data bar, say no result
+    more = read([train(0, 0.47), "Validate:  50%|█████     | 4/8 [00:00<00:00, 19.1it/s, Val Loss=0.9]",
+                 "Map: 100%|██████████| 8/8 [00:00<00:00, 19.1it/s, rows=3.0]"])
+    assert [s.name for s in samples(more)] == ["Loss", "Dice", "LR"]
+
+
+def test_basicsr_messages_are_read_whole_when_the_template_reader_has_the_file() -> None:
+    """A BasicSR console after a long config dump falls to this reader: its `[epoch: E, iter: I, lr:(x,)]` head
+    is the key-value reader's shape, the LR inside the tuple and the iteration (thousands separated) the step."""
+    lines = [f"2025-02-04 16:48:00,314 INFO: [basel..][epoch: {i // 50:2d}, iter: {i:7,d}, "
+             f"lr:({3e-5 - i * 1e-9:.3e},)] "
+             f"[eta: 2:37:00, time (data): 2.064 (0.521)] l_mos: {1e-3 / i:.4e} train_metrics/srcc: 8.0588e-01 "
+             for i in (100, 200, 4900)]
+    recs = read(lines)
+    assert series(recs, "lr") == [(100, 2.99e-05), (200, 2.98e-05), (4900, 2.51e-05)]
+    assert [s for s, _ in series(recs, "l_mos")] == [100, 200, 4900]
+
+
+def test_a_training_table_with_a_i_of_n_counters_under_a_header_is_claimed_and_read_past_banners() -> None:
+    """`Epoch  Batch  box  conf  id  total  nTargets  time` then rows `0/29  40/165  0.172 ...`, each behind a
+    logging prefix, with banners (`dataset summary`) and an evaluation's `AP: 0.41` between: the rows are the
+    training's (step epoch x batches + batch), `total` beside its parts is the loss even when negative or
+    whole, and the key-value lines still join the step reached."""
+    def row(e: int, b: int, total: str) -> str:
+        return (f"2021-01-25 05:58:59 [INFO]:   {e:3d}/29   {b:4d}/165     0.0827     0.729      17.3   {total:>6}"
+                "    82.2   7.08")
+    head = ("2021-01-25 05:58:00 [INFO]:    Epoch       Batch       box      conf        id     total  nTargets"
+            "      time")
+    lines = [head, "dataset summary", "total # identities: 548", "start index",
+             row(0, 0, "51.4"), row(0, 40, "-5.37"), row(0, 80, "-10"), "AP: 0.0073", "AP: 0.11", head,
+             row(1, 0, "-12.5"), "Extracting features...", "TPR@FAR=0.0000010: 0.0011", "AP: 0.13"]
+    text = "\n".join(lines * 3) + "\n"
+    assert detect(text, "train.txt") == "template"
+    strip = PrefixStripper()
+    recs = read([strip.strip(line)[0] for line in lines])
+    assert series(recs, "total_loss") == [(0, 51.4), (40, -5.37), (80, -10.0), (165, -12.5)]
+    assert [s for s, _ in series(recs, "box")] == [0, 40, 80, 165]
+    assert series(recs, "AP")[-1] == (165, 0.13)

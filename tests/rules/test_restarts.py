@@ -93,3 +93,15 @@ def test_an_error_of_an_earlier_attempt_that_ends_the_last_one_too_stays_critica
     alerts, worst = check_text(tmp_path, text)
     assert "run.restarted" in alerts
     assert alerts["oom.cuda"].severity is Severity.CRITICAL and worst is Severity.CRITICAL
+
+
+def test_each_fold_that_stops_itself_early_then_the_next_from_step_0_is_no_restart(tmp_path: Path) -> None:
+    """A cross-validation: every fold prints `EARLY STOP` alone on its line, then the next fold counts from 0
+    with the same first loss. The folds ended on purpose, so none was killed."""
+    fold = steps(0, 1700) + "EARLY STOP\n\n"
+    alerts, _ = check_text(tmp_path, fold * 3)
+    assert "run.restarted" not in alerts
+    assert alerts["run.early_stopped"].severity is Severity.INFO
+    # the stop must lie between the attempt's last step and the new start: a fold that stopped, then one killed
+    alerts, _ = check_text(tmp_path, fold + steps(0, 1700) + steps(0, 500))
+    assert alerts["run.restarted"].first_line == 17 + 2 + 17

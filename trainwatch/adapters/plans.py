@@ -127,7 +127,7 @@ class PlanReader:
         self.source = source
         self._p = patterns()
         self._units: dict[str, _Unit] = {}
-        self._stopped = False  # an early stop was told (once per source is enough)
+        self._stopped = -1  # the line of the last early stop told: each training of a log (a fold) tells its own
         self._counted: dict[str, str] = {}  # unit -> the counter's text last read: the same again is skipped
 
     def wants(self, line: str) -> bool:
@@ -174,8 +174,8 @@ class PlanReader:
             if c:
                 self._counted[unit] = c.group(0)
                 self._count(unit, int(c.group(1)), int(c.group(2)) if c.group(2) else None, lineno, seg, out)
-        if not self._stopped and "stop" in low and any(pat.search(low) for pat in p.early_stop):
-            self._stopped = True
+        if lineno > self._stopped + 1 and "stop" in low and any(pat.search(low) for pat in p.early_stop):
+            self._stopped = lineno  # (the same stop said on the next line again is one stop)
             out.append(Event(EventKind.PLAN, self.source, lineno, text=seg.strip()[:EVIDENCE_CHARS],
                              fields={"early_stop": True}))
 

@@ -31,8 +31,9 @@ STAMP = re.compile(
     r"\[?(\d{4}[-/]\d\d[-/]\d\d|\d\d/\d\d)[ T_](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(?:Z|[+-]\d\d:?\d\d)?\]?"
     r"(?:[ \t]*-(?=[ \t]))?[ \t]*")
 LEVEL = re.compile(
-    # [INFO], ms-swift's [INFO:swift], PaddleNLP's `[    INFO] - ` (the level padded to its width, then a dash)
-    r"\[[ \t]*" + LEVELS + r"(?::[\w.\-]{1,40})?[ \t]*\](?:[ \t]+-(?=[ \t]))?[ \t]*"
+    # [INFO], ms-swift's [INFO:swift], PaddleNLP's `[    INFO] - ` (the level padded to its width, then a dash),
+    # `[INFO]: ` (a format of `[%(levelname)s]: %(message)s`)
+    r"\[[ \t]*" + LEVELS + r"(?::[\w.\-]{1,40})?[ \t]*\](?::|[ \t]+-(?=[ \t]))?[ \t]*"
     r"|-?[ \t]*(?:[\w.<>\[\]]{1,80}[ \t]+-[ \t]+)?" + LEVELS + r"[ \t]+-[ \t]+"  # - INFO - / name - INFO -
     r"|" + LEVELS + r":[\w.]*:"  # logging.basicConfig: INFO:root:
     r"|" + LEVELS + r"(?::[ \t]*|[ \t]+)"  # INFO msg / WARNING: msg

@@ -64,7 +64,7 @@ TIMING = re.compile(r"(?i)^(?:time|data|eta|batch.?time|data.?time)\b")
 
 # what a metric's name says it measures: a key-value pair on a line with no counter needs one of these
 METRIC_WORDS = re.compile(r"(?i)loss|acc|map\b|iou|f1|dice|bleu|rouge|reward|auc|psnr|ssim|wer\b|cer\b|ppl|perplex|"
-                          r"precision|recall|score")
+                          r"precision|recall|score|entropy|classification rate|error rate")
 
 
 def number(text: str) -> float | None:
@@ -178,6 +178,20 @@ def _evaluating(desc: str) -> bool:
     return EVAL_WORDS.search(desc.replace("Epoch", "")) is not None
 
 
+EVAL_PHASE = re.compile(r"(?i)(?:^|[^a-z])(?:(?P<val>val|valid|validat\w*)|(?P<eval>eval|evaluat\w*)|(?P<test>test\w*))"
+                        r"(?:[^a-z]|$)")
+
+
+@lru_cache(maxsize=256)
+def eval_phase(desc: str) -> str | None:
+    """The split an evaluation bar's description names (`Validate`: val, `Testing`: test), or None for a
+    bar that names none (data loading, mapping, generation)."""
+    m = EVAL_PHASE.search(desc.replace("Epoch", ""))
+    if m is None:
+        return None
+    return next(name for name in ("val", "eval", "test") if m.group(name))
+
+
 @lru_cache(maxsize=256)
 def _epoch_of(desc: str) -> tuple[int, int | None] | None:
     m = BAR_EPOCH.search(desc)
@@ -224,14 +238,16 @@ def bars(line: str) -> list[Bar]:
 TOTALS = frozenset({"total", "tot", "sum"})
 
 
-def total_as_loss(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+def total_as_loss(pairs: list[tuple[str, float]], whole: bool = False) -> list[tuple[str, float]]:
     """`total=2.147 det=1.913 kd=0.469`: a loss summed from the parts printed beside it, on a line where no
-    key says loss, is the loss (`total_loss`). A whole `total` is a count of something, not a loss."""
+    key says loss, is the loss (`total_loss`). A whole `total` is a count of something, not a loss, unless
+    it is negative (no count is) or `whole` says the log's `total` was a loss before (a loss printed to
+    three figures is whole once it passes 100, or once it reaches -10)."""
     if len(pairs) < 3 or not any(k.lower() in TOTALS for k, _ in pairs) \
             or any("loss" in k.lower() for k, _ in pairs):
         return pairs
-    return [("total_loss", v) if k.lower() in TOTALS and not (math.isfinite(v) and v == int(v)) else (k, v)
-            for k, v in pairs]
+    return [("total_loss", v) if k.lower() in TOTALS and (whole or not (math.isfinite(v) and v == int(v) and v >= 0))
+            else (k, v) for k, v in pairs]
 
 
 # a round's summary printed as a tuple (`fit progress: (3, 3.04, {'cen_accuracy': 0.206}, 1915.6)`): the step,
@@ -357,6 +373,30 @@ def numeric_table(lines: list[str], least: int = 20, share: float = 0.8) -> bool
     width, rows = max(widths.items(), key=lambda kv: kv[1])
     return width >= 2 and rows >= share * filled
 
+def counted_table(lines: list[str], least: int = 3) -> bool:
+    """Whether `lines` hold at least `least` rows under a header row whose cells hold the loop's `a/b`
+    counters (`0/29  40/165  0.172  1.99` under `Epoch  Batch  box  conf`): a training table, whatever
+    key-value lines (an evaluation's `AP: 0.41`) are printed between its rows."""
+    headers: list[list[str]] = []
+    rows = 0
+    for line in lines:
+        text = line.strip()
+        if not text:
+            continue
+        if DIGIT.search(text) is None:
+            if (cells := header_cells(text)) is not None:
+                remember_header(headers, cells)
+            continue
+        if not headers or not text[:1].isdigit() or "/" not in text:
+            continue
+        got = fitting_row(text, headers)
+        if got is not None and got[1]:
+            rows += 1
+            if rows >= least:
+                return True
+    return False
+
+
 # -- counters and metrics written as words: `Global-step 34 --Accept update with kl=2e-07, old=-3.8`,
 # `epoch 1, minibatch 120/120, validation error 86.93 %`, `Total reward in global step 33: 1.37`
 LEAD_COUNTER = re.compile(r"^[\s=>#*\-]*(?P<c>[A-Za-z][A-Za-z_\- ]{0,20}?)\s*[:#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<t>\d+))?"
@@ -478,6 +518,26 @@ def header_row(text: str, header: list[str]) -> tuple[list[tuple[str, float]], l
         elif not cell[:1].isdigit():
             return None  # a word where the header has a column: another table
     return (pairs, counters) if pairs else None
+
+
+HEADERS_KEPT = 4
+
+
+def remember_header(headers: list[list[str]], cells: list[str]) -> None:
+    """Keep `cells` as the latest header of `headers` (the last few distinct ones): a log prints a banner
+    (`dataset summary`) or an evaluation's table between a training table's header and its rows."""
+    if cells in headers:
+        headers.remove(cells)
+    headers.append(cells)
+    del headers[:-HEADERS_KEPT]
+
+
+def fitting_row(text: str, headers: list[list[str]]) -> tuple[list[tuple[str, float]], list[Counter]] | None:
+    """`header_row` under the latest of `headers` the row fits (as many cells, a number or counter in each)."""
+    for header in reversed(headers):
+        if (got := header_row(text, header)) is not None:
+            return got
+    return None
 
 
 YOLO5_PARTS = frozenset({"box", "obj", "cls", "seg"})

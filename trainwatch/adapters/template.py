@@ -49,6 +49,8 @@ class TemplateAdapter(KeyValueAdapter):
         self.box_line = 0
         self.section = ""
         self.header: list[str] | None = None
+        self.total_loss = False  # a `total` beside its parts was read as the loss
+        self.headers: list[list[str]] = []  # the last few headers: a row under a banner is still its table's
         self.epoch_base: int | None = None  # 0 or 1: where this log's epochs count from
         self.bar_base = 0  # steps of the bars before, for bars with no epoch in their description
         self.alone_epoch: int | None = None  # the last `Epoch N` line alone, and whether metrics followed it
@@ -65,9 +67,12 @@ class TemplateAdapter(KeyValueAdapter):
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
-        if KeyValueAdapter.score(head, path) >= DETECT_THRESHOLD:
-            return 0.0  # the key-value reader claims it and reads it the same way
         lines = head.split("\n")
+        if (plain := KeyValueAdapter.score(head, path)) >= DETECT_THRESHOLD:
+            # the key-value reader claims it and reads it the same way, unless its records are a training
+            # table's (`Epoch  Batch  loss` rows of `a/b` counters) that only this reader reads: then this
+            # reader, which reads the key-value lines between the rows as that reader does, claims it
+            return plain + 0.001 if shapes.counted_table(lines[:PROBE_LINES]) else 0.0
         if len(lines) > 1:  # the last may be cut off mid-line: its whole redraws are kept (a console that
             last = lines.pop()  # is one line of tqdm redraws has no other)
             if "\r" in last:
@@ -137,6 +142,7 @@ class TemplateAdapter(KeyValueAdapter):
         if not text or shapes.DIGIT.search(text) is None:
             if text and (cells := shapes.header_cells(text)) is not None:
                 self.header = cells
+                shapes.remember_header(self.headers, cells)
             return out
         if text[-1:] == "}" and (brace := text.find('{"')) > 0:
             got = list(self.json.parse(text[brace:], lineno))
@@ -146,6 +152,8 @@ class TemplateAdapter(KeyValueAdapter):
         when = None
         if text[:1] in "[0123456789" and (st := STAMP.match(text)) is not None:
             when = _stamp(st.group(1), st.group(2), st.group(3))
+        if "[epoch:" in text[:80] and self._basicsr(text, lineno, when, out):
+            return out  # BasicSR's `[epoch: 3, iter: 4,900, lr:(2e-4,)]`: the key-value reader's own shape, whole
         if self.header is not None and self.printed_step is not None \
                 and (turned := shapes.transposed_row(text, self.header)) is not None:
             out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in turned)
@@ -217,6 +225,7 @@ class TemplateAdapter(KeyValueAdapter):
         out: list[Record] = []
         pending: tuple[int, shapes.Bar, bool] | None = None
         plain: tuple[int, int | None] | None = None  # the last bare training bar: progress, no metric
+        done: shapes.Bar | None = None  # the last finished evaluation bar: its postfix is the evaluation's result
         for bar in shapes.bars(line):
             # at 0 the postfix is the first batch's, shown again at 1
             if bar.n == 0:
@@ -225,6 +234,8 @@ class TemplateAdapter(KeyValueAdapter):
             # a postfix set as one string (`loss 0.49`) has no `=`: the bar is still read by its postfix
             from_desc = described and not bar.training
             if not (bar.described if from_desc else bar.training):
+                if bar.n == bar.total and "=" in bar.inner:
+                    done = bar
                 if not (from_desc and bar.bare_training):
                     continue
                 bare = True
@@ -250,6 +261,8 @@ class TemplateAdapter(KeyValueAdapter):
             if plain[1]:
                 out.append(Event(EventKind.PROGRESS, self.source, lineno, step=plain[0],
                                  fields={"step": plain[0], "total": plain[1]}))
+        if done is not None and self.printed_step is not None:
+            self._evaluated(done, lineno, out)
         return out
 
     def _rich_bar(self, m: re.Match[str], lineno: int) -> list[Record]:
@@ -267,6 +280,23 @@ class TemplateAdapter(KeyValueAdapter):
         else:
             self.printed_step = step
         return out
+
+    def _evaluated(self, bar: shapes.Bar, lineno: int, out: list[Record]) -> None:
+        """A finished evaluation bar (`Validate: 100%|...| 8/8 [..., Val Loss=0.61, Val Dice=0.10]`): its
+        postfix is the evaluation's result, at the step training reached. Keys that do not say their split
+        are named by the bar's (`Validation: ... loss=0.61` is `val loss`); a data or mapping bar says none
+        and is passed over. A value the training bars show as well is taken once (see `_emit`)."""
+        phase = shapes.eval_phase(bar.desc)
+        step = self.printed_step
+        for k, v in bar.postfix():
+            if not k.lower().startswith(shapes.HELD_PREFIXES):
+                if phase is None:
+                    continue
+                k = f"{phase} {k}"
+            if self.bar_shown.get(k) == v:
+                continue
+            self.bar_shown[k] = v
+            out.append(Sample(k, v, step, None, self.source, lineno, True))
 
     def _emit(self, step: int, pairs: list[tuple[str, float]], lineno: int, out: list[Record]) -> None:
         """One step's postfix. A validation or per-epoch value (`val_loss`, `train_loss_epoch`) stays in the
@@ -328,7 +358,7 @@ class TemplateAdapter(KeyValueAdapter):
                              fields={"step": n, "total": total}))
 
     def _header_row(self, line: str, lineno: int) -> list[Record] | None:
-        """A row under the last header whose cells are drawn as a progress bar's description (Ultralytics'
+        """A row under the latest header it fits whose cells are drawn as a progress bar's description (Ultralytics'
         console: one physical line of redraws per epoch, the last one holding the epoch's losses), or
         with an `a/b` counter or a unit in a cell. Rows of plain numbers are read as tables are."""
         assert self.header is not None
@@ -336,7 +366,7 @@ class TemplateAdapter(KeyValueAdapter):
         text = text[text.rfind("\r") + 1:].strip()
         if not text[:1].isdigit() or shapes.row_values(text) is not None:
             return None
-        got = shapes.header_row(text, self.header)
+        got = shapes.fitting_row(text, self.headers)
         if got is None:
             return None
         out: list[Record] = []
@@ -393,8 +423,10 @@ class TemplateAdapter(KeyValueAdapter):
         epoch when it counts within one), else the step the log is at."""
         named = [(k, v) for k, v in pairs if k.lower() in shapes.COUNTER_RANK and math.isfinite(v)]
         counters = counters + [shapes.Counter(k.lower(), int(v), None) for k, v in named]
-        pairs = generator_as_loss(
-            shapes.total_as_loss([(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]))
+        kept = [(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]
+        summed = shapes.total_as_loss(kept, self.total_loss)
+        self.total_loss = self.total_loss or summed != kept  # a `total` once a loss stays one when it prints whole
+        pairs = generator_as_loss(summed)
         if not pairs:
             return
         step: int | None = None

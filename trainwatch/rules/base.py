@@ -42,6 +42,7 @@ class SourceState:
     timed: bool = False  # some record carried the log's own time: time-based `for` can count on it
     plans: dict[str, Plan] = field(default_factory=dict)  # unit -> the planned total the log set last in it
     early_stop: dict[str, Any] | None = None  # the run said it stopped itself (line, step, text)
+    stops: list[int] = field(default_factory=list)  # the lines of every early stop told (one per fold trained)
 
 
 @dataclass

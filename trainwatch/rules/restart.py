@@ -83,6 +83,8 @@ class RunRestarted(Rule):
         total = st.total_steps if st is not None else None
         if (st is not None and st.ended) or (total and was >= self.p.done_fraction * total):
             return None  # the attempt before had finished: this is a new run, not a restart after a kill
+        if st is not None and any(stopped.line <= line <= point.line for line in st.stops):
+            return None  # it stopped itself early (a fold of a cross-validation, then the next fold)
         of = f" of {total}" if total else ""
         return Finding(
             message=(f"the attempt before stopped at step {was}{of} with no end-of-training summary, and the run "
