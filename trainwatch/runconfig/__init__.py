@@ -36,10 +36,19 @@ class Fact:
         return {"value": self.value, "key": self.key, "from": self.where}
 
 
+_LORA_MARK = re.compile(r"(?i)\b(?:q?lora|peft)\b|\btrainable%|"
+                        r"\blora_(?:r|rank|alpha|dim)\b['\"]?\s*[:=]\s*['\"]?[1-9]")
+"""What a run that trains adapters prints: the words (PEFT's own module paths, `LoRA adapters`, its
+`trainable%`), or a LoRA rank or alpha that is set. A `lora_rank=8` beside `train_type=full` is a default: the tuner decides."""
+_NOT_ADAPTERS = frozenset({"full", "freeze", "none"})
+
+
 @dataclass
 class RunConfig:
     facts: dict[str, Fact] = field(default_factory=dict)
     advice: list[Advice] = field(default_factory=list)
+    lora_mark: bool = False
+    """The log shows LoRA/PEFT in its words (`_LORA_MARK`), whatever its tuner setting says."""
 
     def get(self, name: str) -> Any:
         f = self.facts.get(name)
@@ -68,6 +77,15 @@ class RunConfig:
             return True
         return False if False in flags or bits is not None else None
 
+    @property
+    def adapters(self) -> bool:
+        """Whether the log shows the run trains LoRA/PEFT adapters: advice about a LoRA rank or PEFT
+        wiring fits only such a run. The tuner setting decides where the log gives one; else the marks."""
+        tuner = self.get("tuner")
+        if isinstance(tuner, str):
+            return tuner.lower() not in _NOT_ADAPTERS
+        return self.lora_mark
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: f.to_dict() for name, f in self.facts.items()}
         if self.advice:
@@ -85,6 +103,7 @@ def read(text: str) -> RunConfig:
             cfg.facts[spec.name] = fact
     _from_json_sections(text, cfg)
     cfg.advice = find_advice(text, keys)
+    cfg.lora_mark = _LORA_MARK.search(text) is not None
     return cfg
 
 

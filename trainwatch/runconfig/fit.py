@@ -89,11 +89,11 @@ _WARMUP = re.compile(r"(?i)\bwarm ?up over 5-10% of the steps(?:\s*\(warmup_rati
 _TO_BF16 = re.compile(r"(?i)switch fp16 to bf16|switch to bf16|train in bf16 instead of fp16")
 _BARE_BF16 = re.compile(r"(?i)switch fp16 to bf16")  # said as a fact about the run, at the fix's start
 _ACCUM = re.compile(r"(?i)^raise gradient accumulation")
-_LLM_WORDS = re.compile(r"(?i)\b(?:lora|qlora|peft|chat template|label masking|prompt(?: tokens)?|tokeni[sz]er|"
-                        r"sample packing|max_seq_length|padding tokens|the sequences|pad token|quantised|"
+_LLM_WORDS = re.compile(r"(?i)\b(?:lora|qlora|peft|full fine-tune|chat template|label masking|prompt(?: tokens)?|"
+                        r"tokeni[sz]er|sample packing|max_seq_length|padding tokens|the sequences|pad token|quantised|"
                         r"target tokens)\b")
 _PAREN = re.compile(r"\s*\(([^()]*)\)")
-_LORA = re.compile(r"(?i)\blora\b")
+_LORA = re.compile(r"(?i)\b(?:q?lora|peft)\b")
 
 
 def _micro_batch(fix: str, run: RunView) -> str | None:
@@ -255,16 +255,22 @@ def _accum(fix: str, run: RunView) -> str | None:
 
 
 def _task(fix: str, run: RunView) -> str | None:
-    """Language-model advice (LoRA, chat templates, tokens) only where the run is, or may be, one; LoRA
-    advice not to a run the log shows is a full fine-tune."""
-    tuner = run.config.get("tuner")
-    full = isinstance(tuner, str) and tuner.lower() in ("full", "freeze", "none")
-    if run.llm is False or full:
-        words = _LLM_WORDS if run.llm is False else _LORA
-        fix = _PAREN.sub(lambda m: "" if words.search(m.group(1)) else m.group(0), fix)
-        if words.search(fix):
-            return None
-    return fix
+    """Language-model advice (chat templates, tokens) only where the run is, or may be, one; LoRA/PEFT
+    advice only where the log shows adapters are trained. A fix about them is dropped; an aside about
+    them in parentheses loses that item ("(full fine-tune 1e-5 to 5e-5, LoRA 1e-4 to 3e-4)")."""
+    if run.llm is not False and run.config.adapters:
+        return fix
+    words = _LLM_WORDS if run.llm is False else _LORA
+    fix = _PAREN.sub(lambda m: _aside_without(m.group(0), m.group(1), words), fix)
+    return None if words.search(fix) else fix
+
+
+def _aside_without(whole: str, inside: str, words: re.Pattern[str]) -> str:
+    """A parenthesised aside without its items that speak of `words`; none left, no aside."""
+    items = [i for i in inside.split(", ") if not words.search(i)]
+    if len(items) == len(inside.split(", ")):
+        return whole
+    return whole[:whole.index("(")] + f"({', '.join(items)})" if items else ""
 
 
 _STEPS: tuple[Step, ...] = (_task, _micro_batch, _grad_ckpt, _shorten, _flash, _quantised, _shard, _clip,
