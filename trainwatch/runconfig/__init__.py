@@ -39,7 +39,8 @@ class Fact:
 _LORA_MARK = re.compile(r"(?i)\b(?:q?lora|peft)\b|\btrainable%|"
                         r"\blora_(?:r|rank|alpha|dim)\b['\"]?\s*[:=]\s*['\"]?[1-9]")
 """What a run that trains adapters prints: the words (PEFT's own module paths, `LoRA adapters`, its
-`trainable%`), or a LoRA rank or alpha that is set. A `lora_rank=8` beside `train_type=full` is a default: the tuner decides."""
+`trainable%`), or a LoRA rank or alpha that is set. A `lora_rank=8` beside `train_type=full` is a default:
+the tuner decides."""
 _NOT_ADAPTERS = frozenset({"full", "freeze", "none"})
 
 

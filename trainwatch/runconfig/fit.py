@@ -330,21 +330,30 @@ def topics(fix: str) -> list[str]:
     return [name for _, name in sorted(found)]
 
 
-def _without_repeats(fixes: list[str]) -> list[str]:
-    """Each fix once: the same words, or a fix about what an earlier fix already covers (its first topic
-    is covered: "Train in bf16 instead of fp16, or fp32..." after "With fp16, switch to bf16"), is a repeat."""
-    seen_text: set[str] = set()
-    covered: set[str] = set()
-    out = []
-    for fix in fixes:
+class Given:
+    """The fixes told so far, by their words and their topics: a fix with the same words, or about what a
+    fix told already covers (its first topic is covered: "Train in bf16 instead of fp16, or fp32..." after
+    "With fp16, switch to bf16"), is a repeat. One finding's list uses one; a report, one per run."""
+
+    def __init__(self) -> None:
+        self.text: set[str] = set()
+        self.covered: set[str] = set()
+
+    def new(self, fix: str) -> bool:
+        """Whether `fix` says something not yet told; if so, it counts as told from now on."""
         norm = re.sub(r"\W+", " ", fix).strip().lower()
         t = topics(fix)
-        if norm in seen_text or (t and t[0] in covered):
-            continue
-        seen_text.add(norm)
-        covered.update(t)
-        out.append(fix)
-    return out
+        if norm in self.text or (t and t[0] in self.covered):
+            return False
+        self.text.add(norm)
+        self.covered.update(t)
+        return True
+
+
+def _without_repeats(fixes: list[str]) -> list[str]:
+    """Each fix once (see Given)."""
+    given = Given()
+    return [fix for fix in fixes if given.new(fix)]
 
 
 def _shown(v: object) -> str:
