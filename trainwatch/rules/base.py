@@ -42,6 +42,9 @@ class SourceState:
     timed: bool = False  # some record carried the log's own time: time-based `for` can count on it
     plans: dict[str, Plan] = field(default_factory=dict)  # unit -> the planned total the log set last in it
     early_stop: dict[str, Any] | None = None  # the run said it stopped itself (line, step, text)
+    restarts: list[int] = field(default_factory=list)
+    """Lines where the step counter went back (a relaunch, a resume from an earlier checkpoint) or another
+    training began: each starts an attempt, and time in the log is (attempt, step), not the step alone."""
 
 
 @dataclass
