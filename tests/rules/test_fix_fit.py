@@ -132,6 +132,23 @@ def test_lora_advice_only_where_the_log_shows_adapters() -> None:
     assert any("trainable parameters (requires_grad)" in f for f in low)
 
 
+def test_rl_advice_fits_the_algorithm_the_log_shows() -> None:
+    stuck = SPECS["quality.no_progress"].fixes
+    value_words = ("target network", "replay buffer", "epsilon", "environment step")
+    grpo = "\n".join(fit("loss", stuck, view("{'completions/mean_length': 385.6, 'reward_std': 0.33, 'kl': 0.04}")))
+    assert not any(w in grpo for w in value_words), grpo
+    assert "Check that the completions of one prompt earn different rewards (reward_std above 0)" in grpo
+    assert "RL:" not in grpo  # the run's own kind is said plainly
+    dqn = "\n".join(fit("loss", stuck, view("|    exploration_rate | 0.998    |")))
+    assert "target network syncs" in dqn and "completions" not in dqn and "entropy" not in dqn
+    ppo = "\n".join(fit("loss", stuck, view("|    approx_kl | 0.012 |\n|    clip_range | 0.2 |")))
+    assert "entropy that falls" in ppo and "target network" not in ppo and "completions" not in ppo
+    llm = "\n".join(fit("loss", stuck, view("", llm=True)))  # a language model, its algorithm unnamed
+    assert not any(w in llm for w in value_words) and "LLM RL: check that the completions" in llm
+    unknown = fit("loss", stuck, view(""))
+    assert any(f.startswith("Value-based RL: ") for f in unknown)  # told as a condition, not as a fact
+
+
 def test_an_alert_carries_the_fitted_fixes_of_its_sources_config() -> None:
     r = Run()
     state = r.engine.source(r.source, "hf_console")

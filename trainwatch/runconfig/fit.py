@@ -273,7 +273,30 @@ def _aside_without(whole: str, inside: str, words: re.Pattern[str]) -> str:
     return whole[:whole.index("(")] + f"({', '.join(items)})" if items else ""
 
 
-_STEPS: tuple[Step, ...] = (_task, _micro_batch, _grad_ckpt, _shorten, _flash, _quantised, _shard, _clip,
+_ALGORITHM = re.compile(r"(?i)^(value-based|policy-gradient|LLM) RL:\s*")
+_KIND = {"value-based": "value", "policy-gradient": "policy", "llm": "llm"}
+
+
+def _algorithm(fix: str, run: RunView) -> str | None:
+    """A fix for one kind of RL ("Value-based RL: ...") fits only a run of that kind: said plainly where
+    the log shows the algorithm, dropped where it shows another, kept with its prefix (a condition) where
+    it shows none, unless the run is known to be, or not to be, a language model."""
+    m = _ALGORITHM.match(fix)
+    if m is None:
+        return fix
+    kind = _KIND[m.group(1).lower()]
+    shown = run.config.rl
+    if shown is not None:
+        if shown != kind:
+            return None
+        rest = fix[m.end():]
+        return rest[:1].upper() + rest[1:]
+    if run.llm is not None and (kind == "llm") != run.llm:
+        return None  # no language model is trained by DQN, and an LLM's RL is not an agent's in a game
+    return fix
+
+
+_STEPS: tuple[Step, ...] = (_algorithm, _task, _micro_batch, _grad_ckpt, _shorten, _flash, _quantised, _shard, _clip,
                             _bf16, _lower_lr, _raise_lr, _warmup, _accum)
 
 
