@@ -347,6 +347,11 @@ _TOPICS = {
 }
 
 
+OPPOSITE = {"lr_up": "lr_down", "lr_down": "lr_up"}
+"""Topics whose fixes contradict each other: told one, a fix of the other is not told as well."""
+_CONDITIONAL = re.compile(r"(?i)^(?:if|when|where|unless)\b")
+
+
 def topics(fix: str) -> list[str]:
     """The topics a fix speaks of, in the order it names them (its first is what it is about)."""
     found = [(m.start(), name) for name, rx in _TOPICS.items() if (m := rx.search(fix))]
@@ -361,6 +366,15 @@ class Given:
     def __init__(self) -> None:
         self.text: set[str] = set()
         self.covered: set[str] = set()
+
+    def against(self, fix: str) -> str | None:
+        """The topic told already that `fix` says the opposite of ("raise the LR" after "lower the LR"),
+        None when it does not, or says it only as a condition ("If it fell slowly: raise the LR")."""
+        t = topics(fix)
+        opposite = OPPOSITE.get(t[0]) if t else None
+        if opposite is None or opposite not in self.covered or _CONDITIONAL.match(fix):
+            return None
+        return opposite
 
     def new(self, fix: str) -> bool:
         """Whether `fix` says something not yet told; if so, it counts as told from now on."""

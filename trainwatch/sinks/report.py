@@ -96,14 +96,22 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
 
 
 def fixes_once(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each fix told once per run: in report order (root causes first), a finding drops a fix an earlier
-    finding of its run already gave (the same words or topic: a warmup fix under the divergence is not
-    told again under lr.no_warmup), and names those findings in `fixes_given_by`."""
+    """Each fix told once per run, and no two that contradict: in report order (root causes first), a
+    finding drops a fix an earlier finding of its run already gave (the same words or topic: a warmup fix
+    under the divergence is not told again under lr.no_warmup), naming those findings in
+    `fixes_given_by`; and a fix that says the opposite of one told before (raise the LR after the root's
+    lower the LR), unless it is said as a condition, naming what it contradicted in `fixes_left_out`."""
     told: dict[str, tuple[Given, dict[str, str]]] = {}
     for f in findings:
         given, by_topic = told.setdefault(str(f.get("source")), (Given(), {}))
-        kept, by = [], []
+        kept: list[str] = []
+        by: list[str] = []
+        left: list[dict[str, str]] = []
         for fix in f.get("fixes") or []:
+            against = given.against(fix)
+            if against is not None and by_topic.get(against, f["id"]) != f["id"]:
+                left.append({"fix": fix, "contradicts": by_topic[against]})
+                continue
             if given.new(fix):
                 kept.append(fix)
                 for t in topics(fix):
@@ -118,6 +126,8 @@ def fixes_once(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
             f["fixes"] = kept
             if by:
                 f["fixes_given_by"] = by
+            if left:
+                f["fixes_left_out"] = left
     return findings
 
 
@@ -257,6 +267,8 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
         if by:
             more = "other fixes are" if f["fixes"] else "its fixes are"
             w(f"  {more} given above, under {', '.join(by)}\n")
+        for gone in f.get("fixes_left_out") or []:
+            w(f"  left out, as it says the opposite of {gone['contradicts']}'s fixes above: {gone['fix']}\n")
         w("\n")
     for e in doc.get("withdrawn") or []:
         w(f"Withdrawn: {e['id']} ({_where_short(e)}) was disproved later: {e['why']}\n")
