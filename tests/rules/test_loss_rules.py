@@ -334,3 +334,20 @@ def test_nonfinite_values_are_never_dropped_by_trend_rules():
     assert r.fired() == ["loss.nonfinite"]  # keep_firing_for holds it across the finite steps between
     assert r.engine.store.get("loss", "run.log").nan_count == 7
     assert not math.isnan(r.engine.store.get("loss", "run.log").minimum)
+
+
+def test_no_plateau_while_the_lr_still_warms_up():
+    """A loss that rests while its LR is still climbing is no plateau to fix: "raise the LR" to a schedule
+    that is raising it is wrong. The same curve at a steady LR is one."""
+    def plateau(lr_at) -> bool:  # type: ignore[no-untyped-def]
+        r = Run()
+        rnd = random.Random(2)
+        for s in range(1, 100):
+            level = 6.0 - 2.0 * min(s, 20) / 20  # falls to 4.0 then sits there
+            r.step(s, lr=lr_at(s))
+            r.step(s, loss=level * (1 + rnd.gauss(0, 0.01)))
+        r.finish()
+        return "loss.plateau" in r.fired()
+
+    assert plateau(lambda s: 1e-4)
+    assert not plateau(lambda s: 1e-4 * s / 1000)  # a long warmup: still rising at the end
