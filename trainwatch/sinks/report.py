@@ -114,12 +114,12 @@ def fixes_once(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             if given.new(fix):
                 kept.append(fix)
-                for t in topics(fix):
-                    by_topic.setdefault(t, f["id"])
+                for topic in topics(fix):
+                    by_topic.setdefault(topic, f["id"])
                 by_topic.setdefault(_norm(fix), f["id"])
                 continue
-            t = topics(fix)
-            earlier = by_topic.get(t[0] if t else _norm(fix)) or by_topic.get(_norm(fix))
+            said = topics(fix)
+            earlier = by_topic.get(said[0] if said else _norm(fix)) or by_topic.get(_norm(fix))
             if earlier and earlier != f["id"] and earlier not in by:
                 by.append(earlier)
         if len(kept) != len(f.get("fixes") or []):
