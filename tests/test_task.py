@@ -136,7 +136,8 @@ CLUE_TEXTS = [
     "QLoRA", "Trainable%", "fp16: True", "FP16=True", "--fp16", "dtype=torch.float16", "mixed_precision: fp16",
     "precision=16", "precision: 16-mixed", "BF16=True", "--bf16", "dtype: bfloat16", "mixed_precision=bf16",
     "\u017fft", "lo\u212ara", "PRETRA\u0130N from", "pretra\u0131n", "F\u0130NE-TUNING the model",
-    "f\u0131ne-tuning", "prec\u0131s\u0131on: 16", "nothing to see", "",
+    "f\u0131ne-tuning", "prec\u0131s\u0131on: 16", "Wav2Vec2Model", "HuBERT", "WavLM", "CTC loss", "audio_pretraining",
+    "model_action_dim=32", "Action_Horizon", "proprio_dim", "nothing to see", "",
 ]
 
 
@@ -164,6 +165,16 @@ def test_language_model_or_not_from_the_sample() -> None:
     assert task.llm("max_seq_length: 2048\n{'loss': 4.7}") is True
     assert task.llm("step 1: loss=4.7") is None
     assert g('{"train_loss": 4.77, "test_acc1": 57.3}\n', "jsonl").llm == {"run.log": False}
+
+
+def test_speech_and_robot_policy_runs_are_not_language_models() -> None:
+    """A tokenizer a config leaves unset is no clue; a wav2vec/CTC run or a policy that predicts actions
+    trains no language model even when a tokenizer reads its prompts: no LLM loss band for them."""
+    assert task.llm("{'bpe': None, 'tokenizer': None, 'ema': {}}") is None
+    assert task.llm("'tokenizer': 'Qwen/Qwen2.5-7B'") is True
+    assert task.llm("{'task': {'_name': 'audio_finetuning'}, 'tokenizer': None}") is False
+    assert task.llm("model: Wav2Vec2Model\ncriterion: ctc\n") is False
+    assert task.llm("TokenizePrompt(tokenizer=<PaligemmaTokenizer>), PadStatesAndActions(model_action_dim=32)") is False
 
 
 def test_keras_runs_are_not_llm_runs() -> None:

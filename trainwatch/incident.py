@@ -11,8 +11,9 @@ so it always sees the whole chain as far as the log has gone, and folding again 
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -57,10 +58,15 @@ def fold(alerts: Iterable[Alert], store: MetricStore) -> None:
                 a.finding.evidence["root_cause"] = a.echo_of
 
 
-def ordered(alerts: Iterable[Alert]) -> list[Alert]:
-    """Causes first (most severe, then earliest), each followed by its echoes in the order they began."""
+def ordered(alerts: Iterable[Alert], restarts: Mapping[str, Sequence[int]] | None = None) -> list[Alert]:
+    """Causes first (most severe, then earliest), each followed by its echoes in the order they began.
+    Earliest is by the time in the log: the attempt (`restarts`: per source, the lines where its step
+    counter went back), then the step; a step 0 of the third attempt comes after step 3400 of the second."""
     found = list(alerts)
-    key = _key
+    starts = restarts or {}
+
+    def key(a: Alert) -> tuple[int, int, float, int]:
+        return _key(a, starts.get(a.source, ()))
     roots = sorted((a for a in found if not a.echo_of), key=key)
     echoes = sorted((a for a in found if a.echo_of), key=key)
     out: list[Alert] = []
@@ -90,8 +96,12 @@ def root_first(changes: list[AlertChange]) -> list[AlertChange]:
     return out
 
 
-def _key(a: Alert) -> tuple[int, float, int]:
-    return (-a.severity, a.first_step if a.first_step is not None else math.inf, a.first_line)
+def _key(a: Alert, restarts: Sequence[int]) -> tuple[int, int, float, int]:
+    """Severity, then the attempt the finding was found in, its step in it (none: before its first step),
+    and its line."""
+    attempt = bisect.bisect_right(restarts, a.first_line) if a.first_line > 0 else 0
+    step = a.first_step if a.first_step is not None else -1
+    return (-a.severity, attempt, step, a.first_line)
 
 
 def _anchor(a: Alert) -> bool:

@@ -81,9 +81,16 @@ _SFT_WORDS = _Clue(r"(?i)\bsft\b|\bfine-?tun(?:e|ing|ed)\b|\binstruction[- ]tun|
                    "trainable%")
 _DOWNSTREAM = _Clue(r"(?i)\b(?:bleu|rouge)(?:[-_ ]?(?:\d|l\b|lsum\b))?", "bleu", "rouge")
 _IMAGE_TOPK = _Clue(r"(?i)\bacc(?:@|_top)?[15]\b|_acc[15]\b|\btop-?[15](?:[ _]acc)", "acc", "top")
-_LANGUAGE = _Clue(r"(?i)\bseq(?:uence)?[ _-]?len|\bmax_seq_length\b|\bcutoff_len\b|\btokeni[sz]er\b|"
+_LANGUAGE = _Clue(r"(?i)\bseq(?:uence)?[ _-]?len|\bmax_seq_length\b|\bcutoff_len\b|"
+                  r"\btokeni[sz]er\b(?!['\"]?\s*[:=]\s*(?:None|null)\b)|"
                   r"\bchat[ _]template\b|\bperplexity\b|\bppl\b",
                   "seq", "max_seq_length", "cutoff_len", "tokeni", "chat", "template", "perplexity", "ppl")
+_NOT_LANGUAGE = _Clue(r"(?i)\bwav2vec|\bhubert\b|\bwavlm\b|\bctc\b|\baudio_(?:pre)?training\b|\baudio_finetuning\b|"
+                      r"(?<![a-z])action_(?:dim|horizon|chunk|space|sequence_keys)\b|\bproprio",
+                      "wav2vec", "hubert", "wavlm", "ctc", "audio_", "action_", "proprio")
+"""Objectives that are not a language model's even when a tokenizer is about: speech models (wav2vec,
+HuBERT, CTC) and robot policies that predict actions (a VLA prompts a tokenizer, yet its loss is the
+actions')."""
 _KERAS = _Clue(r"Layer \(type\)\s+Output Shape\s+Param #|\bval_acc(?:uracy)?\b", "Layer (type)", "val_acc")
 _LOSS = re.compile(r"""(?<![\w/])(?:lm[ _])?loss['"]?\s*[:=]\s*['"]?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""")
 
@@ -196,11 +203,13 @@ def annotate(state: SourceState, g: TaskGuess) -> None:
 def llm(text: str) -> bool | None:
     """Whether a log trains a large language model with LLM tooling (a transformer fine-tune, pretraining
     or RL): False on an image model's metrics (detection losses, mAP, top-1/top-5 accuracy) or a Keras
-    run's marks (its model summary, `val_accuracy`); True on what only LLM runs print (a sequence length
+    run's marks (its model summary, `val_accuracy`), a speech model's or a robot policy's (`_NOT_LANGUAGE`);
+    True on what only LLM runs print (a sequence length
     setting, a tokenizer, a chat template, perplexity, `lm loss`, token counters, RL metrics, fine-tuning
-    words, BLEU/ROUGE); None without evidence. LLM advice (LoRA, chat templates, a usual final loss of
-    0.5-2) is only given where this is not False."""
-    if _VISION.search(text) or _IMAGE_TOPK.search(text) or _KERAS.search(text):
+    words, BLEU/ROUGE); None without evidence. LLM advice (chat templates, tokens) is only given where
+    this is not False, and the usual final loss of 0.5-2 only where it is True (or the trainer is an LLM's)."""
+    if (_VISION.search(text) or _IMAGE_TOPK.search(text) or _KERAS.search(text)
+            or _NOT_LANGUAGE.search(text)):
         return False
     if (_LANGUAGE.search(text) or _LM_LOSS.search(text) or _TOKENS.search(text) or _RL.search(text)
             or _SFT_WORDS.search(text) or _DOWNSTREAM.search(text)):

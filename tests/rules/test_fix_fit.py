@@ -104,7 +104,7 @@ def test_language_model_advice_stays_away_from_vision_runs() -> None:
     text = "\n".join(fixes)
     assert "LoRA" not in text and "label masking" not in text
     assert any(f.startswith("Raise the LR 2-5x") for f in fixes)  # its LoRA aside is cut, not the fix
-    assert "LoRA" in "\n".join(fit("loss", plateau, view("")))
+    assert "LoRA" in "\n".join(fit("loss", plateau, view("lora_r=16")))
     high = SPECS["loss.level"].params.fixes_high
     assert not any("chat template" in f for f in fit("loss", high, view("", llm=False)))
     assert not any("Shorten the sequences" in f for f in fit("oom", OOM, view("", llm=False)))
@@ -115,6 +115,38 @@ def test_lora_advice_is_not_given_to_a_full_fine_tune() -> None:
     assert not any("LoRA" in f for f in fixes)
     quant = fit("oom", OOM, view("tuner_type: full"))
     assert not any(f.startswith("Load the model quantised") for f in quant)
+
+
+def test_lora_advice_only_where_the_log_shows_adapters() -> None:
+    overfit, plateau = SPECS["loss.overfit"].fixes, SPECS["loss.plateau"].fixes
+    assert any("LoRA rank" in f for f in overfit)
+    for shown in ("finetuning_type: lora", "lora_r=32, lora_alpha=64", "Unsloth: LoRA adapters",
+                  "trainable params: 4,194,304 || all params: 6,742,609,920 || trainable%: 0.0622",
+                  'File "/usr/lib/python3/site-packages/peft/tuners/lora.py", line 1'):
+        assert any("LoRA rank" in f for f in fit("loss", overfit, view(shown))), shown
+    for silent in ("", "learning_rate: 2e-5", "lora_rank=8\ntrain_type=full", "use_lora: false"):
+        assert not any("LoRA" in f for f in fit("loss", overfit, view(silent))), silent
+    raise_lr = next(f for f in fit("loss", plateau, view("")) if f.startswith("Raise the LR"))
+    assert raise_lr == "Raise the LR 2-5x (full fine-tune 1e-5 to 5e-5)"  # the aside keeps its other item
+    low = fit("loss", SPECS["grad.range"].fixes, view(""))
+    assert any("trainable parameters (requires_grad)" in f for f in low)
+
+
+def test_rl_advice_fits_the_algorithm_the_log_shows() -> None:
+    stuck = SPECS["quality.no_progress"].fixes
+    value_words = ("target network", "replay buffer", "epsilon", "environment step")
+    grpo = "\n".join(fit("loss", stuck, view("{'completions/mean_length': 385.6, 'reward_std': 0.33, 'kl': 0.04}")))
+    assert not any(w in grpo for w in value_words), grpo
+    assert "Check that the completions of one prompt earn different rewards (reward_std above 0)" in grpo
+    assert "RL:" not in grpo  # the run's own kind is said plainly
+    dqn = "\n".join(fit("loss", stuck, view("|    exploration_rate | 0.998    |")))
+    assert "target network syncs" in dqn and "completions" not in dqn and "entropy" not in dqn
+    ppo = "\n".join(fit("loss", stuck, view("|    approx_kl | 0.012 |\n|    clip_range | 0.2 |")))
+    assert "entropy that falls" in ppo and "target network" not in ppo and "completions" not in ppo
+    llm = "\n".join(fit("loss", stuck, view("", llm=True)))  # a language model, its algorithm unnamed
+    assert not any(w in llm for w in value_words) and "LLM RL: check that the completions" in llm
+    unknown = fit("loss", stuck, view(""))
+    assert any(f.startswith("Value-based RL: ") for f in unknown)  # told as a condition, not as a fact
 
 
 def test_an_alert_carries_the_fitted_fixes_of_its_sources_config() -> None:

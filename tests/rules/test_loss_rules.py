@@ -353,3 +353,20 @@ def test_an_eval_loss_beside_a_train_loss_of_another_name_never_says_no_train_lo
         frozen.step(e * 100 + 100, eval_loss=0.5, tr_loss=2.0 - e * 0.01)
     frozen.finish()
     assert "loss.eval_frozen" not in frozen.fired()
+
+
+def test_no_plateau_while_the_lr_still_warms_up():
+    """A loss that rests while its LR is still climbing is no plateau to fix: "raise the LR" to a schedule
+    that is raising it is wrong. The same curve at a steady LR is one."""
+    def plateau(lr_at) -> bool:  # type: ignore[no-untyped-def]
+        r = Run()
+        rnd = random.Random(2)
+        for s in range(1, 100):
+            level = 6.0 - 2.0 * min(s, 20) / 20  # falls to 4.0 then sits there
+            r.step(s, lr=lr_at(s))
+            r.step(s, loss=level * (1 + rnd.gauss(0, 0.01)))
+        r.finish()
+        return "loss.plateau" in r.fired()
+
+    assert plateau(lambda s: 1e-4)
+    assert not plateau(lambda s: 1e-4 * s / 1000)  # a long warmup: still rising at the end

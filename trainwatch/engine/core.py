@@ -62,7 +62,7 @@ class Engine(Rounds):
         out, so a report says what a live follower said."""
         self.fold_incidents()
         found = self.book.all() if inhibited else (a for a in self.book.all() if a.told and not a.retracted)
-        return incident.ordered(found)
+        return incident.ordered(found, {name: st.restarts for name, st in self.sources.items() if st.restarts})
 
     def worst(self) -> Severity | None:
         self.fold_incidents()

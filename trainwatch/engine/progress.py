@@ -141,6 +141,7 @@ class Progress(MetricIndex):
             if e.fields.get("new_run"):  # another training starts in the same log: its curves start afresh
                 self.store.drop_source(e.source)
                 state.step = None
+                state.restarts.append(e.line)
             total = e.fields.get("total_steps")
             if isinstance(total, int) and total > 0:
                 state.total_steps, state.total_counted = total, True

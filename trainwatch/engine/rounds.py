@@ -18,6 +18,7 @@ from trainwatch.engine.progress import Light
 from trainwatch.engine.state import HeldRows
 from trainwatch.grouping import group_rows
 from trainwatch.model import Event, EventKind
+from trainwatch.rules.base import SourceState
 from trainwatch.store import ROUND_ROWS
 
 WAIT_ROWS = 4 * ROUND_ROWS
@@ -93,9 +94,11 @@ class Rounds(Dispatch):
         state = self.sources.get(src) or self.source(src)
         ids, order, starts = group_rows(b.name[lo:hi], self._metric_ids(b), len(self._names))
         value, line, t = b.value[lo:hi], b.line[lo:hi], b.time[lo:hi]
+        before = state.step
         now, step, inferred = self._settle(state, ids, b.step[lo:hi], b.inferred[lo:hi], t, lo, light)
         if not n:
             return []
+        _note_restarts(state, before, step, line)
         seq0 = self._seq  # row j of the stretch is the (seq0 + j)-th row fed
         self._seq += n
         present = np.flatnonzero(starts[1:] > starts[:-1]).tolist()
@@ -191,3 +194,13 @@ class Rounds(Dispatch):
                 if at <= cut:
                     cut, full = at, True
         return cut, full
+
+
+def _note_restarts(state: SourceState, before: int | None, step: np.ndarray, line: np.ndarray) -> None:
+    """The lines of a stretch where the step counter went back: each begins a new attempt."""
+    prev = np.empty_like(step)
+    prev[0] = step[0] if before is None else before
+    prev[1:] = step[:-1]
+    back = np.flatnonzero(step < prev)
+    if len(back):
+        state.restarts += line[back].tolist()

@@ -62,5 +62,11 @@ def _run(label: str, doc: dict[str, Any], heading: bool) -> list[str]:
             continue
         for i, fix in enumerate(f.get("fixes") or [], 1):
             out.append(f"{indent}  {i}. {text(fix)}")
+        if f.get("fixes_given_by"):  # told once: the fixes it shares are under the finding that gave them
+            out.append(f"{indent}  {'other fixes are' if f.get('fixes') else 'its fixes are'} given above, under "
+                       f"{text(', '.join(f['fixes_given_by']))}")
+        for gone in f.get("fixes_left_out") or []:
+            out.append(f"{indent}  left out, as it says the opposite of {text(gone['contradicts'])}'s fixes above: "
+                       f"{text(gone['fix'])}")
     out.append("")
     return out

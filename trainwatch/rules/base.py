@@ -43,6 +43,9 @@ class SourceState:
     plans: dict[str, Plan] = field(default_factory=dict)  # unit -> the planned total the log set last in it
     early_stop: dict[str, Any] | None = None  # the run said it stopped itself (line, step, text)
     stops: list[int] = field(default_factory=list)  # the lines of every early stop told (one per fold trained)
+    restarts: list[int] = field(default_factory=list)
+    """Lines where the step counter went back (a relaunch, a resume from an earlier checkpoint) or another
+    training began: each starts an attempt, and time in the log is (attempt, step), not the step alone."""
 
 
 @dataclass

@@ -10,9 +10,10 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
-from trainwatch.rules.rolling import RowTail, before_counts, before_values, scan_reach, spike_medians
+from trainwatch.rules.rolling import RowTail, before_counts, before_values, restarts, scan_reach, spike_medians
 from trainwatch.rules.stats import fmt, mad_sigma
 from trainwatch.rules.registry import register
+from trainwatch.store import Series
 
 
 @register("grad.nonfinite")
@@ -74,17 +75,22 @@ class GradSpike(ArrayRule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._recent: dict[str, RowTail] = {}  # source -> the rows its look-back reaches
-        self._judged: dict[str, tuple[np.ndarray, int]] = {}  # source -> (rows, where the new ones begin)
+        # source -> (rows, where the new ones begin, each new row's history size)
+        self._judged: dict[str, tuple[np.ndarray, int, np.ndarray]] = {}
+        # source -> (its last step, the series' finite points before its current attempt began)
+        self._runs: dict[str, tuple[int, int]] = {}
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         tail = self._recent.get(w.source)
         if tail is None:
             tail = self._recent[w.source] = RowTail(scan_reach(self.p.window))
-        _, v, s = tail.extend(ctx.series(w.name, w.source), w.step[w.start:], w.new)
-        self._judged[w.source] = (v, s - w.start)
+        series = ctx.series(w.name, w.source)
+        _, v, s = tail.extend(series, w.step[w.start:], w.new)
         fin = np.isfinite(v)
+        step = w.step[w.start:]
         want = np.zeros(len(v), dtype=np.int64)
-        want[s:] = self.p.window
+        want[s:] = np.minimum(self.p.window, self._earlier(w.source, series, step, fin, s))
+        self._judged[w.source] = (v, s - w.start, want[s:])
         count = before_counts(fin, want)
         med = spike_medians(v, fin, count, s, self.p.ratio, self.p.min_history)
         vn, cn, mn, fn = v[s:], count[s:], med[s:], fin[s:]
@@ -93,21 +99,37 @@ class GradSpike(ArrayRule):
             # a little slack: the rows it lets through are judged exactly below, one by one
             ratio = (cn >= self.p.min_history) & (mn > 0) & (vn >= self.p.ratio * mn * (1 - 1e-9))
         early = (cn >= max(self.p.early_history, 1)) & (cn < self.p.min_history)
-        step = w.step[w.start:]
         for j in np.flatnonzero(fn & (ratio | early)):
-            out[j] = self._judge(v, s + int(j), int(step[j])) is not None
+            out[j] = self._judge(v, s + int(j), int(step[j]), int(want[s + int(j)])) is not None
         return out
 
     def finding(self, ctx: RuleContext, w: Window, row: int) -> Finding:
-        v, shift = self._judged[w.source]
-        found = self._judge(v, row + shift, int(w.step[row]))
+        v, shift, want = self._judged[w.source]
+        found = self._judge(v, row + shift, int(w.step[row]), int(want[row - w.start]))
         assert found is not None, "finding asked for a row whose condition does not hold"
         return found
 
-    def _judge(self, values: np.ndarray, row: int, step: int) -> Finding | None:
-        """The verdict at `row` of `values`, from the same numbers the row-at-a-time rule used."""
+    def _earlier(self, src: str, series: Series | None, step: np.ndarray, fin: np.ndarray, s: int) -> np.ndarray:
+        """Per new row (from `s` of `fin`), the finite points of its attempt before it: a step that goes
+        back (a relaunch, a resume from an earlier checkpoint) starts a new attempt, whose first points
+        are not compared with the attempt before (its step 0 is no spike over the last one's end)."""
+        total = series.finite_count if series is not None else int(fin.sum())
+        fin_before = total - np.cumsum(fin[::-1])[::-1]  # the series' finite points before each row
+        carried = self._runs.get(src)
+        back = np.diff(restarts(step, None if carried is None else carried[0]), prepend=0) > 0
+        if carried is None and len(step):
+            back[0] = True  # the source's first row starts its first attempt
+        at = np.maximum.accumulate(np.where(back, np.arange(len(step)), -1)) if len(step) else back.astype(int)
+        began = np.where(at >= 0, fin_before[s + np.maximum(at, 0)], 0 if carried is None else carried[1])
+        if len(step):
+            self._runs[src] = (int(step[-1]), int(began[-1]))
+        return fin_before[s:] - began
+
+    def _judge(self, values: np.ndarray, row: int, step: int, n: int) -> Finding | None:
+        """The verdict at `row` of `values` over the `n` finite points of its attempt before it (at most
+        the window), from the same numbers the row-at-a-time rule used."""
         v = float(values[row])
-        prev = before_values(values, row, self.p.window)
+        prev = before_values(values, row, n)
         unstable = self.p.unstable_above
         med = median(prev) if prev else math.nan
         ev = {"value": v, "baseline": med, "step": step}

@@ -23,7 +23,7 @@ from trainwatch.model import Finding, Severity
 from trainwatch.plans import latest
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
-from trainwatch.rules.plateau_feed import Feed
+from trainwatch.rules.plateau_feed import Feed, LrView
 from trainwatch.rules.quality_series import StepDowns
 from trainwatch.rules.stats import diff_sigma, fmt, median_se, nz, scaled_window
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
@@ -115,7 +115,8 @@ class LossPlateau(ArrayRule):
     Judged on a window that grows with the run, split in two halves whose medians are compared: a
     plateau is a fall that stays below `min_drop` even at the top of its noise band, held for half
     a window more. Not judged while the LR anneals (a loss that flattens as the LR goes to 0 at the
-    end of its schedule is normal), nor late in a run whose total is known."""
+    end of its schedule is normal), nor while it still warms up (a loss may rest until the LR is up, and
+    "raise the LR" is no fix for a schedule that is raising it), nor late in a run whose total is known."""
 
     id = "loss.plateau"
     params = LossPlateauParams
@@ -125,6 +126,7 @@ class LossPlateau(ArrayRule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._feeds: dict[str, Feed] = {}
+        self._warmups: dict[str, LrView] = {}  # source -> its LR asked whether it still climbs
         self._states: dict[str, _State] = {}
         self._verdicts: dict[str, _Verdicts] = {}
         self._steps = StepDowns()
@@ -149,6 +151,7 @@ class LossPlateau(ArrayRule):
         if total:
             off |= steps > p.early_fraction * total
         off |= feed.lr.annealing(ctx, src, w.line[w.start:], p.anneal_below)
+        off |= self._warmups.setdefault(src, LrView()).rising(ctx, src, w.line[w.start:])
         rows = np.flatnonzero(np.isfinite(new))
         rs = off[rows]
         nk = feed.n[rows]

@@ -36,10 +36,33 @@ class Fact:
         return {"value": self.value, "key": self.key, "from": self.where}
 
 
+_LORA_MARK = re.compile(r"(?i)\b(?:q?lora|peft)\b|\btrainable%|"
+                        r"\blora_(?:r|rank|alpha|dim)\b['\"]?\s*[:=]\s*['\"]?[1-9]")
+"""What a run that trains adapters prints: the words (PEFT's own module paths, `LoRA adapters`, its
+`trainable%`), or a LoRA rank or alpha that is set. A `lora_rank=8` beside `train_type=full` is a default:
+the tuner decides."""
+_NOT_ADAPTERS = frozenset({"full", "freeze", "none"})
+RL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("llm", re.compile(r"(?i)completions/|\breward_std\b|frac_reward_zero_std|\brewards/\w|num_generations|"
+                       r"\bgrpo\b|actor_rollout_ref|response_length/")),
+    ("value", re.compile(r"(?i)exploration_rate|\bepsilon_(?:start|end|decay|greedy)|replay[_ ]buffer|"
+                         r"target_update|\bDQN\b|learning_starts|\bq_values?\b")),
+    ("policy", re.compile(r"(?i)\bapprox_kl\b|\bclip_range\b|\bexplained_variance\b|\bentropy_loss\b|"
+                          r"policy_gradient_loss|\bPPO\b|\bA2C\b")),
+)
+"""The RL algorithm a log shows, first match wins: an LLM trained by RL (GRPO, PPO on completions: its
+completions and reward metrics), a value-based agent (DQN: exploration rate, replay buffer, target
+network), or a policy-gradient agent in an environment (PPO, A2C)."""
+
+
 @dataclass
 class RunConfig:
     facts: dict[str, Fact] = field(default_factory=dict)
     advice: list[Advice] = field(default_factory=list)
+    lora_mark: bool = False
+    """The log shows LoRA/PEFT in its words (`_LORA_MARK`), whatever its tuner setting says."""
+    rl: str | None = None
+    """The RL algorithm's kind the log shows (`RL_KINDS`: llm, value, policy), None when it shows none."""
 
     def get(self, name: str) -> Any:
         f = self.facts.get(name)
@@ -68,6 +91,15 @@ class RunConfig:
             return True
         return False if False in flags or bits is not None else None
 
+    @property
+    def adapters(self) -> bool:
+        """Whether the log shows the run trains LoRA/PEFT adapters: advice about a LoRA rank or PEFT
+        wiring fits only such a run. The tuner setting decides where the log gives one; else the marks."""
+        tuner = self.get("tuner")
+        if isinstance(tuner, str):
+            return tuner.lower() not in _NOT_ADAPTERS
+        return self.lora_mark
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: f.to_dict() for name, f in self.facts.items()}
         if self.advice:
@@ -85,6 +117,8 @@ def read(text: str) -> RunConfig:
             cfg.facts[spec.name] = fact
     _from_json_sections(text, cfg)
     cfg.advice = find_advice(text, keys)
+    cfg.lora_mark = _LORA_MARK.search(text) is not None
+    cfg.rl = next((kind for kind, rx in RL_KINDS if rx.search(text)), None)
     return cfg
 
 

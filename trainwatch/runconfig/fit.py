@@ -89,11 +89,11 @@ _WARMUP = re.compile(r"(?i)\bwarm ?up over 5-10% of the steps(?:\s*\(warmup_rati
 _TO_BF16 = re.compile(r"(?i)switch fp16 to bf16|switch to bf16|train in bf16 instead of fp16")
 _BARE_BF16 = re.compile(r"(?i)switch fp16 to bf16")  # said as a fact about the run, at the fix's start
 _ACCUM = re.compile(r"(?i)^raise gradient accumulation")
-_LLM_WORDS = re.compile(r"(?i)\b(?:lora|qlora|peft|chat template|label masking|prompt(?: tokens)?|tokeni[sz]er|"
-                        r"sample packing|max_seq_length|padding tokens|the sequences|pad token|quantised|"
+_LLM_WORDS = re.compile(r"(?i)\b(?:lora|qlora|peft|full fine-tune|chat template|label masking|prompt(?: tokens)?|"
+                        r"tokeni[sz]er|sample packing|max_seq_length|padding tokens|the sequences|pad token|quantised|"
                         r"target tokens)\b")
 _PAREN = re.compile(r"\s*\(([^()]*)\)")
-_LORA = re.compile(r"(?i)\blora\b")
+_LORA = re.compile(r"(?i)\b(?:q?lora|peft)\b")
 
 
 def _micro_batch(fix: str, run: RunView) -> str | None:
@@ -255,19 +255,48 @@ def _accum(fix: str, run: RunView) -> str | None:
 
 
 def _task(fix: str, run: RunView) -> str | None:
-    """Language-model advice (LoRA, chat templates, tokens) only where the run is, or may be, one; LoRA
-    advice not to a run the log shows is a full fine-tune."""
-    tuner = run.config.get("tuner")
-    full = isinstance(tuner, str) and tuner.lower() in ("full", "freeze", "none")
-    if run.llm is False or full:
-        words = _LLM_WORDS if run.llm is False else _LORA
-        fix = _PAREN.sub(lambda m: "" if words.search(m.group(1)) else m.group(0), fix)
-        if words.search(fix):
+    """Language-model advice (chat templates, tokens) only where the run is, or may be, one; LoRA/PEFT
+    advice only where the log shows adapters are trained. A fix about them is dropped; an aside about
+    them in parentheses loses that item ("(full fine-tune 1e-5 to 5e-5, LoRA 1e-4 to 3e-4)")."""
+    if run.llm is not False and run.config.adapters:
+        return fix
+    words = _LLM_WORDS if run.llm is False else _LORA
+    fix = _PAREN.sub(lambda m: _aside_without(m.group(0), m.group(1), words), fix)
+    return None if words.search(fix) else fix
+
+
+def _aside_without(whole: str, inside: str, words: re.Pattern[str]) -> str:
+    """A parenthesised aside without its items that speak of `words`; none left, no aside."""
+    items = [i for i in inside.split(", ") if not words.search(i)]
+    if len(items) == len(inside.split(", ")):
+        return whole
+    return whole[:whole.index("(")] + f"({', '.join(items)})" if items else ""
+
+
+_ALGORITHM = re.compile(r"(?i)^(value-based|policy-gradient|LLM) RL:\s*")
+_KIND = {"value-based": "value", "policy-gradient": "policy", "llm": "llm"}
+
+
+def _algorithm(fix: str, run: RunView) -> str | None:
+    """A fix for one kind of RL ("Value-based RL: ...") fits only a run of that kind: said plainly where
+    the log shows the algorithm, dropped where it shows another, kept with its prefix (a condition) where
+    it shows none, unless the run is known to be, or not to be, a language model."""
+    m = _ALGORITHM.match(fix)
+    if m is None:
+        return fix
+    kind = _KIND[m.group(1).lower()]
+    shown = run.config.rl
+    if shown is not None:
+        if shown != kind:
             return None
+        rest = fix[m.end():]
+        return rest[:1].upper() + rest[1:]
+    if run.llm is not None and (kind == "llm") != run.llm:
+        return None  # no language model is trained by DQN, and an LLM's RL is not an agent's in a game
     return fix
 
 
-_STEPS: tuple[Step, ...] = (_task, _micro_batch, _grad_ckpt, _shorten, _flash, _quantised, _shard, _clip,
+_STEPS: tuple[Step, ...] = (_algorithm, _task, _micro_batch, _grad_ckpt, _shorten, _flash, _quantised, _shard, _clip,
                             _bf16, _lower_lr, _raise_lr, _warmup, _accum)
 
 
@@ -318,27 +347,50 @@ _TOPICS = {
 }
 
 
+OPPOSITE = {"lr_up": "lr_down", "lr_down": "lr_up"}
+"""Topics whose fixes contradict each other: told one, a fix of the other is not told as well."""
+_CONDITIONAL = re.compile(r"(?i)^(?:if|when|where|unless)\b")
+
+
 def topics(fix: str) -> list[str]:
     """The topics a fix speaks of, in the order it names them (its first is what it is about)."""
     found = [(m.start(), name) for name, rx in _TOPICS.items() if (m := rx.search(fix))]
     return [name for _, name in sorted(found)]
 
 
-def _without_repeats(fixes: list[str]) -> list[str]:
-    """Each fix once: the same words, or a fix about what an earlier fix already covers (its first topic
-    is covered: "Train in bf16 instead of fp16, or fp32..." after "With fp16, switch to bf16"), is a repeat."""
-    seen_text: set[str] = set()
-    covered: set[str] = set()
-    out = []
-    for fix in fixes:
+class Given:
+    """The fixes told so far, by their words and their topics: a fix with the same words, or about what a
+    fix told already covers (its first topic is covered: "Train in bf16 instead of fp16, or fp32..." after
+    "With fp16, switch to bf16"), is a repeat. One finding's list uses one; a report, one per run."""
+
+    def __init__(self) -> None:
+        self.text: set[str] = set()
+        self.covered: set[str] = set()
+
+    def against(self, fix: str) -> str | None:
+        """The topic told already that `fix` says the opposite of ("raise the LR" after "lower the LR"),
+        None when it does not, or says it only as a condition ("If it fell slowly: raise the LR")."""
+        t = topics(fix)
+        opposite = OPPOSITE.get(t[0]) if t else None
+        if opposite is None or opposite not in self.covered or _CONDITIONAL.match(fix):
+            return None
+        return opposite
+
+    def new(self, fix: str) -> bool:
+        """Whether `fix` says something not yet told; if so, it counts as told from now on."""
         norm = re.sub(r"\W+", " ", fix).strip().lower()
         t = topics(fix)
-        if norm in seen_text or (t and t[0] in covered):
-            continue
-        seen_text.add(norm)
-        covered.update(t)
-        out.append(fix)
-    return out
+        if norm in self.text or (t and t[0] in self.covered):
+            return False
+        self.text.add(norm)
+        self.covered.update(t)
+        return True
+
+
+def _without_repeats(fixes: list[str]) -> list[str]:
+    """Each fix once (see Given)."""
+    given = Given()
+    return [fix for fix in fixes if given.new(fix)]
 
 
 def _shown(v: object) -> str:

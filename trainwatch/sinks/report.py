@@ -10,6 +10,7 @@ from typing import Any, TextIO
 from trainwatch.engine import Engine
 from trainwatch.rules.base import SourceState
 from trainwatch.runconfig import RunConfig
+from trainwatch.runconfig.fit import Given, topics
 from trainwatch.session import SourceInfo
 from trainwatch.model import _jsonable
 from trainwatch.plans import latest
@@ -85,13 +86,53 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
     return _jsonable({
         "schema": SCHEMA_VERSION, "status": STATUS[code], "exit_code": code, "preset": preset,
         "preset_auto": preset_auto, "task": task_of(engine), "sources": srcs, "counts": counts,
-        "findings": [a.to_dict() for a in alerts],
+        "findings": fixes_once([a.to_dict() for a in alerts]),
         "inhibited": [{"id": a.rule, "severity": a.severity.label, "subject": a.finding.subject,
                        "step": a.first_step, "line": a.first_line, "source": a.finding.source} for a in echoes],
         "withdrawn": [{"id": a.rule, "severity": a.severity.label, "subject": a.finding.subject,
                        "step": a.first_step, "line": a.first_line, "source": a.finding.source,
                        "why": a.retracted} for a in withdrawn],
     })
+
+
+def fixes_once(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each fix told once per run, and no two that contradict: in report order (root causes first), a
+    finding drops a fix an earlier finding of its run already gave (the same words or topic: a warmup fix
+    under the divergence is not told again under lr.no_warmup), naming those findings in
+    `fixes_given_by`; and a fix that says the opposite of one told before (raise the LR after the root's
+    lower the LR), unless it is said as a condition, naming what it contradicted in `fixes_left_out`."""
+    told: dict[str, tuple[Given, dict[str, str]]] = {}
+    for f in findings:
+        given, by_topic = told.setdefault(str(f.get("source")), (Given(), {}))
+        kept: list[str] = []
+        by: list[str] = []
+        left: list[dict[str, str]] = []
+        for fix in f.get("fixes") or []:
+            against = given.against(fix)
+            if against is not None and by_topic.get(against, f["id"]) != f["id"]:
+                left.append({"fix": fix, "contradicts": by_topic[against]})
+                continue
+            if given.new(fix):
+                kept.append(fix)
+                for topic in topics(fix):
+                    by_topic.setdefault(topic, f["id"])
+                by_topic.setdefault(_norm(fix), f["id"])
+                continue
+            said = topics(fix)
+            earlier = by_topic.get(said[0] if said else _norm(fix)) or by_topic.get(_norm(fix))
+            if earlier and earlier != f["id"] and earlier not in by:
+                by.append(earlier)
+        if len(kept) != len(f.get("fixes") or []):
+            f["fixes"] = kept
+            if by:
+                f["fixes_given_by"] = by
+            if left:
+                f["fixes_left_out"] = left
+    return findings
+
+
+def _norm(fix: str) -> str:
+    return re.sub(r"\W+", " ", fix).strip().lower()
 
 
 def _config_of(state: SourceState | None) -> dict[str, Any]:
@@ -222,6 +263,12 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
             w(f"  {latest}\n")
         for i, fix in enumerate(f["fixes"], 1):
             w(f"  {i}. {fix}\n")
+        by = f.get("fixes_given_by")
+        if by:
+            more = "other fixes are" if f["fixes"] else "its fixes are"
+            w(f"  {more} given above, under {', '.join(by)}\n")
+        for gone in f.get("fixes_left_out") or []:
+            w(f"  left out, as it says the opposite of {gone['contradicts']}'s fixes above: {gone['fix']}\n")
         w("\n")
     for e in doc.get("withdrawn") or []:
         w(f"Withdrawn: {e['id']} ({_where_short(e)}) was disproved later: {e['why']}\n")

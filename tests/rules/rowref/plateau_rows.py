@@ -43,7 +43,8 @@ class LossPlateau(Rule):
         if not math.isfinite(point.value):
             return None
         n = seg.finite(series)
-        if n < self.p.min_history or self._late(ctx, src, point.step) or self._annealing(ctx, src):
+        if (n < self.p.min_history or self._late(ctx, src, point.step) or self._annealing(ctx, src)
+                or _lr_rising(ctx, src)):
             self._reset(src)
             return None
         if n < self._next.get(src, 0):  # between judgements the last verdict stands

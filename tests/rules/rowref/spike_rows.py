@@ -101,11 +101,16 @@ class GradSpikeRows(Rule):
     id = "grad.spike"
     watches = ("grad_norm",)
 
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._segments = Segments()  # a new attempt (the step went back) is not judged by the one before
+
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+        seg = self._segments.update(series, point)
         v = point.value
         if not math.isfinite(v):
             return None
-        prev = before(series, point, self.p.window)
+        prev = before(series, point, min(self.p.window, seg.finite(series) - 1))
         unstable = self.p.unstable_above
         med = median(prev) if prev else math.nan
         ev = {"value": v, "baseline": med, "step": point.step}
