@@ -710,3 +710,27 @@ def test_the_first_record_held_for_its_epoch_goes_out_before_a_later_step_withou
     recs = run(KeyValueAdapter(""), ["loss: 2.5000, epoch: 0, global_step: 10", "loss: 2.0, global_step: 20",
                                      "loss: 1.5, global_step: 30"])
     assert series(recs, "loss") == [(10, 2.5), (20, 2.0), (30, 1.5)]
+
+
+def test_an_iteration_counted_within_the_bracketed_epoch_counts_on_across_epochs() -> None:
+    # real shape: `[epoch: 1/200, iter: 25/489] total: 1.712007`
+    lines = [f"[epoch: {e}/200, iter: {i}/489] total: {1.7 - e / 10 - i / 10000:.4f}" for e in (1, 2) for i in (0, 25)]
+    recs = run(KeyValueAdapter(""), lines)
+    assert [s for s, _ in series(recs, "total_loss")] == [0, 25, 489, 514]  # the epoch's length from its total
+    assert not samples(recs, "epoch")  # the epoch is the counter the step counts within, not a metric
+    assert all(e.fields["total"] != 489 for e in events(recs, EventKind.PROGRESS))  # 489 is no run's length
+
+
+def test_a_fractional_total_alone_on_a_counted_line_is_the_loss_but_not_a_count_nor_an_uncounted_one() -> None:
+    assert values("[epoch: 3/200, iter: 25/489] total: 1.64") == {"total_loss": (25, 1.64)}
+    assert values("iter 40/100 total: 12") == {"total": (40, 12.0)}  # a whole total counts something
+    assert "total_loss" not in values("total: 1.64, acc: 0.5")  # no counter dates it: what total is, unsaid
+
+
+def test_a_constant_printed_again_after_training_moved_on_is_a_series_not_a_config_echo() -> None:
+    lines = ["learning rate = 0.0001000"]
+    for e in (1, 2, 3):
+        lines += [f"[epoch: {e}/200, iter: 0/489] total: 1.5", "learning rate = 0.0001000"]
+    assert [s for s, _ in series(run(KeyValueAdapter(""), lines), "learning rate")] == [489, 978]
+    echo = ["lr = 0.001", "lr = 0.001", "step 1: loss=2.0", "step 2: loss=1.9"]  # printed twice, per rank
+    assert not samples(run(KeyValueAdapter(""), echo), "lr")

@@ -60,9 +60,11 @@ STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 # a bracketed head that holds the step among other counters (`[ep 1 step   300 t=    576s vram= 5904MB] L=0.48`):
 # not a level tag to drop, the line's step
-BRACKET_STEP = re.compile(r"^\[[^\]]{0,40}?\b(?:step|iter|iteration|global_step)\s*[:=#]?\s*(?P<n>\d+)"
+BRACKET_STEP = re.compile(r"^\[[^\]]{0,40}?\b(?P<k>step|iter|iteration|global_step)\s*[:=#]?\s*(?P<n>\d+)"
                           r"(?:\s*/\s*(?P<m>\d+))?\b[^\]]{0,80}\]\s*(?=[A-Za-z])", re.I)
 # `[EPOCH 3]\tTrain Acc: ..`, `[Epoch 3/100] loss: ..`: a bracket that holds only the epoch's counter
+# (`[epoch: 3/200, iter: 25/489] total: 1.64`: an iteration counted within the epoch the bracket also holds)
+BRACKET_EPOCH_OF = re.compile(r"\b(?:epoch|ep)\s*[:=#]?\s*(\d+)", re.I)
 BRACKET_EPOCH = re.compile(r"^\[\s*(?:epoch|ep)\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?\s*\]\s*(?=[A-Za-z])", re.I)
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
 # Python logging's `%(name)s %(levelname)s:` or `%(name)s - %(levelname)s - ` after the time came off
@@ -426,7 +428,12 @@ class KeyValueAdapter(Adapter):
                 return out
             if (bs := BRACKET_STEP.match(text)) is not None:
                 total = f"/{bs.group('m')}" if bs.group("m") else ""
-                self._generic(f"step {bs.group('n')}{total}: {text[bs.end():]}", lineno, when, out)
+                key, epoch = bs.group("k").lower(), ""
+                if key in INNER_KEYS and (ep := BRACKET_EPOCH_OF.search(text, 1, bs.start("k"))) is not None:
+                    epoch = f"epoch: {ep.group(1)}, "  # the iteration restarts with it: the step counts on
+                else:
+                    key = "step"
+                self._generic(f"{key} {bs.group('n')}{total}: {epoch}{text[bs.end():]}", lineno, when, out)
                 return out
             if (be := BRACKET_EPOCH.match(text)) is not None:
                 total = f"/{be.group('m')}" if be.group("m") else ""
@@ -554,8 +561,13 @@ class KeyValueAdapter(Adapter):
         hold_first = False
         if step is not None and step_raw is not None and step_key not in INNER_KEYS:  # (a batch: _global_step's)
             step, inferred, hold_first = self._epoch_length(step, pairs, out)
+        within: int | None = None  # the epoch's length in steps, when the line's counter counts within it
         if step is not None and step_key in INNER_KEYS:
-            step, inferred = self._global_step(step, pairs)
+            within = total if any(_is_epoch(k) for k, _ in pairs) else None
+            step, inferred = self._global_step(step, pairs, within)
+            if within is not None:
+                total = None  # (`epoch: 2, iter: 25/489`: the epoch's length, not the run's)
+        counted = step is not None  # (a line whose own counter dates it)
         if step is not None:
             self.printed_step = step
         else:
@@ -574,8 +586,11 @@ class KeyValueAdapter(Adapter):
                     if len(self.held) < KEYSETS_KEPT:
                         self.held[keys] = (lineno, when, pairs, self.printed_step)
                     return
-                if held[2] == pairs:
+                moved = held[3] is not None and self.printed_step is not None and self.printed_step > held[3]
+                if held[2] == pairs and not moved:
+                    self.held[keys] = (lineno, when, pairs, self.printed_step)  # dated from here on
                     return  # the same keys and values again: a config printed twice (per rank), not metrics
+                # (the same again after training moved on: a constant printed with every epoch, `lr = 0.0001`)
                 del self.held[keys]
                 if len(self.taken) < KEYSETS_KEPT:
                     self.taken.add(keys)
@@ -593,7 +608,7 @@ class KeyValueAdapter(Adapter):
             step, inferred = self._stepless_step(pairs, lineno, out)
         if not pairs:
             return
-        pairs = generator_as_loss(total_as_loss(pairs))
+        pairs = generator_as_loss(total_as_loss(pairs, counted))
         if self.epoch_first and step_raw is None:
             out.extend(self.epoch_first)  # another kind of record: the first one held is what it said
             self.epoch_first = []
@@ -604,8 +619,8 @@ class KeyValueAdapter(Adapter):
                              fields={"step": step, "total": total}))
         for k, v in pairs:
             low = k.lower()
-            if low in STEP_KEYS or k == step_raw:
-                continue
+            if low in STEP_KEYS or k == step_raw or (within is not None and _is_epoch(k)):
+                continue  # (the epoch a step counts within is a counter too)
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             (self.epoch_first if hold_first else out).append(Sample(k, v, step, when, self.source, lineno, inferred))
@@ -777,9 +792,10 @@ class KeyValueAdapter(Adapter):
             self.counter_losses = (self.counter_losses[0] if self.counter_losses[0] is not None else loss, loss)
         return self.counter_base
 
-    def _global_step(self, n: int, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
+    def _global_step(self, n: int, pairs: list[tuple[str, float]], length: int | None = None) -> tuple[int, bool]:
         """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The
-        batches of the epochs before (the last logged, a slight undercount) are added; marked inferred."""
+        batches of the epochs before (the epoch's `length` when the counter prints it, else the last logged,
+        a slight undercount) are added; marked inferred."""
         epoch = next((v for k, v in pairs if _is_epoch(k) and math.isfinite(v)), None)
         last = self.inner_last
         if epoch is None:
@@ -794,7 +810,7 @@ class KeyValueAdapter(Adapter):
             self.inner_last = (last[0], n)
             return self.inner_base + n, True
         if last is not None and epoch > last[0] and n <= last[1]:
-            self.inner_base += max(last[1], 1)  # (an epoch that logged only its batch 0 still moved on)
+            self.inner_base += length or max(last[1], 1)  # (an epoch that logged only its batch 0 still moved on)
         self.inner_last = (epoch, n)
         self.inner_closed = True
         return self.inner_base + n, self.inner_base > 0

@@ -203,10 +203,14 @@ def bars(line: str) -> list[Bar]:
 TOTALS = frozenset({"total", "tot", "sum"})
 
 
-def total_as_loss(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+def total_as_loss(pairs: list[tuple[str, float]], counted: bool = False) -> list[tuple[str, float]]:
     """`total=2.147 det=1.913 kd=0.469`: a loss summed from the parts printed beside it, on a line where no
-    key says loss, is the loss (`total_loss`). A whole `total` is a count of something, not a loss."""
-    if len(pairs) < 3 or not any(k.lower() in TOTALS for k, _ in pairs) \
+    key says loss, is the loss (`total_loss`). So is a `total` that is the one metric of a line a training
+    counter dates (`counted`: `[epoch: 3/200, iter: 25/489] total: 1.64`), what a loop sums and prints at each
+    step. A whole `total` is a count of something, not a loss."""
+    metrics = [k.lower() for k, _ in pairs if k.lower() not in COUNTER_RANK]
+    alone = counted and len(metrics) == 1 and metrics[0] in TOTALS
+    if (len(pairs) < 3 and not alone) or not any(k.lower() in TOTALS for k, _ in pairs) \
             or any("loss" in k.lower() for k, _ in pairs):
         return pairs
     return [("total_loss", v) if k.lower() in TOTALS and not (math.isfinite(v) and v == int(v)) else (k, v)
