@@ -734,3 +734,26 @@ def test_a_constant_printed_again_after_training_moved_on_is_a_series_not_a_conf
     assert [s for s, _ in series(run(KeyValueAdapter(""), lines), "learning rate")] == [489, 978]
     echo = ["lr = 0.001", "lr = 0.001", "step 1: loss=2.0", "step 2: loss=1.9"]  # printed twice, per rank
     assert not samples(run(KeyValueAdapter(""), echo), "lr")
+
+
+def test_a_list_of_names_then_the_list_of_their_values_pairs_them() -> None:
+    # real shape (after its logging prefix): `Epoch 10    [Avg. Loss, Loss]: [10.4449, 7.1693], 0`
+    recs = run(KeyValueAdapter(""), [f"Epoch {e}    [Avg. Loss, Loss]: [{9 - e / 10:.4f}, {7 - e / 10:.4f}], 0"
+                                     for e in (10, 20, 30)])
+    assert series(recs, "Loss") == [(10, 6.0), (20, 5.0), (30, 4.0)]
+    assert [s for s, _ in series(recs, "Avg. Loss")] == [10, 20, 30]
+    assert values("(loss, acc) = (0.31, 0.92)") == {"loss": (1, 0.31), "acc": (1, 0.92)}
+    assert values("step 3 [a, b]: [1.5, 2.5, 3.5]") == {}  # lists of other lengths are not paired
+
+
+def test_the_steps_own_loss_comes_before_its_average_on_one_line() -> None:
+    recs = run(KeyValueAdapter(""), ["step 1: Avg. Loss: 9.0, Loss: 7.0"])
+    assert [s.name for s in samples(recs)] == ["Loss", "Avg. Loss"]  # the engine keeps the first as `loss`
+
+
+def test_a_sentence_before_a_key_is_prose_but_an_abbreviation_is_part_of_the_name() -> None:
+    # real shape: `Changed learning rate. Current lr = 0.0005`
+    assert _pairs("Changed learning rate. Current lr = 0.0005")[0] == [("Current lr", 0.0005)]
+    assert _pairs("Saving best model. val loss: 0.3")[0] == [("val loss", 0.3)]
+    assert _pairs("Avg. Loss: 3.5")[0] == [("Avg. Loss", 3.5)]
+    assert _pairs("Train Avg. Loss: 3.5")[0] == [("Train Avg. Loss", 3.5)]

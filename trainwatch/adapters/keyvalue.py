@@ -22,11 +22,12 @@ from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.signatures import TB_START
-from trainwatch.adapters.shapes import METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss
+from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss,
+                                        zip_names)
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
-from trainwatch.names import Canonicalizer, Quality, known, step_loss
+from trainwatch.names import Canonicalizer, Quality, averaged, known, step_loss
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:nan|NaN|inf|Inf|Infinity|-inf)(?:\.0+)?)"
 PAIR = re.compile(
@@ -153,6 +154,9 @@ def _number(raw: str) -> float | None:
 # NumPy 2 prints a scalar as its constructor (`actor/grad_norm:np.float64(0.63)`): the value is inside
 NP_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)(?:16|32|64|128)?\(\s*(" + NUM + r")\s*\)")
 
+# `Changed learning rate. Current lr = 0.0005`: a sentence of words before the key is prose, the name starts after
+# it (two words or more, the last a whole word: `Avg. Loss` and `Valid. loss` keep their abbreviation)
+LEAD_SENTENCE = re.compile(r"^(?:[A-Za-z]+\s+)+[A-Za-z]{4,}\.\s+(?=[A-Za-z])")
 PROSE_KEY = re.compile(r"^(?:the|our|current)\s+|\s+(?:is|was|are|were)$", re.I)  # `the acc is: 0.04`
 
 NAME_ONLY = re.compile(r"[A-Za-z_][\w/.\-]{0,60}\Z")
@@ -221,6 +225,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
             key = m.group("k").strip()
             if value is None or not key:
                 break
+            while ". " in key and (lead := LEAD_SENTENCE.match(key)) is not None:
+                key = key[lead.end():]
             if m.group("u") == "ms" and not key.lower().endswith("ms"):
                 key += "_ms"
             if phase and not key.lower().startswith(phase[:3]):
@@ -501,6 +507,8 @@ class KeyValueAdapter(Adapter):
             text = text[:bar.start()]  # a tqdm bar whose description holds the metrics: keep those only
             if not text.strip() or (postfix and ":" not in text and "=" not in text):
                 return  # (`Epoch 3` before a postfix of metrics: the template reader reads that bar whole)
+        if "," in text and ("]" in text or ")" in text):
+            text = zip_names(text)  # `[Avg. Loss, Loss]: [10.44, 7.17]`: the names and their values, paired
         step: int | None = None
         total: int | None = None
         if "[" in text[:48] and "/" in text[:64] and self._counter_line(text, lineno, when, out):
@@ -614,6 +622,8 @@ class KeyValueAdapter(Adapter):
             self.epoch_first = []
         if len(pairs) > 1 and any(k[:4].lower() == "test" and "loss" in k.lower() for k, _ in pairs):
             pairs = _test_apart(pairs)
+        if len(pairs) > 1 and sum("loss" in k.lower() for k, _ in pairs) > 1:
+            pairs = sorted(pairs, key=lambda p: averaged(p[0]))  # `Avg. Loss, Loss`: the step's own loss names first
         if total is not None:
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
                              fields={"step": step, "total": total}))

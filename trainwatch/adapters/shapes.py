@@ -42,6 +42,11 @@ HELD_PREFIXES = ("val", "eval", "test")  # postfix keys of the last evaluation, 
 # `Validation mIOU: [0.28, 0.14]`: a value per class, read as their mean
 LIST_PAIR = re.compile(r"^(?P<k>[A-Za-z][\w .@/\-]{0,40}?)\s*[:=]\s*\[(?P<l>\s*" + NUM + r"(?:\s*,\s*" + NUM
                        + r")+\s*)\]\s*$")
+# `[Avg. Loss, Loss]: [10.44, 7.17]`, `(loss, acc) = (0.31, 0.92)`: a list of names, then the list of their values
+_NAME = r"[A-Za-z][\w .@/\-]{0,40}?"
+ZIPPED = re.compile(r"[\[(](?P<k>\s*" + _NAME + r"(?:\s*,\s*" + _NAME + r")+\s*)[\])]\s*[:=]\s*[\[(](?P<v>\s*" + NUM
+                    + r"(?:\s*,\s*" + NUM + r")+\s*)[\])]")
+ZIPPED_HINT = re.compile(r"[\])]\s*[:=]\s*[\[(]")
 # `Validity over 64 molecules: 1.56%`, `Accuracy of the network on the 10000 test images: 54 %`
 COUNT_PAIR = re.compile(r"^(?P<k>[A-Za-z][A-Za-z ]{0,40}?)\s+(?:over|on|of|for)\s+(?:the\s+)?\d+\s+[A-Za-z][\w ]{0,30}?"
                         r"\s*:\s*(?P<v>" + NUM + r")\s*%?\s*$")
@@ -243,6 +248,22 @@ def list_pair(text: str) -> tuple[str, float] | None:
     if all(v == int(v) for v in values if math.isfinite(v)):
         return None  # `GPUs: [0, 1, 2, 3]`: ids, not scores
     return m.group("k").strip(), sum(values) / len(values)
+
+
+def zip_names(text: str) -> str:
+    """`Epoch 10 [Avg. Loss, Loss]: [10.44, 7.17]` as `Epoch 10 Avg. Loss: 10.44, Loss: 7.17`: each name of a
+    printed list paired with the value at its place in the next list, when both lists are as long."""
+    if ZIPPED_HINT.search(text) is None:
+        return text
+
+    def pair(m: re.Match[str]) -> str:
+        names = [n.strip() for n in m.group("k").split(",")]
+        values = [v.strip() for v in m.group("v").split(",")]
+        if len(names) != len(values) or not all(names):
+            return m.group()
+        return ", ".join(f"{n}: {v}" for n, v in zip(names, values))
+
+    return ZIPPED.sub(pair, text)
 
 
 def count_pair(text: str) -> tuple[str, float] | None:
