@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.cjk import translate
 from trainwatch.adapters.signatures import TB_START
 from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss,
                                         zip_names)
@@ -377,6 +378,8 @@ class KeyValueAdapter(Adapter):
 
     # -- per line -----------------------------------------------------------------------------
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        if not line.isascii():
+            line = translate(line)  # `训练损失: 32.13`: Chinese names in the English words the tables know
         if "\r" in line:
             line = line.rstrip("\r")
             line = line[line.rfind("\r") + 1:]
