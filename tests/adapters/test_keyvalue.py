@@ -734,3 +734,50 @@ def test_the_first_record_held_for_its_epoch_goes_out_before_a_later_step_withou
 def test_a_clock_among_the_pairs_is_skipped_and_the_pairs_after_it_are_read() -> None:
     """`Iter 100 eta: 0:12:34 lr: 0.001 loss: 1.2`: the ETA is no metric, and the pairs after it still are."""
     assert _pairs("Iter 100 eta: 0:12:34 lr: 0.001 loss: 1.2")[0] == [("Iter", 100.0), ("lr", 0.001), ("loss", 1.2)]
+
+
+def test_an_iteration_counted_within_the_bracketed_epoch_counts_on_across_epochs() -> None:
+    # real shape: `[epoch: 1/200, iter: 25/489] total: 1.712007`
+    lines = [f"[epoch: {e}/200, iter: {i}/489] total: {1.7 - e / 10 - i / 10000:.4f}" for e in (1, 2) for i in (0, 25)]
+    recs = run(KeyValueAdapter(""), lines)
+    assert [s for s, _ in series(recs, "total_loss")] == [0, 25, 489, 514]  # the epoch's length from its total
+    assert not samples(recs, "epoch")  # the epoch is the counter the step counts within, not a metric
+    assert all(e.fields["total"] != 489 for e in events(recs, EventKind.PROGRESS))  # 489 is no run's length
+
+
+def test_a_fractional_total_alone_on_a_counted_line_is_the_loss_but_not_a_count_nor_an_uncounted_one() -> None:
+    assert values("[epoch: 3/200, iter: 25/489] total: 1.64") == {"total_loss": (25, 1.64)}
+    assert values("iter 40/100 total: 12") == {"total": (40, 12.0)}  # a whole total counts something
+    assert "total_loss" not in values("total: 1.64, acc: 0.5")  # no counter dates it: what total is, unsaid
+
+
+def test_a_constant_printed_again_after_training_moved_on_is_a_series_not_a_config_echo() -> None:
+    lines = ["learning rate = 0.0001000"]
+    for e in (1, 2, 3):
+        lines += [f"[epoch: {e}/200, iter: 0/489] total: 1.5", "learning rate = 0.0001000"]
+    assert [s for s, _ in series(run(KeyValueAdapter(""), lines), "learning rate")] == [489, 978]
+    echo = ["lr = 0.001", "lr = 0.001", "step 1: loss=2.0", "step 2: loss=1.9"]  # printed twice, per rank
+    assert not samples(run(KeyValueAdapter(""), echo), "lr")
+
+
+def test_a_list_of_names_then_the_list_of_their_values_pairs_them() -> None:
+    # real shape (after its logging prefix): `Epoch 10    [Avg. Loss, Loss]: [10.4449, 7.1693], 0`
+    recs = run(KeyValueAdapter(""), [f"Epoch {e}    [Avg. Loss, Loss]: [{9 - e / 10:.4f}, {7 - e / 10:.4f}], 0"
+                                     for e in (10, 20, 30)])
+    assert series(recs, "Loss") == [(10, 6.0), (20, 5.0), (30, 4.0)]
+    assert [s for s, _ in series(recs, "Avg. Loss")] == [10, 20, 30]
+    assert values("(loss, acc) = (0.31, 0.92)") == {"loss": (1, 0.31), "acc": (1, 0.92)}
+    assert values("step 3 [a, b]: [1.5, 2.5, 3.5]") == {}  # lists of other lengths are not paired
+
+
+def test_the_steps_own_loss_comes_before_its_average_on_one_line() -> None:
+    recs = run(KeyValueAdapter(""), ["step 1: Avg. Loss: 9.0, Loss: 7.0"])
+    assert [s.name for s in samples(recs)] == ["Loss", "Avg. Loss"]  # the engine keeps the first as `loss`
+
+
+def test_a_sentence_before_a_key_is_prose_but_an_abbreviation_is_part_of_the_name() -> None:
+    # real shape: `Changed learning rate. Current lr = 0.0005`
+    assert _pairs("Changed learning rate. Current lr = 0.0005")[0] == [("Current lr", 0.0005)]
+    assert _pairs("Saving best model. val loss: 0.3")[0] == [("val loss", 0.3)]
+    assert _pairs("Avg. Loss: 3.5")[0] == [("Avg. Loss", 3.5)]
+    assert _pairs("Train Avg. Loss: 3.5")[0] == [("Train Avg. Loss", 3.5)]

@@ -11,11 +11,15 @@ A GAN's `Gen Loss,Disc Loss` row gives its generator's loss as `loss` too (shape
 TensorBoard's CSV export (`Wall time,Step,Value`) names its one series nowhere inside: the value is named by
 the export's file name (`run-<run>-tag-<tag>.csv`, or the one metric word the name holds) and the wall time
 is each point's time.
+An RL episode monitor (stable-baselines3's and OpenAI baselines' `monitor.csv`: a `#{"t_start": ..}` comment,
+then `r,l,t` and any extra info columns) has one row per finished episode: `r` is the episode's reward, `l` its
+length, `t` seconds since `t_start`; the episode's number is the step. Lines opening with `#` are comments.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
 from collections.abc import Iterable
@@ -32,6 +36,8 @@ HEADER_HINTS = ("step", "epoch", "global_step", "iteration", "iter")
 PART_PREFIXES = (("train/", "loss"), ("val/", "eval_loss"))  # loss parts by phase, and the total's name
 TOTAL_NAMES = ("loss", "train/loss", "train_loss", "val/loss", "val_loss", "eval_loss")
 TB_EXPORT = ["wall time", "step", "value"]  # TensorBoard's scalar download, in its column order
+MONITOR = ["r", "l", "t"]  # an RL episode monitor's first columns: reward, length, seconds since its t_start
+MONITOR_NAMES = ("reward", "episode_length")  # what `r` and `l` are
 TB_TAG = "-tag-"  # its file name: run-<run>-tag-<tag, slashes as underscores>.csv
 
 
@@ -77,6 +83,16 @@ def _cell_float(cell: str) -> float | None:
         return None
 
 
+def _comment_start(line: str) -> float | None:
+    """The start time a monitor's `#{"t_start": 1699895683.2, ...}` comment gives, or None."""
+    try:
+        meta = json.loads(line.lstrip("#"))
+    except ValueError:
+        return None
+    start = meta.get("t_start") if isinstance(meta, dict) else None
+    return float(start) if isinstance(start, (int, float)) and not isinstance(start, bool) else None
+
+
 def _looks_like_header(cells: list[str]) -> bool:
     names = [c.strip() for c in cells]
     if len(names) < 2 or any(not c for c in names) or any(_is_number(c) for c in names):
@@ -100,10 +116,15 @@ class CsvMetricsAdapter(Adapter):
         self.parts: list[tuple[str, list[int]]] = []  # (total's name, columns of its parts)
         self.time_col = -1  # a wall-clock column (TensorBoard's export): each point's time, not a metric
         self.adversarial = False  # a GAN's generator and discriminator columns
+        self.episodes = False  # an RL episode monitor: each row is the next episode, its number the step
+        self.rows = 0  # rows read since the header
+        self.t_start: float | None = None  # a monitor's start time: `t` plus it is the row's time
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
         lines = [ln.rstrip("\r") for ln in head.split("\n") if ln.strip()]
+        while lines and lines[0].startswith("#"):
+            lines.pop(0)  # comments over the header (an episode monitor's `#{"t_start": ..}`)
         if not lines:
             return 0.0
         delim = _delimiter(lines[0])
@@ -125,9 +146,14 @@ class CsvMetricsAdapter(Adapter):
         self.header = [c.strip() for c in cells]
         lowered = [c.lower() for c in self.header]
         self.time_col = -1
+        self.rows = 0
         if lowered == TB_EXPORT:
             self.header[2] = export_name(self.source)
             self.time_col = 0
+        self.episodes = lowered[:3] == MONITOR
+        if self.episodes:
+            self.header[:2] = MONITOR_NAMES
+            self.time_col = 2
         self.adversarial = len(generator_as_loss([(h, 0.0) for h in self.header])) > len(self.header)
         self.step_col = next((lowered.index(k) for k in STEP_COLUMNS + EPOCH_COLUMNS if k in lowered), -1)
         self.parts = []
@@ -139,6 +165,10 @@ class CsvMetricsAdapter(Adapter):
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
         line = line.rstrip("\r")
+        if line.startswith("#"):
+            if self.header is None:
+                self.t_start = _comment_start(line)
+            return ()
         if self.header is None and line.strip():
             self.delim = _delimiter(line)
         delim = self.delim
@@ -151,7 +181,8 @@ class CsvMetricsAdapter(Adapter):
         if self.header is None:
             return ()
         header = self.header or []
-        step: int | None = None
+        self.rows += 1
+        step: int | None = self.rows if self.episodes else None
         if 0 <= self.step_col < len(cells):
             try:
                 v = float(cells[self.step_col])
@@ -161,6 +192,8 @@ class CsvMetricsAdapter(Adapter):
         out = []
         src = self.source
         when = _cell_float(cells[self.time_col]) if 0 <= self.time_col < len(cells) else None
+        if self.episodes:
+            when = when + self.t_start if when is not None and self.t_start is not None else None
         for i, cell in enumerate(cells[:len(header)]):  # ragged rows: extra cells have no name
             if not cell or i == self.step_col or i == self.time_col:
                 continue

@@ -21,12 +21,14 @@ from datetime import datetime
 from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
+from trainwatch.adapters.cjk import translate
 from trainwatch.adapters.signatures import TB_START
-from trainwatch.adapters.shapes import METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss
+from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss,
+                                        zip_names)
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
-from trainwatch.names import Canonicalizer, Quality, known, step_loss
+from trainwatch.names import Canonicalizer, Quality, averaged, known, step_loss
 
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:nan|NaN|inf|Inf|Infinity|-inf)(?:\.0+)?)"
 PAIR = re.compile(
@@ -60,9 +62,11 @@ STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 # a bracketed head that holds the step among other counters (`[ep 1 step   300 t=    576s vram= 5904MB] L=0.48`):
 # not a level tag to drop, the line's step
-BRACKET_STEP = re.compile(r"^\[[^\]]{0,40}?\b(?:step|iter|iteration|global_step)\s*[:=#]?\s*(?P<n>\d+)"
+BRACKET_STEP = re.compile(r"^\[[^\]]{0,40}?\b(?P<k>step|iter|iteration|global_step)\s*[:=#]?\s*(?P<n>\d+)"
                           r"(?:\s*/\s*(?P<m>\d+))?\b[^\]]{0,80}\]\s*(?=[A-Za-z])", re.I)
 # `[EPOCH 3]\tTrain Acc: ..`, `[Epoch 3/100] loss: ..`: a bracket that holds only the epoch's counter
+# (`[epoch: 3/200, iter: 25/489] total: 1.64`: an iteration counted within the epoch the bracket also holds)
+BRACKET_EPOCH_OF = re.compile(r"\b(?:epoch|ep)\s*[:=#]?\s*(\d+)", re.I)
 BRACKET_EPOCH = re.compile(r"^\[\s*(?:epoch|ep)\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?\s*\]\s*(?=[A-Za-z])", re.I)
 LEVEL_WORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR)(?::[\w.]*:|\s+-\s+|\s+)")
 # Python logging's `%(name)s %(levelname)s:` or `%(name)s - %(levelname)s - ` after the time came off
@@ -151,6 +155,9 @@ def _number(raw: str) -> float | None:
 # NumPy 2 prints a scalar as its constructor (`actor/grad_norm:np.float64(0.63)`): the value is inside
 NP_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)(?:16|32|64|128)?\(\s*(" + NUM + r")\s*\)")
 
+# `Changed learning rate. Current lr = 0.0005`: a sentence of words before the key is prose, the name starts after
+# it (two words or more, the last a whole word: `Avg. Loss` and `Valid. loss` keep their abbreviation)
+LEAD_SENTENCE = re.compile(r"^(?:[A-Za-z]+\s+)+[A-Za-z]{4,}\.\s+(?=[A-Za-z])")
 PROSE_KEY = re.compile(r"^(?:the|our|current)\s+|\s+(?:is|was|are|were)$", re.I)  # `the acc is: 0.04`
 
 NAME_ONLY = re.compile(r"[A-Za-z_][\w/.\-]{0,60}\Z")
@@ -223,6 +230,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
             key = m.group("k").strip()
             if value is None or not key:
                 break
+            while ". " in key and (lead := LEAD_SENTENCE.match(key)) is not None:
+                key = key[lead.end():]
             if m.group("u") == "ms" and not key.lower().endswith("ms"):
                 key += "_ms"
             if phase and not key.lower().startswith(phase[:3]):
@@ -374,6 +383,8 @@ class KeyValueAdapter(Adapter):
 
     # -- per line -----------------------------------------------------------------------------
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
+        if not line.isascii():
+            line = translate(line)  # `训练损失: 32.13`: Chinese names in the English words the tables know
         if "\r" in line:
             line = line.rstrip("\r")
             line = line[line.rfind("\r") + 1:]
@@ -431,7 +442,12 @@ class KeyValueAdapter(Adapter):
                 return out
             if (bs := BRACKET_STEP.match(text)) is not None:
                 total = f"/{bs.group('m')}" if bs.group("m") else ""
-                self._generic(f"step {bs.group('n')}{total}: {text[bs.end():]}", lineno, when, out)
+                key, epoch = bs.group("k").lower(), ""
+                if key in INNER_KEYS and (ep := BRACKET_EPOCH_OF.search(text, 1, bs.start("k"))) is not None:
+                    epoch = f"epoch: {ep.group(1)}, "  # the iteration restarts with it: the step counts on
+                else:
+                    key = "step"
+                self._generic(f"{key} {bs.group('n')}{total}: {epoch}{text[bs.end():]}", lineno, when, out)
                 return out
             if (be := BRACKET_EPOCH.match(text)) is not None:
                 total = f"/{be.group('m')}" if be.group("m") else ""
@@ -499,6 +515,8 @@ class KeyValueAdapter(Adapter):
             text = text[:bar.start()]  # a tqdm bar whose description holds the metrics: keep those only
             if not text.strip() or (postfix and ":" not in text and "=" not in text):
                 return  # (`Epoch 3` before a postfix of metrics: the template reader reads that bar whole)
+        if "," in text and ("]" in text or ")" in text):
+            text = zip_names(text)  # `[Avg. Loss, Loss]: [10.44, 7.17]`: the names and their values, paired
         step: int | None = None
         total: int | None = None
         if "[" in text[:48] and "/" in text[:64] and self._counter_line(text, lineno, when, out):
@@ -559,8 +577,13 @@ class KeyValueAdapter(Adapter):
         hold_first = False
         if step is not None and step_raw is not None and step_key not in INNER_KEYS:  # (a batch: _global_step's)
             step, inferred, hold_first = self._epoch_length(step, pairs, out)
+        within: int | None = None  # the epoch's length in steps, when the line's counter counts within it
         if step is not None and step_key in INNER_KEYS:
-            step, inferred = self._global_step(step, pairs)
+            within = total if any(_is_epoch(k) for k, _ in pairs) else None
+            step, inferred = self._global_step(step, pairs, within)
+            if within is not None:
+                total = None  # (`epoch: 2, iter: 25/489`: the epoch's length, not the run's)
+        counted = step is not None  # (a line whose own counter dates it)
         if step is not None:
             self.printed_step = step
         else:
@@ -579,8 +602,11 @@ class KeyValueAdapter(Adapter):
                     if len(self.held) < KEYSETS_KEPT:
                         self.held[keys] = (lineno, when, pairs, self.printed_step)
                     return
-                if held[2] == pairs:
+                moved = held[3] is not None and self.printed_step is not None and self.printed_step > held[3]
+                if held[2] == pairs and not moved:
+                    self.held[keys] = (lineno, when, pairs, self.printed_step)  # dated from here on
                     return  # the same keys and values again: a config printed twice (per rank), not metrics
+                # (the same again after training moved on: a constant printed with every epoch, `lr = 0.0001`)
                 del self.held[keys]
                 if len(self.taken) < KEYSETS_KEPT:
                     self.taken.add(keys)
@@ -598,19 +624,21 @@ class KeyValueAdapter(Adapter):
             step, inferred = self._stepless_step(pairs, lineno, out)
         if not pairs:
             return
-        pairs = generator_as_loss(total_as_loss(pairs))
+        pairs = generator_as_loss(total_as_loss(pairs, counted=counted))
         if self.epoch_first and step_raw is None:
             out.extend(self.epoch_first)  # another kind of record: the first one held is what it said
             self.epoch_first = []
         if len(pairs) > 1 and any(k[:4].lower() == "test" and "loss" in k.lower() for k, _ in pairs):
             pairs = _test_apart(pairs)
+        if len(pairs) > 1 and sum("loss" in k.lower() for k, _ in pairs) > 1:
+            pairs = sorted(pairs, key=lambda p: averaged(p[0]))  # `Avg. Loss, Loss`: the step's own loss names first
         if total is not None:
             out.append(Event(EventKind.PROGRESS, self.source, lineno, step=step, time=when,
                              fields={"step": step, "total": total}))
         for k, v in pairs:
             low = k.lower()
-            if low in STEP_KEYS or k == step_raw:
-                continue
+            if low in STEP_KEYS or k == step_raw or (within is not None and _is_epoch(k)):
+                continue  # (the epoch a step counts within is a counter too)
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             (self.epoch_first if hold_first else out).append(Sample(k, v, step, when, self.source, lineno, inferred))
@@ -784,9 +812,10 @@ class KeyValueAdapter(Adapter):
             self.counter_losses = (self.counter_losses[0] if self.counter_losses[0] is not None else loss, loss)
         return self.counter_base
 
-    def _global_step(self, n: int, pairs: list[tuple[str, float]]) -> tuple[int, bool]:
+    def _global_step(self, n: int, pairs: list[tuple[str, float]], length: int | None = None) -> tuple[int, bool]:
         """`ep: 1, batch: 20` after `ep: 0, batch: 260`: the batch counter restarted with the epoch. The
-        batches of the epochs before (the last logged, a slight undercount) are added; marked inferred."""
+        batches of the epochs before (the epoch's `length` when the counter prints it, else the last logged,
+        a slight undercount) are added; marked inferred."""
         epoch = next((v for k, v in pairs if _is_epoch(k) and math.isfinite(v)), None)
         last = self.inner_last
         if epoch is None:
@@ -801,7 +830,7 @@ class KeyValueAdapter(Adapter):
             self.inner_last = (last[0], n)
             return self.inner_base + n, True
         if last is not None and epoch > last[0] and n <= last[1]:
-            self.inner_base += max(last[1], 1)  # (an epoch that logged only its batch 0 still moved on)
+            self.inner_base += length or max(last[1], 1)  # (an epoch that logged only its batch 0 still moved on)
         self.inner_last = (epoch, n)
         self.inner_closed = True
         return self.inner_base + n, self.inner_base > 0

@@ -42,6 +42,11 @@ HELD_PREFIXES = ("val", "eval", "test")  # postfix keys of the last evaluation, 
 # `Validation mIOU: [0.28, 0.14]`: a value per class, read as their mean
 LIST_PAIR = re.compile(r"^(?P<k>[A-Za-z][\w .@/\-]{0,40}?)\s*[:=]\s*\[(?P<l>\s*" + NUM + r"(?:\s*,\s*" + NUM
                        + r")+\s*)\]\s*$")
+# `[Avg. Loss, Loss]: [10.44, 7.17]`, `(loss, acc) = (0.31, 0.92)`: a list of names, then the list of their values
+_NAME = r"[A-Za-z][\w .@/\-]{0,40}?"
+ZIPPED = re.compile(r"[\[(](?P<k>\s*" + _NAME + r"(?:\s*,\s*" + _NAME + r")+\s*)[\])]\s*[:=]\s*[\[(](?P<v>\s*" + NUM
+                    + r"(?:\s*,\s*" + NUM + r")+\s*)[\])]")
+ZIPPED_HINT = re.compile(r"[\])]\s*[:=]\s*[\[(]")
 # `Validity over 64 molecules: 1.56%`, `Accuracy of the network on the 10000 test images: 54 %`
 COUNT_PAIR = re.compile(r"^(?P<k>[A-Za-z][A-Za-z ]{0,40}?)\s+(?:over|on|of|for)\s+(?:the\s+)?\d+\s+[A-Za-z][\w ]{0,30}?"
                         r"\s*:\s*(?P<v>" + NUM + r")\s*%?\s*$")
@@ -238,12 +243,17 @@ def bars(line: str) -> list[Bar]:
 TOTALS = frozenset({"total", "tot", "sum"})
 
 
-def total_as_loss(pairs: list[tuple[str, float]], whole: bool = False) -> list[tuple[str, float]]:
+def total_as_loss(pairs: list[tuple[str, float]], whole: bool = False,
+                  counted: bool = False) -> list[tuple[str, float]]:
     """`total=2.147 det=1.913 kd=0.469`: a loss summed from the parts printed beside it, on a line where no
-    key says loss, is the loss (`total_loss`). A whole `total` is a count of something, not a loss, unless
-    it is negative (no count is) or `whole` says the log's `total` was a loss before (a loss printed to
-    three figures is whole once it passes 100, or once it reaches -10)."""
-    if len(pairs) < 3 or not any(k.lower() in TOTALS for k, _ in pairs) \
+    key says loss, is the loss (`total_loss`). So is a `total` that is the one metric of a line a training
+    counter dates (`counted`: `[epoch: 3/200, iter: 25/489] total: 1.64`), what a loop sums and prints at each
+    step. A whole `total` is a count of something, not a loss, unless it is negative (no count is) or `whole`
+    says the log's `total` was a loss before (a loss printed to three figures is whole once it passes 100, or
+    once it reaches -10)."""
+    metrics = [k.lower() for k, _ in pairs if k.lower() not in COUNTER_RANK]
+    alone = counted and len(metrics) == 1 and metrics[0] in TOTALS
+    if (len(pairs) < 3 and not alone) or not any(k.lower() in TOTALS for k, _ in pairs) \
             or any("loss" in k.lower() for k, _ in pairs):
         return pairs
     return [("total_loss", v) if k.lower() in TOTALS and (whole or not (math.isfinite(v) and v == int(v) and v >= 0))
@@ -276,6 +286,22 @@ def list_pair(text: str) -> tuple[str, float] | None:
     if all(v == int(v) for v in values if math.isfinite(v)):
         return None  # `GPUs: [0, 1, 2, 3]`: ids, not scores
     return m.group("k").strip(), sum(values) / len(values)
+
+
+def zip_names(text: str) -> str:
+    """`Epoch 10 [Avg. Loss, Loss]: [10.44, 7.17]` as `Epoch 10 Avg. Loss: 10.44, Loss: 7.17`: each name of a
+    printed list paired with the value at its place in the next list, when both lists are as long."""
+    if ZIPPED_HINT.search(text) is None:
+        return text
+
+    def pair(m: re.Match[str]) -> str:
+        names = [n.strip() for n in m.group("k").split(",")]
+        values = [v.strip() for v in m.group("v").split(",")]
+        if len(names) != len(values) or not all(names):
+            return m.group()
+        return ", ".join(f"{n}: {v}" for n, v in zip(names, values))
+
+    return ZIPPED.sub(pair, text)
 
 
 def count_pair(text: str) -> tuple[str, float] | None:

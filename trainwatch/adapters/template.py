@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable
 
 from trainwatch.adapters import shapes
+from trainwatch.adapters.cjk import translate
 from trainwatch.adapters.jsonl import JsonLinesAdapter
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keyvalue import RUNNING_MEAN, STAMP, KeyValueAdapter, _pairs, _stamp
@@ -109,7 +110,7 @@ class TemplateAdapter(KeyValueAdapter):
         return probe.rich_read
 
     def parse(self, line: str, lineno: int) -> Iterable[Record]:
-        out = self._parse(line, lineno)
+        out = self._parse(translate(line) if not line.isascii() else line, lineno)
         if self.alone_epoch is not None and not self.alone_logged and any(type(r) is Sample for r in out):
             self.alone_logged = True  # metrics after an `Epoch N` line: a later `Epoch 1` is a new training
         return out
