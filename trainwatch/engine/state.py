@@ -97,7 +97,7 @@ class EngineState:
         llm = facts.get("llm")
         adam = llm is True or (state is not None and state.format in ADAMW_TRAINERS)
         view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), llm=llm,
-                       logged_lr=peak,
+                       logged_lr=peak, logged_warmup=_logged_warmup(lr, peak),
                        default_optimizer="adam" if adam else "")
         return fit_fixes(spec.family, _this_side(fixes, finding), view)
 
@@ -168,4 +168,16 @@ def _this_side(fixes: tuple[str, ...], finding: Finding) -> tuple[str, ...]:
     if other is None:
         return fixes
     return tuple(f for f in fixes if not f.lower().startswith(other))
+
+
+def _logged_warmup(lr: Series | None, peak: float | None) -> int | None:
+    """The steps over which the logged LR rose from its first point (below half its peak) to its peak, where
+    the run's first points show it: a warmup the log prints, though its config may not say."""
+    if lr is None or peak is None or peak <= 0 or not lr.head:
+        return None
+    first = lr.head[0]
+    if not first.value < 0.5 * peak:
+        return None
+    top = next((p for p in lr.head if p.value >= 0.95 * peak), None)
+    return top.step - first.step if top is not None and top.step > first.step else None
 

@@ -26,6 +26,8 @@ USUAL_LR = {"adam": (1e-5, 1e-3), "lion": (1e-6, 3e-4), "sgd": (1e-3, 0.5), "ada
 """Peak learning rates each optimiser family is usually run with; an LR ten times above the top is far off."""
 _OPTIM_NAMES = {"adam": "AdamW", "lion": "Lion", "sgd": "SGD", "adafactor": "Adafactor"}
 FAR = 10.0
+LR_NOT_TINY = 1e-5  # a peak LR at least this large answers "is the LR 0 or tiny?"
+_LR_NOT_ZERO = re.compile(r"(?i)\bLR is not 0 or tiny\b")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class RunView:
     config: RunConfig
     llm: bool | None = None
     logged_lr: float | None = None
+    logged_warmup: int | None = None
+    """The steps over which the logged LR rose to its peak at the run's start (None: the log shows none)."""
     default_optimizer: str = ""
     """The optimiser the run uses when its log names none: `adam` where its trainer defaults to AdamW
     (the HF Trainer, an LLM run); empty where it could as well be SGD."""
@@ -219,6 +223,10 @@ def _warmup(fix: str, run: RunView) -> str | None:
         return fix
     w = run.config.get("warmup")
     if w is None:
+        if run.logged_warmup is not None:  # the log shows one: a longer one is the lead, not "warm up"
+            said = f"lengthen warmup (the logged LR rose to its peak over {run.logged_warmup} steps)"
+            out = fix[:m.start()] + said + fix[m.end():]
+            return out[0].upper() + out[1:] if m.start() == 0 else out
         return fix
     key = run.config.key("warmup")
     if w <= 0:
@@ -227,6 +235,13 @@ def _warmup(fix: str, run: RunView) -> str | None:
     said = f"lengthen warmup ({key} {w:g} -> {longer})"
     out = fix[:m.start()] + said + fix[m.end():]
     return out[0].upper() + out[1:] if m.start() == 0 else out
+
+
+def _lr_shown(fix: str, run: RunView) -> str | None:
+    """"Check that the LR is not 0 or tiny" where the log shows an LR well above that: the log answered it."""
+    if _LR_NOT_ZERO.search(fix) is not None and run.logged_lr is not None and run.logged_lr >= LR_NOT_TINY:
+        return None
+    return fix
 
 
 def _bf16(fix: str, run: RunView) -> str | None:
@@ -297,7 +312,7 @@ def _algorithm(fix: str, run: RunView) -> str | None:
 
 
 _STEPS: tuple[Step, ...] = (_algorithm, _task, _micro_batch, _grad_ckpt, _shorten, _flash, _quantised, _shard, _clip,
-                            _bf16, _lower_lr, _raise_lr, _warmup, _accum)
+                            _bf16, _lower_lr, _raise_lr, _warmup, _accum, _lr_shown)
 
 
 def _peak_lr(run: RunView) -> tuple[float | None, str]:
