@@ -151,3 +151,18 @@ def test_hydra_compact_error_after_the_job_failed_is_one_critical(tmp_path: Path
     alerts = check_text(tmp_path, "\n".join(lines) + "\n")
     assert [(a.rule, a.severity) for a in alerts if a.severity >= Severity.WARNING] == \
         [("run.instantiate_failed", Severity.CRITICAL)]
+
+
+def test_a_traceback_python_ignored_at_exit_is_no_crash(tmp_path: Path) -> None:
+    """`Exception ignored in atexit callback` (or in a __del__) heads a traceback Python printed and went on
+    from: info, not a crash. The same traceback without that header is still one."""
+    tb = ["Traceback (most recent call last):",
+          '  File "/env/deepspeed/ops/matmul_ext.py", line 105, in put',
+          "    os.replace(self.file_path + '.tmp', self.file_path)",
+          "FileNotFoundError: [Errno 2] No such file or directory: '/home/u/.triton/autotune/k.pickle.tmp'"]
+    ignored = [f"1: {line}" for line in ["Exception ignored in atexit callback: <function update_table at 0x7f>", *tb]]
+    alerts = check_text(tmp_path, STEPS + "\n".join(ignored) + "\n")
+    told = [a for a in alerts if a.rule == "error.traceback"]
+    assert told and all(a.severity is Severity.INFO for a in told) and "ignored" in told[0].finding.message
+    crashed = check_text(tmp_path, STEPS + "\n".join(tb) + "\n")
+    assert any(a.rule == "error.traceback" and a.severity is Severity.CRITICAL for a in crashed)

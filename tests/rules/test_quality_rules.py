@@ -161,6 +161,31 @@ def test_reward_that_falls_to_zero_for_the_second_half_stayed_down() -> None:
     assert "stayed down" in a.finding.message  # type: ignore[attr-defined]
 
 
+def test_a_reward_that_collapsed_to_nothing_and_never_came_back_is_critical() -> None:
+    """GRPO's shape: a noisy reward of 0.75-0.975, a two-point dip it recovers from, then 0.375, 0.25, 0.1 and
+    0 (a 0.025 now and then) to the end: the run ends earning nothing, critical. A fall to a third of the best
+    that holds there, and a dip to 0 that recovers, stay warnings."""
+    rnd = random.Random(11)
+    high = [rnd.choice([0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975]) for _ in range(26)]
+    high[7:9] = [0.075, 0.025]
+    fell = [0.375, 0.25, 0.1] + [rnd.choice([0.0, 0.0, 0.0, 0.025]) for _ in range(11)]
+
+    def judged(values: list[float]):  # type: ignore[no-untyped-def]
+        r = Run()
+        for i, v in enumerate(values):
+            r.step(5 * (i + 1), reward=v)
+        r.finish()
+        return _firing(r)["quality.collapse"]
+
+    a = judged(high + fell)
+    assert a.severity is Severity.CRITICAL and a.finding.evidence["to_zero"]  # type: ignore[attr-defined]
+    assert "near 0" in a.finding.message  # type: ignore[attr-defined]
+    third = judged(high + [0.3 + rnd.uniform(-0.02, 0.02) for _ in range(14)])
+    assert third.severity is Severity.WARNING  # type: ignore[attr-defined]
+    back = judged(high + fell[:8] + high[:10])
+    assert back.severity is Severity.WARNING  # type: ignore[attr-defined]
+
+
 def test_a_gradual_collapse_names_the_value_where_it_fell_and_the_low_where_it_reached_it() -> None:
     """Each (step, value) pair told is the metric's own there: the fall below half is dated with the value
     at that step, and the lowest point with its own step (not the low beside the fall's step)."""

@@ -19,6 +19,9 @@ from trainwatch import yamltext
 from trainwatch.model import Event, EventKind
 
 TB_START = "Traceback (most recent call last):"
+UNRAISABLE = "Exception ignored in"
+"""Python's header for an exception it could not raise (in an atexit callback, a __del__, a weakref
+callback, a thread at shutdown): it prints the traceback that follows and goes on, so it ends nothing."""
 TB_CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
 TB_HEAD = 60  # a long traceback keeps its first TB_HEAD lines and its last TB_TAIL
 TB_TAIL = 200
@@ -104,7 +107,7 @@ def trigger_keywords() -> list[str]:
     none of them (and no ANSI code, which the pipeline strips first) is a no-op for an idle scanner, so a
     byte-level search for these lets the pipeline skip every other line without decoding it."""
     sigs, cf = _load()
-    return list(dict.fromkeys([*(k for s in sigs for k in s.keywords), TB_START, cf.start]))
+    return list(dict.fromkeys([*(k for s in sigs for k in s.keywords), TB_START, UNRAISABLE, cf.start]))
 
 
 def _value(text: str) -> Any:
@@ -163,6 +166,7 @@ class _Traceback:
         self.rank = rank
         self.prefix = _prefix_shape(prefix)  # a logger's prefix on every line of it, stripped before reading
         self.warning = self.prefix is not None and WARNING_PREFIX.search(prefix) is not None
+        self.ignored = False  # an exception Python ignored and went on from (UNRAISABLE)
         self.head: list[str] = [first]
         self.tail: deque[str] = deque(maxlen=TB_TAIL)
         self.count = 1
@@ -221,6 +225,8 @@ class _Traceback:
             fields["rank"] = self.rank
         if self.warning:
             fields["logged_as"] = "warning"
+        if self.ignored:
+            fields["ignored"] = True
         return Event(kind=EventKind.TRACEBACK, source=source, line=self.lineno, text="\n".join(lines),
                      fields=fields)
 
@@ -276,6 +282,7 @@ class SignatureScanner:
         self._keywords = tuple(kws.items())
         self._tbs: dict[int | None, _Traceback] = {}
         self._child: dict[str, Any] | None = None
+        self._ignored: dict[int | None, int] = {}  # per rank, the line of the last `Exception ignored in`
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -313,6 +320,8 @@ class SignatureScanner:
         if "%|" in line:
             line = _drop_bars(line)  # tqdm redraws are long and never errors: scan only the rest
         rank = _rank_of(seg)
+        if UNRAISABLE in seg:
+            self._ignored[rank] = lineno
         if self._child is not None and self._child_line(seg, out):
             return
         tb = self._tbs.get(rank)
@@ -367,7 +376,9 @@ class SignatureScanner:
 
     def _open(self, line: str, lineno: int, rank: int | None) -> None:
         at = line.find(TB_START)
-        self._tbs[rank] = _Traceback(line[at:], lineno, rank, prefix=line[:at])
+        tb = self._tbs[rank] = _Traceback(line[at:], lineno, rank, prefix=line[:at])
+        if self._ignored.get(rank) == lineno - 1:  # printed under `Exception ignored in ...`: Python went on
+            tb.warning = tb.ignored = True
 
     def _traceback_line(self, tb: _Traceback, line: str, lineno: int, out: list[Event]) -> None:
         body = RANK_PREFIX.sub("", line, count=1) if line[:1] in "[ 0123456789" else line

@@ -21,9 +21,9 @@ from trainwatch.model import Alert, Finding, Severity
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.quality_series import Gain, improving
-from trainwatch.rules.rolling import (RowTail, restarts, smoothed, tail_sizes, trailing_diff_sigma,
+from trainwatch.rules.rolling import (RowTail, restarts, scan_reach, smoothed, tail_sizes, trailing_diff_sigma,
                                       trailing_median)
-from trainwatch.rules.stats import cusum_onset, fmt, scaled_window
+from trainwatch.rules.stats import cusum_onset, diff_sigma, fmt, nz, scaled_window
 from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point
 from trainwatch.rules.registry import register
 
@@ -49,6 +49,7 @@ class _Trend:
     head: list[float] = field(default_factory=list)  # the run's first finite values (HEAD of them)
     first_step: int | None = None  # the step of the run's first finite value
     early: _Low | None = None  # lowest level while too few points were logged to trust the noise
+    thick: list[tuple[int, _Low]] = field(default_factory=list)  # (count, early level over fast_window+ points)
     best: _Low | None = None  # lowest level since the noise could be measured
     noise: float = math.nan  # point noise, smoothed over the windows seen
     held: int = 0  # consecutive rows the rise held
@@ -199,14 +200,19 @@ class LossDiverging(ArrayRule):
             series = ctx.series(a.finding.subject or "loss", source)
             if series is None:
                 continue
-            after = [pt.value for pt in series.last_points(RECENT_POINTS)
-                     if pt.step > a.last_step and math.isfinite(pt.value)]
+            points = series.last_points(RECENT_POINTS)
+            after = [pt.value for pt in points if pt.step > a.last_step and math.isfinite(pt.value)]
             if len(after) < max(p.min_history, 2):
                 continue
             tail = after[-max(p.window, p.min_history):]
             level = median(tail)
+            measured = noise > 0
+            if not measured:  # a low taken before its noise could be measured: measured now
+                before = _before_rise(points, a.finding.began_step, p.window)
+                noise = nz(diff_sigma(before if len(before) >= 3 else tail))
             top = max(low + p.rise_noise * noise, p.rise_ratio * low)
-            if level <= top:
+            # with a noise measured only now, the loss must also be back below where a blow-up is called
+            if level <= top and (measured or level < p.fast_ratio * low):
                 # told while it held; the run's end shows it was no divergence: withdrawn, with why
                 a.finding.evidence["recovered_to"] = level
                 why = (f"the loss came back: the median of its last {len(tail)} points was {fmt(level)}, inside "
@@ -411,6 +417,8 @@ class LossDiverging(ArrayRule):
             if n < trusted:
                 if lv < early_v:
                     early, early_v = _Low(lv, step, noise[i], k), lv
+                if k >= self.p.fast_window:
+                    st.thick.append((n, _Low(lv, step, noise[i], k)))
             else:
                 nv = noise[i]
                 ema = nv if ema != ema else ema + (nv - ema) * 2.0 / (k + 1)
@@ -431,12 +439,15 @@ class LossDiverging(ArrayRule):
             if n < trusted or low is None:
                 if fv != fv or (early is None and best is None):
                     continue
-                low = early if early_v <= best_v else best
+                first = measured_low(st.thick, n - self.p.fast_window) or early
+                low = first if first is not None and first.value <= best_v else best
                 if low.value <= 0 or fv < fast_ratio * low.value:  # type: ignore[union-attr]
                     continue
                 if fv - low.value < max(rise_noise * low.noise, self._floor(head)):  # type: ignore[union-attr]
                     continue
                 if not blows_up(fv, low.value, head, fast_ratio, self.p.near_zero):  # type: ignore[union-attr]
+                    continue
+                if fv <= self._recent_peak(steps, values, held + i):
                     continue
                 ratio_needed, lvl, what = fast_ratio, fv, fast_what
                 ref = (1.0 + (fast_ratio - 1.0) / 2.0) * low.value  # type: ignore[union-attr]
@@ -448,6 +459,22 @@ class LossDiverging(ArrayRule):
         st.last_step = last
         if episode is None:
             st.base = None
+
+    def _recent_peak(self, steps: np.ndarray, values: np.ndarray, row: int) -> float:
+        """The highest of the run's last `window` finite points before the fast median's (-inf when none
+        was logged). A blow-up leaves everything the loss did lately: the median of its last few points
+        is above every single point before them. A per-batch loss near its floor scatters by factors
+        (0.002 on one batch, 0.1 on the next, then back), and the median of three of its batches a few
+        times its low stays below its own recent single-batch highs: that is its spread, and a rise that
+        lasts is left to the rolling median."""
+        p = self.p
+        lo = max(0, row + 1 - scan_reach(p.window + p.fast_window))
+        s, v = steps[lo:row + 1], values[lo:row + 1]
+        back = np.flatnonzero(np.diff(s) < 0)
+        if len(back):  # a restart: only the current run's points
+            v = v[int(back[-1]) + 1:]
+        v = v[np.isfinite(v)][:-p.fast_window][-p.window:]
+        return float(v.max()) if len(v) else -math.inf
 
     def _start_armed(self, st: _Trend) -> bool:
         """Whether the run began far above a uniform guess's loss, ln(vocab): then the row with the
@@ -532,6 +559,32 @@ def start_finding(first_step: int, first: float, uniform: float, ratio: float, s
                    evidence={"value": first, "step": first_step, "uniform_loss": uniform, "vocab_size": vocab,
                              "ratio": first / uniform, "from_start": ratio, "detected_value": level,
                              "detected_step": step, "detected_stat": f"median of the first {n} points"})
+
+
+def _before_rise(points: list[Point], began: int | None, most: int) -> list[float]:
+    """The last `most` finite values of the run logged before the rise began (a step going back is a
+    restart: only the points after it): the noise a low taken from a point or two did not yet know."""
+    out: list[float] = []
+    last: int | None = None
+    for pt in points:
+        if began is None or pt.step >= began:
+            break
+        if last is not None and pt.step < last:
+            out = []
+        last = pt.step
+        if math.isfinite(pt.value):
+            out.append(pt.value)
+    return out[-most:]
+
+
+def measured_low(thick: list[tuple[int, _Low]], before: int) -> _Low | None:
+    """The lowest early level that was a median over as many points as the fast median it is compared to,
+    taken before that median's points (its count at most `before`); None when there is none. The first
+    point or two of an excerpt that starts mid-run are single noisy batches: a median of the last three
+    measured against the lowest of them is measured against the noise's low tail. A run that jumps at its
+    second point has no such level, and its first point stays the low."""
+    lows = [low for n, low in thick if n <= before]
+    return min(lows, key=lambda low: low.value) if lows else None
 
 
 def blows_up(fast: float, low: float, head: list[float], fast_ratio: float, near_zero: float) -> bool:

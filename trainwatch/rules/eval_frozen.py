@@ -5,9 +5,12 @@ A metrics file that logs only the validation loss gives the training-loss rules 
 loss still tells whether the weights change: evaluated on the same data, a model whose weights move
 gives another loss each time, even when it learns nothing useful. A loss that stays within
 `max_spread` of its level over every one of at least `min_evals` evaluations is frozen (the optimiser
-holds none of the weights, an LR of 0, a loss wired so that no gradient flows). Judged once the run's
-data has ended, over the whole run's history (its buckets keep each stretch's least and greatest value),
-and only when no train loss is logged: with one, loss.flat_from_start judges the training itself."""
+holds none of the weights, an LR of 0, a loss wired so that no gradient flows). One that moves, but stays
+within `flat_spread` of its level from an evaluation at the run's start on, is flat: the weights change and
+the model learns nothing measurable (an LR far too small, adapters that barely reach the output, a part
+initialised at random that the rest cannot use). Judged once the run's data has ended, over the whole
+run's history (its buckets keep each stretch's least and greatest value), and only when no train loss is
+logged: with one, loss.flat_from_start judges the training itself."""
 
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ class LossEvalFrozenParams:
 
     min_evals: int
     max_spread: float
+    flat_spread: float
+    start_within: int
 
 
 @register("loss.eval_frozen")
@@ -48,13 +53,20 @@ class LossEvalFrozen(Rule):
         lo = min(b.minimum for b in buckets)
         hi = max(b.maximum for b in buckets)
         level = max(abs(lo), abs(hi))
-        if level == 0 or (hi - lo) > self.p.max_spread * level:
-            return []
         first, last = buckets[0].first_step, buckets[-1].last_step
+        if level == 0 or (hi - lo) > self.p.flat_spread * level:
+            return []
         n = ev.finite_count
+        spread = (hi - lo) / level
+        if spread <= self.p.max_spread:
+            why = "the model being evaluated is not changing, so the run is not learning"
+        elif first <= self.p.start_within:
+            why = ("the weights change but the model is not learning: the eval loss is flat, barely improving "
+                   "from the run's start")
+        else:
+            return []  # a log that starts late may show a converged model: flat there is no verdict
         msg = (f"eval_loss stayed at {lo:.6g}-{hi:.6g} over all its {n} evaluations (steps {first}-{last}), "
-               f"a spread of {(hi - lo) / level:.4%}: the model being evaluated is not changing, so the run is "
-               "not learning (no train loss is logged)")
+               f"a spread of {spread:.4%}: {why} (no train loss is logged)")
         return [Finding(message=msg, step=first, began_step=first, subject="eval_loss",
-                        evidence={"value": lo, "step": first, "high": hi, "points": n, "detected_step": last,
-                                  "last_step": last})]
+                        evidence={"value": lo, "step": first, "high": hi, "points": n, "spread": spread,
+                                  "frozen": spread <= self.p.max_spread, "detected_step": last, "last_step": last})]

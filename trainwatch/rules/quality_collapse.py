@@ -4,7 +4,10 @@ running best: val accuracy 34.7 -> 2.5, an RL reward 0.34 -> 0.
 Judged once the run's data has ended, over the whole run, so the finding can say whether the metric came
 back (a transient collapse) or stayed down. Dense series (a reward logged every step) are read through a
 rolling median first, so one bad batch is no collapse; the fall must also stand `noise_k` noise widths
-(the metric's own point-to-point noise) below the best and last `persist` points."""
+(the metric's own point-to-point noise) below the best and last `persist` points. A collapse to nothing
+(the last `zero_points` values all within `zero` of 0, relative to the best) that never came back is
+critical: the run ended producing nothing of what it was trained for (an RL policy degenerated into
+truncated gibberish that earns no reward, a classifier that lost every class)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainwatch.model import Finding
+from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.quality_series import Track, rolling_median, tracks
 from trainwatch.rules.registry import register
@@ -32,6 +35,8 @@ class QualityCollapseParams:
     min_best: float
     smooth_fraction: float
     smooth_max: int
+    zero: float
+    zero_points: int
 
 
 @dataclass(frozen=True)
@@ -83,14 +88,23 @@ class QualityCollapse(Rule):
         others = [o.t.name for o in found[1:]]
         if others:
             msg += f" (also collapsed: {', '.join(others[:4])})"
-        return [Finding(message=msg, step=at_step, began_step=at_step, subject=t.name,
+        tail = t.values[-self.p.zero_points:]
+        to_nothing = (c.recovered is None and len(t.values) >= self.p.min_points + self.p.zero_points
+                      and bool((np.abs(tail) <= self.p.zero * c.best).all()))
+        if to_nothing:
+            msg += f"; its last {len(tail)} values were all near 0: the run ends producing nothing it was trained for"
+        f = Finding(message=msg, step=at_step, began_step=at_step, subject=t.name,
                         evidence={"value": c.fell_to, "step": at_step, "best": c.best, "best_step": c.best_step,
                                   "low": c.low, "low_step": low_step,
                                   **({"value_stat": f"median of {c.window} points",
                                       "best_stat": f"median of {c.window} points",
                                       "low_stat": f"median of {c.window} points"} if c.window > 1 else {}),
                                   "recovered": c.recovered is not None, "metrics": [o.t.name for o in found],
-                                  "detected_step": at_step, "last_value": last, "last_step": int(t.steps[-1])})]
+                                  "detected_step": at_step, "last_value": last, "last_step": int(t.steps[-1]),
+                                  "to_zero": to_nothing})
+        if to_nothing:
+            f.severity = Severity.CRITICAL
+        return [f]
 
     def _collapse(self, t: Track) -> _Collapse | None:
         p = self.p

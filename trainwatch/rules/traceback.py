@@ -68,6 +68,11 @@ class TracebackRule(Rule):
         finding = Finding(message=text[:300], subject="traceback", evidence=ev, source=event.source,
                           line=event.line, amends=repeat)
         crash.date(finding, ctx, event)
+        if event.fields.get("ignored"):
+            finding.message = (f"exception Python ignored (an atexit callback or a destructor at exit), the "
+                               f"program went on: {text}")[:300]
+            finding.severity = Severity.INFO
+            return finding
         if crash.handled(event):
             finding.message = f"traceback logged as a warning, the program went on: {text}"[:300]
             finding.severity = Severity.INFO

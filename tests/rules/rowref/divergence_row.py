@@ -5,12 +5,12 @@ loss.diverging: the robust level of the loss climbing far above its low, dated w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trainwatch.model import Finding
 from trainwatch.rules.divergence import LossDiverging as ArrayLossDiverging
-from trainwatch.rules.divergence import (_Low, band, blows_up, episode_finding, first_of_rise, start_finding,
-                                          uniform_loss)
+from trainwatch.rules.divergence import (_Low, band, blows_up, episode_finding, first_of_rise, measured_low,
+                                          start_finding, uniform_loss)
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import (Episodes, Segment, Segments, cusum_onset, diff_sigma, last_finite, nz,
                                     scaled_window)
@@ -23,6 +23,7 @@ class _Trend:
 
     seg: Segment
     early: _Low | None = None  # lowest level while too few points were logged to trust the noise
+    thick: list[tuple[int, _Low]] = field(default_factory=list)  # early levels over fast_window points or more
     best: _Low | None = None  # lowest level since the noise could be measured
     noise: float = math.nan  # point noise, smoothed over the windows seen
     held: int = 0  # consecutive samples the rise held
@@ -85,7 +86,9 @@ class LossDiverging(Rule):
         if n < trusted:
             if st.early is None or level < st.early.value:
                 st.early = _Low(level, point.step, nz(diff_sigma(vals)), len(vals))
-            return self._fast(series, st, fast, level, point)
+            if len(vals) >= fast_n:
+                st.thick.append((n, _Low(level, point.step, nz(diff_sigma(vals)), len(vals))))
+            return self._fast(series, st, fast, level, point, n)
         noise = nz(diff_sigma(vals))
         st.noise = noise if st.noise != st.noise else st.noise + (noise - st.noise) * 2.0 / (len(vals) + 1)
         if st.best is None or level < st.best.value:
@@ -103,7 +106,7 @@ class LossDiverging(Rule):
             return self._open(series, st, best, self.p.rise_ratio, level, point,
                               f"its median over the last {len(vals)} points",
                               best.value + self.p.rise_noise / 2.0 * best.noise)
-        return self._fast(series, st, fast, level, point)
+        return self._fast(series, st, fast, level, point, n)
 
     def _floor(self, st: _Trend) -> float:
         """A rise smaller than this share of where the run began is not divergence, however tiny the
@@ -111,10 +114,11 @@ class LossDiverging(Rule):
         head = [p.value for p in st.seg.head]
         return self.p.min_rise * abs(median(head)) if head else 0.0
 
-    def _fast(self, series: Series, st: _Trend, fast: float, level: float, point: Point) -> Finding | None:
+    def _fast(self, series: Series, st: _Trend, fast: float, level: float, point: Point, n: int) -> Finding | None:
         """A blow-up shows long before the rolling median moves: most of the last few points far above
         the low already say the run diverged."""
-        lows = [x for x in (st.early, st.best) if x is not None]
+        first = measured_low(st.thick, n - self.p.fast_window) or st.early
+        lows = [x for x in (first, st.best) if x is not None]
         if fast != fast or not lows:
             return None
         low = min(lows, key=lambda x: x.value)
@@ -124,9 +128,17 @@ class LossDiverging(Rule):
             return None
         if not blows_up(fast, low.value, [p.value for p in st.seg.head], self.p.fast_ratio, self.p.near_zero):
             return None
+        if fast <= self._recent_peak(series, n):
+            return None
         hold = 1.0 + (self.p.fast_ratio - 1.0) / 2.0
         return self._open(series, st, low, self.p.fast_ratio, fast, point,
                           f"the median of its last {self.p.fast_window} points", hold * low.value)
+
+    def _recent_peak(self, series: Series, n: int) -> float:
+        """The highest of the run's last `window` finite points before the fast median's (-inf: none)."""
+        fast_n = self.p.fast_window
+        vals = last_finite(series, min(n, self.p.window + fast_n))[:-fast_n][-self.p.window:]
+        return max(vals) if vals else -math.inf
 
     def _holds(self, st: _Trend, level: float) -> bool:
         """An open episode ends only when the level falls back well below the rise that opened it."""

@@ -1,0 +1,41 @@
+"""A run whose loss jumps at its first updates and settles far above its first value made the model
+worse: a warning, dated at the start. A run trained from scratch (the first loss its highest), a noisy
+loss around its start, and an excerpt that starts mid-run are not told; a divergence says more."""
+
+from __future__ import annotations
+
+import random
+
+from rulekit import Run, healthy_loss
+from trainwatch.model import Severity
+
+
+def run(losses: list[float], first_step: int = 0) -> Run:
+    r = Run()
+    for i, v in enumerate(losses):
+        r.step(first_step + i, loss=v)
+    r.finish()
+    return r
+
+
+def jumped(seed: int = 0) -> list[float]:
+    """A pretrained model's loss 4.8, then 13.6 at the first update, falling back only to about 8."""
+    rng = random.Random(seed)
+    rows = [4.8, 13.6, 13.9, 12.7, 11.3, 9.6, 18.3, 9.0]
+    rows += [9.1 - 0.04 * i + rng.uniform(-0.1, 0.1) for i in range(22)]
+    return rows
+
+
+def test_a_loss_that_jumped_and_never_came_back_to_its_start_is_a_warning():
+    r = run(jumped())
+    a = r.alert("loss.ended_higher")
+    assert a.severity is Severity.WARNING and a.first_step == 0
+    assert 1.5 <= a.finding.evidence["ratio"] <= 2.0
+
+
+def test_healthy_and_noisy_runs_and_late_excerpts_are_not_told():
+    assert "loss.ended_higher" not in run(healthy_loss(60, 1)).fired()
+    rng = random.Random(4)
+    noisy = [1.0] + [1.0 * rng.lognormvariate(0.0, 0.6) for _ in range(40)]
+    assert "loss.ended_higher" not in run(noisy).fired()
+    assert "loss.ended_higher" not in run(jumped(), first_step=3404).fired()
