@@ -123,10 +123,11 @@ def _named(a: Alert, text: str, rows: dict[int, list[float]]) -> list[str]:
         return []
     bad = []
     for m in re.finditer(r"(?<![\w/])" + re.escape(metric) + r" (?:= )?" + NUM + r"(?![\w.])", text):
-        after = text[m.end():m.end() + 12]
+        after = text[m.end():m.end() + 24]
         if LABELS.search(text[max(0, m.start() - 45):m.start()]) or re.match(r" (?:at step|\(step|->)", after):
             continue
-        if not _logged(rows, f.step, float(m.group("v"))):
+        since = re.match(r" from step (\d+)", after)  # 'loss NaN from step 90': the value at that step
+        if not _logged(rows, int(since.group(1)) if since else f.step, float(m.group("v"))):
             bad.append(f"{a.rule}: message says {m.group(0)!r} in a finding at step {f.step}, where the log "
                        f"holds {rows.get(f.step)}: {text}")
     return bad
