@@ -72,6 +72,15 @@ class Run:
         raise AssertionError(f"{rule} never fired; fired: {self.fired()}")
 
 
+def loss_run(losses: list[float], first_step: int = 0, every: int = 1) -> Run:
+    """A finished run whose only metric is `losses`, one point every `every` steps from `first_step`."""
+    r = Run()
+    for i, v in enumerate(losses):
+        r.step(first_step + i * every, loss=v)
+    r.finish()
+    return r
+
+
 def healthy_loss(n: int, seed: int = 0, start: float = 2.5, end: float = 1.0, noise: float = 0.06) -> list[float]:
     """A noisy, decreasing, flattening curve like a real fine-tune's."""
     rnd = random.Random(seed)

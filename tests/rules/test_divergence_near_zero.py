@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from rulekit import Run
+from rulekit import Run, loss_run
 from trainwatch.model import Severity
 
 
@@ -25,11 +25,7 @@ def near_zero(high: list[float], after: int = 100, seed: int = 0) -> list[float]
 
 
 def run(losses: list[float]) -> Run:
-    r = Run()
-    for i, v in enumerate(losses):
-        r.step(i * 100, loss=v)
-    r.finish()
-    return r
+    return loss_run(losses, every=100)
 
 
 def severities(r: Run) -> dict[str, Severity]:

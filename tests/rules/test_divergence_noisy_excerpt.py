@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from rulekit import Run
+from rulekit import Run, loss_run
 from trainwatch.model import Severity
 
 
@@ -32,11 +32,7 @@ def excerpt(seed: int, n: int = 46, floor: float = 0.006, sigma: float = 0.5) ->
 
 
 def run(losses: list[float], first_step: int = 3404) -> Run:
-    r = Run()
-    for i, v in enumerate(losses):
-        r.step(first_step + i, loss=v)
-    r.finish()
-    return r
+    return loss_run(losses, first_step)
 
 
 def diverging(r: Run) -> list:

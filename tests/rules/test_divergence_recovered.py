@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import random
 
-from rulekit import Run
+from rulekit import Run, loss_run
 from trainwatch.model import AlertState, Severity
 
 
 def run(losses: list[float]) -> Run:
-    r = Run()
-    for i, v in enumerate(losses):
-        r.step(i * 10, loss=v)
-    r.finish()
-    return r
+    return loss_run(losses, every=10)
 
 
 def staged(after: list[float], seed: int = 0) -> list[float]:

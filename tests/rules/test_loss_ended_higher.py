@@ -6,16 +6,9 @@ from __future__ import annotations
 
 import random
 
-from rulekit import Run, healthy_loss
+from rulekit import healthy_loss
+from rulekit import loss_run as run
 from trainwatch.model import Severity
-
-
-def run(losses: list[float], first_step: int = 0) -> Run:
-    r = Run()
-    for i, v in enumerate(losses):
-        r.step(first_step + i, loss=v)
-    r.finish()
-    return r
 
 
 def jumped(seed: int = 0) -> list[float]:
