@@ -12,10 +12,23 @@ use crate::scan::bytes::range;
 use crate::scan::lines::LineRec;
 use aho_corasick::{AhoCorasick, Input, MatchKind};
 use memchr::memmem;
+use std::sync::{Mutex, OnceLock};
 
 /// Longest keyword searched on its own with `memchr` rather than through the automaton.
 const SHORT: usize = 2;
 
+/// Keyword lists whose searchers are kept built, newest last. Every source of a live glob scans with the
+/// same list, and the automata of the error signatures take most of a megabyte: built once, they are
+/// shared (their clones share the automaton), so 200 followed files hold one copy, not 200.
+static BUILT: OnceLock<Mutex<Vec<Built>>> = OnceLock::new();
+
+/// A keyword list and its searchers.
+type Built = (Vec<Vec<u8>>, Keywords);
+
+/// How many distinct keyword lists `BUILT` keeps (one per kind of adapter in practice).
+const BUILT_KEEP: usize = 8;
+
+#[derive(Clone)]
 pub struct Keywords {
     /// The short keywords' finders, with their ids.
     short: Vec<(memmem::Finder<'static>, usize, i32)>,
@@ -28,8 +41,26 @@ pub struct Keywords {
 }
 
 impl Keywords {
-    /// Sorts the keywords into short and long ones and builds their searchers.
+    /// The searchers of these keywords: the ones already built for the same list, else new ones.
     pub fn new(keywords: &[Vec<u8>]) -> Result<Self, String> {
+        let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
+        if let Ok(kept) = built.lock() {
+            if let Some((_, k)) = kept.iter().find(|(list, _)| list.as_slice() == keywords) {
+                return Ok(k.clone());
+            }
+        }
+        let made = Self::build(keywords)?;
+        if let Ok(mut kept) = built.lock() {
+            if kept.len() >= BUILT_KEEP {
+                kept.remove(0);
+            }
+            kept.push((keywords.to_vec(), made.clone()));
+        }
+        Ok(made)
+    }
+
+    /// Sorts the keywords into short and long ones and builds their searchers.
+    fn build(keywords: &[Vec<u8>]) -> Result<Self, String> {
         let mut patterns = Vec::new();
         let mut ids = Vec::new();
         let mut short = Vec::new();
