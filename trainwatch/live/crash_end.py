@@ -39,6 +39,8 @@ class CrashEnd:
 
     def ended(self, name: str, path: str, state: SourceState) -> bool:
         """Whether `name` (the file at `path`) ended in a crash and has been quiet for `quiet_s`."""
+        if not crashed(state):  # (most calls: a live run; its file's size is then not needed)
+            return False
         now = self.clock()
         try:
             st = os.stat(path)
@@ -50,7 +52,7 @@ class CrashEnd:
             seen = self._seen[name] = _Seen(size, min(now, mtime))
         elif size != seen.size:
             seen.size, seen.since = size, now
-        return crashed(state) and now - seen.since >= self.quiet_s
+        return now - seen.since >= self.quiet_s
 
     def why(self, state: SourceState) -> str:
         first = state.first_error or {}

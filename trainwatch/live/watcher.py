@@ -7,8 +7,8 @@ such as the TUI take `lock` briefly to copy what they show.
 
 What a file's new lines cost is mostly the array rules' rounds, a fixed cost per series whatever the
 rows, so the rows read are held (`LiveSource.hold`) and all files' rows are judged together on the timer
-(ROUND_SHARE), not once per file per write; while many files change, their reads are gathered too
-(GATHER_S).
+(ROUND_SHARE), not once per file per write; while many files change, each is read at a pace
+(`trainwatch/live/pacer.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from trainwatch.alerts import AlertChange
 from trainwatch.engine import Engine
 from trainwatch.live.crash_end import QUIET_S as CRASH_QUIET_S
 from trainwatch.live.crash_end import CrashEnd
+from trainwatch.live.pacer import GATHER_S, ReadPacer
 from trainwatch.live.source import LiveSource
 from trainwatch.model import Record
 from trainwatch.errors import SourceError, TrainwatchError
@@ -41,16 +42,9 @@ from trainwatch.sources.runfolders import is_member, members, owner, path_format
 from trainwatch.sources.nvml import default_backend
 
 QUEUE_MAX = 10_000
-GATHER_S = 0.5
-GATHER_FILES = 8
-"""While many files change (GATHER_FILES or more between two ticks of the engine thread), a file-change
-wake-up is read GATHER_S later, so one read takes a file's writes of that while (a file written at 10
-lines/s is read twice a second, not ten times) and the other files' wake-ups of the same while are handled
-in the same turn. With fewer, each is read at once: that is the least latency, and the least a
-`copytruncate` rotation can cut off before it is read."""
-ROUND_SHARE = 0.1
+ROUND_SHARE = 0.05
 """The array rules judge the rows held (a round, `Engine.settle`) on the timer, at most this share of
-the engine thread's time: a round that cost 50 ms of CPU is followed by the next one 0.5 s later at the
+the engine thread's time: a round that cost 25 ms of CPU is followed by the next one 0.5 s later at the
 soonest. A round's cost is mostly fixed per series and rule, whatever the number of new rows, so with a
 few files each is judged at every tick, and with hundreds the rounds come further apart and take more
 rows each instead of taking a core (200 files at 10 lines/s: a round about every few seconds).
@@ -139,7 +133,7 @@ class Watcher:
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
         self._stopping = threading.Event()
-        self.gather_s = GATHER_S if tick_interval >= GATHER_S else 0.0
+        self.pacer = ReadPacer(GATHER_S if tick_interval >= GATHER_S else 0.0)  # see trainwatch/live/pacer.py
         from trainwatch.sources.remote import looks_remote
 
         self._specs = [_Spec(p) for p in paths if not looks_remote(p)]
@@ -288,31 +282,34 @@ class Watcher:
         next_tick = mono() + self.tick_interval
         next_poll = mono() + self.poll_interval
         next_round = next_tick
-        changed: set[str] = set()  # the paths that changed since the last tick (GATHER_FILES)
-        busy = False
+        pacer = self.pacer
         while True:
-            timeout = max(0.0, min(next_tick, next_poll) - mono())
+            timeout = max(0.0, min(next_tick, next_poll, pacer.next_due()) - mono())
             try:
                 item = self._queue.get(timeout=timeout)
             except queue.Empty:
                 item = None
             items = [] if item is None else [item]
-            if isinstance(item, tuple) and item[0] == "fs" and self.gather_s and busy:
-                self._stopping.wait(min(self.gather_s, max(0.0, next_tick - mono())))  # see GATHER_S
             while True:  # take everything waiting, so a burst costs one lock
                 try:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            changed.update(it[1] for it in items if isinstance(it, tuple) and it[0] == "fs")
             with self.lock:
+                now = mono()
                 for it in items:
                     if it is _STOP:
                         return
-                    self._handle(it)
+                    if isinstance(it, tuple) and it[0] == "fs":
+                        if pacer.admit(os.path.abspath(it[1]), now):  # else kept pending until due
+                            self._read(it[1])
+                    else:
+                        self._handle(it)
+                for path in pacer.due(now):
+                    self._read(path)
                 now = mono()
                 if now >= next_poll:
-                    self._read_all()
+                    self._read_all(unread_since=now - self.poll_interval)
                     self._rescan()
                     next_poll = now + self.poll_interval
                 if now >= next_tick:
@@ -322,9 +319,14 @@ class Watcher:
                     if settle:  # see ROUND_SHARE
                         next_round = now + max(self.tick_interval, (time.thread_time() - cpu) / ROUND_SHARE)
                     next_tick = now + self.tick_interval
-                    busy = len(changed) >= GATHER_FILES
-                    changed.clear()
+                    pacer.retune()
                 self._check_finished()
+
+    def _read(self, path: str) -> None:
+        """A file wake-up read, its cost told to the pacer."""
+        cpu = time.thread_time()
+        self._handle(("fs", path))
+        self.pacer.read(os.path.abspath(path), time.monotonic(), time.thread_time() - cpu)
 
     def _handle(self, item: Any) -> None:
         kind, payload = item
@@ -355,8 +357,12 @@ class Watcher:
             if os.path.dirname(os.path.abspath(src.path)) == os.path.abspath(path):
                 self._guard(src, partial(src.poll, self.engine))
 
-    def _read_all(self) -> None:
+    def _read_all(self, unread_since: float | None = None) -> None:
+        """Reads every source; with `unread_since` (the safety poll, for wake-ups that never came), only
+        those no wake-up had read since then: a file that inotify keeps waking needs no second read."""
         for src in list(self._sources.values()):
+            if unread_since is not None and self.pacer.read_since(os.path.abspath(src.path), unread_since):
+                continue
             self._guard(src, partial(src.poll, self.engine))
 
     def _rescan(self) -> None:

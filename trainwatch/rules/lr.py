@@ -120,7 +120,8 @@ class _LrRun:
         self.zero_since = None
         self.before = float(nonzero[-1])
         self.peak = max(self.peak, float(nonzero.max()))
-        self.decimals = max(self.decimals, printed_decimals(nonzero))
+        if self.decimals <= ROUNDED_DECIMALS:  # past it, no later value can bring it back
+            self.decimals = printed_decimals(nonzero, int(self.decimals))
         if self.level != self.level:
             self.level = float(nonzero[0])
         self.levels = self.levels or bool((nonzero != self.level).any())
@@ -157,12 +158,13 @@ def _line_before(series: Series | None, line: int) -> int:
     return int(lines[earlier[-1]]) if len(earlier) else line
 
 
-def printed_decimals(values: np.ndarray) -> float:
-    """The fewest decimals (up to ROUNDED_DECIMALS) that every value was printed within, as `{lr:.4f}`
-    prints 0.0001: more than ROUNDED_DECIMALS for values printed in full (`3e-05`, `2.9999e-05`)."""
+def printed_decimals(values: np.ndarray, at_least: int = 0) -> float:
+    """The fewest decimals (from `at_least` up to ROUNDED_DECIMALS) that every value was printed within,
+    as `{lr:.4f}` prints 0.0001: more than ROUNDED_DECIMALS for values printed in full (`3e-05`,
+    `2.9999e-05`). A live run passes the decimals its earlier values needed: the answer never goes down."""
     if not len(values) or float(np.max(np.abs(values))) > 1e12:
         return float(ROUNDED_DECIMALS + 1)  # (no LR; or one so large that no decimal says anything)
-    for d in range(ROUNDED_DECIMALS + 1):
+    for d in range(at_least, ROUNDED_DECIMALS + 1):
         scaled = values * 10.0 ** d
         if np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1.0, np.abs(scaled))):
             return float(d)
