@@ -49,8 +49,8 @@ class LossOverfitParams:
     mild_k: float
     quality_gain: float
     train_pace: float
-    calibration_title: str
-    calibration_fixes: tuple[str, ...]
+    title_calibration: str
+    fixes_calibration: tuple[str, ...]
 
 
 @register("loss.overfit")
@@ -133,7 +133,7 @@ class LossOverfit(Rule):
         gain, ahead = self._calibration(ctx, src, since, point.line)
         st.calm = gain is not None
         if gain is not None:
-            found = _calibration(found, gain, self.p.calibration_title, self.p.calibration_fixes)
+            found = _calibration(found, gain, self.p.title_calibration, self.p.fixes_calibration)
         elif ahead is not None:
             found.message = f"{found.message}; the gap widens: {ahead[1].said()} but {ahead[0].said()}"
             found.evidence["gap_train"], found.evidence["gap_eval"] = ahead[0].name, ahead[1].name
