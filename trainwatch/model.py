@@ -168,6 +168,8 @@ class Alert:
     retracted: str = ""  # why later data disproved it (empty while it stands)
     incident: str = ""  # the root of an incident (trainwatch/incident.py): the chain's story in one line
     echo_of: str = ""  # a link of an incident that is not its root: the root, "rule at step N"
+    own_severity: Severity | None = None
+    """The severity an incident fold lowered to info (trainwatch/incident.py), for a fold that undoes it."""
     once: bool = False  # a one-time judgement (Rule.once): it ends, it never recovers
     held_again: int = 0
     """Rows the condition held on after the alert resolved, in runs too short to reach `for` again: they

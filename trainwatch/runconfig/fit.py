@@ -377,6 +377,9 @@ _TOPICS = {
     "anomaly": re.compile(r"(?i)set_detect_anomaly"),
     "batch": re.compile(r"(?i)\b(?:inspect|look at|find) the (?:failing )?batch|\bbatch of (?:that|the failing) step"),
     "data": re.compile(r"(?i)\bcheck the data\b"),
+    "stop_early": re.compile(r"(?i)\bstop earlier\b"),
+    "weight_decay": re.compile(r"(?i)\braise weight decay\b"),
+    "more_data": re.compile(r"(?i)\bget more (?:\(or more varied\) )?(?:training )?data\b"),
 }
 
 
