@@ -67,3 +67,25 @@ def test_folding_again_changes_nothing() -> None:
     again = [(a.rule, a.severity, a.echo_of, a.incident, a.fixes) for a in engine.alerts()]
     assert first == again and any(s is Severity.INFO and e for _, s, e, _, _ in first)
 
+
+
+def test_a_live_follower_is_told_the_later_rule_as_an_echo_of_the_root() -> None:
+    """As the report folds it, so does a follower (tail, run): the rule that fires second is told as an info
+    echo naming the root, not as a second warning."""
+    rnd = random.Random(5)
+    acc = [(60 + 3 * e if e <= 8 else 84 - 1.2 * (e - 8)) + rnd.gauss(0, 0.3) for e in range(20)]
+    loss = [(2.0 - 0.1 * e if e <= 8 else 1.2 + 0.08 * (e - 8)) + rnd.gauss(0, 0.005) for e in range(20)]
+    r = Run()
+    told: list[tuple[str, Severity, str]] = []
+    r.engine.listeners.append(lambda c: told.append((c.alert.rule, c.alert.severity, c.alert.echo_of))
+                              if c.state.name == "FIRING" else None)
+    for e in range(20):
+        for s in range(e * 10 + 1, e * 10 + 11):
+            r.step(s, loss=3.5 - s * 0.005)
+        r.sample("val_acc", acc[e], e * 10 + 10)
+        r.sample("eval_loss", loss[e], e * 10 + 10)
+    r.finish()
+    loud = [(rule, echo) for rule, sev, echo in told if rule in ("loss.overfit", "quality.overfit")
+            and sev > Severity.INFO]
+    assert len(loud) == 1 and not loud[0][1]
+    assert any(echo for rule, sev, echo in told if sev is Severity.INFO)

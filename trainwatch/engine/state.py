@@ -114,7 +114,8 @@ class EngineState:
     def _tell(self, changes: list[AlertChange]) -> list[AlertChange]:
         if changes:
             self.changes += len(changes)
-            if self.listeners and any(c.state is AlertState.FIRING and c.alert.rule in incident.CHAIN
+            if self.listeners and any(c.state is AlertState.FIRING and (c.alert.rule in incident.CHAIN
+                                                                        or c.alert.rule in incident.OVERFITTING)
                                       for c in changes):
                 self.fold_incidents()  # a link firing after its root is told as the echo it is, as check says
                 changes = incident.root_first(changes)
