@@ -81,7 +81,7 @@ def fold_overfitting(alerts: list[Alert]) -> None:
             a.finding.evidence["root_cause"] = a.echo_of
 
 
-_OVERFIT_HEAD = {"quality.not_learning": "the model learnt nothing the task metric sees, while it fits its train set",
+_OVERFIT_HEAD = {"quality.not_learning": "the train loss falls but nothing generalises",
                  "loss.overfit": "overfitting, which the task metric shows too",
                  "quality.overfit": "overfitting, which the eval loss shows too"}
 
