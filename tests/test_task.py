@@ -137,7 +137,9 @@ CLUE_TEXTS = [
     "precision=16", "precision: 16-mixed", "BF16=True", "--bf16", "dtype: bfloat16", "mixed_precision=bf16",
     "\u017fft", "lo\u212ara", "PRETRA\u0130N from", "pretra\u0131n", "F\u0130NE-TUNING the model",
     "f\u0131ne-tuning", "prec\u0131s\u0131on: 16", "Wav2Vec2Model", "HuBERT", "WavLM", "CTC loss", "audio_pretraining",
-    "model_action_dim=32", "Action_Horizon", "proprio_dim", "nothing to see", "",
+    "model_action_dim=32", "Action_Horizon", "proprio_dim", "Validation mIOU", "mean_iou", "pixAcc", "Pixel Accuracy",
+    "m\u0130oU", "'actor_rollout_ref': {", "adv_estimator=grpo", "GRPOConfig(", "num_generations: 8",
+    "nothing to see", "",
 ]
 
 
@@ -181,3 +183,26 @@ def test_keras_runs_are_not_llm_runs() -> None:
     summary = ' Layer (type)                Output Shape              Param #   \n lstm (LSTM)   (None, 100)   80400\n'
     assert task.llm("Vocabulary Size: 44\n" + summary) is False
     assert task.llm("epoch,accuracy,learning_rate,loss,val_accuracy,val_loss\n0,0.75,0.005,1.92,0.79,1.42\n") is False
+
+
+def test_a_segmentation_metric_outweighs_a_loss_near_ln_vocab() -> None:
+    """A segmenter's summed loss can start near 11 like a token loss from scratch: its mIoU (or pixel
+    accuracy) says the run is a vision one, and a vision run has no vocabulary for ln(vocab) to be of."""
+    lines = "".join(f"Epoch {s}: loss={11.0 - s * 0.01:.3f}\n" for s in range(1, 30))
+    assert g(lines).preset == "pretrain"
+    guess = g(lines + "Validation loss: 4.98\nValidation mIOU: [0.33, 0.14]\n")
+    assert guess.preset == "vision" and "ln(vocab)" not in guess.why()
+    assert g(lines + "Epoch 1 | pixAcc: 0.81, mIoU: 0.42\n").preset == "vision"
+    assert task.llm("Validation mIOU: [0.60, 0.80]") is False
+
+
+def test_an_rl_trainers_config_is_rl_before_any_reward_is_logged() -> None:
+    """A verl run that crashed at start-up logged no reward, but its config dump names the actor/rollout/
+    reference section and the advantage estimator: RL, not the default fine-tune."""
+    head = ("(main_task pid=1) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2, 'ppo_micro_batch_size': 8},\n"
+            "(main_task pid=1)  'algorithm': {'adv_estimator': 'grpo', 'gamma': 1.0},\n")
+    assert g("Started a local Ray instance.\n", "text").preset == "sft"
+    guess = g(head, "text")
+    assert guess.preset == "grpo" and "actor_rollout_ref" in guess.why()
+    assert g("GRPOConfig(num_generations=8, learning_rate=1e-06)\n", "text").preset == "grpo"
+

@@ -202,8 +202,8 @@ class AlertBook:
     def _begin(self, key: Key, spec: RuleSpec, finding: Finding, now: float, old: _Track | None) -> _Track:
         fp = old.alert.fingerprint if old is not None else fingerprint(*key)
         alert = Alert(rule=spec.id, severity=finding.severity if finding.severity is not None else spec.severity,
-                      family=spec.family, title=spec.title, finding=finding,
-                      fixes=self._fit(spec, finding, tuple(finding.extra_fixes) + spec.fixes),
+                      family=spec.family, title=finding.title or spec.title, finding=finding,
+                      fixes=self._fit(spec, finding, _fixes(spec, finding)),
                       state=AlertState.PENDING,
                       fingerprint=fp, first_step=_began(finding), first_line=finding.line, started_at=now,
                       once=spec.id in self.once,
@@ -398,7 +398,7 @@ class AlertBook:
         for alert in self.alerts.values():
             spec = self._specs.get(alert.rule)
             if spec is not None and alert.finding.source == source:
-                alert.fixes = self._fit(spec, alert.finding, tuple(alert.finding.extra_fixes) + spec.fixes)
+                alert.fixes = self._fit(spec, alert.finding, _fixes(spec, alert.finding))
 
     def _trim(self) -> None:
         if len(self.alerts) <= MAX_ALERTS:
@@ -446,3 +446,11 @@ def _label(alert: Alert, key: str) -> str:
 def _distinct(a: Alert, record: Alert | None) -> list[Alert]:
     """The alert of this episode and its fingerprint's record (the first episode's), once each."""
     return [a] if record is None or record is a else [a, record]
+
+
+def _fixes(spec: RuleSpec, finding: Finding) -> tuple[str, ...]:
+    """The fixes a finding is given before fitting: its own in place of the rule's when it concluded
+    another case than the rule's title names, else its situation's first, then the rule's."""
+    if finding.fixes is not None:
+        return finding.fixes
+    return tuple(finding.extra_fixes) + spec.fixes

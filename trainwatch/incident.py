@@ -20,6 +20,7 @@ import numpy as np
 from trainwatch.alerts import AlertChange
 from trainwatch.model import Alert, AlertState, Severity
 from trainwatch.rules.stats import fmt
+from trainwatch.runconfig.fit import Given
 from trainwatch.store import RECENT_POINTS, MetricStore
 
 NONFINITE = ("loss.nonfinite", "grad.nonfinite")
@@ -27,7 +28,98 @@ CHAIN = frozenset({"grad.spike", "loss.spike", "loss.diverging", "loss.nonfinite
 """The rules a blow-up trips on its way: each is a link of the same incident when they meet in time."""
 
 
+OVERFITTING = ("quality.not_learning", "loss.overfit", "quality.overfit")
+"""The rules one overfitting incident trips, in the order they are its root: a task metric that never left
+0 (the model learnt nothing it sees: a rising eval loss and a "best" at chance are that, told again), then
+the eval loss and the task metric, whichever showed it first."""
+
+
 def fold(alerts: Iterable[Alert], store: MetricStore) -> None:
+    """Marks each blow-up's root (`incident`: its one-line story) and its echoes (`echo_of`, info); and
+    each overfitting incident's (`fold_overfitting`)."""
+    alerts = list(alerts)
+    _fold_blowups(alerts, store)
+    fold_overfitting(alerts)
+
+
+def fold_overfitting(alerts: list[Alert]) -> None:
+    """One run overfitting trips the eval-loss rule and the task-metric rules: told side by side, one
+    incident reads as two or three warnings with fixes split between them. The root (`OVERFITTING`'s
+    order, then the earliest, then the first found) says the others' evidence in its story and gives
+    their fixes (but a model that learnt nothing is not told to keep its best checkpoint); the others become
+    info echoes that name it. Judged afresh each time: a fold that a
+    later finding or a withdrawal changes is undone first."""
+    by_source: dict[str, list[Alert]] = {}
+    for a in alerts:
+        if a.rule not in OVERFITTING:
+            continue
+        if a.echo_of and a.echo_of.split(" at step ")[0] in OVERFITTING:  # this fold's own: undone, judged again
+            a.echo_of = ""
+            a.finding.evidence.pop("root_cause", None)
+            if a.own_severity is not None:
+                a.severity, a.own_severity = a.own_severity, None
+        if a.incident and not a.echo_of:
+            a.incident = ""
+        if a.retracted or a.echo_of or a.severity <= Severity.INFO or not a.told or a.first_step is None:
+            continue  # (an info: the eval loss rising as calibration, a metric judged on too few evaluations)
+        by_source.setdefault(a.source, []).append(a)
+    for found in by_source.values():
+        if len(found) < 2:
+            continue
+        found.sort(key=lambda a: (a.rule != OVERFITTING[0], a.first_step,
+                                  a.found_step if a.found_step is not None else a.first_step,
+                                  OVERFITTING.index(a.rule)))
+        root, echoes = found[0], found[1:]
+        root.incident = _overfit_story(root, echoes)
+        if root.rule != OVERFITTING[0]:  # (a model that learnt nothing has no best checkpoint to keep)
+            # the task metric's fixes first: it is what the run is for (keep the checkpoint it rates best)
+            both = sorted(found, key=lambda a: a.rule != "quality.overfit")
+            root.fixes = _fixes_once(tuple(f for a in both for f in a.fixes))
+        for a in echoes:
+            a.echo_of = f"{root.rule} at step {root.first_step}"
+            a.own_severity, a.severity = a.severity, Severity.INFO
+            a.finding.evidence["root_cause"] = a.echo_of
+
+
+_OVERFIT_HEAD = {"quality.not_learning": "the train loss falls but nothing generalises",
+                 "loss.overfit": "overfitting, which the task metric shows too",
+                 "quality.overfit": "overfitting, which the eval loss shows too"}
+
+
+def _overfit_story(root: Alert, echoes: list[Alert]) -> str:
+    """'overfitting, which the task metric shows too: mAP50-95 best at step 2 (0.5383), 0.4957 at step
+    102': each echo's evidence in a clause, every value the one logged at the step it is next to."""
+    clauses = [c for c in (_overfit_clause(a) for a in echoes) if c]
+    head = _OVERFIT_HEAD[root.rule]
+    return f"{head}: {'; '.join(clauses)}" if clauses else head
+
+
+def _overfit_clause(a: Alert) -> str:
+    ev = a.finding.evidence
+    best, at = ev.get("value"), ev.get("step")
+    if not isinstance(best, (int, float)) or not isinstance(at, int):
+        return ""
+    last, last_at = a.last_value, a.last_step
+    if a.rule == "loss.overfit":
+        later = ev.get("later_evals") or []
+        if (last is None or last_at is None or last_at == at) and later:
+            last_at, last = later[-1][0], later[-1][1]
+        said = f"eval_loss lowest at step {at} ({fmt(best)})"
+    else:
+        last, last_at = ev.get("last_value", last), ev.get("last_step", last_at)
+        said = f"{a.finding.subject or 'the task metric'} best at step {at} ({fmt(best)})"
+    if isinstance(last, (int, float)) and isinstance(last_at, int) and last_at != at and math.isfinite(last):
+        said += f", {fmt(float(last))} at step {last_at}"
+    return f"{said} ({a.rule})"
+
+
+def _fixes_once(fixes: tuple[str, ...]) -> tuple[str, ...]:
+    """The incident's fixes, each once (the same words or what an earlier one covers: runconfig.fit.Given)."""
+    given = Given()
+    return tuple(f for f in fixes if given.new(f))
+
+
+def _fold_blowups(alerts: list[Alert], store: MetricStore) -> None:
     """Marks each blow-up's root (`incident`: its one-line story) and its echoes (`echo_of`, info)."""
     by_source: dict[str, list[Alert]] = {}
     for a in alerts:

@@ -89,6 +89,12 @@ class Finding:
     step_inferred: bool = False
     severity: Severity | None = None  # overrides the rule's default when set
     extra_fixes: tuple[str, ...] = ()  # situation-specific fixes, shown before the rule's own
+    title: str = ""
+    """The finding's own title, for a rule that concluded another case than its title names (an eval loss
+    that rises while the task metric improves is calibration, not overfitting); empty: the rule's."""
+    fixes: tuple[str, ...] | None = None
+    """The fixes of that other case, in place of the rule's own (which are about the case its title
+    names); None: `extra_fixes` and the rule's own."""
     amends: bool = False
     """A repeat that adds to the evidence of the moment the alert describes (another rank printed the
     same error) rather than describing a later moment: merged into the alert's evidence."""
@@ -162,6 +168,8 @@ class Alert:
     retracted: str = ""  # why later data disproved it (empty while it stands)
     incident: str = ""  # the root of an incident (trainwatch/incident.py): the chain's story in one line
     echo_of: str = ""  # a link of an incident that is not its root: the root, "rule at step N"
+    own_severity: Severity | None = None
+    """The severity an incident fold lowered to info (trainwatch/incident.py), for a fold that undoes it."""
     once: bool = False  # a one-time judgement (Rule.once): it ends, it never recovers
     held_again: int = 0
     """Rows the condition held on after the alert resolved, in runs too short to reach `for` again: they

@@ -5,8 +5,9 @@ pretraining from scratch and far too high for a chat fine-tune. The decision is 
 is fed, from each source's detection sample (`head`), and is kept simple enough to print: every clue
 is a (task, weight, reason) and the task with the most weight wins; with no clue, fine-tuning.
 
-Clues, strongest first: RL and EBFT metric keys; detection losses and mAP (vision); Megatron's
-`lm loss` and token counters, and a first loss near ln(vocab) (pretraining); words in banners.
+Clues, strongest first: RL and EBFT metric keys, an RL trainer's config; detection losses, mAP and
+segmentation metrics (vision); Megatron's `lm loss` and token counters, and a first loss near ln(vocab)
+(pretraining, unless the run is a vision one); words in banners.
 """
 
 from __future__ import annotations
@@ -71,6 +72,14 @@ _VISION = _Clue(r"box_loss|cls_loss|dfl_loss|obj_loss|seg_loss|loss_box_reg|loss
                 r"loss_rpn|loss_mask|mAP50|bbox_mAP|metrics/mAP|\bmAP\b",
                 "box_loss", "cls_loss", "dfl_loss", "obj_loss", "seg_loss", "loss_box_reg", "loss_bbox", "loss_cls",
                 "loss_rpn", "loss_mask", "mAP")
+_SEGMENTATION = _Clue(r"(?i)\bm(?:ean[_ ]?)?iou\b|\bpix(?:el)?[_ ]?acc(?:uracy)?\b", "iou", "pix")
+"""A segmentation metric (mIoU, mean IoU, pixel accuracy): a dense prediction over images, however high
+its summed or per-pixel loss starts."""
+_RL_CONFIG = _Clue(r"\bactor_rollout_ref\b|\badv_estimator\b|\bGRPO(?:Config|Trainer)\b|\bnum_generations\b",
+                   "actor_rollout_ref", "adv_estimator", "GRPO", "num_generations")
+"""What only an RL trainer's configuration names: verl's actor/rollout/reference section and its advantage
+estimator (GRPO, GAE, RLOO...), TRL's GRPO config and its completions per prompt. A run that crashed before
+its first step logs no reward yet, but its config already says what it trains."""
 _TOKENS = _Clue(r"(?i)consumed tokens|tokens per iteration|tokens per step|tokens_seen|train/TokensSeen|"
                 r"num_input_tokens_seen|global_tokens", "tokens")
 _LM_LOSS = _Clue(r"\blm loss\b", "lm loss")
@@ -208,11 +217,11 @@ def llm(text: str) -> bool | None:
     setting, a tokenizer, a chat template, perplexity, `lm loss`, token counters, RL metrics, fine-tuning
     words, BLEU/ROUGE); None without evidence. LLM advice (chat templates, tokens) is only given where
     this is not False, and the usual final loss of 0.5-2 only where it is True (or the trainer is an LLM's)."""
-    if (_VISION.search(text) or _IMAGE_TOPK.search(text) or _KERAS.search(text)
+    if (_VISION.search(text) or _SEGMENTATION.search(text) or _IMAGE_TOPK.search(text) or _KERAS.search(text)
             or _NOT_LANGUAGE.search(text)):
         return False
     if (_LANGUAGE.search(text) or _LM_LOSS.search(text) or _TOKENS.search(text) or _RL.search(text)
-            or _SFT_WORDS.search(text) or _DOWNSTREAM.search(text)):
+            or _RL_CONFIG.search(text) or _SFT_WORDS.search(text) or _DOWNSTREAM.search(text)):
         return True
     return None
 
@@ -239,12 +248,17 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
         out.append(("rl", 3, f"RL metrics ({m.group(0).strip(chr(39) + chr(34))})"))
     if _KL.search(text):
         out.append(("rl", 1, "a KL metric"))
+    if (c := _RL_CONFIG.search(text)):
+        out.append(("rl", 3, f"an RL trainer's config ({c.group(0)})"))
     hint = _format_hint(src.format)
     if hint in TASK_PRESET:
         out.append((hint, 3, f"the {src.format} format is {TASK_NAMES[hint]}'s"))
     found = sorted({v.group(0) for v in _VISION.finditer(text)})
     if found:
         out.append(("vision", 3 if len(found) >= 2 else 1.5, "detection losses or mAP (" + ", ".join(found[:3]) + ")"))
+    seg = _SEGMENTATION.search(text)
+    if seg:
+        out.append(("vision", 3, f"a segmentation metric ({seg.group(0)})"))
     if src.format == "megatron" or _LM_LOSS.search(text):
         out.append(("pretrain", 1.5, "Megatron-style `lm loss` lines"))
     t = _TOKENS.search(text)
@@ -253,7 +267,9 @@ def _clues(src: SourceSample) -> list[tuple[str, float, str]]:
     earliest = earliest_loss(src)
     if earliest is not None:
         first = earliest.value
-        if PRETRAIN_FIRST_LOSS <= first <= MAX_TOKEN_LOSS:
+        if PRETRAIN_FIRST_LOSS <= first <= MAX_TOKEN_LOSS and not (found or seg):
+            # ln(vocab) is a token loss's starting level: a detector's or a segmenter's summed loss has no
+            # vocabulary, and its level says nothing about training from scratch
             out.append(("pretrain", 2, f"{earliest.said()}, near ln(vocab): a model starting from scratch"))
         elif first < 4.0:
             out.append(("sft", 1, f"{earliest.said()}, far below a model starting from scratch"))

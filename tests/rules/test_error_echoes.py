@@ -201,6 +201,33 @@ def test_shared_memory_full_is_told_apart_from_a_full_disk(tmp_path: Path) -> No
     assert full.fixes[0].startswith("In a container, enlarge /dev/shm")
 
 
+def test_a_full_temporary_directory_hears_of_tmpdir_not_of_an_incomplete_checkpoint(tmp_path: Path) -> None:
+    """The failed write names its path: a temp file under /tmp (a DataLoader's multiprocessing queue) is
+    advised TMPDIR, and no checkpoint advice, which would tell the user a checkpoint is broken that was never
+    written; a checkpoint save still hears the checkpoint advice."""
+    line = "OSError: [Errno 28] No space left on device: '/tmp/pymp-2ntknau9'\n"
+    full = check_text(tmp_path, STEPS + line)["ckpt.disk_full"]
+    assert full.finding.evidence["case"] == "temp" and "/tmp/pymp-2ntknau9" in full.finding.message
+    assert any("TMPDIR" in f for f in full.fixes)
+    assert not any("checkpoint" in f.lower() for f in full.fixes)
+    save = ("RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 123 vs 456\n"
+            "RuntimeError: PytorchStreamWriter failed writing file data/5: file write failed\n")
+    ckpt = check_text(tmp_path, STEPS + save, "save.log")["ckpt.disk_full"]
+    assert ckpt.finding.evidence["case"] == "checkpoint"
+    assert any("must not be resumed from" in f for f in ckpt.fixes) and not any("TMPDIR" in f for f in ckpt.fixes)
+
+
+def test_hf_trainer_argument_names_are_told_to_hf_trainer_runs_alone(tmp_path: Path) -> None:
+    """`save_total_limit` is the HF Trainer's: a plain log of another framework hears 'keep fewer checkpoints'
+    without it; a log that shows the HF Trainer at work hears its argument name."""
+    save = "RuntimeError: PytorchStreamWriter failed writing file data/5: file write failed\n"
+    plain = check_text(tmp_path, STEPS + save)["ckpt.disk_full"]
+    assert any(f.startswith("Keep fewer checkpoints") for f in plain.fixes)
+    assert not any("save_total_limit" in f for f in plain.fixes)
+    hf = check_text(tmp_path, "***** Running training *****\n" + STEPS + save, "hf.log")["ckpt.disk_full"]
+    assert any("save_total_limit" in f for f in hf.fixes)
+
+
 def test_disk_full_in_a_logged_warning_is_a_warning(tmp_path: Path) -> None:
     line = "2024-05-01 12:00:00 - WARNING - could not write the dataset cache: [Errno 28] No space left on device\n"
     full = check_text(tmp_path, STEPS + line)["ckpt.disk_full"]

@@ -215,3 +215,15 @@ def test_what_the_logged_lr_shows_answers_the_fixes_that_ask_for_it() -> None:
     assert out == ("Lengthen warmup (the logged LR rose to its peak over 19 steps)",)
     asked = ("Warm up over 5-10% of the steps", "Check that the LR is not 0 or tiny")
     assert fit("loss", asked, RunView(runconfig.RunConfig())) == asked
+
+
+def test_hf_trainer_argument_names_only_for_a_run_of_the_hf_trainer() -> None:
+    """A YOLO or fairseq run is not told to set load_best_model_at_end: the aside goes, the advice stays;
+    the HF Trainer's run keeps the name, and a config dump of its arguments shows that trainer."""
+    overfit = SPECS["loss.overfit"].fixes
+    other = fit("loss", overfit, view("epoch,train/box_loss,val/box_loss\n"))
+    assert other[0] == "Stop earlier: fewer epochs or max_steps, or keep the best checkpoint"
+    assert not any("load_best_model_at_end" in f for f in other)
+    assert "load_best_model_at_end" in fit("loss", overfit, view("", hf_trainer=True))[0]
+    assert runconfig.read("TrainingArguments(\nper_device_train_batch_size=4,\n)").hf_trainer
+    assert not runconfig.read("{'epoch': 1, 'update': 0.25, 'loss': '0.264'}").hf_trainer

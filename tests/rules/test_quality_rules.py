@@ -256,6 +256,19 @@ def test_val_loss_rising_while_miou_improves_is_calibration_not_overfitting() ->
     assert _firing(_val_loss_rising(False))["loss.overfit"].severity is Severity.WARNING  # type: ignore[attr-defined]
 
 
+def test_a_rise_told_as_calibration_has_a_calibration_title_and_fixes_not_overfittings() -> None:
+    """The info concludes over-confidence: its title says so and its fixes keep the model the task metric
+    says is improving (judge by mIoU, calibrate), none tells it to stop earlier; the warning keeps both of
+    overfitting."""
+    calm = _firing(_val_loss_rising(True))["loss.overfit"]
+    assert "calibration" in calm.title.lower() and "overfitting" not in calm.title.lower()  # type: ignore[attr-defined]
+    fixes = "\n".join(calm.fixes)  # type: ignore[attr-defined]
+    assert "(miou)" in fixes and "label smoothing" in fixes  # the metric the message names
+    assert "Stop earlier" not in fixes and "weight decay" not in fixes
+    warn = _firing(_val_loss_rising(False))["loss.overfit"]
+    assert warn.title.startswith("Overfitting") and warn.fixes[0].startswith("Stop earlier")  # type: ignore[attr-defined]
+
+
 def _gap(train_acc: list[float]) -> Run:
     """Val accuracy creeping 0.29 -> 0.36 while the val loss climbs; the train accuracy beside it as given."""
     r = Run()

@@ -45,8 +45,8 @@ def settings(spec: RuleSpec) -> dict[str, str]:
     d = describe(spec)
     out = {}
     for k, v in d.items():
-        if k in ("id", "enabled", "severity", "family", "title") or k.startswith("fixes"):
-            continue  # (fixes, also those by direction, are text for people, not settings)
+        if k in ("id", "enabled", "severity", "family") or k.startswith(("fixes", "title")):
+            continue  # (titles and fixes, also those of a direction or case, are text for people, not settings)
         out[k] = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
     return out
 

@@ -98,8 +98,10 @@ class EngineState:
         adam = llm is True or (state is not None and state.format in ADAMW_TRAINERS)
         view = RunView(cfg if isinstance(cfg, RunConfig) else RunConfig(), llm=llm,
                        logged_lr=peak, logged_warmup=_logged_warmup(lr, peak),
-                       default_optimizer="adam" if adam else "")
-        return fit_fixes(spec.family, _this_side(fixes, finding), view)
+                       default_optimizer="adam" if adam else "",
+                       hf_trainer=(state is not None and state.format in ADAMW_TRAINERS)
+                       or (isinstance(cfg, RunConfig) and cfg.hf_trainer))
+        return fit_fixes(spec.family, _this_case(_this_side(fixes, finding), finding), view)
 
     def source(self, name: str, fmt: str = "") -> SourceState:
         state = self.sources.get(name)
@@ -112,7 +114,8 @@ class EngineState:
     def _tell(self, changes: list[AlertChange]) -> list[AlertChange]:
         if changes:
             self.changes += len(changes)
-            if self.listeners and any(c.state is AlertState.FIRING and c.alert.rule in incident.CHAIN
+            if self.listeners and any(c.state is AlertState.FIRING and (c.alert.rule in incident.CHAIN
+                                                                        or c.alert.rule in incident.OVERFITTING)
                                       for c in changes):
                 self.fold_incidents()  # a link firing after its root is told as the echo it is, as check says
                 changes = incident.root_first(changes)
@@ -168,6 +171,26 @@ def _this_side(fixes: tuple[str, ...], finding: Finding) -> tuple[str, ...]:
     if other is None:
         return fixes
     return tuple(f for f in fixes if not f.lower().startswith(other))
+
+
+_CASE = re.compile(r"^\[([\w ,-]+)\]\s*")
+
+
+def _this_case(fixes: tuple[str, ...], finding: Finding) -> tuple[str, ...]:
+    """A fix written for some cases of a rule's condition (`[checkpoint] ...`, `[temp, write] ...`) fits a
+    finding of one of them alone, told without its tag: a disk that filled with temporary files hears
+    nothing of the checkpoint it did not write. The finding's case is its evidence's `case`; one with
+    none hears no tagged fix."""
+    case = str(finding.evidence.get("case", ""))
+    out = []
+    for fix in fixes:
+        m = _CASE.match(fix)
+        if m is None:
+            out.append(fix)
+        elif case in {c.strip() for c in m.group(1).split(",")}:
+            rest = fix[m.end():]
+            out.append(rest[:1].upper() + rest[1:])
+    return tuple(out)
 
 
 def _logged_warmup(lr: Series | None, peak: float | None) -> int | None:

@@ -638,4 +638,4 @@ def _told(f: Finding, last_value: float, last_step: int, step: int | None) -> Fi
     ev["last_value"] = last_value
     ev["last_step"] = last_step
     return Finding(message=f.message, evidence=ev, subject=f.subject, severity=f.severity,
-                   extra_fixes=f.extra_fixes, began_step=f.began_step, step=step)
+                   extra_fixes=f.extra_fixes, title=f.title, fixes=f.fixes, began_step=f.began_step, step=step)

@@ -49,6 +49,8 @@ class LossOverfitParams:
     mild_k: float
     quality_gain: float
     train_pace: float
+    title_calibration: str
+    fixes_calibration: tuple[str, ...]
 
 
 @register("loss.overfit")
@@ -131,7 +133,7 @@ class LossOverfit(Rule):
         gain, ahead = self._calibration(ctx, src, since, point.line)
         st.calm = gain is not None
         if gain is not None:
-            found = _calibration(found, gain)
+            found = _calibration(found, gain, self.p.title_calibration, self.p.fixes_calibration)
         elif ahead is not None:
             found.message = f"{found.message}; the gap widens: {ahead[1].said()} but {ahead[0].said()}"
             found.evidence["gap_train"], found.evidence["gap_eval"] = ahead[0].name, ahead[1].name
@@ -270,9 +272,11 @@ class LossOverfit(Rule):
                                  "detected_step": point.step})  # (no train loss: no train figures, not NaN)
 
 
-def _calibration(f: Finding, gain: Gain) -> Finding:
+def _calibration(f: Finding, gain: Gain, title: str, fixes: tuple[str, ...]) -> Finding:
     """The rise told as what it is when the task metric of the same evaluations keeps improving: the model
-    grows over-confident on what it gets wrong (calibration), it does not generalise worse. Info."""
+    grows over-confident on what it gets wrong (calibration), it does not generalise worse. Info, under a
+    title and with fixes of calibration: the overfitting ones (stop earlier, more data) would contradict
+    its own message and throw away a model that still improves."""
     ev = dict(f.evidence)
     ev["improving"] = gain.name
     ev["improving_from"], ev["improving_to"] = gain.first, gain.now
@@ -280,4 +284,5 @@ def _calibration(f: Finding, gain: Gain) -> Finding:
            f"the task metric improves, so this is over-confidence (calibration), not overfitting")
     # a subject of its own: an alert of its own, so a warning withdrawn for it does not lend it its severity
     return Finding(message=msg, step=f.step, began_step=f.began_step, evidence=ev, subject="eval_loss calibration",
-                   severity=Severity.INFO, extra_fixes=f.extra_fixes)
+                   severity=Severity.INFO, title=title,
+                   fixes=tuple(f.extra_fixes) + tuple(x.replace("{metric}", gain.name) for x in fixes))

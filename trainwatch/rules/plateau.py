@@ -75,7 +75,8 @@ class _Verdicts:
         ev["last_value"] = float(self.level[i])
         ev["last_step"] = int(w.step[row])
         return Finding(message=f.message, evidence=ev, subject=f.subject, severity=f.severity,
-                       extra_fixes=f.extra_fixes, began_step=f.began_step, step=int(w.step[row]))
+                       extra_fixes=f.extra_fixes, title=f.title, fixes=f.fixes, began_step=f.began_step,
+                       step=int(w.step[row]))
 
 
 def _next_true(mask: np.ndarray) -> np.ndarray:

@@ -29,6 +29,10 @@ NATIVE_NAMES = {"-11": "a segmentation fault (SIGSEGV)", "SIGSEGV": "a segmentat
                 "SIGABRT": "an abort (SIGABRT)", "Aborted": "an abort (SIGABRT)", "Bus error": "a bus error (SIGBUS)",
                 "Illegal instruction": "an illegal instruction (SIGILL)",
                 "Floating point exception": "a floating point exception (SIGFPE)"}
+FAILED_PATH = re.compile(r"(?:No space left on device|Errno 28\]?[^:'\n]*|Disk quota exceeded):\s*'([^'\n]+)'")
+"""The path an ENOSPC names, as Python's OSError quotes it: `[Errno 28] No space left on device: '/tmp/x'`."""
+TEMP_PATH = re.compile(r"^(?:/tmp|/var/tmp|/dev/shm/tmp)(?:/|$)|(?:^|/)(?:pymp-|tmp[\w.-]*$)")
+"""A temporary file's path: under /tmp or /var/tmp, multiprocessing's `pymp-` directories, `tempfile`'s names."""
 SHM_FIXES = ("In a container, enlarge /dev/shm (docker run --shm-size 16g, or a memory-backed emptyDir)",
              "Or lower the DataLoader's num_workers")
 
@@ -155,11 +159,14 @@ class SignatureRule(Rule):
             line = line[:MAX_TEXT] + "..."
         figures = describe(self.signature, event.fields)
         extra: tuple[str, ...] = ()
+        case = ""
         if self.signature == "ckpt.disk_full":
-            figures, extra = self._disk_full(ctx, event)
+            figures, extra, case = self._disk_full(ctx, event)
         message = figures or line or self.spec.title
         evidence = dict(event.fields)
         evidence["text"] = line
+        if case:
+            evidence["case"] = case
         first = (event.source, self.signature) not in self._told
         self._told.add((event.source, self.signature))
         ranks = self.ranks.add(event.source, self.signature, event.fields.get("rank"))
@@ -187,13 +194,21 @@ class SignatureRule(Rule):
         return finding
 
     @staticmethod
-    def _disk_full(ctx: RuleContext, event: Event) -> tuple[str, tuple[str, ...]]:
-        """What filled up: shared memory (DataLoader workers pass batches through /dev/shm), or the disk
-        while saving a checkpoint (torch.save's writer, or a checkpoint phase), or some other write."""
+    def _disk_full(ctx: RuleContext, event: Event) -> tuple[str, tuple[str, ...], str]:
+        """What filled up, and so the case its fixes are chosen by: shared memory (DataLoader workers pass
+        batches through /dev/shm: `shm`), the temporary directory (the path that failed is under /tmp or a
+        temp file's: `temp`), the disk while saving a checkpoint (torch.save's writer, or a checkpoint
+        phase: `checkpoint`), or some other write (`write`)."""
         if WARNING_LINE.search(event.text):
-            return "a write failed (no space left), logged as a warning: the run may have gone on", ()
+            return "a write failed (no space left), logged as a warning: the run may have gone on", (), "write"
         if any(w in event.text for w in SHM_WORDS):
-            return "shared memory (/dev/shm) is full: a data-loader worker could not hand over a batch", SHM_FIXES
+            return ("shared memory (/dev/shm) is full: a data-loader worker could not hand over a batch", SHM_FIXES,
+                    "shm")
+        failed = FAILED_PATH.search(event.text)
+        if failed is not None and TEMP_PATH.search(failed.group(1)):
+            return f"no space left for the temporary file {failed.group(1)}: the temporary directory filled", (), "temp"
         st = ctx.sources.get(event.source)
         saving = any(w in event.text for w in SAVE_WORDS) or (st is not None and st.phase == "checkpoint")
-        return ("checkpoint save failed (no space left)" if saving else "a write failed (no space left)"), ()
+        if saving:
+            return "checkpoint save failed (no space left)", (), "checkpoint"
+        return "a write failed (no space left)", (), "write"

@@ -42,6 +42,10 @@ _LORA_MARK = re.compile(r"(?i)\b(?:q?lora|peft)\b|\btrainable%|"
 `trainable%`), or a LoRA rank or alpha that is set. A `lora_rank=8` beside `train_type=full` is a default:
 the tuner decides."""
 _NOT_ADAPTERS = frozenset({"full", "freeze", "none"})
+_HF_TRAINER_MARK = re.compile(r"\*{5} Running training \*{5}|\bTrainingArguments\(|\bSeq2SeqTrainingArguments\b|"
+                              r"\bper_device_train_batch_size\b|\btransformers\.trainer\b")
+"""What the HF Trainer (and the trainers built on it: TRL, LLaMA-Factory, Axolotl) prints: its banner, its
+arguments' dump, or its own argument names."""
 RL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("llm", re.compile(r"(?i)completions/|\breward_std\b|frac_reward_zero_std|\brewards/\w|num_generations|"
                        r"\bgrpo\b|actor_rollout_ref|response_length/")),
@@ -63,6 +67,8 @@ class RunConfig:
     """The log shows LoRA/PEFT in its words (`_LORA_MARK`), whatever its tuner setting says."""
     rl: str | None = None
     """The RL algorithm's kind the log shows (`RL_KINDS`: llm, value, policy), None when it shows none."""
+    hf_trainer: bool = False
+    """The log shows the HF Trainer at work (`_HF_TRAINER_MARK`): its argument names fit the run."""
 
     def get(self, name: str) -> Any:
         f = self.facts.get(name)
@@ -118,6 +124,7 @@ def read(text: str) -> RunConfig:
     _from_json_sections(text, cfg)
     cfg.advice = find_advice(text, keys)
     cfg.lora_mark = _LORA_MARK.search(text) is not None
+    cfg.hf_trainer = _HF_TRAINER_MARK.search(text) is not None
     cfg.rl = next((kind for kind, rx in RL_KINDS if rx.search(text)), None)
     return cfg
 

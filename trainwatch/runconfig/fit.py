@@ -40,6 +40,9 @@ class RunView:
     logged_lr: float | None = None
     logged_warmup: int | None = None
     """The steps over which the logged LR rose to its peak at the run's start (None: the log shows none)."""
+    hf_trainer: bool = False
+    """The run is the HF Trainer's (its format, or what its log prints): only then are fixes told in its
+    argument names (load_best_model_at_end, save_total_limit); a YOLO, Keras or fairseq run has none."""
     default_optimizer: str = ""
     """The optimiser the run uses when its log names none: `adam` where its trainer defaults to AdamW
     (the HF Trainer, an LLM run); empty where it could as well be SGD."""
@@ -288,6 +291,21 @@ def _aside_without(whole: str, inside: str, words: re.Pattern[str]) -> str:
     return whole[:whole.index("(")] + f"({', '.join(items)})" if items else ""
 
 
+_HF_ARGS = re.compile(r"\b(?:load_best_model_at_end|metric_for_best_model|save_total_limit|save_only_model|"
+                      r"resume_from_checkpoint|gradient_checkpointing_kwargs)\b")
+"""Arguments of the HF Trainer alone: another framework keeps checkpoints and resumes by other names."""
+
+
+def _framework(fix: str, run: RunView) -> str | None:
+    """The HF Trainer's argument names only for its runs: elsewhere an aside naming one loses that item
+    ("keep the best checkpoint (load_best_model_at_end)" -> "keep the best checkpoint"), and a fix that
+    still names one is dropped, as it tells the run to set what it does not have."""
+    if run.hf_trainer or not _HF_ARGS.search(fix):
+        return fix
+    fix = _PAREN.sub(lambda m: _aside_without(m.group(0), m.group(1), _HF_ARGS), fix)
+    return None if _HF_ARGS.search(fix) else fix
+
+
 _ALGORITHM = re.compile(r"(?i)^(value-based|policy-gradient|LLM) RL:\s*")
 _KIND = {"value-based": "value", "policy-gradient": "policy", "llm": "llm"}
 
@@ -311,8 +329,8 @@ def _algorithm(fix: str, run: RunView) -> str | None:
     return fix
 
 
-_STEPS: tuple[Step, ...] = (_algorithm, _task, _micro_batch, _grad_ckpt, _shorten, _flash, _quantised, _shard, _clip,
-                            _bf16, _lower_lr, _raise_lr, _warmup, _accum, _lr_shown)
+_STEPS: tuple[Step, ...] = (_algorithm, _task, _framework, _micro_batch, _grad_ckpt, _shorten, _flash, _quantised,
+                            _shard, _clip, _bf16, _lower_lr, _raise_lr, _warmup, _accum, _lr_shown)
 
 
 def _peak_lr(run: RunView) -> tuple[float | None, str]:
@@ -359,6 +377,9 @@ _TOPICS = {
     "anomaly": re.compile(r"(?i)set_detect_anomaly"),
     "batch": re.compile(r"(?i)\b(?:inspect|look at|find) the (?:failing )?batch|\bbatch of (?:that|the failing) step"),
     "data": re.compile(r"(?i)\bcheck the data\b"),
+    "stop_early": re.compile(r"(?i)\bstop earlier\b"),
+    "weight_decay": re.compile(r"(?i)\braise weight decay\b"),
+    "more_data": re.compile(r"(?i)\bget more (?:\(or more varied\) )?(?:training )?data\b"),
 }
 
 
