@@ -286,14 +286,20 @@ _CONFIG_SHOWN = ("micro_batch", "grad_accum", "seq_len", "attention", "precision
 
 
 def _config_line(cfg: dict[str, Any]) -> str:
-    """The facts the fixes were fitted to, each under the run's own name for it."""
+    """The facts the fixes were fitted to, each under the run's own name for it and with the value as the
+    log printed it (`recompute_granularity full`, `params_dtype torch.bfloat16`, `clip_grad 1.0`): the
+    reading the advice uses (on, bf16, 1) is not what the log says, and a reader greps for the log's."""
     parts = []
     for name in _CONFIG_SHOWN:
         f = cfg.get(name)
         if not isinstance(f, dict):
             continue
         v = f.get("value")
-        shown = ("true" if v else "false") if isinstance(v, bool) else _fmt_json(v)
+        logged = f.get("logged")
+        if isinstance(logged, str) and logged:
+            shown = logged
+        else:
+            shown = ("true" if v else "false") if isinstance(v, bool) else _fmt_json(v)
         parts.append(f"{f.get('key', name)} {shown}")
     return ", ".join(parts)
 
