@@ -234,8 +234,8 @@ class LossFlatFromStart(Rule):
         if drop + (0.0 if holding else z_se) >= self.p.min_drop:
             return False  # it may have fallen: the noise could hide a fall of min_drop
         s0 = head[0].step
-        msg = (f"loss has not fallen since its first logged step {s0}: {fmt(first)} over the first {h} points, "
-               f"{fmt(last)} over the {len(vals)} to step {step} ({n} points, change {-drop:+.1%}, "
+        msg = (f"loss has not fallen since its first logged step {s0}: the median of its first {h} points was "
+               f"{fmt(first)}, that of the {len(vals)} up to step {step} {fmt(last)} ({n} points, change {-drop:+.1%}, "
                f"noise +-{fmt(noise)})")
         return Finding(message=msg, step=step, began_step=s0,
                        evidence={"value": first, "step": s0, "value_stat": f"median of the first {h} points",
