@@ -216,6 +216,12 @@ def test_a_long_plateaus_level_is_the_median_of_its_logged_points_not_of_bucket_
     a = next(a for a in run(rows) if a.rule == "loss.plateau")
     assert a.last_step == 6000 and a.last_value == 3.0
     assert "median" in a.finding.evidence["last_stat"] and "(median of the last" in a.finding.message
+    # where it began is the median of its first points, said so, and it is that median of the logged values
+    m = re.search(r"of where it began \(" + NUM + r", the median of its first (?P<n>\d+) points\)", a.finding.message)
+    assert m is not None, a.finding.message
+    first = sorted(v["loss"] for _, v in rows[:int(m.group("n"))])
+    k = len(first)
+    assert _close(float(m.group("v")), (first[(k - 1) // 2] + first[k // 2]) / 2)
 
 
 def test_the_headers_last_value_that_is_nan_gives_the_last_finite_one_with_its_step(tmp_path):

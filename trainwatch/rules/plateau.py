@@ -258,7 +258,8 @@ class LossPlateau(ArrayRule):
             """The finding, its level `shown` the median of the last `count` logged points."""
             msg = (f"loss has stayed near {fmt(shown)} (median of the last {count} points) since about step "
                    f"{began}: its median fell only {drop:.1%} over the last {points} points (noise +-{fmt(noise)}), "
-                   f"still {shown / first:.0%} of where it began ({fmt(first)}) and above the expected "
+                   f"still {shown / first:.0%} of where it began ({fmt(first)}, the median of its first {len(head)} "
+                   f"points) and above the expected "
                    f"{self.p.expected_max:g}")
             return Finding(message=msg, step=step, began_step=began,
                            evidence={"value": shown, "step": began, "value_stat": f"median of the last {count} points",

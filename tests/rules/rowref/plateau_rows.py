@@ -151,7 +151,8 @@ class LossPlateau(Rule):
         def make(began: int, step: int, shown: float, count: int) -> Finding:
             msg = (f"loss has stayed near {fmt(shown)} (median of the last {count} points) since about step "
                    f"{began}: its median fell only {drop:.1%} over the last {points} points (noise +-{fmt(noise)}), "
-                   f"still {shown / first:.0%} of where it began ({fmt(first)}) and above the expected "
+                   f"still {shown / first:.0%} of where it began ({fmt(first)}, the median of its first "
+                   f"{len(seg.head)} points) and above the expected "
                    f"{self.p.expected_max:g}")
             return Finding(message=msg, step=step, began_step=began,
                            evidence={"value": shown, "step": began, "value_stat": f"median of the last {count} points",
