@@ -28,7 +28,8 @@ def test_config_facts_per_source_and_fitted_oom_fixes(tmp_path: Path) -> None:
     proc = check(log, "--json")
     doc = json.loads(proc.stdout)
     cfg = doc["sources"][0]["config"]
-    assert cfg["micro_batch"] == {"value": 1, "key": "per_device_train_batch_size", "from": "Namespace"}
+    assert cfg["micro_batch"] == {"value": 1, "key": "per_device_train_batch_size", "from": "Namespace",
+                                  "logged": "1"}
     assert cfg["seq_len"]["value"] == 8192 and cfg["grad_checkpointing"]["value"] is True
     [oom] = [f for f in doc["findings"] if f["id"] == "oom.cuda"]
     text = "\n".join(oom["fixes"])
@@ -46,3 +47,24 @@ def test_a_log_without_a_config_has_an_empty_one_and_the_fixes_as_written(tmp_pa
     assert doc["sources"][0]["config"] == {}
     [oom] = [f for f in doc["findings"] if f["id"] == "oom.cuda"]
     assert oom["fixes"][0].startswith("Halve the micro batch and double gradient accumulation")
+
+
+def test_the_config_line_shows_each_fact_as_the_log_printed_it(tmp_path: Path) -> None:
+    """A Megatron argument dump says `recompute_granularity ... full`, `params_dtype ... torch.bfloat16`,
+    `clip_grad ... 1.0`: the header shows those words, not the readings the advice uses (true, bf16, 1)."""
+    dump = "".join(f"  {k} {'.' * (40 - len(k))} {v}\n" for k, v in (
+        ("clip_grad", "1.0"), ("lr", "1e-05"), ("micro_batch_size", "1"), ("params_dtype", "torch.bfloat16"),
+        ("recompute_granularity", "full"), ("seq_length", "2048")))
+    log = tmp_path / "train.log"
+    log.write_text("------------------------ arguments ------------------------\n" + dump
+                   + "-------------------- end of arguments ---------------------\n" + STEPS)
+    doc = json.loads(check(log, "--json").stdout)
+    cfg = doc["sources"][0]["config"]
+    assert cfg["grad_checkpointing"]["value"] is True and cfg["grad_checkpointing"]["logged"] == "full"
+    assert cfg["precision"]["value"] == "bf16" and cfg["precision"]["logged"] == "torch.bfloat16"
+    [line] = [x for x in check(log).stdout.splitlines() if x.strip().startswith("config:")]
+    shown = dict(part.split(" ", 1) for part in line.split("config:", 1)[1].strip().split(", "))
+    assert shown == {"micro_batch_size": "1", "seq_length": "2048", "params_dtype": "torch.bfloat16",
+                     "recompute_granularity": "full", "clip_grad": "1.0", "lr": "1e-05"}
+    for key, value in shown.items():  # each one is found in the log as written
+        assert f" {key} {'.' * (40 - len(key))} {value}\n" in log.read_text()

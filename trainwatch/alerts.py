@@ -265,7 +265,7 @@ class AlertBook:
 
     def _episode_starts(self, a: Alert, now: float) -> None:
         """The first episode makes `a` the record of its fingerprint; a later one adds to that record."""
-        episode = Episode(a.first_step, a.last_step, now)
+        episode = Episode(a.first_step, a.last_step, now, line=a.first_line)
         record = self.alerts.get(a.fingerprint)
         if record is None or record is a:
             a.add_episode(episode)

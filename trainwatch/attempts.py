@@ -46,3 +46,51 @@ def lower_before_training(alerts: Iterable[Alert], source: str, step: int | None
             note = f" (before any training step: training then ran, to step {step})"
             if note not in a.finding.message:
                 a.finding.message = f"{a.finding.message}{note}"[:400]
+
+
+_ABOUT_ATTEMPTS = (RESTART_RULE, "resume.detected")  # findings about the attempts themselves
+
+
+def name_attempts(alerts: Iterable[Alert], source: str) -> None:
+    """In a log of several attempts that each count their steps from 0, a step names no point of the log
+    by itself: step 3400 is in every attempt that got that far. A finding dated at a step says whose
+    steps they are: of an earlier attempt (before the run was started again at line N), or, where its
+    episodes fall on both sides of a restart, which steps belong to which attempt."""
+    mine = [a for a in alerts if a.finding.source == source and not a.retracted]
+    restarts = sorted({int(a.finding.evidence.get("restart_line", 0)) for a in mine if a.rule == RESTART_RULE} - {0})
+    if not restarts:
+        return
+    for a in mine:
+        if a.rule in _ABOUT_ATTEMPTS or a.first_step is None or a.first_line <= 0:
+            continue
+        starts = [(e.start_step, e.line or a.first_line) for e in a.episodes if e.start_step is not None]
+        starts = starts or [(a.first_step, a.first_line)]
+        lines = [line for _, line in starts] + [a.first_line, a.last_line or a.first_line]
+        groups: dict[int, list[int]] = {}
+        for step, line in starts:
+            groups.setdefault(_attempt(restarts, line), []).append(step)
+        spans = {_attempt(restarts, line) for line in lines}
+        if len(spans) == 1:
+            k = spans.pop()
+            if k == len(restarts):
+                continue  # the latest attempt: the steps a reader finds last in the log
+            note = f" (in an earlier attempt: the run was started again at line {restarts[k]})"
+        else:
+            parts = [f"steps {', '.join(map(str, steps[:6]))}{', ...' if len(steps) > 6 else ''} "
+                     f"{_which(restarts, k)}" for k, steps in sorted(groups.items())]
+            note = f" (its steps are of different attempts: {'; '.join(parts)})"
+        if "earlier attempt" not in a.finding.message and note not in a.finding.message:
+            a.finding.message = f"{a.finding.message}{note}"[:600]
+
+
+def _attempt(restarts: list[int], line: int) -> int:
+    """Which attempt a line is in: 0 before the first restart, k after the k-th."""
+    return sum(1 for r in restarts if line >= r)
+
+
+def _which(restarts: list[int], k: int) -> str:
+    if k == 0:
+        return f"before the run was started again at line {restarts[0]}"
+    if k == len(restarts):
+        return f"after it was started again at line {restarts[-1]}"
+    return f"between the restarts at lines {restarts[k - 1]} and {restarts[k]}"

@@ -130,6 +130,7 @@ class Episode:
     end_step: int | None = None
     started_at: float = 0.0
     resolved_at: float | None = None  # None while it fires
+    line: int = 0  # the log line it began on (0: not known): in a log of several attempts, says whose step
 
     def to_dict(self) -> dict[str, Any]:
         return {"start": self.start_step, "end": self.end_step, "resolved": self.resolved_at is not None}

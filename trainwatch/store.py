@@ -550,6 +550,16 @@ class Series:
             return None
         return int(self._step[self._hi - 1]), float(self._value[self._hi - 1])
 
+    def newest_finite(self) -> tuple[int, float] | None:
+        """Step and value of the newest finite row held: what a summary names beside a last value that is
+        NaN or Inf ("final" is the last logged value; when that is not finite, the last finite one with its
+        step says where the numbers stopped)."""
+        fin = np.flatnonzero(np.isfinite(self._value[self._lo:self._hi]))
+        if not len(fin):
+            return None
+        at = self._lo + int(fin[-1])
+        return int(self._step[at]), float(self._value[at])
+
     @property
     def finite_count(self) -> int:
         """Finite points in the whole run."""

@@ -113,6 +113,8 @@ MEGATRON = [
     "[2026-01-16 07:32:24] iteration      120/  159576 | consumed samples:        14400 | throughput per GPU "
     "(TFLOP/s/GPU): 13100.0/13240.9 | learning rate: 6.1E-05 | lm loss: 3.5E+00 | number of nan iterations:   0 |",
     " validation loss at iteration 120 | lm loss value: 3.402E+00 | lm loss PPL: 3.0E+01 | ",
+    " validation loss at iteration 120 on 160-sample draw from validation set | lm loss value: 3.41E+00 | ",
+    " validation loss at iteration 120 on test set | lm loss value: 3.5E+00 | ",
 ]
 
 
@@ -132,7 +134,10 @@ def test_megatron_fields_nan_inference_and_validation() -> None:
     assert loss[1][0] == 110 and math.isnan(loss[1][1])  # no `lm loss:` but nan iterations > 0
     assert series(recs, "number of nan iterations")[1] == (110, 3.0)
     assert series(recs, "throughput per GPU (TFLOP/s/GPU)") == [(120, 13100.0)]
-    assert series(recs, "lm loss validation") == [(120, 3.402)]
+    # the final evaluation after training (`on 160-sample draw from validation set`) is read too: it is
+    # the run's last validation loss; one `on test set` is the test split's
+    assert series(recs, "lm loss validation") == [(120, 3.402), (120, 3.41)]
+    assert series(recs, "lm loss test") == [(120, 3.5)]
     assert samples(recs, "lm loss")[2].time is not None
     assert events(recs, EventKind.PROGRESS)[0].fields == {"step": 100, "total": 159576}
     assert MegatronAdapter.score("\n".join(MEGATRON), "x.log") > 0.85

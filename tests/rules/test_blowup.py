@@ -145,3 +145,7 @@ def test_flat_from_start_still_fires_on_a_long_flat_run():
     # 3% noise: sure within a few quarters
     assert a.first_step == 1 and 50 <= a.finding.evidence["detected_step"] <= 250
     assert r.fired().count("loss.flat_from_start") == 1  # a noisy flat curve does not flap
+    # the two levels are medians and say so: the first one is not the value logged at step 1
+    ev = a.finding.evidence
+    assert "step 1: the median of its first " in a.finding.message
+    assert ev["value_stat"].startswith("median of the first") and ", that of the " in a.finding.message

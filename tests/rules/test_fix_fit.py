@@ -62,8 +62,8 @@ def test_clipping_at_one_only_when_the_run_does_not_clip_that_tightly() -> None:
     assert not any("Clip" in f for f in fit("loss", spike, view("max_grad_norm: 1.0")))
     assert not any("Clip" in f for f in fit("loss", spike, view("Namespace(clip_max_norm=0.1)")))
     assert fit("loss", spike, view("max_grad_norm: 5.0"))[0].startswith(
-        "Clip the global grad-norm at 1.0 (max_grad_norm 5 -> 1.0)")
-    assert "clipping is off: max_grad_norm 0" in fit("loss", spike, view("max_grad_norm: 0.0"))[0]
+        "Clip the global grad-norm at 1.0 (max_grad_norm 5.0 -> 1.0)")  # as the log wrote it
+    assert "clipping is off: max_grad_norm 0.0" in fit("loss", spike, view("max_grad_norm: 0.0"))[0]
     rng = fit("loss", SPECS["grad.range"].fixes, view("max_grad_norm: 1.0"))
     assert rng[0] == "Too high: lower the LR 2-5x"  # the clause it already does is cut, the rest kept
 

@@ -280,6 +280,9 @@ def test_overfit_fires_when_the_train_loss_is_logged_more_rarely_than_the_evals(
     a = r.alert("loss.overfit")
     assert a.severity is Severity.WARNING and a.finding.evidence["step"] == 490
     assert a.finding.evidence["train_then"] == 0.94
+    # two train points were logged by the step it was found at (500, 1000): the median says 2, not its window
+    assert a.finding.evidence["train_now"] == (0.94 + 0.30) / 2
+    assert "median of the last 2)" in a.finding.message and "median of the last 5" not in a.finding.message
 
 
 def test_overfit_silent_while_train_rises_too():

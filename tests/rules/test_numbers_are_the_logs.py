@@ -216,3 +216,33 @@ def test_a_long_plateaus_level_is_the_median_of_its_logged_points_not_of_bucket_
     a = next(a for a in run(rows) if a.rule == "loss.plateau")
     assert a.last_step == 6000 and a.last_value == 3.0
     assert "median" in a.finding.evidence["last_stat"] and "(median of the last" in a.finding.message
+    # where it began is the median of its first points, said so, and it is that median of the logged values
+    m = re.search(r"of where it began \(" + NUM + r", the median of its first (?P<n>\d+) points\)", a.finding.message)
+    assert m is not None, a.finding.message
+    first = sorted(v["loss"] for _, v in rows[:int(m.group("n"))])
+    k = len(first)
+    assert _close(float(m.group("v")), (first[(k - 1) // 2] + first[k // 2]) / 2)
+
+
+def test_the_headers_last_value_that_is_nan_gives_the_last_finite_one_with_its_step(tmp_path):
+    """`last:` is the last logged value; when that is NaN it says so and names the last finite value and
+    its step, both as logged (a loss falling, then NaN for its last ten steps)."""
+    import io
+
+    from rulekit import run_log
+    from trainwatch.sinks import report
+
+    rows = [(s, 2.5 * 0.97 ** s if s <= 50 else math.nan) for s in range(1, 61)]
+    p = tmp_path / "train.log"
+    p.write_text("".join(f"Step {s}: loss={v:.4f}, lr=3e-4, grad_norm={1.0 if v == v else math.nan:.3f}\n"
+                         for s, v in rows))
+    doc = report.document(run_log(p), [report.SourceInfo(str(p), "x")], "sft", True)
+    loss = doc["sources"][0]["metrics"]["loss"]
+    assert loss["last"] == "nan" and loss["last_step"] == 60
+    assert (loss["last_finite_step"], loss["last_finite"]) == (50, float(f"{rows[49][1]:.4f}"))
+    out = io.StringIO()
+    report.write_text(doc, out)
+    [line] = [x for x in out.getvalue().splitlines() if x.strip().startswith("last:")]
+    m = re.search(r"loss nan \(10 non-finite; the last finite " + NUM + r" at step (?P<s>\d+)\)", line)
+    assert m is not None, line
+    assert int(m.group("s")) == 50 and _close(float(m.group("v")), rows[49][1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,17 @@ def test_a_running_score_at_the_random_level_for_500_episodes_is_not_learning() 
     a = _firing(_episodes(_random_policy()))["quality.no_progress"]
     assert a.severity is Severity.WARNING and a.first_step == 1  # type: ignore[attr-defined]
     assert "Average100 Score" in a.finding.message and "not learning" in a.finding.message  # type: ignore[attr-defined]
+
+
+def test_a_flat_scores_peak_near_its_end_is_labelled_with_the_points_its_median_took() -> None:
+    """The curve is read through a centred rolling median that shrinks at the ends: a peak made by the last
+    few points is a median of fewer points than the window, and its label gives that count."""
+    vals = [22.0 + 0.1 * (i % 3) for i in range(192)] + [22.6] * 8  # read through a median of 21 points
+    a = _firing(_episodes(lambda ep: vals[ep - 1], n=200))["quality.no_progress"]
+    m = re.search(r"never above ([\d.]+) \(a median of (\d+) points\)", a.finding.message)  # type: ignore[attr-defined]
+    assert m is not None and float(m.group(1)) == 22.6
+    k = int(m.group(2))  # the last k points: the point, the window's half before it and what is left after
+    assert k < 21 and sorted(vals[-k:])[k // 2] == 22.6
 
 
 def test_a_score_that_climbs_or_rose_and_fell_back_is_no_flat_run() -> None:

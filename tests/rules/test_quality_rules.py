@@ -201,6 +201,23 @@ def test_a_gradual_collapse_names_the_value_where_it_fell_and_the_low_where_it_r
     assert f"down to 0 at step {ev['low_step']}" in a.finding.message  # type: ignore[attr-defined]
 
 
+def test_a_collapse_labels_each_median_with_the_points_it_was_taken_over() -> None:
+    """The curve is read through a centred rolling median of 5 points, which shrinks at the ends: the best
+    at the first point and the low at the last are medians of 3 points, and the labels say 3, not 5."""
+    r = Run()
+    vals = [1.0 + 0.01 * (i % 3) for i in range(47)] + [0.3, 0.2, 0.1]
+    for i, v in enumerate(vals):
+        r.step(10 * (i + 1), reward=v)
+    r.finish()
+    a = _firing(r)["quality.collapse"]
+    ev = a.finding.evidence  # type: ignore[attr-defined]
+    assert (ev["best_step"], ev["low_step"], ev["step"]) == (10, 500, 480)
+    assert ev["best"] == sorted(vals[:3])[1] and ev["low"] == sorted(vals[-3:])[1]  # medians of those 3
+    assert (ev["best_stat"], ev["low_stat"], ev["value_stat"]) == ("median of 3 points", "median of 3 points",
+                                                                     "median of 5 points")
+    assert "(medians of 3-5 points)" in a.finding.message  # type: ignore[attr-defined]
+
+
 def test_a_noisy_reward_that_holds_its_level_and_a_chance_level_metric_do_not_collapse() -> None:
     r = Run()
     rnd = random.Random(6)
@@ -228,6 +245,24 @@ def _acc_overfit(train_falls: bool, declines: bool) -> Run:
 def test_best_val_accuracy_well_behind_while_train_loss_falls_is_overfitting_dated_at_the_best() -> None:
     a = _firing(_acc_overfit(True, True))["quality.overfit"]
     assert a.first_step == 90 and a.severity is Severity.WARNING  # type: ignore[attr-defined]
+
+
+def test_overfit_labels_its_train_medians_with_the_points_logged() -> None:
+    """A train loss logged four times, twice before the best eval: its medians are of 2 and 4 points, and
+    the message says so (not the window of 5 it asks for)."""
+    r = Run()
+    rnd = random.Random(5)
+    train = {45: 3.0, 85: 2.8, 150: 2.0, 195: 1.5}
+    for e in range(20):
+        step = 10 * (e + 1)
+        for t in [t for t in train if step - 10 < t <= step]:
+            r.step(t, loss=train[t])
+        r.step(step, val_acc=(60 + 3 * e if e <= 8 else 84 - 1.2 * (e - 8)) + rnd.gauss(0, 0.3))
+    r.finish()
+    a = _firing(r)["quality.overfit"]
+    ev = a.finding.evidence  # type: ignore[attr-defined]
+    assert ev["train_then"] == (3.0 + 2.8) / 2 and ev["train_now"] == (2.8 + 2.0) / 2
+    assert "(medians of 2 and 4 points to step 90 and to the end)" in a.finding.message  # type: ignore[attr-defined]
 
 
 def test_no_overfit_when_the_metric_keeps_improving_or_the_train_loss_stands_still() -> None:

@@ -105,3 +105,41 @@ def test_each_fold_that_stops_itself_early_then_the_next_from_step_0_is_no_resta
     # the stop must lie between the attempt's last step and the new start: a fold that stopped, then one killed
     alerts, _ = check_text(tmp_path, fold + steps(0, 1700) + steps(0, 500))
     assert alerts["run.restarted"].first_line == 17 + 2 + 17
+
+
+def noisy_steps(start: int, stop: int, spikes: set[int], every: int = 100) -> str:
+    """A flat loss with a little noise (a fixed pattern) and 5x spikes at `spikes`."""
+    out = []
+    for i, s in enumerate(range(start, stop, every)):
+        v = 0.5 * (1 + 0.02 * ((i * 7) % 5 - 2)) * (5.0 if s in spikes else 1.0)
+        out.append(f"Step {s}: loss={v:.4f}, grad_norm=1.0\n")
+    return "".join(out)
+
+
+def test_a_finding_of_an_earlier_attempt_says_whose_steps_it_names(tmp_path: Path) -> None:
+    """Each attempt counts its steps from 0: a spike at step 2500 of the first attempt says it is of that
+    attempt, since the second attempt logs a step 2500 too, with another value."""
+    first = noisy_steps(0, 4000, {2500})
+    restart = "Mon Jan  5 05:13:27 2026\nstarting training\n"
+    alerts, _ = check_text(tmp_path, first + restart + noisy_steps(0, 3000, set()))
+    spike = alerts["loss.spike"]
+    assert spike.first_step == 2500 and spike.first_line == 26
+    line = alerts["run.restarted"].finding.evidence["restart_line"]
+    assert f"(in an earlier attempt: the run was started again at line {line})" in spike.finding.message
+
+
+def test_a_finding_whose_episodes_fall_in_two_attempts_says_which_steps_are_whose(tmp_path: Path) -> None:
+    first = noisy_steps(0, 4000, {2500})
+    restart = "Mon Jan  5 05:13:27 2026\nstarting training\n"
+    alerts, _ = check_text(tmp_path, first + restart + noisy_steps(0, 4000, {3000}))
+    spike = alerts["loss.spike"]
+    assert [e.start_step for e in spike.episodes] == [2500, 3000]
+    line = alerts["run.restarted"].finding.evidence["restart_line"]
+    assert (f"(its steps are of different attempts: steps 2500 before the run was started again at line {line}; "
+            f"steps 3000 after it was started again at line {line})") in spike.finding.message
+
+
+def test_a_finding_of_the_latest_attempt_needs_no_note(tmp_path: Path) -> None:
+    restart = "Mon Jan  5 05:13:27 2026\nstarting training\n"
+    alerts, _ = check_text(tmp_path, noisy_steps(0, 4000, set()) + restart + noisy_steps(0, 4000, {3000}))
+    assert "attempt" not in alerts["loss.spike"].finding.message

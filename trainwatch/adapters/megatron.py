@@ -14,7 +14,11 @@ from trainwatch.adapters.base import Adapter, to_float
 from trainwatch.model import Event, EventKind, Record, Sample
 
 ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
-VALID = re.compile(r"\bvalidation loss at iteration\s+(\d+)(?:\s+on\s+(\w+)\s+set)?\s*\|")
+VALID = re.compile(r"\bvalidation loss at iteration\s+(\d+)(?:\s+on\s+([^|\n]*?))?\s*\|")
+"""`validation loss at iteration 500 | ...`, and with the set it was taken on: `on test set`, `on validation
+set`, Megatron-DeepSpeed's final `on 160-sample draw from validation set` (the run's last evaluation: a
+report's last eval_loss is that one)."""
+_TEST_SET = re.compile(r"(?i)\btest\b")
 STAMP = re.compile(r"^\s*\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,]\d+)?\]")
 NAN_KEY = "number of nan iterations"
 LOSS_KEY = "lm loss"
@@ -90,7 +94,7 @@ class MegatronAdapter(Adapter):
 
     def _valid(self, line: str, m: re.Match[str], lineno: int) -> list[Record]:
         step = int(m.group(1))
-        split = "test" if (m.group(2) or "").lower() == "test" else "validation"
+        split = "test" if _TEST_SET.search(m.group(2) or "") else "validation"
         when = _stamp(line)
         out: list[Record] = []
         for key, value in _fields(line[m.end():]):

@@ -607,13 +607,22 @@ def band(low: _Low, rise_ratio: float, rise_noise: float, floor: float) -> float
 
 def first_of_rise(pts: list[Point], onset: Point, low: _Low, band: float) -> Point:
     """Where the condition began: the CUSUM's onset, moved back over the points after the low that stood
-    above its noise `band` right before it. A blow-up's first jump (1.2 -> 3.6, then 11, 32) falls short
-    of the CUSUM's reference, yet it is where the rise began."""
+    above its noise `band` right before it (a blow-up's first jump, 1.2 -> 3.6, then 11, 32, falls short
+    of the CUSUM's reference, yet it is where the rise began); then moved on past the last point, up to
+    the one the rise was found at (`pts` ends there), that was back inside the noise band the message
+    states (the low + its noise). The CUSUM dates a change point, an estimate: a slow rise's onset can sit
+    on a point the loss then came back under (8.83 at step 87, 7.63 at step 88 over a band up to 7.64),
+    and "began rising at step 87, leaving the noise band" would be untrue. The first point of the
+    condition is the first one after which the loss stayed out of that band."""
     i = next((j for j, p in enumerate(pts) if p.step == onset.step), None)
     if i is None:
         return onset
     while i > 0 and pts[i - 1].step > low.step and pts[i - 1].value > band:
         i -= 1
+    top = low.value + low.noise
+    back = [j for j in range(i, len(pts)) if not pts[j].value > top]
+    if back and back[-1] + 1 < len(pts):
+        i = back[-1] + 1
     return pts[i]
 
 

@@ -101,8 +101,9 @@ class LossOverfit(Rule):
             st.around = [st.recent[-2]] if len(st.recent) > 1 else []
             st.best = point
             st.later.clear()
-            st.train_then = self._train_at(train, point.step, w)
-            st.then_said = f"median of up to {w} points to step {point.step}"
+            st.train_then, n = self._train_at(train, point.step, w)
+            st.then_said = (f"median of {n} points to step {point.step}" if n > 1
+                            else f"the last point to step {point.step}")
             st.told = st.calm = False
             self._episodes.close(src)
             if told and old is not None:  # the evals came back below the minimum: it was no overfit
@@ -151,13 +152,14 @@ class LossOverfit(Rule):
         return (gain, None) if ahead is None else (None, (ahead, gain))
 
     @staticmethod
-    def _train_at(train: Series | None, step: int, w: int) -> float:
-        """Median of the last w finite train-loss points logged at or before `step` (bounded scan)."""
+    def _train_at(train: Series | None, step: int, w: int) -> tuple[float, int]:
+        """Median of the last w finite train-loss points logged at or before `step` (bounded scan), and how
+        many it was taken over: a run that logged fewer has its median labelled with the real count."""
         if train is None:
-            return math.nan
+            return math.nan, 0
         steps, values = train.tail_columns(w * 4)  # read as columns: points for every train row cost more
         vals = values[steps <= step][-w:].tolist()
-        return median(vals) if vals else math.nan
+        return (median(vals), len(vals)) if vals else (math.nan, 0)
 
     @staticmethod
     def _train_after(train: Series | None, step: int, until: int) -> float:
@@ -229,7 +231,7 @@ class LossOverfit(Rule):
         if st.train_then != st.train_then:
             st.train_then = self._train_after(train, best.step, point.step)
             st.then_said = "the first point after it"
-        now = self._train_at(train, point.step, w)
+        now, n_now = self._train_at(train, point.step, w)
         if not (now < st.train_then * (1 - self.p.train_fall)):
             return None  # the train loss rose or stood still: the run got worse or is noise, not overfit
         shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[:6]) + (", ..." if len(above) > 6 else "")
@@ -239,12 +241,12 @@ class LossOverfit(Rule):
             msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); each of the last {len(above)} "
                    f"evaluations stayed above it by more than {fmt(band)} ({band / best.value:.1%}; step: value "
                    f"{shown}): persistent overfitting onset, while the train loss fell "
-                   f"{fmt(st.train_then)} -> {fmt(now)} ({st.then_said} -> median of the last {w})")
+                   f"{fmt(st.train_then)} -> {fmt(now)} ({st.then_said} -> {_latest(n_now)})")
         else:
             msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); {len(above)} of the {len(st.later)} "
                    f"evaluations since sat above it by more than {why} (step: value {shown}), "
-                   f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)} ({st.then_said} -> median of "
-                   f"the last {w})")
+                   f"while the train loss fell {fmt(st.train_then)} -> {fmt(now)} ({st.then_said} -> "
+                   f"{_latest(n_now)})")
         ev = {"value": best.value, "step": best.step, "noise": noise, "band": band,
               "later_evals": [[p.step, p.value] for p in above[-8:]],
               "train_then": st.train_then, "train_now": now, "detected_step": point.step}
@@ -286,3 +288,8 @@ def _calibration(f: Finding, gain: Gain, title: str, fixes: tuple[str, ...]) -> 
     return Finding(message=msg, step=f.step, began_step=f.began_step, evidence=ev, subject="eval_loss calibration",
                    severity=Severity.INFO, title=title,
                    fixes=tuple(f.extra_fixes) + tuple(x.replace("{metric}", gain.name) for x in fixes))
+
+
+def _latest(n: int) -> str:
+    """What the train loss now is: the median of the points it was taken over, labelled with their count."""
+    return f"median of the last {n}" if n > 1 else "the last point"

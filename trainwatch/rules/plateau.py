@@ -259,7 +259,8 @@ class LossPlateau(ArrayRule):
             """The finding, its level `shown` the median of the last `count` logged points."""
             msg = (f"loss has stayed near {fmt(shown)} (median of the last {count} points) since about step "
                    f"{began}: its median fell only {drop:.1%} over the last {points} points (noise +-{fmt(noise)}), "
-                   f"still {shown / first:.0%} of where it began ({fmt(first)}) and above the expected "
+                   f"still {shown / first:.0%} of where it began ({fmt(first)}, the median of its first {len(head)} "
+                   f"points) and above the expected "
                    f"{self.p.expected_max:g}")
             return Finding(message=msg, step=step, began_step=began,
                            evidence={"value": shown, "step": began, "value_stat": f"median of the last {count} points",
@@ -533,8 +534,8 @@ class LossFlatFromStart(ArrayRule):
         if drop + (0.0 if holding else z_se) >= min_drop:
             return False, last  # it may have fallen: the noise could hide a fall of min_drop
         s0 = head_steps[0]
-        msg = (f"loss has not fallen since its first logged step {s0}: {fmt(first)} over the first {h} points, "
-               f"{fmt(last)} over the {len(vals)} to step {step} ({n} points, change {-drop:+.1%}, "
+        msg = (f"loss has not fallen since its first logged step {s0}: the median of its first {h} points was "
+               f"{fmt(first)}, that of the {len(vals)} up to step {step} {fmt(last)} ({n} points, change {-drop:+.1%}, "
                f"noise +-{fmt(noise)})")
         unsure = s0 > self.p.start_within  # judged only as its first logging interval: the fall may be before it
         if unsure:

@@ -18,7 +18,7 @@ import numpy as np
 
 from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import Track, rolling_median, tracks
+from trainwatch.rules.quality_series import Track, centred_count, medians_label, rolling_median, tracks
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import diff_sigma, nz
 
@@ -50,7 +50,8 @@ class _Collapse:
     fell_to: float  # the value at `at`
     recovered: int | None  # index where it came back, if it did
     back: float  # the value it came back to
-    window: int = 1  # points of the rolling median the values are
+    window: int = 1  # points of the rolling median the values are (fewer near the ends: centred_count)
+    best_at: int = 0  # index of the best
 
 
 @register("quality.collapse")
@@ -72,7 +73,11 @@ class QualityCollapse(Rule):
         c = found[0]
         t = c.t
         at_step = int(t.steps[c.at])
-        smooth = f" (medians of {c.window} points)" if c.window > 1 else ""
+        n = len(t.values)
+        k_best, k_at, k_low = (centred_count(c.best_at, n, c.window),
+                               centred_count(c.at, n, c.window), centred_count(c.low_at, n, c.window))
+        shown = [k_best, k_at] + ([k_low] if c.low_at != c.at else [])
+        smooth = f" ({medians_label(shown)})" if c.window > 1 else ""
         low_step = int(t.steps[c.low_at])
         msg = (f"{t.name} collapsed from its best {t.shown(c.best)} (step {c.best_step}) to "
                f"{t.shown(c.fell_to)} at step {at_step} ({c.fell_to / c.best:.0%} of the best)")
@@ -96,9 +101,9 @@ class QualityCollapse(Rule):
         f = Finding(message=msg, step=at_step, began_step=at_step, subject=t.name,
                         evidence={"value": c.fell_to, "step": at_step, "best": c.best, "best_step": c.best_step,
                                   "low": c.low, "low_step": low_step,
-                                  **({"value_stat": f"median of {c.window} points",
-                                      "best_stat": f"median of {c.window} points",
-                                      "low_stat": f"median of {c.window} points"} if c.window > 1 else {}),
+                                  **({"value_stat": f"median of {k_at} points",
+                                      "best_stat": f"median of {k_best} points",
+                                      "low_stat": f"median of {k_low} points"} if c.window > 1 else {}),
                                   "recovered": c.recovered is not None, "metrics": [o.t.name for o in found],
                                   "detected_step": at_step, "last_value": last, "last_step": int(t.steps[-1]),
                                   "to_zero": to_nothing})
@@ -138,7 +143,7 @@ class QualityCollapse(Rule):
             seg = v[i:rec] if rec else v[i:]
             lo = i + int(np.argmin(seg))
             found.append(_Collapse(t, b, int(t.steps[bi]), i, float(v[lo]), lo, float(v[i]), rec,
-                                   float(v[rec]) if rec is not None else float(v[lo]), w))
+                                   float(v[rec]) if rec is not None else float(v[lo]), w, bi))
             if rec is None:
                 break
             after = rec

@@ -23,7 +23,7 @@ import numpy as np
 
 from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import Track, rolling_median, tracks
+from trainwatch.rules.quality_series import Track, centred_count, rolling_median, tracks
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import diff_sigma, fmt, nz, latest_start
 
@@ -48,6 +48,7 @@ class _Flat:
     late: float  # the median of the last third
     peak: float  # the highest point of the smoothed curve
     window: int
+    peak_points: int = 1  # how many points the peak's median was taken over (fewer than window at an end)
 
 
 @register("quality.no_progress")
@@ -69,7 +70,7 @@ class QualityNoProgress(Rule):
         t = f.t
         n = len(t.values)
         first, last = int(t.steps[0]), int(t.steps[-1])
-        smooth = f" (medians of {f.window} points)" if f.window > 1 else ""
+        smooth = f" (a median of {f.peak_points} points)" if f.window > 1 and f.peak_points > 1 else ""
         msg = (f"{t.name} stayed at the level it started at over all its {n} points (steps {first}-{last}): "
                f"{fmt(f.early)} in the first third, {fmt(f.late)} in the last, never above {fmt(f.peak)}{smooth}; "
                f"the first values are an untrained model's (a random policy's) level, so the run is not learning")
@@ -128,4 +129,4 @@ class QualityNoProgress(Rule):
         bar = max(p.min_gain * abs(early), p.noise_k * noise)
         if late - early > bar or peak - early > 2 * bar:
             return None  # it climbed (or rose and fell back: quality.collapse tells that story)
-        return _Flat(t, early, late, peak, w)
+        return _Flat(t, early, late, peak, w, centred_count(int(np.nanargmax(v)), n, w))

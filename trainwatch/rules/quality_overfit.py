@@ -72,13 +72,14 @@ class QualityOverfit(Rule):
             if gap < p.level_k * noise or gap < p.min_drop * abs(best) or not (v[b + 1:] < best).all():
                 continue
             b_step, last_step = int(t.steps[b]), int(t.steps[-1])
-            then = _median_upto(l_steps, l_vals, b_step, p.train_window)
-            now = median(l_vals[-p.train_window:].tolist()) if len(l_vals) else float("nan")
+            then, n_then = _median_upto(l_steps, l_vals, b_step, p.train_window)
+            recent = l_vals[-p.train_window:].tolist()
+            now = median(recent) if recent else float("nan")
             if not now < then * (1 - p.train_fall):
                 continue
             msg = (f"{t.name} was best at step {b_step} ({t.shown(float(t.values[b]))}); the {later} evaluations "
                    f"since were all worse, lately {t.shown(t.sign * latest)} (median of the last {p.latest}), "
-                   f"while the train loss fell {fmt(then)} -> {fmt(now)} (medians of {p.train_window} points "
+                   f"while the train loss fell {fmt(then)} -> {fmt(now)} ({_medians(n_then, len(recent))} "
                    f"to step {b_step} and to the end)")
             return [Finding(message=msg, step=b_step, began_step=b_step, subject=t.name,
                             evidence={"value": float(t.values[b]), "step": b_step, "latest": t.sign * latest,
@@ -88,9 +89,15 @@ class QualityOverfit(Rule):
         return []
 
 
-def _median_upto(steps: np.ndarray, values: np.ndarray, step: int, w: int) -> float:
-    """Median of the last w train-loss values logged at or before `step` (the first w when none is)."""
+def _median_upto(steps: np.ndarray, values: np.ndarray, step: int, w: int) -> tuple[float, int]:
+    """Median of the last w train-loss values logged at or before `step` (the first w when none is), and
+    how many it was taken over: fewer than w when the run logged fewer, and the label says so."""
     vals = values[steps <= step][-w:]
     if not len(vals):
         vals = values[:w]
-    return median(vals.tolist()) if len(vals) else float("nan")
+    return (median(vals.tolist()), len(vals)) if len(vals) else (float("nan"), 0)
+
+
+def _medians(a: int, b: int) -> str:
+    """The label of two medians by the counts they were taken over."""
+    return f"medians of {a} points" if a == b else f"medians of {a} and {b} points"

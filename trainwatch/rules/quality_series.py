@@ -194,6 +194,21 @@ def rolling_median(values: np.ndarray, w: int) -> np.ndarray:
     return np.nanmedian(view, axis=1)
 
 
+def centred_count(i: int, n: int, w: int) -> int:
+    """How many points `rolling_median(values, w)[i]` was taken over (of n): fewer than w near either end,
+    where the window shrinks; a label says this count, never the nominal width."""
+    if w <= 1 or n < 3:
+        return 1
+    h = w // 2
+    return min(n - 1, i + h) - max(0, i - h) + 1
+
+
+def medians_label(counts: list[int]) -> str:
+    """'medians of 5 points', or 'medians of 3-5 points' when the window shrank at an end for some."""
+    lo, hi = min(counts), max(counts)
+    return f"medians of {hi} points" if lo == hi else f"medians of {lo}-{hi} points"
+
+
 def finite_or(v: float, default: float) -> float:
     return v if math.isfinite(v) else default
 

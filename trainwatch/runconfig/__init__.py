@@ -25,15 +25,20 @@ _DS_BF16 = re.compile(r""""(bf16|fp16)"\s*:\s*\{\s*"enabled"\s*:\s*(true|false)\
 
 @dataclass(frozen=True)
 class Fact:
-    """One fact: its value, the key the run named it by, and where (a dump's name, or the shape)."""
+    """One fact: its value, the key the run named it by, and where (a dump's name, or the shape).
+
+    `value` is read for the advice (`full` recompute is on: True; `torch.bfloat16` is bf16); `logged` is
+    the value as the log printed it, which is what a reader is shown: a fact shown must be findable in
+    the log as written, never a reading of it (`recompute_granularity true` where the log says `full`)."""
 
     value: Any
     key: str
     where: str
     line: int = 0
+    logged: str = ""  # empty only for a Fact made by hand
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "key": self.key, "from": self.where}
+        return {"value": self.value, "key": self.key, "from": self.where, "logged": self.logged}
 
 
 _LORA_MARK = re.compile(r"(?i)\b(?:q?lora|peft)\b|\btrainable%|"
@@ -73,6 +78,16 @@ class RunConfig:
     def get(self, name: str) -> Any:
         f = self.facts.get(name)
         return f.value if f is not None else None
+
+    def shown(self, name: str) -> str:
+        """The fact's value as the log printed it (`full`, `torch.bfloat16`, `1.0`), for any text a reader
+        is shown; the reading (`get`) is for deciding. Empty when the log does not state the fact."""
+        f = self.facts.get(name)
+        if f is None:
+            return ""
+        if f.logged:
+            return f.logged
+        return ("true" if f.value else "false") if isinstance(f.value, bool) else str(f.value)
 
     def key(self, name: str, default: str = "") -> str:
         f = self.facts.get(name)
@@ -151,7 +166,7 @@ def _choose(spec: catalogue.FactSpec, found: list[Pair]) -> Fact | None:
         order = (rank, nonzero, p.trust, p.pos)
         said.setdefault((order[:3], key), set()).add(value)
         if best is None or order > best[0]:
-            best = (order, Fact(value, key, p.where, p.line))
+            best = (order, Fact(value, key, p.where, p.line, p.raw))
     if best is None or len(said[(best[0][:3], best[1].key)]) > 1:
         return None  # one name, several values at the same trust (an actor's and a critic's LR): unsure
     return best[1]
@@ -163,8 +178,10 @@ def _from_json_sections(text: str, cfg: RunConfig) -> None:
         found = list(_DS_ZERO.finditer(text))
         if found:
             m = found[-1]
-            cfg.facts["zero_stage"] = Fact(int(m.group(1)), "zero_optimization.stage", "JSON config")
+            cfg.facts["zero_stage"] = Fact(int(m.group(1)), "zero_optimization.stage", "JSON config",
+                                           logged=m.group(1))
     for m in _DS_BF16.finditer(text):
         name = m.group(1).lower()
         if name not in cfg.facts:
-            cfg.facts[name] = Fact(m.group(2).lower() == "true", f"{name}.enabled", "JSON config")
+            cfg.facts[name] = Fact(m.group(2).lower() == "true", f"{name}.enabled", "JSON config",
+                                  logged=m.group(2))

@@ -72,7 +72,7 @@ def _leads(family: str, run: RunView) -> list[str]:
         if a.value is not None and run.config.get(a.fact) == a.value:
             continue  # already done
         now = run.config.facts.get(a.fact)
-        state = f" (the run has {now.key}: {_shown(now.value)})" if now is not None else ""
+        state = f" (the run has {now.key}: {run.config.shown(a.fact)})" if now is not None else ""
         out.append(f"The log's own advice: {a.text}{state}")
     return out
 
@@ -112,8 +112,10 @@ def _micro_batch(fix: str, run: RunView) -> str | None:
     if mb <= 1:
         return None  # a micro batch of 1 cannot be halved
     accum = run.config.get("grad_accum")
-    acc = f", {run.config.key('grad_accum')} {accum} -> {accum * 2}" if isinstance(accum, int) and accum > 0 else ""
-    return (f"Halve the micro batch ({run.config.key('micro_batch')} {mb} -> {mb // 2}) and double gradient "
+    acc = (f", {run.config.key('grad_accum')} {run.config.shown('grad_accum')} -> {accum * 2}"
+           if isinstance(accum, int) and accum > 0 else "")
+    return (f"Halve the micro batch ({run.config.key('micro_batch')} {run.config.shown('micro_batch')} -> {mb // 2}) "
+            "and double gradient "
             f"accumulation{acc and ' (' + acc[2:] + ')'} (same effective batch)")
 
 
@@ -129,7 +131,7 @@ def _shorten(fix: str, run: RunView) -> str | None:
         return fix
     n = run.config.get("seq_len")
     if isinstance(n, int) and n >= 2:
-        return f"Shorten the sequences ({run.config.key('seq_len')} {n} -> {n // 2})"
+        return f"Shorten the sequences ({run.config.key('seq_len')} {run.config.shown('seq_len')} -> {n // 2})"
     return fix
 
 
@@ -141,7 +143,7 @@ def _flash(fix: str, run: RunView) -> str | None:
         return fix
     if "flash" in str(att).lower() or str(att).lower() in ("fa2", "fa3"):
         return None
-    return f"Use flash attention ({run.config.key('attention')} {att} -> flash_attention_2)"
+    return f"Use flash attention ({run.config.key('attention')} {run.config.shown('attention')} -> flash_attention_2)"
 
 
 def _quantised(fix: str, run: RunView) -> str | None:
@@ -153,7 +155,7 @@ def _quantised(fix: str, run: RunView) -> str | None:
     tuner = run.config.get("tuner")
     if isinstance(tuner, str) and tuner.lower() == "full":
         return (f"Train adapters (LoRA, or QLoRA on a 4-bit model) instead of every weight "
-                f"({run.config.key('tuner')} {tuner})")
+                f"({run.config.key('tuner')} {run.config.shown('tuner')})")
     return fix
 
 
@@ -189,7 +191,8 @@ def _clip(fix: str, run: RunView) -> str | None:
             return None
         rest = _CLIP.sub("", fix, count=1).strip(" ,;")
         return rest[:1].upper() + rest[1:] if rest and not rest.endswith(":") else None
-    said = f"clipping is off: {key} {v:g}" if v <= 0 else f"{key} {v:g} -> 1.0"
+    was = run.config.shown("max_grad_norm")
+    said = f"clipping is off: {key} {was}" if v <= 0 else f"{key} {was} -> 1.0"
     m = _CLIP_PHRASE.search(fix)
     assert m is not None
     head = re.sub(r"\s*\(max_grad_norm[^)]*\)$", "", fix[:m.end()])
@@ -204,7 +207,7 @@ def _lower_lr(fix: str, run: RunView) -> str | None:
     lr, key = _peak_lr(run)
     if lr is None:
         return fix
-    note = f" ({key} {_num(lr)} -> {_num(float(f'{lr / 3:.2g}'))})"
+    note = f" ({key} {_lr_as_logged(lr, run)} -> {_num(float(f'{lr / 3:.2g}'))})"
     far = _far_above(lr, run)
     fixed = fix[:m.end()] + note + fix[m.end():]
     return f"{far}: {fixed[0].lower()}{fixed[1:]}" if far else fixed
@@ -217,7 +220,7 @@ def _raise_lr(fix: str, run: RunView) -> str | None:
     lr, key = _peak_lr(run)
     if lr is None or lr <= 0:
         return fix
-    return fix[:m.end()] + f" ({key} {_num(lr)} -> {_num(float(f'{lr * 3:.2g}'))})" + fix[m.end():]
+    return fix[:m.end()] + f" ({key} {_lr_as_logged(lr, run)} -> {_num(float(f'{lr * 3:.2g}'))})" + fix[m.end():]
 
 
 def _warmup(fix: str, run: RunView) -> str | None:
@@ -235,7 +238,7 @@ def _warmup(fix: str, run: RunView) -> str | None:
     if w <= 0:
         return fix[:m.end()] + f" ({key} is 0)" + fix[m.end():]
     longer = f"{min(w * 2, 0.2):g}" if "ratio" in key or "fraction" in key else f"{w * 2:g}"
-    said = f"lengthen warmup ({key} {w:g} -> {longer})"
+    said = f"lengthen warmup ({key} {run.config.shown('warmup')} -> {longer})"
     out = fix[:m.start()] + said + fix[m.end():]
     return out[0].upper() + out[1:] if m.start() == 0 else out
 
@@ -269,7 +272,7 @@ def _accum(fix: str, run: RunView) -> str | None:
     a = run.config.get("grad_accum")
     if not _ACCUM.search(fix) or not isinstance(a, int) or a <= 0:
         return fix
-    return f"{fix} ({run.config.key('grad_accum')} {a} -> {a * 2})"
+    return f"{fix} ({run.config.key('grad_accum')} {run.config.shown('grad_accum')} -> {a * 2})"
 
 
 def _task(fix: str, run: RunView) -> str | None:
@@ -340,6 +343,11 @@ def _peak_lr(run: RunView) -> tuple[float | None, str]:
     if run.logged_lr is not None:
         return run.logged_lr, "peak LR"
     return None, ""
+
+
+def _lr_as_logged(lr: float, run: RunView) -> str:
+    """The LR as the config printed it when it came from there (`1e-05`), else the logged peak's number."""
+    return run.config.shown("lr") if run.config.get("lr") is not None else _num(lr)
 
 
 def _far_above(lr: float, run: RunView) -> str:
@@ -427,7 +435,3 @@ def _without_repeats(fixes: list[str]) -> list[str]:
     """Each fix once (see Given)."""
     given = Given()
     return [fix for fix in fixes if given.new(fix)]
-
-
-def _shown(v: object) -> str:
-    return ("true" if v else "false") if isinstance(v, bool) else str(v)

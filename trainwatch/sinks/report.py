@@ -45,6 +45,7 @@ def metrics_of(engine: Engine, source: str) -> dict[str, dict[str, Any]]:
         if series.source != source:
             continue
         newest = series.newest()
+        finite = series.newest_finite() if newest and not math.isfinite(newest[1]) else None
         out[series.name] = {
             "last": newest[1] if newest else None,
             "last_step": newest[0] if newest else None,
@@ -54,6 +55,8 @@ def metrics_of(engine: Engine, source: str) -> dict[str, dict[str, Any]]:
             "nan": series.nan_count,
             "inf": series.inf_count,
         }
+        if finite is not None:  # the last value is NaN/Inf: where the finite ones stopped
+            out[series.name]["last_finite"], out[series.name]["last_finite_step"] = finite[1], finite[0]
     return out
 
 
@@ -228,8 +231,10 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
             parts = []
             for k, m in shown:
                 bad = m["nan"] + m["inf"]
-                extra = f" ({bad} non-finite)" if bad else ""
-                parts.append(f"{k} {_fmt_json(m['last'])}{extra}")
+                extra = f"{bad} non-finite" if bad else ""
+                if m.get("last_finite_step") is not None:
+                    extra += f"; the last finite {_fmt_json(m['last_finite'])} at step {m['last_finite_step']}"
+                parts.append(f"{k} {_fmt_json(m['last'])}" + (f" ({extra})" if extra else ""))
             w("    last: " + ", ".join(parts) + "\n")
         cfg = _config_line(s.get("config") or {})
         if cfg:
@@ -286,14 +291,20 @@ _CONFIG_SHOWN = ("micro_batch", "grad_accum", "seq_len", "attention", "precision
 
 
 def _config_line(cfg: dict[str, Any]) -> str:
-    """The facts the fixes were fitted to, each under the run's own name for it."""
+    """The facts the fixes were fitted to, each under the run's own name for it and with the value as the
+    log printed it (`recompute_granularity full`, `params_dtype torch.bfloat16`, `clip_grad 1.0`): the
+    reading the advice uses (on, bf16, 1) is not what the log says, and a reader greps for the log's."""
     parts = []
     for name in _CONFIG_SHOWN:
         f = cfg.get(name)
         if not isinstance(f, dict):
             continue
         v = f.get("value")
-        shown = ("true" if v else "false") if isinstance(v, bool) else _fmt_json(v)
+        logged = f.get("logged")
+        if isinstance(logged, str) and logged:
+            shown = logged
+        else:
+            shown = ("true" if v else "false") if isinstance(v, bool) else _fmt_json(v)
         parts.append(f"{f.get('key', name)} {shown}")
     return ", ".join(parts)
 

@@ -151,7 +151,8 @@ class LossPlateau(Rule):
         def make(began: int, step: int, shown: float, count: int) -> Finding:
             msg = (f"loss has stayed near {fmt(shown)} (median of the last {count} points) since about step "
                    f"{began}: its median fell only {drop:.1%} over the last {points} points (noise +-{fmt(noise)}), "
-                   f"still {shown / first:.0%} of where it began ({fmt(first)}) and above the expected "
+                   f"still {shown / first:.0%} of where it began ({fmt(first)}, the median of its first "
+                   f"{len(seg.head)} points) and above the expected "
                    f"{self.p.expected_max:g}")
             return Finding(message=msg, step=step, began_step=began,
                            evidence={"value": shown, "step": began, "value_stat": f"median of the last {count} points",
@@ -234,8 +235,8 @@ class LossFlatFromStart(Rule):
         if drop + (0.0 if holding else z_se) >= self.p.min_drop:
             return False  # it may have fallen: the noise could hide a fall of min_drop
         s0 = head[0].step
-        msg = (f"loss has not fallen since its first logged step {s0}: {fmt(first)} over the first {h} points, "
-               f"{fmt(last)} over the {len(vals)} to step {step} ({n} points, change {-drop:+.1%}, "
+        msg = (f"loss has not fallen since its first logged step {s0}: the median of its first {h} points was "
+               f"{fmt(first)}, that of the {len(vals)} up to step {step} {fmt(last)} ({n} points, change {-drop:+.1%}, "
                f"noise +-{fmt(noise)})")
         return Finding(message=msg, step=step, began_step=s0,
                        evidence={"value": first, "step": s0, "value_stat": f"median of the first {h} points",
