@@ -25,6 +25,7 @@ from trainwatch.rules.rolling import (RowTail, restarts, scan_reach, smoothed, t
                                       trailing_median)
 from trainwatch.rules.stats import cusum_onset, diff_sigma, fmt, nz, scaled_window
 from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 HEAD = 8  # first finite points of a run whose median sets the smallest rise that counts
@@ -104,7 +105,7 @@ class LossDiverging(ArrayRule):
     watches = ("loss",)
     history = 0  # the rule carries the rows it needs itself (RowTail): the onset looks further back
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._state: dict[str, _Trend] = {}
         self._verdicts: dict[str, _Verdicts] = {}

@@ -23,6 +23,7 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Series
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -52,7 +53,7 @@ class Fp16Overflow(ArrayRule):
     watches = ("loss_scale",)
     events = (EventKind.INFO,)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.signature = spec.id  # the engine hands this rule the ERROR events of its signature
         self._steps: dict[str, deque[int]] = {}  # source -> steps of its overflows within the window

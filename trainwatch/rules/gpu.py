@@ -17,6 +17,7 @@ from trainwatch.rules.stall import StepClock
 from trainwatch.timefmt import span
 from trainwatch.sources.gpu import throttle_names
 from trainwatch.store import MetricStore, Point, Series
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -63,7 +64,7 @@ class _StallCorrelation(Rule):
     events = (EventKind.EVAL_START, EventKind.CHECKPOINT, EventKind.TRACEBACK)
     ticks = True
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.steps = StepClock()
 
@@ -210,7 +211,7 @@ class MemoryCreep(Rule):
     p: MemoryCreepParams
     watches = ("gpu*/mem_used",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._seen: dict[str, int] = {}
         self._last: dict[str, Finding | None] = {}
@@ -277,7 +278,7 @@ class Starved(Rule):
     p: StarvedParams
     watches = ("gpu*/util",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._readings: dict[str, deque[float]] = {}  # device -> utilisation read while steps advanced
         self._steps: dict[str, tuple[float, deque[float]]] = {}  # source -> (last progress, step gaps)
@@ -372,7 +373,7 @@ class Ecc(Rule):
     id = "gpu.ecc"
     watches = ("gpu*/ecc_uncorrected", "gpu*/retired_pages")
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._first: dict[str, float] = {}
 

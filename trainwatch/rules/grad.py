@@ -14,6 +14,7 @@ from trainwatch.rules.rolling import RowTail, before_counts, before_values, rest
 from trainwatch.rules.stats import fmt, mad_sigma
 from trainwatch.rules.registry import register
 from trainwatch.store import Series
+from trainwatch.rulespec import RuleSpec
 
 
 @register("grad.nonfinite")
@@ -72,7 +73,7 @@ class GradSpike(ArrayRule):
     p: GradSpikeParams
     watches = ("grad_norm",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._recent: dict[str, RowTail] = {}  # source -> the rows its look-back reaches
         # source -> (rows, where the new ones begin, each new row's history size)

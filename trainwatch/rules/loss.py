@@ -20,6 +20,7 @@ from trainwatch.rules.rolling import (RowTail, before_counts, before_values, res
                                       spike_medians)
 from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
 from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point, Series
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 BLOWUP_FIXES = (
@@ -60,7 +61,7 @@ class LossNonFinite(ArrayRule):
     p: LossNonFiniteParams
     watches = ("loss", "eval_loss")
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         # source -> the first step its loss was non-finite at (a restart to an earlier step starts again),
         # before the rows being judged and after them
@@ -228,7 +229,7 @@ class LossSpike(ArrayRule):
     watches = ("loss",)
     HEAD = 5  # first points of a run whose median says where it began
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._reach = scan_reach(max(self.p.window, self.p.noise_window))
         self._recent: dict[str, RowTail] = {}  # source -> the rows its look-back reaches
@@ -399,7 +400,7 @@ class LossLeak(Rule):
     p: LossLeakParams
     watches = ("eval_loss",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._episodes = Episodes()
 

@@ -17,6 +17,7 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
 from trainwatch.store import RECENT_POINTS, Point, Series
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -45,7 +46,7 @@ class LrZero(Rule):
     p: LrZeroParams
     watches = ("lr",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._run: dict[str, _LrRun] = {}
 
@@ -210,7 +211,7 @@ class LrNoWarmup(ArrayRule):
     p: LrNoWarmupParams
     watches = ("lr",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._judged: set[str] = set()  # sources whose start has been judged: the verdict never changes
         self._found: dict[str, tuple[int, Finding]] = {}  # source -> (window row, finding) of the last batch
@@ -300,7 +301,7 @@ class LrSchedule(ArrayRule):
     p: LrScheduleParams
     watches = ("lr",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._state: dict[str, list[float]] = {}  # source -> [peak, low since peak, last step]
         self._jumps: dict[str, dict[int, tuple[float, float]]] = {}  # source -> window row -> (low, peak)

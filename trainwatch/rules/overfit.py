@@ -13,6 +13,7 @@ from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.quality_series import Gain, improving, other_train_loss, outpaced
 from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
 from trainwatch.store import RECENT_POINTS, Point, Series
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -76,7 +77,7 @@ class LossOverfit(Rule):
     p: LossOverfitParams
     watches = ("eval_loss",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._segments = Segments()
         self._evals: dict[str, _Evals] = {}

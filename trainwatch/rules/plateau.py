@@ -27,6 +27,7 @@ from trainwatch.rules.plateau_feed import Feed, LrView
 from trainwatch.rules.quality_series import StepDowns
 from trainwatch.rules.stats import diff_sigma, fmt, median_se, nz, scaled_window
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -124,7 +125,7 @@ class LossPlateau(ArrayRule):
     p: LossPlateauParams
     watches = ("loss",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._feeds: dict[str, Feed] = {}
         self._warmups: dict[str, LrView] = {}  # source -> its LR asked whether it still climbs
@@ -314,7 +315,7 @@ class LossFlatFromStart(ArrayRule):
     p: LossFlatFromStartParams
     watches = ("loss",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._feeds: dict[str, Feed] = {}
         self._states: dict[str, _FlatState] = {}

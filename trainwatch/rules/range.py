@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainwatch.model import Finding
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext
 
@@ -18,7 +19,7 @@ from trainwatch.rules.base import RuleContext
 class RangeRule(ArrayRule):
     id = "range"
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.watches = (spec.metric,)  # type: ignore[misc]
         params = spec.params if isinstance(spec.params, dict) else {}

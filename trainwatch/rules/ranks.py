@@ -14,6 +14,7 @@ from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext, SourceState
 from trainwatch.rules.stall import StepClock
 from trainwatch.timefmt import span
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -44,7 +45,7 @@ class DeadRank(Rule):
     events = (EventKind.TRACEBACK, EventKind.ERROR, EventKind.EVAL_START, EventKind.CHECKPOINT)
     ticks = True
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.steps = StepClock()
         self.crashes: dict[str, _Crash] = {}

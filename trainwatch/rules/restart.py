@@ -21,6 +21,7 @@ from trainwatch.rules.base import Rule, RuleContext
 from trainwatch.rules.registry import register
 from trainwatch.rules.resume import _steps_back, _went_back
 from trainwatch.store import Point, Series
+from trainwatch.rulespec import RuleSpec
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class RunRestarted(Rule):
     params = RunRestartedParams
     p: RunRestartedParams
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._since: dict[str, int] = {}  # the series' count when the current attempt began
         self._start: dict[str, float] = {}  # the loss the current attempt began with

@@ -21,6 +21,7 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import finite_points, fmt
 from trainwatch.store import RECENT_POINTS, Point, Series
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -120,7 +121,7 @@ class _AfterResume(Rule):
     metric = ""
     events = (EventKind.RESUME,)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._resumes: dict[str, _Resume] = {}
 
@@ -162,7 +163,7 @@ class ResumeSchedReset(_AfterResume):
     metric = "lr"
     watches = ("lr",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.keep_after = self.p.rising_points
         self._replayed: set[str] = set()
@@ -396,7 +397,7 @@ class _AfterResumeArrays(ArrayRule):
     events = (EventKind.RESUME,)
     history = 1  # the row before the first new one: did the step go back at it?
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._resumes: dict[str, _Resume] = {}
         self._seen: dict[str, tuple[Series, _Rows]] = {}  # source -> (series, its last rows judged)
@@ -483,7 +484,7 @@ class ResumeLossJump(_AfterResumeArrays):
     metric = "loss"
     watches = ("loss",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.keep_after = self.p.after
 

@@ -14,6 +14,7 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt, theil_sen
 from trainwatch.store import SCAN_MIN, Point, Series
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -52,7 +53,7 @@ class StaysZero(ArrayRule):
     params = StaysZeroParams
     p: StaysZeroParams
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.watches = (spec.params.metric_glob,)  # type: ignore[misc]
         self._since: dict[tuple[str, str], _Since] = {}

@@ -31,6 +31,7 @@ from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.store import Series
 from trainwatch.timefmt import span
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 SUBJECT = "run.ended_early"
@@ -59,7 +60,7 @@ class EndedEarly(Rule):
     events = (EventKind.ERROR, EventKind.TRACEBACK)
     ticks = True
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._errors: set[str] = set()  # sources whose log says why they stopped
         self._benign = set(self.p.not_fatal)

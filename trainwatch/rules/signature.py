@@ -14,6 +14,7 @@ from typing import Any
 
 from trainwatch.model import Event, Finding, Severity
 from trainwatch.rules import crash
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.base import Rule, RuleContext
 
 MAX_TEXT = 300
@@ -145,7 +146,7 @@ def _num(v: Any) -> Any:
 class SignatureRule(Rule):
     id = "signature"
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.signature = spec.id
         self.ranks = crash.RankList()

@@ -17,6 +17,7 @@ from trainwatch.rules.base import RuleContext
 from trainwatch.rules.rolling import RowTail, tail_sizes, trailing_max, trailing_median_where, trailing_min
 from trainwatch.rules.stats import fmt
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 SLOWER_IS_HIGHER = {"step_time_ms", "time"}
@@ -57,7 +58,7 @@ class SpeedDrop(ArrayRule):
     watches = ("tokens_per_sec", "samples_per_sec", "steps_per_sec", "step_time_ms", "time")
     history = 0  # the rule carries the rows it needs itself (RowTail), however far a NaN stretch reaches
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._rows: dict[tuple[str, str], RowTail] = {}
         self._levels: dict[tuple[str, str], _Levels] = {}

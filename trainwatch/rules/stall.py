@@ -17,6 +17,7 @@ from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.rules.params import SilenceParams
 from trainwatch.timefmt import span
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -145,7 +146,7 @@ class StallRule(Rule):
     events = (EventKind.EVAL_START, EventKind.CHECKPOINT, EventKind.TRACEBACK)
     ticks = True
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.clock = StepClock()
 

@@ -13,6 +13,7 @@ import re
 
 from trainwatch.model import Event, EventKind, Finding, Severity
 from trainwatch.rules import crash
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.base import Rule, RuleContext
 from trainwatch.rules.registry import register
 
@@ -32,7 +33,7 @@ class TracebackRule(Rule):
     id = "error.traceback"
     events = (EventKind.TRACEBACK,)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.ranks = crash.RankList()
         self._told: set[str] = set()

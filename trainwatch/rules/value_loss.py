@@ -16,6 +16,7 @@ from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
+from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
 
 
@@ -46,7 +47,7 @@ class ValueDivergence(Rule):
     p: ValueDivergenceParams
     watches = ("value_loss",)
 
-    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self._launches: dict[str, _Launch] = {}
 
