@@ -27,5 +27,6 @@ def test_scanners_with_the_same_keywords_share_their_searchers():
     grown = rss_mb() - before
     assert grown < 30, f"200 scanners took {grown:.0f} MB"
     line = b"Traceback (most recent call last):\nStep 3: loss=nan\n"
-    hits = [tuple(zip(c.kw_line.tolist(), c.kw_id.tolist())) for c in (s.feed(line) for s in (first, many[0], many[-1]))]
+    chunks = [s.feed(line) for s in (first, many[0], many[-1])]
+    hits = [tuple(zip(c.kw_line.tolist(), c.kw_id.tolist(), strict=True)) for c in chunks]
     assert hits[0] and hits[0] == hits[1] == hits[2]  # shared, and finding the same
