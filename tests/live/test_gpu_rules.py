@@ -113,7 +113,7 @@ def test_ecc_errors(engine: Engine, clock: FakeClock) -> None:
                                            ("NVIDIA GeForce RTX 4090", 165e12), ("Tesla T4", 65e12),
                                            ("Mystery Accelerator", None)])
 def test_peak_table(name: str, expected: float | None) -> None:
-    from trainwatch.rules.speed_live import peak_flops
+    from trainwatch.rules.mfu import peak_flops
 
     assert peak_flops(name) == expected
 

@@ -27,7 +27,7 @@ from trainwatch.rules.base import Rule
 GROUP = "trainwatch.rules"
 BUILTIN_MODULES = (
     "loss", "divergence", "plateau", "overfit", "grad", "lr", "fp16", "restart", "resume", "speed", "rl", "traceback",
-    "run_end", "early_stop", "stall", "gpu", "ranks", "speed_live", "child_exit", "contact",
+    "run_end", "early_stop", "stall", "gpu", "ranks", "mfu", "child_exit", "contact",
     "quality_stuck", "quality_flat", "quality_collapse", "quality_overfit", "value_loss", "eval_frozen",
     "loss_rose",
 )
