@@ -58,3 +58,15 @@ def test_overfit_fires_at_the_second_rising_eval():
 def test_resume_without_scheduler_state():
     t = told(run_log(_log("hf_resume_no_sched.log")))
     assert 80 < t["resume.sched_reset"] <= 90
+
+
+def test_the_bad_sample_diagnosis_says_which_grad_norm_it_quotes():
+    """The grad norm quoted beside the NaN is the one logged at the step it names (0.9882 at step 30 in
+    the bundled log), and the median it is set against says how many points it is the median of."""
+    eng = run_log(_log("hf_bad_sample.log"))
+    a = next(a for a in eng.alerts() if a.rule == "loss.nonfinite")
+    ev = a.finding.evidence
+    assert (ev["grad_norm_peak_step"], ev["grad_norm_peak"]) == (30, 0.9882)
+    assert ev["grad_norm_baseline_stat"] == "median of 5 points"
+    assert "at most 0.9882, at step 30" in a.finding.message
+    assert "median 0.7255 of the 5 before those" in a.finding.message

@@ -132,14 +132,18 @@ class LossNonFinite(ArrayRule):
         ev["grad_norm_baseline"] = ref
         if ref is not None and ref > 0 and peak.value > self.p.spike_ratio * ref:
             ev["diagnosis"] = "blow-up"
+            ev["grad_norm_baseline_stat"] = f"median of {len(base)} points"
             return (f"optimisation blow-up (grad_norm spiked to {fmt(peak.value)} at step {peak.step}, "
-                    f"{peak.value / ref:.1f}x its median {fmt(ref)})", BLOWUP_FIXES)
+                    f"{peak.value / ref:.1f}x its median {fmt(ref)} of the {len(base)} points before)", BLOWUP_FIXES)
         if ref is None:
             ev["diagnosis"] = "unknown"
             return "", ()
         ev["diagnosis"] = "bad sample or numerics"
-        return (f"grad_norm stayed flat ({fmt(peak.value)} vs median {fmt(ref)}): a bad sample or "
-                "layer numerics", SAMPLE_FIXES)
+        ev["grad_norm_peak"], ev["grad_norm_peak_step"] = peak.value, peak.step
+        ev["grad_norm_baseline_stat"] = f"median of {len(base)} points"
+        return (f"grad_norm stayed flat (at most {fmt(peak.value)}, at step {peak.step}, over the last "
+                f"{len(look)} points before it, against the median {fmt(ref)} of the {len(base)} before those): "
+                "a bad sample or layer numerics", SAMPLE_FIXES)
 
     @staticmethod
     def _samples(ctx: RuleContext, source: str, step: int) -> tuple[int, int] | None:
