@@ -17,8 +17,9 @@ from trainwatch import yamltext
 # (`Ave Loss`: the average spelt short)
 _QUALIFIERS = (r"(?:(?:epoch|avg|ave|average|averaged|mean|running|smoothed|total|tot|batch|step|iter|iteration|overall)"
                r"[ _.]+)*")
-# `Training Phase Loss`, `validation set loss`: the split named with the word for it, then the metric
-_SPLIT_WORD = r"(?:(?:phase|set|split|stage)[ _.]+)?"
+# `Training Phase Loss`, `validation stage loss`: the split named with the word for it, then the metric (not `set`:
+# `test_set loss` is the name a test loss beside the validation one is kept apart under)
+_SPLIT_WORD = r"(?:(?:phase|split|stage)[ _.]+)?"
 # `avg loss so far`, `loss until now`: a running figure says it is one after the name
 _SO_FAR = r"(?:[ _.]+(?:so[ _.]far|until[ _.]now|till[ _.]now))?"
 # a boosting library's data set and loss (`valid_0 binary_logloss`, `train logloss`): the log loss is the loss

@@ -3,7 +3,9 @@ named as a phase, a reward abbreviated; and the shapes of line that carry them."
 
 from __future__ import annotations
 
+from trainwatch.adapters.keyvalue import KeyValueAdapter
 from trainwatch.names import Canonicalizer, averaged, step_loss
+from tests.adapters.helpers import run, samples, series
 
 
 def test_a_loss_averaged_and_spelt_short_or_running_so_far_is_the_loss_but_not_the_steps_own() -> None:
@@ -15,11 +17,11 @@ def test_a_loss_averaged_and_spelt_short_or_running_so_far_is_the_loss_but_not_t
     assert canon("cave loss") != "loss"  # a word that merely ends in the letters is no qualifier
 
 
-def test_a_split_named_as_a_phase_or_a_set_names_whose_loss_it_is() -> None:
+def test_a_split_named_as_a_phase_names_whose_loss_it_is() -> None:
     canon = Canonicalizer()
     assert canon("Training Phase Loss") == "loss" and step_loss("Training Phase Loss")
     assert canon("Validation Phase Loss") == "eval_loss"
-    assert canon("dev set loss") == "eval_loss"
+    assert canon("dev stage loss") == "eval_loss"
     assert canon("phase loss") != "eval_loss"  # no split is named
 
 
@@ -27,3 +29,40 @@ def test_an_episode_reward_abbreviated_is_the_reward() -> None:
     canon = Canonicalizer()
     assert [canon(n) for n in ("Rew", "rwd", "Ret", "episode_return", "Episode Reward")] == ["reward"] * 5
     assert canon("rewrite") == "rewrite"
+
+
+def test_tab_separated_phase_lines_keep_every_metric_field_and_the_epoch_before_them() -> None:
+    """A logger prefix, then `Epoch [e]/[E]`, then the metrics in tab-separated fields: the record is every field
+    after the prefix (not only the last), its epoch the counter's, and the validation line's accuracy is its own."""
+    lines = []
+    for e in range(3):
+        lines += [f"2020-02-02 08:00:0{e},100 INFO    : Epoch [{e}]/[9] \t Training Phase Loss: {0.5 - e / 10:.3f}"
+                  f" \t Accuracy: {0.6 + e / 100:.2f}",
+                  f"2020-02-02 08:00:0{e},500 INFO    : Epoch [{e}]/[9] \t Validation Phase Loss: {0.4 - e / 10:.3f}"
+                  f" \t Accuracy: {0.7 + e / 100:.2f}"]
+    recs = run(KeyValueAdapter(""), lines)
+    assert series(recs, "Training Phase Loss") == [(0, 0.5), (1, 0.4), (2, 0.3)]
+    assert series(recs, "Validation Phase Loss") == [(0, 0.4), (1, 0.3), (2, 0.2)]
+    assert series(recs, "Accuracy") == [(0, 0.6), (1, 0.61), (2, 0.62)]
+    assert series(recs, "validation Accuracy") == [(0, 0.7), (1, 0.71), (2, 0.72)]
+    # a host and a level before the pairs: both pairs are the record's, not only the one after the last tab
+    recs = run(KeyValueAdapter(""), ["node7\tINFO\tloss: 0.5\tacc: 0.9", "node7\tINFO\tloss: 0.4\tacc: 0.95"])
+    assert [v for _, v in series(recs, "loss")] == [0.5, 0.4] and len(series(recs, "acc")) == 2
+
+
+def test_a_pipe_line_titled_by_its_phase_says_whose_metrics_it_holds_and_an_eval_under_way_is_no_result() -> None:
+    lines = []
+    for e in (1, 2):
+        lines += [f"* Train | Epoch {e} | {i}/40 | 2.1 it/s | Loss {1 / e - i / 1000:.3f} | Aux 0.5"
+                  for i in (10, 20, 39)]
+        lines += [f"* Train Summary | Epoch {e} | Loss={1 / e - 0.039:.3f} | Aux=0.5",
+                  f"* Valid | Epoch {e} | 1/2 | 0.5 it/s | Loss 9.0 | Score 1.0",
+                  f"* Valid Summary | Epoch {e} | Loss={0.8 / e:.3f} | Score={3.0 * e:.1f}"]
+    recs = run(KeyValueAdapter(""), lines)
+    canon = Canonicalizer()
+    evals = [s for s in samples(recs) if canon(s.name) == "eval_loss"]
+    assert [s.value for s in evals] == [0.8, 0.4]  # the summaries only: the batch under way is no result
+    assert 9.0 not in [s.value for s in samples(recs)]
+    assert [s.value for s in samples(recs, "valid Score")] == [3.0, 6.0]
+    trains = [s.value for s in samples(recs) if canon(s.name) == "loss"]
+    assert trains[:4] == [0.99, 0.98, 0.961, 0.961] and len(trains) == 8

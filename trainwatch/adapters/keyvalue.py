@@ -106,6 +106,16 @@ BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 # the phase in brackets names whose metrics follow (and may carry the epoch's counter)
 PHASE_BRACKET = re.compile(r"^\[\s*(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
                            r"(?:[-_ ]?step)?\s*(?:\|\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*)?\]\s*", re.I)
+# `Epoch [3]/[99]`, `epoch 3/99`, `Ep: 3` ending a tab-separated prefix: the epoch of the record after the tab
+TAB_EPOCH = re.compile(r"\b(?:epoch|ep)\s*[:#]?\s*\[?\s*(\d+)\s*\]?(?:\s*/\s*\[?\s*\d+\s*\]?)?\s*$", re.I)
+# `Validation Phase Loss: 0.06  Accuracy: 0.69`: a first key naming its split as a phase names the line's
+PHASE_KEY = re.compile(r"^(?P<p>val|valid|validation|eval|evaluation|dev|test|testing|train|training)[ _]"
+                       r"(?:phase|split|stage)\b", re.I)
+# `- Valid Summary | Epoch 3 | Loss=0.21 | ...`, `Train | Epoch 3 | 143/573 | ...`: a pipe-separated line titled
+# by its phase (an eval's batch `| 1/3 |` under way is not its result yet)
+PIPE_TITLE = re.compile(r"^(?:[-*•]\s+)?(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
+                        r"(?:\s+(?:summary|results?|stats|metrics|phase|set))?\s*\|\s*", re.I)
+PIPE_COUNT = re.compile(r"\|\s*(\d+)\s*/\s*(\d+)\s*(?:\||$)")
 SPLIT_NAMES = frozenset({"train", "val", "valid", "test"})
 UNPHASED = frozenset({"train", "val", "valid", "test", "lr", "learning_rate", "epoch"})  # not an eval's own
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
@@ -273,6 +283,25 @@ def _record_fields(before: str) -> bool:
     return bool(pairs) and not dirty and len(pairs) == nfields
 
 
+def _tab_record(text: str) -> str:
+    """The record of a tab-separated line: the fields after its prefixes (a time, a host, a logger, a level).
+    It starts at the first tab after which every field but the last is a pair (`Epoch [3]/[99] \t Train Loss:
+    0.07 \t Accuracy: 0.59`: two fields of metrics, not only the last); an epoch's counter in the field before it
+    is the record's epoch. `Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..` and `[EPOCH 3]\t..`
+    are records whole."""
+    tab = text.rfind("\t")
+    if _record_fields(text[:tab]) or BRACKET_EPOCH.match(text) is not None:
+        return text
+    cut = text.find("\t")
+    while cut < tab:
+        rest = text[cut + 1:]
+        if _record_fields(rest[:rest.rfind("\t")]):
+            epoch = TAB_EPOCH.search(text, max(0, text.rfind("\t", 0, cut) + 1), cut)
+            return f"epoch: {epoch.group(1)}, {rest}" if epoch is not None else rest
+        cut = text.find("\t", cut + 1)
+    return text[tab + 1:]
+
+
 def _is_epoch(key: str) -> bool:
     """`epoch`, `ep`, or the epoch named by its phase (`Train Epoch: 3`)."""
     low = key.lower()
@@ -424,10 +453,7 @@ class KeyValueAdapter(Adapter):
                 and self._boosting(int(boost.group(1)), text[boost.end():], lineno, when, out):
             return out
         if "\t" in text:
-            tab = text.rfind("\t")
-            if not _record_fields(text[:tab]) and BRACKET_EPOCH.match(text) is None:
-                # (`Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..` and `[EPOCH 3]\t..` are records)
-                text = text[tab + 1:]  # tab-separated prefixes (time, host, logger, level) before the record
+            text = _tab_record(text)
         text = text.strip()
         if "`" in text:
             text = INLINE_CODE.sub(r"\1", text)
@@ -553,7 +579,16 @@ class KeyValueAdapter(Adapter):
         if phase is not None:  # `Test set: Average loss: 5.01, Acc@1: 8.4%`: the evaluation's own names
             text = text[phase.end():]
             word = phase.group("p").lower()
+        elif word is None and "|" in text and (title := PIPE_TITLE.match(text)) is not None:
+            word = title.group("p").lower()
+            if not word.startswith("train") and (count := PIPE_COUNT.search(text)) is not None \
+                    and int(count.group(1)) < int(count.group(2)):
+                return  # a batch of an evaluation under way: its running figures, not the evaluation's result
+            text = text[title.end():]
         pairs, nfields, dirty = _pairs(text)
+        if word is None and pairs and (named := PHASE_KEY.match(pairs[0][0] if not _is_epoch(pairs[0][0]) or
+                                                                len(pairs) < 2 else pairs[1][0])) is not None:
+            word = named.group("p").lower()  # (its other keys, `Accuracy`, are that phase's)
         if lead_pairs and pairs:
             pairs, nfields = lead_pairs + pairs, nfields + len(lead_pairs)
         if word is not None and not word.startswith("train"):
