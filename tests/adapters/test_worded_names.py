@@ -4,6 +4,7 @@ named as a phase, a reward abbreviated; and the shapes of line that carry them."
 from __future__ import annotations
 
 from trainwatch.adapters.keyvalue import KeyValueAdapter
+from trainwatch.adapters.template import TemplateAdapter
 from trainwatch.names import Canonicalizer, averaged, step_loss
 from tests.adapters.helpers import run, samples, series
 
@@ -66,3 +67,25 @@ def test_a_pipe_line_titled_by_its_phase_says_whose_metrics_it_holds_and_an_eval
     assert [s.value for s in samples(recs, "valid Score")] == [3.0, 6.0]
     trains = [s.value for s in samples(recs) if canon(s.name) == "loss"]
     assert trains[:4] == [0.99, 0.98, 0.961, 0.961] and len(trains) == 8
+
+
+def test_values_named_only_by_their_split_on_an_epoch_line_are_each_splits_loss() -> None:
+    lines = ["Begin fitting.", "Epoch 1: Train=910.5  Val=930.25  MAE=31.5", "Checkpoint written.",
+             "Epoch 2: Train=850.0  Val=870.5  MAE=29.0", "Checkpoint written."]
+    canon = Canonicalizer()
+    for adapter in (KeyValueAdapter(""), TemplateAdapter("")):
+        recs = run(adapter, lines)
+        named = {canon(s.name): [] for s in samples(recs)}
+        for s in samples(recs):
+            named[canon(s.name)].append((s.step, s.value))
+        assert named["loss"] == [(1, 910.5), (2, 850.0)], type(adapter)
+        assert named["eval_loss"] == [(1, 930.25), (2, 870.5)]
+        assert named["MAE"] == [(1, 31.5), (2, 29.0)]
+    # a test value beside the validation one is a curve of its own; a line that names its loss keeps its names
+    recs = run(KeyValueAdapter(""), ["epoch 1: train 0.9 val 0.8 test 0.85", "epoch 2: train 0.7 val 0.6 test 0.65"])
+    assert [v for _, v in series(recs, "test_set loss")] == [0.85, 0.65]
+    assert [v for _, v in series(recs, "val loss")] == [0.8, 0.6]
+    recs = run(KeyValueAdapter(""), ["epoch 1: loss 0.9 train 0.95 val 0.91", "epoch 2: loss 0.8 train 0.96 val 0.92"])
+    assert [v for _, v in series(recs, "train")] == [0.95, 0.96] and not series(recs, "train loss")
+    recs = run(KeyValueAdapter(""), ["epoch 1: train 0.95", "epoch 2: train 0.96"])  # a split alone: unsaid
+    assert not series(recs, "train loss")

@@ -23,8 +23,8 @@ from typing import TypedDict
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.cjk import translate
 from trainwatch.adapters.signatures import TB_START
-from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss,
-                                        zip_names)
+from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, list_pair, splits_as_loss, step_tuple,
+                                        total_as_loss, zip_names)
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
@@ -598,6 +598,7 @@ class KeyValueAdapter(Adapter):
             else:
                 pairs = [(k if k.lower().startswith(word) or k.lower() in UNPHASED else f"{word} {k}", v)
                          for k, v in pairs]
+        pairs = splits_as_loss(pairs)  # (before a line without a step is judged: `Train=..  Val=..` is a loss)
         step_key = m.group("k").lower() if m is not None else None
         step_raw = None
         if step is None:
