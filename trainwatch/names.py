@@ -15,8 +15,8 @@ from trainwatch import yamltext
 # `mean val loss`) is still the train or eval loss: the alias table cannot list every spelling.
 # Names glued in camel case (`TrainLoss`, `ValLoss`) are the same names with no separator.
 # (`Ave Loss`: the average spelt short)
-_QUALIFIERS = (r"(?:(?:epoch|avg|ave|average|averaged|mean|running|smoothed|total|tot|batch|step|iter|iteration|overall)"
-               r"[ _.]+)*")
+_QUALIFIERS = (r"(?:(?:epoch|avg|ave|average|averaged|mean|running|smoothed|total|tot|batch|step|iter|iteration"
+               r"|overall)[ _.]+)*")
 # `Training Phase Loss`, `validation stage loss`: the split named with the word for it, then the metric (not `set`:
 # `test_set loss` is the name a test loss beside the validation one is kept apart under)
 _SPLIT_WORD = r"(?:(?:phase|split|stage)[ _.]+)?"

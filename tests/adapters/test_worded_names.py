@@ -89,3 +89,27 @@ def test_values_named_only_by_their_split_on_an_epoch_line_are_each_splits_loss(
     assert [v for _, v in series(recs, "train")] == [0.95, 0.96] and not series(recs, "train loss")
     recs = run(KeyValueAdapter(""), ["epoch 1: train 0.95", "epoch 2: train 0.96"])  # a split alone: unsaid
     assert not series(recs, "train loss")
+
+
+def test_a_step_that_goes_back_as_the_epoch_moves_on_counts_within_the_epoch() -> None:
+    """`Epoch 1, Step 10` after `Epoch 0, Step 30`: the training step keeps going up (the steps of the epochs before
+    are added), and `Starting epoch N current lr is X` dates the rate at the step training reached."""
+    lines = []
+    for e in range(3):
+        lines.append(f"Starting epoch {e} current lr is {0.01 / 2 ** e:g}")
+        lines += [f"Epoch {e}, Step {i}, total used time {e * 9 + i / 10:.1f} (s), "
+                  f"avg loss so far is {1 - e / 10 - i / 100:.2f}" for i in (10, 20, 30)]
+        lines.append(f"Epoch {e}, val loss is {0.9 - e / 10:.2f}, val mse is 0.5.")
+    recs = run(KeyValueAdapter(""), lines)
+    canon = Canonicalizer()
+    losses = [(s.step, s.value) for s in samples(recs) if canon(s.name) == "loss"]
+    assert [st for st, _ in losses] == [10, 20, 30, 40, 50, 60, 70, 80, 90]
+    assert losses[3] == (40, 0.8)
+    assert [(s.step, s.value) for s in samples(recs) if canon(s.name) == "eval_loss"] == [(30, 0.9), (60, 0.8),
+                                                                                         (90, 0.7)]
+    assert [(s.step, s.value) for s in samples(recs) if canon(s.name) == "lr"] == [(0, 0.01), (30, 0.005),
+                                                                                  (60, 0.0025)]
+    # a step that keeps going up across epochs stays as printed
+    recs = run(KeyValueAdapter(""), ["Epoch 0, Step 10, loss 1.0", "Epoch 0, Step 20, loss 0.9",
+                                     "Epoch 1, Step 30, loss 0.8"])
+    assert [st for st, _ in series(recs, "loss")] == [10, 20, 30]

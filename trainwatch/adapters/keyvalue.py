@@ -116,6 +116,9 @@ PHASE_KEY = re.compile(r"^(?P<p>val|valid|validation|eval|evaluation|dev|test|te
 PIPE_TITLE = re.compile(r"^(?:[-*•]\s+)?(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
                         r"(?:\s+(?:summary|results?|stats|metrics|phase|set))?\s*\|\s*", re.I)
 PIPE_COUNT = re.compile(r"\|\s*(\d+)\s*/\s*(\d+)\s*(?:\||$)")
+# `Starting epoch 3 ...`, `Begin epoch 3`: the epoch that starts, then what it starts with
+STARTED = re.compile(r"^(?:starting|start|started|begin|beginning|begins|entering)\s+"
+                     r"(?=(?:epoch|ep|round)\s*[:#]?\s*\d)", re.I)
 SPLIT_NAMES = frozenset({"train", "val", "valid", "test"})
 UNPHASED = frozenset({"train", "val", "valid", "test", "lr", "learning_rate", "epoch"})  # not an eval's own
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
@@ -365,6 +368,7 @@ class KeyValueAdapter(Adapter):
         self.epoch_head: int | None = None  # the epoch an `* epoch N` heading said: the step of the records under it
         self.epoch_step: tuple[float, int] | None = None  # (epoch, step) of the last record that printed both
         self.epoch_len_steps: int | None = None  # a step count that stayed put while the epoch moved on
+        self.epoch_within = False  # a step count that went back as the epoch moved on: it counts within the epoch
         self.epoch_first: list[Sample] = []  # the first record printing an epoch and a step, until the next
         self.boost_round = False  # the last printed step was a boosting round's
         self.boost_best = False  # `Best iteration is:` came: the next round line repeats that round
@@ -575,6 +579,10 @@ class KeyValueAdapter(Adapter):
             step = int(m.group("n"))
             total = int(m.group("m")) if m.group("m") else None
             text = text[m.end():]
+        verb = STARTED.match(text) if text[:1] in "SsBbEe" else None
+        started = verb is not None
+        if verb is not None:  # `Starting epoch 3 current lr is 0.001`: the epoch under way, and what it starts with
+            text = text[verb.end():]
         phase = PHASE_LABEL.match(text)
         if phase is not None:  # `Test set: Average loss: 5.01, Acc@1: 8.4%`: the evaluation's own names
             text = text[phase.end():]
@@ -628,6 +636,8 @@ class KeyValueAdapter(Adapter):
             verdict = self._stepless_verdict(pairs, nfields, dirty)
             if verdict is None:
                 return
+            if verdict is HOLD and started:
+                verdict = TAKE  # (an epoch that starts is under way now, not a configuration printed once)
             if verdict is HOLD and self.epoch_head is not None and self.printed_step == self.epoch_head \
                     and any("loss" in k.lower() or known(k) or _QUALITY(k) is not None for k, _ in pairs):
                 verdict = TAKE  # a metric under an `* epoch N` heading: that epoch's record, no echo
@@ -673,8 +683,8 @@ class KeyValueAdapter(Adapter):
                              fields={"step": step, "total": total}))
         for k, v in pairs:
             low = k.lower()
-            if low in STEP_KEYS or k == step_raw or (within is not None and _is_epoch(k)):
-                continue  # (the epoch a step counts within is a counter too)
+            if low in STEP_KEYS or k == step_raw or ((within is not None or started) and _is_epoch(k)):
+                continue  # (the epoch a step counts within is a counter too, and so is the one a line starts)
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             (self.epoch_first if hold_first else out).append(Sample(k, v, step, when, self.source, lineno, inferred))
@@ -809,6 +819,8 @@ class KeyValueAdapter(Adapter):
                 out.extend(self.epoch_first)
                 self.epoch_first = []
             return step, False, False
+        if self.epoch_within:
+            return *self._global_step(step, pairs), False
         if self.epoch_len_steps is not None:
             return (int(epoch), True, False) if step == self.epoch_len_steps else (step, False, False)
         last = self.epoch_step
@@ -821,6 +833,12 @@ class KeyValueAdapter(Adapter):
             out.extend(Sample(h.name, h.value, int(last[0]), h.time, h.source, h.line, True) for h in held)
             return int(epoch), True, False
         out.extend(held)
+        if step < last[1] and epoch > last[0]:
+            # `Epoch 1, Step 25` after `Epoch 0, Step 125`: the step went back as the epoch moved on, so it counts
+            # within the epoch; the steps of the epochs before are added (as for a batch counter), marked inferred
+            self.epoch_within = True
+            self.inner_last, self.inner_closed = last, True
+            return *self._global_step(step, pairs), False
         return step, False, False
 
     def _counter_restart(self, i: int, n: int, pairs: list[tuple[str, float]], lineno: int,
