@@ -14,17 +14,24 @@ from trainwatch import yamltext
 # A loss named by how it was averaged or over what (`EPOCH loss`, `Avg.Loss`, `average train loss`,
 # `mean val loss`) is still the train or eval loss: the alias table cannot list every spelling.
 # Names glued in camel case (`TrainLoss`, `ValLoss`) are the same names with no separator.
-_QUALIFIERS = (r"(?:(?:epoch|avg|average|averaged|mean|running|smoothed|total|tot|batch|step|iter|iteration|overall)"
-               r"[ _.]+)*")
+# (`Ave Loss`: the average spelt short)
+_QUALIFIERS = (r"(?:(?:epoch|avg|ave|average|averaged|mean|running|smoothed|total|tot|batch|step|iter|iteration"
+               r"|overall)[ _.]+)*")
+# `Training Phase Loss`, `validation stage loss`: the split named with the word for it, then the metric (not `set`:
+# `test_set loss` is the name a test loss beside the validation one is kept apart under)
+_SPLIT_WORD = r"(?:(?:phase|split|stage)[ _.]+)?"
+# `avg loss so far`, `loss until now`: a running figure says it is one after the name
+_SO_FAR = r"(?:[ _.]+(?:so[ _.]far|until[ _.]now|till[ _.]now))?"
 # a boosting library's data set and loss (`valid_0 binary_logloss`, `train logloss`): the log loss is the loss
-_LOSS_WORD = r"(?:(?:binary|multi)_?)?(?:log)?loss$"
-_TRAIN_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:train(?:ing)?(?:_\d)?[ _.]*)?" + _QUALIFIERS + _LOSS_WORD)
+_LOSS_WORD = r"(?:(?:binary|multi)_?)?(?:log)?loss" + _SO_FAR + "$"
+_TRAIN_LOSS = re.compile(r"^" + _QUALIFIERS + r"(?:train(?:ing)?(?:_\d)?[ _.]*" + _SPLIT_WORD + ")?" + _QUALIFIERS
+                         + _LOSS_WORD)
 _LOSS_TRAIN = re.compile(r"^loss[/_. ](?:train|training)(?:[/_. ](?:epoch|step))?$")  # Lightning's `loss/train`
 _LOSS_EVAL = re.compile(r"^loss[/_. ](?:val|valid|validation|eval|test|dev)(?:[/_. ](?:epoch|step))?$")
 # (`v_loss`: the short prefix some Lightning modules log their validation under)
 _EVAL_LOSS = re.compile(r"^" + _QUALIFIERS
-                        + r"(?:(?:val|vali|valid|validation|eval|evaluation|dev|test)(?:_\d)?[ _./]*|v[_/]+)"
-                        + _QUALIFIERS + _LOSS_WORD)
+                        + r"(?:(?:val|vali|valid|validation|eval|evaluation|dev|test)(?:_\d)?[ _./]*" + _SPLIT_WORD
+                        + r"|v[_/]+)" + _QUALIFIERS + _LOSS_WORD)
 
 # a cross-entropy named with its split (`TRAIN CROSS ENTROPY`, `valid_xent`) is that split's loss; one that names
 # no split stays as it is: beside a `loss` it is often one term of it
@@ -63,7 +70,7 @@ class Canonicalizer:
         return name
 
 
-_AVERAGED = re.compile(r"(?:^|[ _.])(?:epoch|avg|average|mean|running|smoothed)[ _.]", re.I)
+_AVERAGED = re.compile(r"(?:^|[ _.])(?:epoch|avg|ave|average|mean|running|smoothed)[ _.]|[ _.]so[ _.]far\b", re.I)
 
 
 def averaged(raw: str) -> bool:

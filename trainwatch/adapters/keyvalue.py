@@ -23,8 +23,8 @@ from typing import TypedDict
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.cjk import translate
 from trainwatch.adapters.signatures import TB_START
-from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, list_pair, step_tuple, total_as_loss,
-                                        zip_names)
+from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, list_pair, splits_as_loss, step_tuple,
+                                        total_as_loss, zip_names)
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
@@ -106,6 +106,19 @@ BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 # the phase in brackets names whose metrics follow (and may carry the epoch's counter)
 PHASE_BRACKET = re.compile(r"^\[\s*(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
                            r"(?:[-_ ]?step)?\s*(?:\|\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*)?\]\s*", re.I)
+# `Epoch [3]/[99]`, `epoch 3/99`, `Ep: 3` ending a tab-separated prefix: the epoch of the record after the tab
+TAB_EPOCH = re.compile(r"\b(?:epoch|ep)\s*[:#]?\s*\[?\s*(\d+)\s*\]?(?:\s*/\s*\[?\s*\d+\s*\]?)?\s*$", re.I)
+# `Validation Phase Loss: 0.06  Accuracy: 0.69`: a first key naming its split as a phase names the line's
+PHASE_KEY = re.compile(r"^(?P<p>val|valid|validation|eval|evaluation|dev|test|testing|train|training)[ _]"
+                       r"(?:phase|split|stage)\b", re.I)
+# `- Valid Summary | Epoch 3 | Loss=0.21 | ...`, `Train | Epoch 3 | 143/573 | ...`: a pipe-separated line titled
+# by its phase (an eval's batch `| 1/3 |` under way is not its result yet)
+PIPE_TITLE = re.compile(r"^(?:[-*•]\s+)?(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
+                        r"(?:\s+(?:summary|results?|stats|metrics|phase|set))?\s*\|\s*", re.I)
+PIPE_COUNT = re.compile(r"\|\s*(\d+)\s*/\s*(\d+)\s*(?:\||$)")
+# `Starting epoch 3 ...`, `Begin epoch 3`: the epoch that starts, then what it starts with
+STARTED = re.compile(r"^(?:starting|start|started|begin|beginning|begins|entering)\s+"
+                     r"(?=(?:epoch|ep|round)\s*[:#]?\s*\d)", re.I)
 SPLIT_NAMES = frozenset({"train", "val", "valid", "test"})
 UNPHASED = frozenset({"train", "val", "valid", "test", "lr", "learning_rate", "epoch"})  # not an eval's own
 PHASE_LABEL = re.compile(r"^(?P<p>test|val|valid|validation|eval|evaluation|dev)(?:\s+set)?\s*:\s+(?=\D)", re.I)
@@ -273,6 +286,25 @@ def _record_fields(before: str) -> bool:
     return bool(pairs) and not dirty and len(pairs) == nfields
 
 
+def _tab_record(text: str) -> str:
+    """The record of a tab-separated line: the fields after its prefixes (a time, a host, a logger, a level).
+    It starts at the first tab after which every field but the last is a pair (`Epoch [3]/[99] \t Train Loss:
+    0.07 \t Accuracy: 0.59`: two fields of metrics, not only the last); an epoch's counter in the field before it
+    is the record's epoch. `Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..` and `[EPOCH 3]\t..`
+    are records whole."""
+    tab = text.rfind("\t")
+    if _record_fields(text[:tab]) or BRACKET_EPOCH.match(text) is not None:
+        return text
+    cut = text.find("\t")
+    while cut < tab:
+        rest = text[cut + 1:]
+        if _record_fields(rest[:rest.rfind("\t")]):
+            epoch = TAB_EPOCH.search(text, max(0, text.rfind("\t", 0, cut) + 1), cut)
+            return f"epoch: {epoch.group(1)}, {rest}" if epoch is not None else rest
+        cut = text.find("\t", cut + 1)
+    return text[tab + 1:]
+
+
 def _is_epoch(key: str) -> bool:
     """`epoch`, `ep`, or the epoch named by its phase (`Train Epoch: 3`)."""
     low = key.lower()
@@ -336,6 +368,7 @@ class KeyValueAdapter(Adapter):
         self.epoch_head: int | None = None  # the epoch an `* epoch N` heading said: the step of the records under it
         self.epoch_step: tuple[float, int] | None = None  # (epoch, step) of the last record that printed both
         self.epoch_len_steps: int | None = None  # a step count that stayed put while the epoch moved on
+        self.epoch_within = False  # a step count that went back as the epoch moved on: it counts within the epoch
         self.epoch_first: list[Sample] = []  # the first record printing an epoch and a step, until the next
         self.boost_round = False  # the last printed step was a boosting round's
         self.boost_best = False  # `Best iteration is:` came: the next round line repeats that round
@@ -424,10 +457,7 @@ class KeyValueAdapter(Adapter):
                 and self._boosting(int(boost.group(1)), text[boost.end():], lineno, when, out):
             return out
         if "\t" in text:
-            tab = text.rfind("\t")
-            if not _record_fields(text[:tab]) and BRACKET_EPOCH.match(text) is None:
-                # (`Epoch: 3, \tavg train loss: ..`, `Episode 4\tFrame 109 \t..` and `[EPOCH 3]\t..` are records)
-                text = text[tab + 1:]  # tab-separated prefixes (time, host, logger, level) before the record
+            text = _tab_record(text)
         text = text.strip()
         if "`" in text:
             text = INLINE_CODE.sub(r"\1", text)
@@ -549,11 +579,24 @@ class KeyValueAdapter(Adapter):
             step = int(m.group("n"))
             total = int(m.group("m")) if m.group("m") else None
             text = text[m.end():]
+        verb = STARTED.match(text) if text[:1] in "SsBbEe" else None
+        started = verb is not None
+        if verb is not None:  # `Starting epoch 3 current lr is 0.001`: the epoch under way, and what it starts with
+            text = text[verb.end():]
         phase = PHASE_LABEL.match(text)
         if phase is not None:  # `Test set: Average loss: 5.01, Acc@1: 8.4%`: the evaluation's own names
             text = text[phase.end():]
             word = phase.group("p").lower()
+        elif word is None and "|" in text and (title := PIPE_TITLE.match(text)) is not None:
+            word = title.group("p").lower()
+            if not word.startswith("train") and (count := PIPE_COUNT.search(text)) is not None \
+                    and int(count.group(1)) < int(count.group(2)):
+                return  # a batch of an evaluation under way: its running figures, not the evaluation's result
+            text = text[title.end():]
         pairs, nfields, dirty = _pairs(text)
+        if word is None and pairs and (named := PHASE_KEY.match(pairs[0][0] if not _is_epoch(pairs[0][0]) or
+                                                                len(pairs) < 2 else pairs[1][0])) is not None:
+            word = named.group("p").lower()  # (its other keys, `Accuracy`, are that phase's)
         if lead_pairs and pairs:
             pairs, nfields = lead_pairs + pairs, nfields + len(lead_pairs)
         if word is not None and not word.startswith("train"):
@@ -563,6 +606,7 @@ class KeyValueAdapter(Adapter):
             else:
                 pairs = [(k if k.lower().startswith(word) or k.lower() in UNPHASED else f"{word} {k}", v)
                          for k, v in pairs]
+        pairs = splits_as_loss(pairs)  # (before a line without a step is judged: `Train=..  Val=..` is a loss)
         step_key = m.group("k").lower() if m is not None else None
         step_raw = None
         if step is None:
@@ -592,6 +636,8 @@ class KeyValueAdapter(Adapter):
             verdict = self._stepless_verdict(pairs, nfields, dirty)
             if verdict is None:
                 return
+            if verdict is HOLD and started:
+                verdict = TAKE  # (an epoch that starts is under way now, not a configuration printed once)
             if verdict is HOLD and self.epoch_head is not None and self.printed_step == self.epoch_head \
                     and any("loss" in k.lower() or known(k) or _QUALITY(k) is not None for k, _ in pairs):
                 verdict = TAKE  # a metric under an `* epoch N` heading: that epoch's record, no echo
@@ -637,8 +683,8 @@ class KeyValueAdapter(Adapter):
                              fields={"step": step, "total": total}))
         for k, v in pairs:
             low = k.lower()
-            if low in STEP_KEYS or k == step_raw or (within is not None and _is_epoch(k)):
-                continue  # (the epoch a step counts within is a counter too)
+            if low in STEP_KEYS or k == step_raw or ((within is not None or started) and _is_epoch(k)):
+                continue  # (the epoch a step counts within is a counter too, and so is the one a line starts)
             if low == "mfu" and v == MFU_SENTINEL:
                 continue  # nanoGPT prints -100% until it has measured a few iterations
             (self.epoch_first if hold_first else out).append(Sample(k, v, step, when, self.source, lineno, inferred))
@@ -773,6 +819,8 @@ class KeyValueAdapter(Adapter):
                 out.extend(self.epoch_first)
                 self.epoch_first = []
             return step, False, False
+        if self.epoch_within:
+            return *self._global_step(step, pairs), False
         if self.epoch_len_steps is not None:
             return (int(epoch), True, False) if step == self.epoch_len_steps else (step, False, False)
         last = self.epoch_step
@@ -785,6 +833,12 @@ class KeyValueAdapter(Adapter):
             out.extend(Sample(h.name, h.value, int(last[0]), h.time, h.source, h.line, True) for h in held)
             return int(epoch), True, False
         out.extend(held)
+        if step < last[1] and epoch > last[0]:
+            # `Epoch 1, Step 25` after `Epoch 0, Step 125`: the step went back as the epoch moved on, so it counts
+            # within the epoch; the steps of the epochs before are added (as for a batch counter), marked inferred
+            self.epoch_within = True
+            self.inner_last, self.inner_closed = last, True
+            return *self._global_step(step, pairs), False
         return step, False, False
 
     def _counter_restart(self, i: int, n: int, pairs: list[tuple[str, float]], lineno: int,

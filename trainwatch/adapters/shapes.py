@@ -260,6 +260,25 @@ def total_as_loss(pairs: list[tuple[str, float]], whole: bool = False,
             else (k, v) for k, v in pairs]
 
 
+SPLIT_TRAIN = frozenset({"train", "training", "trn"})
+SPLIT_EVAL = frozenset({"val", "vali", "valid", "validation", "eval", "dev", "test"})
+LOSS_WORDS = re.compile(r"loss|cost|nll|xent|entropy", re.I)
+
+
+def splits_as_loss(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """`Epoch 3: Train=0.41  Val=0.44  MAE=12.1`: values named by their split alone, the train split's beside an
+    evaluation's, on a line where no key names a loss, are each split's loss (what a loop prints first, and
+    unnamed, is its objective). A test value beside a validation one keeps a name of its own (`test_set loss`):
+    one eval loss is one curve. A split alone (`Train: 0.93`) says no more than that, and is left as it is."""
+    keys = [k.strip().lower() for k, _ in pairs]
+    if not SPLIT_TRAIN.intersection(keys) or not SPLIT_EVAL.intersection(keys) \
+            or any(LOSS_WORDS.search(k) for k in keys):
+        return pairs
+    apart = "test" in keys and len(SPLIT_EVAL.intersection(keys)) > 1
+    return [(("test_set loss" if apart and key == "test" else f"{k.strip()} loss"), v)
+            if key in SPLIT_TRAIN or key in SPLIT_EVAL else (k, v) for (k, v), key in zip(pairs, keys)]
+
+
 # a round's summary printed as a tuple (`fit progress: (3, 3.04, {'cen_accuracy': 0.206}, 1915.6)`): the step,
 # the loss, then its named metrics, then the seconds elapsed (Flower's history; any `(step, loss, {...})`)
 STEP_TUPLE = re.compile(r"^[:\s]*[A-Za-z][\w ]{0,40}?\s*:\s*\(\s*(?P<n>\d+)\s*,\s*(?P<loss>" + NUM

@@ -427,7 +427,7 @@ class TemplateAdapter(KeyValueAdapter):
         kept = [(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]
         summed = shapes.total_as_loss(kept, self.total_loss)
         self.total_loss = self.total_loss or summed != kept  # a `total` once a loss stays one when it prints whole
-        pairs = generator_as_loss(summed)
+        pairs = generator_as_loss(shapes.splits_as_loss(summed))
         if not pairs:
             return
         step: int | None = None
