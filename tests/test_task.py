@@ -137,7 +137,8 @@ CLUE_TEXTS = [
     "precision=16", "precision: 16-mixed", "BF16=True", "--bf16", "dtype: bfloat16", "mixed_precision=bf16",
     "\u017fft", "lo\u212ara", "PRETRA\u0130N from", "pretra\u0131n", "F\u0130NE-TUNING the model",
     "f\u0131ne-tuning", "prec\u0131s\u0131on: 16", "Wav2Vec2Model", "HuBERT", "WavLM", "CTC loss", "audio_pretraining",
-    "model_action_dim=32", "Action_Horizon", "proprio_dim", "Validation mIOU", "mean_iou", "pixAcc", "Pixel Accuracy",
+    "model_action_dim=32", "Action_Horizon", "proprio_dim", "stable-diffusion-v1-5", "Stable Diffusion XL",
+    "DreamBooth", "UNet2DConditionModel", "SDXL", "Validation mIOU", "mean_iou", "pixAcc", "Pixel Accuracy",
     "m\u0130oU", "'actor_rollout_ref': {", "adv_estimator=grpo", "GRPOConfig(", "num_generations: 8",
     "nothing to see", "",
 ]
@@ -177,6 +178,15 @@ def test_speech_and_robot_policy_runs_are_not_language_models() -> None:
     assert task.llm("{'task': {'_name': 'audio_finetuning'}, 'tokenizer': None}") is False
     assert task.llm("model: Wav2Vec2Model\ncriterion: ctc\n") is False
     assert task.llm("TokenizePrompt(tokenizer=<PaligemmaTokenizer>), PadStatesAndActions(model_action_dim=32)") is False
+
+
+def test_text_to_image_diffusion_lora_runs_are_not_language_models() -> None:
+    """A DreamBooth/Stable Diffusion LoRA trains a UNet's noise prediction (an MSE near 0.1-0.5): the word
+    LoRA and a text encoder's tokenizer do not make it an LLM run, so no LLM loss band or token fixes."""
+    assert task.llm("Loading pipeline: runwayml/stable-diffusion-v1-5\nTraining DreamBooth + LoRA\n") is False
+    assert task.llm("unet = UNet2DConditionModel.from_pretrained(...); tokenizer = CLIPTokenizer") is False
+    assert task.llm("Fine-tuning SDXL with LoRA, rank 16") is False
+    assert task.llm("Training with LoRA rank 16, tokenizer Qwen/Qwen2.5-7B") is True
 
 
 def test_keras_runs_are_not_llm_runs() -> None:

@@ -95,11 +95,14 @@ _LANGUAGE = _Clue(r"(?i)\bseq(?:uence)?[ _-]?len|\bmax_seq_length\b|\bcutoff_len
                   r"\bchat[ _]template\b|\bperplexity\b|\bppl\b",
                   "seq", "max_seq_length", "cutoff_len", "tokeni", "chat", "template", "perplexity", "ppl")
 _NOT_LANGUAGE = _Clue(r"(?i)\bwav2vec|\bhubert\b|\bwavlm\b|\bctc\b|\baudio_(?:pre)?training\b|\baudio_finetuning\b|"
-                      r"(?<![a-z])action_(?:dim|horizon|chunk|space|sequence_keys)\b|\bproprio",
-                      "wav2vec", "hubert", "wavlm", "ctc", "audio_", "action_", "proprio")
+                      r"(?<![a-z])action_(?:dim|horizon|chunk|space|sequence_keys)\b|\bproprio|"
+                      r"\bstable[-_ ]?diffusion|\bdreambooth\b|\bunet2dconditionmodel\b|\bsdxl\b",
+                      "wav2vec", "hubert", "wavlm", "ctc", "audio_", "action_", "proprio", "stable", "dreambooth",
+                      "unet2dconditionmodel", "sdxl")
 """Objectives that are not a language model's even when a tokenizer is about: speech models (wav2vec,
-HuBERT, CTC) and robot policies that predict actions (a VLA prompts a tokenizer, yet its loss is the
-actions')."""
+HuBERT, CTC), robot policies that predict actions (a VLA prompts a tokenizer, yet its loss is the
+actions'), and text-to-image diffusion (Stable Diffusion, DreamBooth, SDXL: a LoRA of a UNet whose loss
+is the noise prediction's MSE, with a text encoder's tokenizer beside it)."""
 _KERAS = _Clue(r"Layer \(type\)\s+Output Shape\s+Param #|\bval_acc(?:uracy)?\b", "Layer (type)", "val_acc")
 _LOSS = re.compile(r"""(?<![\w/])(?:lm[ _])?loss['"]?\s*[:=]\s*['"]?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""")
 

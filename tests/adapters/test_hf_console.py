@@ -62,6 +62,17 @@ def test_buffered_stdout_burst_keeps_steps_rising() -> None:
     assert [s for s, _ in series(recs, "loss")] == [5, 10, 15, 20]
 
 
+def test_an_eval_dict_behind_a_bar_that_ran_ahead_of_buffered_dicts_keeps_the_last_dicts_step() -> None:
+    # block-buffered stdout: train dicts arrive together, then the eval of the last one's step shares a line
+    # with the bar, which has run 44 steps on; the eval was logged at step 40, not at the bar's 84
+    lines = ["TrainingArguments(", "logging_steps=10,", ")", bar(3, 800)]
+    lines += [f"{{'loss': {2 - k / 10}, 'epoch': {k * 10 / 400:.2f}}}" for k in range(1, 5)]
+    lines += [bar(84, 800) + "{'eval_loss': 1.5, 'eval_runtime': 9.0, 'epoch': 0.1}"]
+    recs = run(HFConsoleAdapter(""), lines)
+    last_train = series(recs, "loss")[-1][0]
+    assert last_train < 84 and series(recs, "eval_loss") == [(last_train, 1.5)]
+
+
 def test_logging_steps_from_arguments_dump_and_coarse_epochs() -> None:
     lines = ["TrainingArguments(", "logging_nan_inf_filter=True,", "logging_steps=10,", "num_train_epochs=2,", ")"]
     lines += ["{'loss': 0.61, 'grad_norm': 3.3, 'learning_rate': 7e-05, 'epoch': 0.0}"] * 3

@@ -373,3 +373,22 @@ def test_no_plateau_while_the_lr_still_warms_up():
 
     assert plateau(lambda s: 1e-4)
     assert not plateau(lambda s: 1e-4 * s / 1000)  # a long warmup: still rising at the end
+
+
+
+def test_overfit_calls_noise_only_the_evals_noise():
+    """The band an eval must clear is the larger of its noise and a share of the minimum (2%): on a clean
+    climb the share sets it, and the number the message calls its noise is still the evidence's noise."""
+    import re
+
+    r = Run()
+    for e, ev in enumerate([2.0, 1.8, 1.7, 1.75, 1.85, 1.95]):
+        for s in range(e * 10 + 1, e * 10 + 11):
+            r.step(s, loss=2.2 - s * 0.01)
+        r.step(e * 10 + 10, eval_loss=ev)
+    a = r.alert("loss.overfit")
+    ev = a.finding.evidence
+    assert ev["band"] > ev["noise"]  # the floor set the band here
+    said = re.findall(r"its noise (?:\(|is )\+-([-\d.e+]+)", a.finding.message)
+    assert said, a.finding.message
+    assert all(abs(float(v) - ev["noise"]) <= 1e-3 * ev["noise"] for v in said), a.finding.message

@@ -246,3 +246,27 @@ def test_the_headers_last_value_that_is_nan_gives_the_last_finite_one_with_its_s
     m = re.search(r"loss nan \(10 non-finite; the last finite " + NUM + r" at step (?P<s>\d+)\)", line)
     assert m is not None, line
     assert int(m.group("s")) == 50 and _close(float(m.group("v")), rows[49][1])
+
+
+def test_the_headers_last_value_logged_before_the_last_step_says_its_own_step(tmp_path):
+    """`last:` stands beside the source's last step: a metric last logged earlier (an eval every 50 steps,
+    an LR printed once in a config echo) names the step it was logged at, and one logged at the last
+    step names none."""
+    import io
+
+    from rulekit import run_log
+    from trainwatch.sinks import report
+
+    p = tmp_path / "train.log"
+    p.write_text("".join(f"Step {s}: loss={2.5 * 0.97 ** s:.4f}, grad_norm=1.000\n"
+                         + (f"Step {s}: eval_loss={2.0 - s / 100:.4f}\n" if s % 50 == 0 else "")
+                         for s in range(1, 71)))
+    doc = report.document(run_log(p), [report.SourceInfo(str(p), "x")], "sft", True)
+    assert doc["sources"][0]["metrics"]["eval_loss"]["last_step"] == 50
+    out = io.StringIO()
+    report.write_text(doc, out)
+    [line] = [x for x in out.getvalue().splitlines() if x.strip().startswith("last:")]
+    m = re.search(r"eval_loss " + NUM + r" \(step (?P<s>\d+)\)", line)
+    assert m is not None, line
+    assert int(m.group("s")) == 50 and _close(float(m.group("v")), 1.5)
+    assert "(step" not in line.split("last:")[1].split(",")[0]  # the loss, logged at the last step

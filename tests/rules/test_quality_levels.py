@@ -322,3 +322,18 @@ def test_an_actor_critic_return_stuck_below_zero_is_not_learning_under_the_rl_pr
     r.finish()
     a = _firing(r)["quality.no_progress"]
     assert a.severity is Severity.WARNING and "rollout/return" in a.finding.message  # type: ignore[attr-defined]
+
+
+def test_a_flat_scores_thirds_are_labelled_as_medians_of_its_rolling_medians() -> None:
+    """The start and end levels are medians of the thirds of the rolling-median curve, not of the values
+    logged: the raw first third's median differs, so the label must say which it is (a label is true)."""
+    rnd = random.Random(8)
+    vals = [max(0.0, rnd.gauss(0.5, 0.2)) for _ in range(40)]  # a noisy reward that stays at its level
+    a = _firing(_episodes(lambda ep: vals[ep - 1], n=40))["quality.no_progress"]
+    msg, ev = a.finding.message, a.finding.evidence  # type: ignore[attr-defined]
+    m = re.search(r"([-\d.e+]+) in the first third, ([-\d.e+]+) in the last \(each the median of a third's "
+                  r"rolling medians of (\d+)(?:-(\d+))? points\)", msg)
+    assert m is not None, msg
+    raw_first = sorted(vals[:13])[6]
+    assert abs(float(m.group(1)) - raw_first) > 1e-3  # not the values' median: the label is needed
+    assert "rolling medians of" in ev["value_stat"]

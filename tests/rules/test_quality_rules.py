@@ -130,6 +130,17 @@ def test_validity_near_zero_percent_warns_and_a_short_run_only_informs() -> None
     assert "quality.not_learning" not in _firing(_stuck_run(4, vals[:4]))
 
 
+def test_a_metric_that_never_left_near_zero_is_told_once_as_not_learning_not_as_a_collapse() -> None:
+    """Validity 0-7.81 % over 19 evaluations, its 'best' one evaluation of 5 molecules in 64: the model never
+    learnt, one incident. quality.collapse must not also call 7.81 % a level it collapsed from (a second,
+    contradicting finding): a best below not_learning's near-zero share is no level to collapse from."""
+    vals = [1.56, 0.0, 7.81, 0.0, 0.0, 1.56, 0.0, 0.0, 1.56] + [0.0] * 10
+    fired = _firing(_stuck_run(19, vals))
+    assert "quality.not_learning" in fired and "quality.collapse" not in fired
+    near_zero = config.load("sft").rules["quality.not_learning"].params.near_zero
+    assert config.load("sft").rules["quality.collapse"].params.min_best >= near_zero
+
+
 def test_a_low_metric_that_climbs_is_learning_slowly() -> None:
     """DETR's AP after a few epochs: low, but rising."""
     ap = [0.003 + 0.008 * e for e in range(10)]

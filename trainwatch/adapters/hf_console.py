@@ -533,8 +533,11 @@ class HFConsoleAdapter(Adapter):
                 self.last_train_step = step
         else:
             step = printed
-            if step is None:  # the step training reached: the last dict's, or the bar's when it is newer
-                known = [s for s in (self.last_step, self.bar_step) if s is not None]
+            if step is None:  # the step training reached: the last dict's, or the bar's when it is newer;
+                # a bar that runs ahead of block-buffered dicts (`buffered`) is no step marker: the eval
+                # was printed with the dicts, at the last dict's step, however far the bar has gone since
+                bar = None if self.buffered and self.last_step is not None else self.bar_step
+                known = [s for s in (self.last_step, bar) if s is not None]
                 step = max(known) if known else None
             self.in_eval = False
         if step is not None:

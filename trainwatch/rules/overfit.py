@@ -236,8 +236,13 @@ class LossOverfit(Rule):
         if not (now < st.train_then * (1 - self.p.train_fall)):
             return None  # the train loss rose or stood still: the run got worse or is noise, not overfit
         shown = ", ".join(f"{p.step}: {fmt(p.value)}" for p in above[:6]) + (", ..." if len(above) > 6 else "")
-        why = (f"its noise (+-{fmt(band)})" if noise == noise
-               else f"{self.p.min_rise:.0%}, each above the last")
+        if noise != noise:
+            why = f"{self.p.min_rise:.0%}, each above the last"
+        elif band > floor:  # the noise set the band: say how many widths of it
+            why = (f"its noise (+-{fmt(band)})" if self.p.noise_k == 1
+                   else f"{fmt(band)} ({self.p.noise_k:g} widths of its noise, +-{fmt(noise)})")
+        else:  # the floor set it: the band is a share of the minimum, not the noise, which is smaller
+            why = f"{fmt(band)} ({self.p.min_rise:.0%} of it; its noise is +-{fmt(noise)})"
         if mild_said:
             msg = (f"eval_loss was lowest at step {best.step} ({fmt(best.value)}); each of the last {len(above)} "
                    f"evaluations stayed above it by more than {fmt(band)} ({band / best.value:.1%}; step: value "

@@ -23,7 +23,7 @@ import numpy as np
 
 from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import Track, centred_count, rolling_median, tracks
+from trainwatch.rules.quality_series import Track, centred_count, medians_label, rolling_median, tracks
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import diff_sigma, fmt, nz, latest_start
 
@@ -71,8 +71,13 @@ class QualityNoProgress(Rule):
         n = len(t.values)
         first, last = int(t.steps[0]), int(t.steps[-1])
         smooth = f" (a median of {f.peak_points} points)" if f.window > 1 and f.peak_points > 1 else ""
+        # the thirds' levels are medians of the rolling medians, not of the values: the label says so
+        rolls = medians_label([centred_count(i, n, f.window) for i in range(n)]) if f.window > 1 else ""
+        rolled = f" (each the median of a third's rolling {rolls})" if rolls else ""
+        stat = "median of the first third" + (f" of its rolling {rolls}" if rolls else "")
         msg = (f"{t.name} stayed at the level it started at over all its {n} points (steps {first}-{last}): "
-               f"{fmt(f.early)} in the first third, {fmt(f.late)} in the last, never above {fmt(f.peak)}{smooth}; "
+               f"{fmt(f.early)} in the first third, {fmt(f.late)} in the last{rolled}, never above "
+               f"{fmt(f.peak)}{smooth}; "
                f"the first values are an untrained model's (a random policy's) level, so the run is not learning")
         loss = ctx.series("loss", source)
         start = latest_start(loss) if loss is not None else None
@@ -88,7 +93,7 @@ class QualityNoProgress(Rule):
         sure = n >= self.p.sure_points or frozen > 0
         return [Finding(message=msg, step=first, began_step=first, subject=t.name,
                         severity=None if sure else Severity.INFO,
-                        evidence={"value": f.early, "value_stat": "median of the first third", "step": first,
+                        evidence={"value": f.early, "value_stat": stat, "step": first,
                                   "late": f.late, "frozen": frozen, "peak": f.peak, "points": n,
                                   "metrics": [o.t.name for o in flat],
                                   "detected_step": last, "last_value": float(t.values[-1]), "last_step": last})]

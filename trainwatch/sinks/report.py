@@ -231,10 +231,12 @@ def write_text(doc: dict[str, Any], out: TextIO) -> None:
             parts = []
             for k, m in shown:
                 bad = m["nan"] + m["inf"]
-                extra = f"{bad} non-finite" if bad else ""
+                notes = [f"{bad} non-finite"] if bad else []
                 if m.get("last_finite_step") is not None:
-                    extra += f"; the last finite {_fmt_json(m['last_finite'])} at step {m['last_finite_step']}"
-                parts.append(f"{k} {_fmt_json(m['last'])}" + (f" ({extra})" if extra else ""))
+                    notes.append(f"the last finite {_fmt_json(m['last_finite'])} at step {m['last_finite_step']}")
+                if step is not None and m.get("last_step") is not None and m["last_step"] != step:
+                    notes.insert(0, f"step {m['last_step']}")  # logged before the source's last step: say when
+                parts.append(f"{k} {_fmt_json(m['last'])}" + (f" ({'; '.join(notes)})" if notes else ""))
             w("    last: " + ", ".join(parts) + "\n")
         cfg = _config_line(s.get("config") or {})
         if cfg:
