@@ -169,6 +169,11 @@ class AlertBook:
                 self._held(track.alert, held.rows, held.last_step, held.last_value, held.now)
         return self._enact(key, spec, step, now, finding, reason) if step is not None else []
 
+    def finding_of(self, spec: RuleSpec, source: str, subject: str) -> Finding | None:
+        """The finding of the alert tracked for (rule, source, subject), as made where its episode began."""
+        track = self._tracks.get((spec.id, source, subject))
+        return track.alert.finding if track is not None else None
+
     def active(self, spec: RuleSpec, source: str, subject: str) -> bool:
         """Whether the alert's cycle is pending or firing, as far as the rows advanced so far."""
         cycle = self._cycles.get((spec.id, source, subject))

@@ -312,6 +312,11 @@ class Dispatch(Progress):
             value = float(p.w.value[at])
             if not math.isfinite(value):
                 self.book.stopped(spec, source, subject, _nonfinite(subject, value, int(p.w.step[at])))
+            else:
+                finding = self.book.finding_of(spec, source, subject)
+                why = p.rule.unrecovered(p.w, at, finding.evidence) if finding is not None else None
+                if why:
+                    self.book.stopped(spec, source, subject, why)
         return changes
 
     def _held_since(self, p: Planned, hi: int) -> Held | None:

@@ -11,13 +11,18 @@ a check of a gigabyte runs it on thousands of rows at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext
+from trainwatch.rules.stats import fmt
 from trainwatch.store import Series
+
+
+RECOVERY_POINTS = 5
+"""Points whose median says where a metric stands when its alert stops holding (`ArrayRule.unrecovered`)."""
 
 
 @dataclass
@@ -46,6 +51,17 @@ class Window:
         inf = int(np.isinf(value).sum()) if series.inf_count else 0
         return cls(series.name, series.source, step, value, line, inferred,
                    max(0, len(value) - new), series.nan_count - nan, series.inf_count - inf)
+
+    def level_at(self, row: int, n: int = RECOVERY_POINTS) -> tuple[float, str] | None:
+        """Where the series stands at `row`: the median of its last `n` finite values up to it (fewer when
+        the window holds fewer), and that said with its step and count; None when none is finite."""
+        v = self.value[max(0, row + 1 - 4 * n):row + 1]
+        v = v[np.isfinite(v)][-n:]
+        if not len(v):
+            return None
+        level = float(np.median(v))
+        said = f"{fmt(level)} at step {int(self.step[row])}"
+        return level, said + (f" (the median of its last {len(v)} points)" if len(v) > 1 else "")
 
     @property
     def new(self) -> np.ndarray:
@@ -78,6 +94,13 @@ class ArrayRule(Rule):
     def last_value(self, w: Window, row: int) -> float | None:
         """The value an alert shows as its latest while the condition holds at `row`."""
         return float(w.value[row])
+
+    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
+        """Why an alert that stopped holding at `row` did not recover, or None when it did. A rule that
+        judges against a moving baseline (a spike over the recent median, a drop below the run's level)
+        stops holding once the baseline has caught up with a level that never came back: that is not
+        "resolved". `evidence` is the finding's, made where the episode began."""
+        return None
 
     def retractions(self, ctx: RuleContext, w: Window) -> list[tuple[int, str]]:
         """(row, reason) where later data disproves what the rule reported, rows ascending (indices into

@@ -243,6 +243,19 @@ class LossSpike(ArrayRule):
         # source -> window row -> the finding of each spike in the rows last judged (what `finding` returns)
         self._told: dict[str, dict[int, Finding]] = {}
 
+    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
+        """A spike measured against the recent median stops holding once that median has risen to it: if
+        the loss is still this rule's ratio over the level before the spike, it did not come back."""
+        base = evidence.get("baseline")
+        level = w.level_at(row)
+        if not isinstance(base, (int, float)) or not base > 0 or level is None:
+            return None
+        now, said = level
+        if now < self.p.ratio * base:
+            return None
+        return (f"{w.name} did not come back: {said} is {fmt(now / base)}x the {fmt(base)} before the spike; "
+                "the recent median it is measured against rose with it")
+
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         src = w.source
         series = ctx.series(w.name, src)

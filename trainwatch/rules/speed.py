@@ -8,6 +8,7 @@ an alert begins.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -164,6 +165,21 @@ class SpeedDrop(ArrayRule):
                                  "value_stat": f"median of the last {self.p.recent} points",
                                  "last_stat": f"median of the last {self.p.recent} points",
                                  "began_step": began_step, "began_value": began_value})
+
+    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
+        """The run's level is a moving median: after a long slow stretch it is the slow speed itself, and
+        the drop stops holding without the speed ever coming back. Recovered means back within `drop` of
+        the level the drop was found against."""
+        base = evidence.get("baseline")
+        level = w.level_at(row, self.p.recent)
+        if not isinstance(base, (int, float)) or not base > 0 or level is None:
+            return None
+        now, said = level
+        higher = w.name in SLOWER_IS_HIGHER
+        if (now <= base / self.p.drop) if higher else (now >= self.p.drop * base):
+            return None
+        return (f"{w.name} did not come back: {said} against {fmt(base)} before the drop; the run's "
+                "level it is measured against moved to the slow speed")
 
     def _began(self, lv: _Levels, i: int, base: float, higher: bool) -> tuple[int, float]:
         """Where the drop began: the first of the recent points (those whose median was found slow) that is
