@@ -306,7 +306,8 @@ class JsonLinesAdapter(Adapter):
         nested object has its own path that some number lies under (so no object key is repeated within
         an object, none is empty or deeper than `_flatten` goes), no path is also a number's key, and no
         top-level object is named like a training hint (`parse` tests those keys for presence, not for
-        numbers) or like settings (CONFIG_SECTIONS: `parse` keeps them only in a record with a step). Lines of a log share a few layouts, so the answer is remembered per layout."""
+        numbers) or like settings (CONFIG_SECTIONS: `parse` keeps them only in a record with a step).
+        Lines of a log share a few layouts, so the answer is remembered per layout."""
         shape = tuple(ids)
         known = self._shapes.get(shape)
         if known is None:
