@@ -221,6 +221,21 @@ def test_a_share_near_its_top_that_falls_a_fifth_of_the_scale_and_stays_there_co
     assert judged([0.55, 0.56, 0.5, 0.46] + [0.42, 0.43, 0.42, 0.41, 0.43] * 3) is None
 
 
+def test_a_best_at_the_series_start_is_labelled_with_the_points_its_median_took() -> None:
+    """The centred rolling median is cut at the ends: a best at the first evaluation is the median of
+    fewer points than the window, and the finding says how many."""
+    r = Run()
+    for i, v in enumerate([0.99, 0.98] + [0.6] * 28):
+        r.step(10 * i, loss=0.5)
+        r.sample("heldout_accuracy", v, 10 * i)
+    r.finish()
+    a = _firing(r)["quality.collapse"]
+    ev = a.finding.evidence  # type: ignore[attr-defined]
+    assert ev["best_step"] == 0 and ev["best_stat"] == "median of 2 points"
+    assert ev["value_stat"] == "median of 3 points"
+    assert "the best one of 2, at the series' start" in a.finding.message  # type: ignore[attr-defined]
+
+
 def test_a_noisy_reward_that_holds_its_level_and_a_chance_level_metric_do_not_collapse() -> None:
     r = Run()
     rnd = random.Random(6)

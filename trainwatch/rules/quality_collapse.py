@@ -80,7 +80,15 @@ class QualityCollapse(Rule):
         c = found[0]
         t = c.t
         at_step = int(t.steps[c.at])
+        n = len(t.values)
+        best_at = int(np.flatnonzero(t.steps == c.best_step)[0])
+        at = {"value": c.at, "best": best_at, "low": c.low_at}
+        spans = {k: _span(i, n, c.window) for k, i in at.items()}
         smooth = f" (medians of {c.window} points)" if c.window > 1 else ""
+        if any(k < c.window for k in spans.values()):  # the centred window shrinks at the series' ends
+            fewer = "; ".join(f"the {what} one of {k}, at the series' {'start' if at[what] < n // 2 else 'end'}"
+                              for what, k in spans.items() if k < c.window)
+            smooth = f" (medians of {c.window} points; {fewer})"
         low_step = int(t.steps[c.low_at])
         msg = (f"{t.name} collapsed from its best {t.shown(c.best)} (step {c.best_step}) to "
                f"{t.shown(c.fell_to)} at step {at_step} ({c.fell_to / c.best:.0%} of the best)")
@@ -104,9 +112,8 @@ class QualityCollapse(Rule):
         f = Finding(message=msg, step=at_step, began_step=at_step, subject=t.name,
                         evidence={"value": c.fell_to, "step": at_step, "best": c.best, "best_step": c.best_step,
                                   "low": c.low, "low_step": low_step,
-                                  **({"value_stat": f"median of {c.window} points",
-                                      "best_stat": f"median of {c.window} points",
-                                      "low_stat": f"median of {c.window} points"} if c.window > 1 else {}),
+                                  **({f"{k}_stat": f"median of {spans[k]} points" for k in spans}
+                                     if c.window > 1 else {}),
                                   "recovered": c.recovered is not None, "metrics": [o.t.name for o in found],
                                   "detected_step": at_step, "last_value": last, "last_step": int(t.steps[-1]),
                                   "to_zero": to_nothing})
@@ -156,3 +163,10 @@ class QualityCollapse(Rule):
             after = rec
         # the deepest fall is the story (a small dip early in a run that later climbs far higher is not)
         return max(found, key=lambda c: c.best - c.low) if found else None
+
+
+def _span(i: int, n: int, w: int) -> int:
+    """How many points the centred rolling median of odd width `w` took at index `i` of `n` (fewer at
+    the ends, where the window is cut), so a value is labelled with the median it is."""
+    h = w // 2
+    return min(i, h) + min(n - 1 - i, h) + 1 if w > 1 else 1
