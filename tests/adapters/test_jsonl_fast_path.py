@@ -327,3 +327,18 @@ def test_layouts_past_every_table_leave_the_chunk_to_the_two_steps(monkeypatch: 
     assert got == two.feed_bytes(past) + two.finish()
     assert sum(isinstance(r, Sample) for r in got) == 2 * 2000
     assert calls["jsonl_take"] <= 2
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+def test_a_settings_record_without_a_step_gives_no_metrics(scanner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A script that echoes its arguments as the log's first record (`{"type": "config", "args": {..}}`,
+    or only `{"hparams": {..}}` of numbers) logs constants, not metrics: none of them becomes a series.
+    A record with a step keeps what it nests under such a name, and a stepless record its other numbers."""
+    lines = ['{"type": "config", "argv": ["train.py", "--lr", "2e-5"], "args": {"lr": 2e-05, "steps": 500}, '
+             '"seed": 7}',
+             '{"hparams": {"batch_size": 16, "warmup": 10}}',
+             '{"note": "eval", "accuracy": 0.5, "settings": {"k": 3}}',
+             *(f'{{"step": {s}, "loss": {1 - s / 100}, "config": {{"beta": 0.1}}}}' for s in range(0, 40, 10))]
+    _, records = _run(scanner, "\n".join(lines) + "\n", monkeypatch)
+    names = {r.name for r in records if isinstance(r, Sample)}
+    assert names == {"accuracy", "loss", "config/beta"}

@@ -161,6 +161,23 @@ def test_an_epoch_step_that_goes_back_to_its_start_is_another_training() -> None
     assert [s.step for s in samples(recs) if s.name == "loss"][38:42] == [39, 40, 1, 2]
 
 
+def test_a_decorated_epoch_heading_back_at_its_start_over_counted_records_is_another_training() -> None:
+    """`====> Epoch: N` over records that print no step: the epochs going on are one training; the heading
+    back at epoch 1 after records is a launch appended to the log (a new run, its count from 1 again),
+    and one aborted at its heading (no records under it) adds none."""
+    def launch(epochs: int) -> list[str]:
+        out = ["====> Epoch: 1"]
+        for e in range(1, epochs + 1):
+            out += ([f"====> Epoch: {e}"] if e > 1 else []) + [f"loss: {1 / e:.4f}  accuracy: {e}.5 [ 50/900]"] * 2
+        return out
+
+    recs = run(KeyValueAdapter(""), launch(5) + launch(0) + launch(3))
+    starts = [e for e in events(recs) if e.kind is EventKind.INFO and e.fields.get("new_run")]
+    assert len(starts) == 1 and starts[0].fields["new_run_step"] == 1
+    assert [s.step for s in samples(recs) if s.name == "loss"] == [*range(1, 11), *range(1, 7)]
+    assert not [e for e in events(run(KeyValueAdapter(""), launch(8))) if e.fields.get("new_run")]
+
+
 def test_a_file_of_a_few_lines_with_two_records_is_recognised() -> None:
     """A one-epoch MMEngine run logs two training lines among six: enough to know the format."""
     from trainwatch import adapters

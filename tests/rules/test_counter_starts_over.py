@@ -68,3 +68,38 @@ def test_a_new_training_from_step_0_is_no_loss_jump_after_a_resume() -> None:
         run.step(s, loss=6.0 - s / 100)
     assert "resume.loss_jump" not in run.fired()
     assert "resume.detected" in run.fired()  # the counter did go back: said, as info
+
+
+def launches_log() -> str:
+    """Python logging's `time<TAB>root<TAB>INFO<TAB>message` lines of a script launched again and again into
+    one file: each launch prints `====> Epoch: N` headings over running `loss: .. accuracy: .. [n/N]` lines
+    that carry no step (they are counted), from epoch 1. The first launch trains 30 epochs down to a low
+    loss; the second is aborted at its first heading; the third starts again at the untrained loss."""
+    lines: list[str] = []
+    clock = 0
+
+    def say(text: str) -> None:
+        nonlocal clock
+        clock += 1
+        lines.append(f"2024-03-0{1 + clock // 86400} {clock // 3600 % 24:02d}:{clock // 60 % 60:02d}:"
+                     f"{clock % 60:02d},000\troot\tINFO\t{text}")
+
+    for epochs in (30, 0, 12):
+        say("Start training with the small model")
+        say("====> Epoch: 1")
+        for e in range(1, epochs + 1):
+            if e > 1:
+                say(f"====> Epoch: {e}")
+            for b in range(4):
+                loss = 0.08 + 0.62 * math.exp(-(e - 1 + b / 4) / 3)
+                say(f"loss: {loss:.6f}  accuracy: {100 - 60 * loss:.4f} [{b * 1000 + 50:>5d}/4000]")
+            say(f"Train  Loss: {loss:.6f} accuracy: {100 - 60 * loss:.4f}%")
+            say(f"Val loss: {loss * 1.3:.6f} Val accuracy: {98 - 60 * loss:.4f}%")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_launch_that_starts_again_at_epoch_1_is_no_divergence_from_the_last_launchs_low(tmp_path: Path) -> None:
+    """Its first loss is the untrained level again, 8x the last launch's low: a new training, not a rise."""
+    alerts = check_text(tmp_path, launches_log())
+    assert not [a.rule for a in alerts if a.rule.startswith("loss.")]
+    assert not [a for a in alerts if a.severity.name == "CRITICAL"]

@@ -49,3 +49,19 @@ def test_a_noisy_per_batch_loss_with_a_burst_of_spikes_that_comes_back_is_withdr
     r = run(rows)
     a = r.alert("loss.diverging")
     assert a.retracted and a.finding.evidence["recovered_to"] < 400
+
+
+def test_a_long_rise_that_comes_back_only_to_its_old_low_stays_a_warning() -> None:
+    """A from-scratch loss that fell from 8 to about 3, then blew up to about 9 for 60 points and decayed
+    back to about 3, never lower: no divergence to the end, but no recovery either. The run spent the
+    rise and everything since without getting past where it was: unstable, a warning, not withdrawn."""
+    rng = random.Random(2)
+    rows = [3.0 + 5.0 * 0.9 ** i + rng.uniform(-0.4, 0.4) for i in range(60)]
+    rows += [9.0 + rng.uniform(-1.0, 1.0) for _ in range(40)]
+    rows += [9.0 - 0.3 * i + rng.uniform(-0.4, 0.4) for i in range(20)]
+    rows += [3.1 + rng.uniform(-0.5, 0.5) for _ in range(80)]
+    r = run(rows)
+    a = r.alert("loss.diverging")
+    assert not a.retracted and a.severity is Severity.WARNING
+    assert a.finding.evidence["no_progress_since"] == a.finding.evidence["baseline_step"]
+    assert "no progress since" in a.finding.message

@@ -229,6 +229,40 @@ def test_a_collapse_labels_each_median_with_the_points_it_was_taken_over() -> No
     assert "(medians of 3-5 points)" in a.finding.message  # type: ignore[attr-defined]
 
 
+def test_a_share_near_its_top_that_falls_a_fifth_of_the_scale_and_stays_there_collapsed() -> None:
+    """A held-out accuracy of 0.97 that falls to 0.63 and holds there: more than half of the best, but the
+    errors grew twelvefold (a classifier now giving one answer to everything). The same fall in percent
+    is one too; a mid-range accuracy that wobbles 0.55 -> 0.42 is not (its shortfall grew 1.3x)."""
+    def judged(values: list[float]):  # type: ignore[no-untyped-def]
+        r = Run()
+        for i, v in enumerate(values):
+            r.step(20 * i, loss=0.5 - 0.001 * i)
+            r.sample("heldout_accuracy", v, 20 * i)
+        r.finish()
+        return _firing(r).get("quality.collapse")
+
+    fell = [0.97, 0.96, 0.8, 0.7] + [0.63, 0.64, 0.63, 0.62, 0.63] * 3
+    a = judged(fell)
+    assert a is not None and a.severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert not a.finding.evidence["recovered"] and a.first_step <= 100  # type: ignore[attr-defined]
+    assert judged([100 * v for v in fell]) is not None
+    assert judged([0.55, 0.56, 0.5, 0.46] + [0.42, 0.43, 0.42, 0.41, 0.43] * 3) is None
+
+
+def test_a_best_at_the_series_start_is_labelled_with_the_points_its_median_took() -> None:
+    """The centred rolling median is cut at the ends: a best at the first evaluation is the median of
+    fewer points than the window, and the finding says how many."""
+    r = Run()
+    for i, v in enumerate([0.99, 0.98] + [0.6] * 28):
+        r.step(10 * i, loss=0.5)
+        r.sample("heldout_accuracy", v, 10 * i)
+    r.finish()
+    a = _firing(r)["quality.collapse"]
+    ev = a.finding.evidence  # type: ignore[attr-defined]
+    assert ev["best_step"] == 0 and ev["best_stat"] == "median of 2 points"
+    assert ev["value_stat"] == "median of 3 points"
+
+
 def test_a_noisy_reward_that_holds_its_level_and_a_chance_level_metric_do_not_collapse() -> None:
     r = Run()
     rnd = random.Random(6)

@@ -46,6 +46,12 @@ TIME_SET = frozenset(TIME_KEYS)
 TOTAL_KEYS = ("total_steps", "max_steps", "max_iters", "train_iters")
 TOTAL_SET = frozenset(TOTAL_KEYS)
 TRAIN_HINTS = ("loss", "total_loss", "lr", "learning_rate")  # a row with one of these is a training row
+# a record with no step that nests its numbers under one of these names, or says it is one (`"type":
+# "config"`), is the run's settings echoed once (`{"type": "config", "argv": [..], "args": {"lr": 2e-5}}`):
+# constants, not metrics. runconfig reads the settings from the text; here they would be one-point series
+CONFIG_SECTIONS = frozenset(("args", "arguments", "config", "cfg", "hparams", "hyperparameters",
+                             "hyper_parameters", "params", "settings", "options", "opts", "flags"))
+RECORD_KINDS = ("type", "kind", "event", "record_type")
 EVAL_MODES = ("val", "eval", "test", "valid", "validation")
 MAX_DEPTH = 6
 MAX_SHAPES = 4096  # nested key layouts remembered (a log has a handful; a bound, not a tuning knob)
@@ -89,6 +95,16 @@ def _flatten(obj: dict[str, Any], prefix: str, out: dict[str, Any], depth: int =
                 _flatten(v, key + "/", out, depth + 1)
         else:
             out[key] = v
+
+
+def _not_settings(obj: dict[str, Any], pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The pairs of a record without a step that are no settings: none when the record calls itself a
+    config, else those not under a section named like one (CONFIG_SECTIONS)."""
+    for k in RECORD_KINDS:
+        kind = obj.get(k)
+        if isinstance(kind, str) and kind.lower() in CONFIG_SECTIONS:
+            return []
+    return [(k, v) for k, v in pairs if k.split("/", 1)[0].lower() not in CONFIG_SECTIONS]
 
 
 class JsonLinesAdapter(Adapter):
@@ -290,13 +306,15 @@ class JsonLinesAdapter(Adapter):
         nested object has its own path that some number lies under (so no object key is repeated within
         an object, none is empty or deeper than `_flatten` goes), no path is also a number's key, and no
         top-level object is named like a training hint (`parse` tests those keys for presence, not for
-        numbers). Lines of a log share a few layouts, so the answer is remembered per layout."""
+        numbers) or like settings (CONFIG_SECTIONS: `parse` keeps them only in a record with a step).
+        Lines of a log share a few layouts, so the answer is remembered per layout."""
         shape = tuple(ids)
         known = self._shapes.get(shape)
         if known is None:
             names = [keys[k] for k in ids]
             paths = {name[:j] for name in names for j, ch in enumerate(name) if ch == "/"}
-            known = len(paths) if paths.isdisjoint(names) and paths.isdisjoint(TRAIN_HINTS) else -1
+            known = len(paths) if paths.isdisjoint(names) and paths.isdisjoint(TRAIN_HINTS) \
+                and not any(q.lower() in CONFIG_SECTIONS for q in paths) else -1
             if len(self._shapes) >= MAX_SHAPES:
                 self._shapes.clear()
             self._shapes[shape] = known
@@ -357,6 +375,8 @@ class JsonLinesAdapter(Adapter):
             pairs.append((k, float(v)))
         if steps:
             step = next(steps[k] for k in STEP_KEYS if k in steps)
+        elif pairs:
+            pairs = _not_settings(obj, pairs)
         src = self.source
         out: list[Record] = []
         mode = obj.get("mode")

@@ -98,6 +98,9 @@ DATE_OR_CLOCK = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d:\d\d")
 # `* epoch 3` alone on its line (a bullet or a heading over the epoch's records): the step of the lines under it
 # (or a round of federated learning between rules: `--------------Round 50--------------`)
 EPOCH_HEAD = re.compile(r"^(?:[*•\-#]+\s+|[-=*#]{2,}\s*)?(?:epoch|ep|round)\s+#?(\d+)\s*(?::|[-=*#]{2,})?$", re.I)
+# `====> Epoch: 3`, `--- epoch 3 ---`: a line that only numbers the epoch, however decorated. Where the
+# records print no step and are counted, its going back to the start is the one sign of a new training
+EPOCH_MARK = re.compile(r"^[-=*#>•~\s]*(?:epoch|ep)\s*[:#]?\s*(\d+)\s*[-=*#<~]*$", re.I)
 # `The 0 Communcation Accuracy: 12.42 ...`: a sentence that opens on the round's number, then a named metric
 ORDINAL_HEAD = re.compile(r"^The\s+(\d+)\s+(?=(?:[A-Za-z]+\s+){0,3}[A-Za-z]+\s*:\s*[-+.\d])")
 INLINE_CODE = re.compile(r"`([^`]{1,80})`")  # a log written as Markdown quotes its values: loss `6.55`, epoch `0`
@@ -372,6 +375,8 @@ class KeyValueAdapter(Adapter):
         self.epoch_first: list[Sample] = []  # the first record printing an epoch and a step, until the next
         self.boost_round = False  # the last printed step was a boosting round's
         self.boost_best = False  # `Best iteration is:` came: the next round line repeats that round
+        self.mark: tuple[int, int] | None = None  # (epoch, records counted) at the last EPOCH_MARK heading
+        self.mark_first: int | None = None  # the epoch the first such heading said: where a training starts
 
     _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
 
@@ -497,6 +502,9 @@ class KeyValueAdapter(Adapter):
             if cb.group("what").startswith("early stopping"):  # EarlyStopping ended the fit on purpose
                 out.append(Event(EventKind.TRAIN_END, self.source, lineno, step=self.printed_step, text=text[:500]))
             return out  # ModelCheckpoint / ReduceLROnPlateau messages: numbers, but no metrics
+        if len(text) < 80 and self.printed_step is None and (mark := EPOCH_MARK.match(text)) is not None \
+                and not _pairs(text)[0]:  # (`Epoch: 3` is a record of its own: `_stepless_step` reads it)
+            self._epoch_mark(int(mark.group(1)), lineno, out)
         if len(text) < 80 and (head := EPOCH_HEAD.match(text)) is not None \
                 and (self.printed_step is None or self.printed_step == self.epoch_head):
             self.epoch_head = self.printed_step = int(head.group(1))  # (unless the log prints steps of its own)
@@ -947,6 +955,19 @@ class KeyValueAdapter(Adapter):
             if not self.epoch_repeats and epoch == int(epoch):
                 return int(epoch), True  # the epoch stands in for the step: still not a printed step
         return self.count, True
+
+    def _epoch_mark(self, epoch: int, lineno: int, out: list[Record]) -> None:
+        """An epoch heading over records that print no step (they are counted). Back at the epoch the
+        first heading said, after records were counted under the heading before, it is another training
+        appended to the same log (a script launched again and again, each launch from epoch 1): told as a
+        new run, and the count starts over, so that its first loss is not read against the last one's low."""
+        if self.mark_first is None:
+            self.mark_first = epoch
+        if self.mark is not None and epoch <= self.mark_first and self.count > self.mark[1]:
+            self.runs += 1
+            out.append(self._new_run(self.runs, lineno, f"epoch {epoch} after {self.mark[0]}", epoch, None))
+            self.count = 0
+        self.mark = (epoch, self.count)
 
     def _mmengine(self, m: re.Match[str], rest: str, lineno: int, when: float | None, out: list[Record]) -> None:
         """MMEngine's console: the training step is exact (epoch x iterations per epoch + iteration);

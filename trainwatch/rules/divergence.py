@@ -184,14 +184,46 @@ class LossDiverging(ArrayRule):
         v = self._verdicts[w.source]
         return float(v.last[row - v.start])
 
+    def lower_at_end(self, ctx: RuleContext, source: str, alerts: Iterable[Alert]) -> None:
+        """A rise the loss came back from, held for a whole window, that came back no lower than the low it
+        rose from: no divergence to the end, but no recovery either. The run spent the rise and every step
+        since without getting past where it was when the rise began (a from-scratch run that keeps
+        blowing up and climbing back). Lowered to a warning that says so, instead of withdrawn: the run
+        is unstable, not healthy."""
+        for a, (low, noise, level, rise, n) in self._came_back(ctx, source, alerts):
+            if rise < self.p.window or level < low - self.p.rise_noise * noise:
+                continue  # a burst of a few points, or a loss that went on to new lows: withdrawn
+            a.severity = a.finding.severity = Severity.WARNING
+            a.finding.evidence["recovered_to"] = level
+            a.finding.evidence["no_progress_since"] = a.finding.evidence.get("baseline_step")
+            note = (f"; it held for {rise} points, then came back only to its level before the rise: the median "
+                    f"of its last {n} points was {fmt(level)}, no lower than that low beyond its noise: "
+                    f"unstable, with no progress since step {a.finding.evidence.get('baseline_step')}")
+            a.finding.message = f"{a.finding.message}{note}"[:600]
+
     def withdrawn_at_end(self, ctx: RuleContext, source: str, alerts: Iterable[Alert]) -> list[tuple[str, str]]:
         """A rise the loss came back from is a spike, not a divergence: once the run has ended, an alert
         whose loss then fell back inside the noise band of its low (the median of the points logged
         after the rise last held) is withdrawn, saying why. A noisy per-batch loss (batch size 1, values
         spread over an order of magnitude) or a loss whose terms change between stages rises for a
         while and comes back; a diverged run does not."""
-        p = self.p
         out: list[tuple[str, str]] = []
+        for a, (low, noise, level, _, n) in self._came_back(ctx, source, alerts):
+            top = max(low + self.p.rise_noise * noise, self.p.rise_ratio * low)
+            # told while it held; the run's end shows it was no divergence: withdrawn, with why
+            a.finding.evidence["recovered_to"] = level
+            why = (f"the loss came back: the median of its last {n} points was {fmt(level)}, "
+                   f"inside the low's band (up to {fmt(top)}), a rise that recovered")
+            out.append((a.finding.subject or "loss", why))
+        return out
+
+    def _came_back(self, ctx: RuleContext, source: str, alerts: Iterable[Alert]
+                   ) -> list[tuple[Alert, tuple[float, float, float, int, int]]]:
+        """The source's standing critical alerts whose loss fell back inside the noise band of the low
+        (the median of the points logged after the rise last held), each with (low, noise, that
+        median, points from the rise's start to its last, points in that median)."""
+        p = self.p
+        out: list[tuple[Alert, tuple[float, float, float, int, int]]] = []
         for a in alerts:
             ev = a.finding.evidence
             low, noise = ev.get("baseline"), ev.get("noise")
@@ -214,11 +246,9 @@ class LossDiverging(ArrayRule):
             top = max(low + p.rise_noise * noise, p.rise_ratio * low)
             # with a noise measured only now, the loss must also be back below where a blow-up is called
             if level <= top and (measured or level < p.fast_ratio * low):
-                # told while it held; the run's end shows it was no divergence: withdrawn, with why
-                a.finding.evidence["recovered_to"] = level
-                why = (f"the loss came back: the median of its last {len(tail)} points was {fmt(level)}, inside "
-                       f"the low's band (up to {fmt(top)}), a rise that recovered")
-                out.append((a.finding.subject or "loss", why))
+                began = a.finding.began_step if a.finding.began_step is not None else a.first_step
+                rise = sum(1 for pt in points if began is not None and began <= pt.step <= a.last_step)
+                out.append((a, (float(low), float(noise), level, rise, len(tail))))
         return out
 
     # -- the per-row statistics, for a batch at once ------------------------------------------------

@@ -7,7 +7,13 @@ rolling median first, so one bad batch is no collapse; the fall must also stand 
 (the metric's own point-to-point noise) below the best and last `persist` points. A collapse to nothing
 (the last `zero_points` values all within `zero` of 0, relative to the best) that never came back is
 critical: the run ended producing nothing of what it was trained for (an RL policy degenerated into
-truncated gibberish that earns no reward, a classifier that lost every class)."""
+truncated gibberish that earns no reward, a classifier that lost every class).
+
+A share with a full scale (accuracy, mIoU: 0-1 or 0-100 %) also collapses without losing half its value:
+near the top, what counts is the shortfall from the full scale. A classifier at 99 % that falls to 60 %
+and stays there got forty times worse (a verifier that now refuses everything, a model that predicts the
+majority class), though 60 is more than half of 99. So a fall of `share_drop` of the scale that also
+multiplies the shortfall by `share_worse` is a collapse too; mid-range wobbles (60 % -> 45 %) are not."""
 
 from __future__ import annotations
 
@@ -37,6 +43,8 @@ class QualityCollapseParams:
     smooth_max: int
     zero: float
     zero_points: int
+    share_drop: float
+    share_worse: float
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,10 @@ class QualityCollapse(Rule):
         if t.d.share and float(v.max()) < p.min_best * (100.0 if t.percent else 1.0):
             return None  # a best near 0 (chance level) has nothing to collapse from: quality.not_learning's case
         bar = (1 - p.drop) * best
+        if t.d.share and t.percent is not False:
+            scale = 100.0 if t.percent else 1.0  # (None: every value within 0-1, a share of 1)
+            near_top = np.minimum(best - p.share_drop * scale, scale - p.share_worse * (scale - best))
+            bar = np.maximum(bar, near_top)
         below = (v <= bar) & (best - v > p.noise_k * noise) & (best > 0)
         k = max(1, p.persist)
         found: list[_Collapse] = []
@@ -149,3 +161,4 @@ class QualityCollapse(Rule):
             after = rec
         # the deepest fall is the story (a small dip early in a run that later climbs far higher is not)
         return max(found, key=lambda c: c.best - c.low) if found else None
+

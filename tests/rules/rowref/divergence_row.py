@@ -43,7 +43,9 @@ class LossDiverging(Rule):
     id = "loss.diverging"
     watches = ("loss",)
     # a judgement over the whole run once it has ended, the same whichever way its rows were judged
+    lower_at_end = ArrayLossDiverging.lower_at_end
     withdrawn_at_end = ArrayLossDiverging.withdrawn_at_end
+    _came_back = ArrayLossDiverging._came_back
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
