@@ -133,3 +133,15 @@ def test_words_that_are_not_the_fact_are_left_out() -> None:
     cfg = runconfig.read('aio_config .... {\'block_size\': 1048576}\n"tuner_type": "gridsearch",\n'
                          "optimizer=OptimizerConfig(name=adamw)")
     assert cfg.get("seq_len") is None and cfg.get("tuner") is None and cfg.get("optimizer") is None
+
+
+def test_an_fsdp_settings_repr_is_not_fsdp_in_use_and_is_shown_by_value() -> None:
+    """OLMo-style TrainConfig prints `fsdp=FSDPConfig(...)` whatever the strategy: FSDP's settings, not a
+    statement that it is on. A fact whose logged text is a repr cut at its first comma is shown by value."""
+    cfg = runconfig.read("TrainConfig(distributed_strategy='ddp', fsdp=FSDPConfig(use_orig_params=True, "
+                         "sharding_strategy=<ShardingStrategy.FULL_SHARD: 1>), max_grad_norm=1.0, "
+                         "learning_rate=0.0006)")
+    assert cfg.get("fsdp") is None
+    assert cfg.get("max_grad_norm") == 1.0 and cfg.shown("max_grad_norm") == "1.0"
+    f = runconfig.Fact("on", "fsdp", "log line", logged="FSDPConfig(use_orig_params=True")
+    assert f.logged == ""

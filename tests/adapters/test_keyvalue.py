@@ -798,3 +798,25 @@ def test_a_sentence_before_a_key_is_prose_but_an_abbreviation_is_part_of_the_nam
     assert _pairs("Saving best model. val loss: 0.3")[0] == [("val loss", 0.3)]
     assert _pairs("Avg. Loss: 3.5")[0] == [("Avg. Loss", 3.5)]
     assert _pairs("Train Avg. Loss: 3.5")[0] == [("Train Avg. Loss", 3.5)]
+
+
+def test_a_config_dump_printed_as_a_repr_gives_no_metrics() -> None:
+    """A trainer that prints its settings as a dataclass repr on one line (dozens of `name=value` fields,
+    nested reprs inside) states settings, one value each: the reader takes no metric from it, and the
+    records after it are read as usual."""
+    fields = ", ".join(f"knob_{i}={i / 10}" for i in range(20))
+    dump = (f"2025-01-02 10:00:00\tINFO\tRunConfig(run_name='x', seed=7, model=ModelSettings(d_model=768, "
+            f"n_layers=12, {fields}), optimizer=OptimSettings(learning_rate=0.0006, eps=1e-08), "
+            f"auxiliary_loss_multiplier=0.0001)")  # (a setting named like a loss)
+    lines = [dump] + [f"step {s}: loss={5 - 0.1 * s:.2f}, lr=0.0006" for s in range(1, 6)]
+    recs = run(KeyValueAdapter(), lines)
+    names = {s.name for s in samples(recs)}
+    assert not any(n.startswith("knob") or "multiplier" in n or n in ("seed", "d_model", "n_layers", "eps")
+                   for n in names), names
+    assert len(series(recs, "loss")) == 5
+
+
+def test_a_record_printed_as_a_short_repr_is_still_read() -> None:
+    recs = run(KeyValueAdapter(), [f"Step {s}: Metrics(loss={2 - 0.1 * s:.2f}, acc={0.5 + 0.01 * s:.2f})"
+                                   for s in range(1, 5)])
+    assert len(series(recs, "acc")) == 4  # (a repr of a few fields is a record, not a config dump)

@@ -143,6 +143,11 @@ BARE_NUMBER = re.compile(NUM + r"%?\s+(?=[A-Za-z_])")
 SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separator (`epoch 0 : loss : 5.7`)
 LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test|testing|eval|evaluation)\b")
 LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
+CONFIG_REPR = re.compile(r"\b[A-Z][A-Za-z0-9_]*\(\s*[a-z_][a-z0-9_]*=")
+CONFIG_KEYS = 16
+"""A line holding a `CamelCase(name=...` repr with at least this many `=` is a config dump
+(`TrainConfig(run_name=..., model=ModelConfig(d_model=768, ...))`, `Namespace(lr=0.02, ...)`): its numbers are
+settings, one of each, not metrics; a record printed as a repr has a few fields."""
 DIGIT = re.compile(r"\d")
 NONFINITE_VALUE = re.compile(r"[\s:=](?:nan|NaN|inf|Inf|Infinity)\b")
 WORD = re.compile(r"[A-Za-z]{2}")
@@ -548,6 +553,8 @@ class KeyValueAdapter(Adapter):
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:
         if DIGIT.search(text, 0, 4000) is None and NONFINITE_VALUE.search(text, 0, 4000) is None:
             return  # (`local_val_loss   nan`: a value with no digit is still one)
+        if text.count("=") >= CONFIG_KEYS and CONFIG_REPR.search(text) is not None:
+            return  # the run's settings as a dataclass or Namespace repr: read by runconfig, not a record
         if "%|" in text and (bar := BAR_TAIL.search(text)) is not None:
             postfix = "=" in text[bar.end():]
             text = text[:bar.start()]  # a tqdm bar whose description holds the metrics: keep those only

@@ -37,6 +37,10 @@ class Fact:
     line: int = 0
     logged: str = ""  # empty only for a Fact made by hand
 
+    def __post_init__(self) -> None:
+        if self.logged.count("(") != self.logged.count(")"):  # a nested repr cut at its first comma
+            object.__setattr__(self, "logged", "")  # (`FSDPConfig(use_orig_params=True`): shown by value
+
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.value, "key": self.key, "from": self.where, "logged": self.logged}
 

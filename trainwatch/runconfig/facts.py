@@ -78,12 +78,15 @@ def as_precision(raw: str) -> str | None:
     return None
 
 
+_SETTINGS_REPR = re.compile(r"[A-Z][A-Za-z0-9_]*\(")
+
+
 def as_fsdp(raw: str) -> str | None:
     """The sharding strategy TrainingArguments' `fsdp` names (`full_shard auto_wrap`), or None when off;
     a JSON file path (ms-swift's override) reads as on, with the details in fsdp_config."""
     t = raw.strip().lower()
-    if t in _NONE or as_bool(t) is False:
-        return None
+    if t in _NONE or as_bool(t) is False or _SETTINGS_REPR.match(raw.strip()):
+        return None  # (`FSDPConfig(use_orig_params=True, ...)`: FSDP's settings, printed whether it is used or not)
     if as_bool(t) is True:
         return "on"
     for word in ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard", "fsdp2", "fsdp"):
