@@ -124,3 +124,14 @@ def test_a_table_row_redrawn_on_one_line_is_detected(tmp_path: Path, capsys: pyt
     assert doc["sources"][0]["format"] == "template"
     assert _metrics(doc)["box_loss"]["last"] == pytest.approx(1.881)
     assert doc["exit_code"] != 3
+
+
+def test_a_large_cr_only_logs_sample_start_ends_at_a_line_end(tmp_path: Path) -> None:
+    """The sample's unbroken start is counted on the same bytes the sample is taken from (its CRs made
+    line ends), so it ends where a line does."""
+    from trainwatch.sources.files import read_sample, read_sample_start
+
+    log = tmp_path / "big.out"
+    log.write_bytes("".join(f"\rloss: {1.0 / n:.6f}, step {n} of 90000 ....." for n in range(1, 12001)).encode())
+    start = read_sample_start(log)
+    assert start is not None and read_sample(log)[start:start + 1] == b"\n"  # the head piece ends, then the next

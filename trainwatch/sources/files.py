@@ -175,9 +175,9 @@ def read_sample_start(path: Path) -> int | None:
     """`sample_start` of a path; None (the whole sample) when it cannot be read: the sample's reader
     reports that."""
     try:
-        with open(path, "rb") as f:
+        with open_checked(path) as f:  # the bytes the sample is taken from (a UTF-16 or CR-only log's are made)
             return sample_start(f)
-    except OSError:
+    except (OSError, SourceError):
         return None
 
 
