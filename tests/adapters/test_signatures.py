@@ -15,6 +15,7 @@ BRIEF_IDS = {
     "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed", "run.bad_args",
     "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted", "sched.job_failed",
     "oom.skipped",
+    "oom.fallback",
     "run.instantiate_failed",
 }
 
@@ -118,6 +119,7 @@ KILL_LINES = [  # how a run is stopped from outside: each says who did it where 
     ("sched.cancelled", "slurmstepd: error: *** JOB 2584 ON hgx CANCELLED AT 2024-05-06T07:08:09 ***"),
     ("sched.job_failed", "Exited with exit code 1."),
     ("oom.skipped", "2022-05-08 18:25:27,469 - INFO - WARNING: ran out of memory"),
+    ("oom.fallback", "WARNING \u26a0\ufe0f CUDA OutOfMemoryError in TaskAlignedAssigner, using CPU"),
     ("oom.skipped", "| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 20.00 MiB;"
                     " skipping batch"),  # LSF's report of a job whose command failed
     ("sched.job_failed", "    Exit_status=2"),  # PBS
@@ -166,6 +168,15 @@ def test_each_signature_matches(sig: str, line: str) -> None:
 def test_every_brief_id_has_a_matching_line() -> None:
     covered = {s for s, _ in ONE_LINERS + KILL_LINES + START_UP_LINES} | {"run.child_failed"}
     assert covered == BRIEF_IDS
+
+
+def test_a_warning_glued_to_a_bars_last_redraw_is_told_without_the_bar() -> None:
+    """The library's warning printed over the bar with no line break: the event is the warning's (the work
+    moved to the CPU), its text from the level word on."""
+    bar = "  3/300   21.7G   1.204   0.913   1.1   37   640: 41% 412/1000 2.1it/s 3:15<4:40"
+    found = errors([f"{bar}\r{bar}WARNING CUDA OutOfMemoryError in TaskAlignedAssigner, using CPU"])
+    assert [e.signature for e in found] == ["oom.fallback"]
+    assert found[0].text == "WARNING CUDA OutOfMemoryError in TaskAlignedAssigner, using CPU"
 
 
 def test_oom_old_wording_figures_in_gib() -> None:

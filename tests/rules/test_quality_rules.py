@@ -216,7 +216,7 @@ def test_a_collapse_labels_each_median_with_the_points_it_was_taken_over() -> No
     """The curve is read through a centred rolling median of 5 points, which shrinks at the ends: the best
     at the first point and the low at the last are medians of 3 points, and the labels say 3, not 5."""
     r = Run()
-    vals = [1.0 + 0.01 * (i % 3) for i in range(47)] + [0.3, 0.2, 0.1]
+    vals = [1.0 + 0.1 * (i % 3) for i in range(47)] + [0.3, 0.2, 0.1]  # (noisy: read through its median)
     for i, v in enumerate(vals):
         r.step(10 * (i + 1), reward=v)
     r.finish()
@@ -247,20 +247,6 @@ def test_a_share_near_its_top_that_falls_a_fifth_of_the_scale_and_stays_there_co
     assert not a.finding.evidence["recovered"] and a.first_step <= 100  # type: ignore[attr-defined]
     assert judged([100 * v for v in fell]) is not None
     assert judged([0.55, 0.56, 0.5, 0.46] + [0.42, 0.43, 0.42, 0.41, 0.43] * 3) is None
-
-
-def test_a_best_at_the_series_start_is_labelled_with_the_points_its_median_took() -> None:
-    """The centred rolling median is cut at the ends: a best at the first evaluation is the median of
-    fewer points than the window, and the finding says how many."""
-    r = Run()
-    for i, v in enumerate([0.99, 0.98] + [0.6] * 28):
-        r.step(10 * i, loss=0.5)
-        r.sample("heldout_accuracy", v, 10 * i)
-    r.finish()
-    a = _firing(r)["quality.collapse"]
-    ev = a.finding.evidence  # type: ignore[attr-defined]
-    assert ev["best_step"] == 0 and ev["best_stat"] == "median of 2 points"
-    assert ev["value_stat"] == "median of 3 points"
 
 
 def test_a_noisy_reward_that_holds_its_level_and_a_chance_level_metric_do_not_collapse() -> None:

@@ -32,6 +32,12 @@ from trainwatch.model import Record, Sample
 
 STEP_COLUMNS = ("step", "global_step", "trainer/global_step", "iteration", "iter")
 EPOCH_COLUMNS = ("epoch", "epochs")  # the step of epoch-only logs
+# counters of the other loops a training can count in, read as the step when no step or epoch column is
+# there: a genetic algorithm's generation, an RL script's episode
+COUNTER_COLUMNS = ("generation", "gen", "episode")
+# what a column name may hold besides letters and digits: separators, and a unit in brackets
+# (`Run Time (s)`, `acc[%]`, `lr@peak`)
+UNIT_MARKS = re.compile(r"[_/\-. ()\[\]%@#]")
 HEADER_HINTS = ("step", "epoch", "global_step", "iteration", "iter")
 PART_PREFIXES = (("train/", "loss"), ("val/", "eval_loss"))  # loss parts by phase, and the total's name
 TOTAL_NAMES = ("loss", "train/loss", "train_loss", "val/loss", "val_loss", "eval_loss")
@@ -98,8 +104,7 @@ def _looks_like_header(cells: list[str]) -> bool:
     if len(names) < 2 or any(not c for c in names) or any(_is_number(c) for c in names):
         return False
     return any(c.lower() in HEADER_HINTS for c in names) or all(
-        c.replace("_", "").replace("/", "").replace("-", "").replace(".", "").replace(" ", "").isalnum()
-        for c in names)
+        UNIT_MARKS.sub("", c).isalnum() for c in names)
 
 
 class CsvMetricsAdapter(Adapter):
@@ -155,7 +160,8 @@ class CsvMetricsAdapter(Adapter):
             self.header[:2] = MONITOR_NAMES
             self.time_col = 2
         self.adversarial = len(generator_as_loss([(h, 0.0) for h in self.header])) > len(self.header)
-        self.step_col = next((lowered.index(k) for k in STEP_COLUMNS + EPOCH_COLUMNS if k in lowered), -1)
+        self.step_col = next((lowered.index(k) for k in STEP_COLUMNS + EPOCH_COLUMNS + COUNTER_COLUMNS
+                              if k in lowered), -1)
         self.parts = []
         if not any(n in lowered for n in TOTAL_NAMES):
             for prefix, total in PART_PREFIXES:

@@ -23,8 +23,8 @@ from typing import TypedDict
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.cjk import translate
 from trainwatch.adapters.signatures import TB_START
-from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, list_pair, splits_as_loss, step_tuple,
-                                        total_as_loss, zip_names)
+from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, letter_as_loss, list_pair,
+                                        splits_as_loss, step_tuple, total_as_loss, zip_names)
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.model import Event, EventKind, Record, Sample
@@ -685,7 +685,7 @@ class KeyValueAdapter(Adapter):
             step, inferred = self._stepless_step(pairs, lineno, out)
         if not pairs:
             return
-        pairs = generator_as_loss(total_as_loss(pairs, counted=counted))
+        pairs = generator_as_loss(letter_as_loss(total_as_loss(pairs, counted=counted)))
         if self.epoch_first and step_raw is None:
             out.extend(self.epoch_first)  # another kind of record: the first one held is what it said
             self.epoch_first = []

@@ -35,6 +35,8 @@ LEVEL = re.compile(
     # `[INFO]: ` (a format of `[%(levelname)s]: %(message)s`)
     r"\[[ \t]*" + LEVELS + r"(?::[\w.\-]{1,40})?[ \t]*\](?::|[ \t]+-(?=[ \t]))?[ \t]*"
     r"|-?[ \t]*(?:[\w.<>\[\]]{1,80}[ \t]+-[ \t]+)?" + LEVELS + r"[ \t]+-[ \t]+"  # - INFO - / name - INFO -
+    # `%(filename)s[line:%(lineno)d] - %(levelname)s: %(message)s`: a file and its line, then the level and a colon
+    r"|-?[ \t]*[\w.<>\-]{1,80}\[line[: ]?\s*\d+\][ \t]+-[ \t]+" + LEVELS + r"(?::[ \t]*|[ \t]+-[ \t]+)"
     r"|" + LEVELS + r":[\w.]*:"  # logging.basicConfig: INFO:root:
     r"|" + LEVELS + r"(?::[ \t]*|[ \t]+)"  # INFO msg / WARNING: msg
 )

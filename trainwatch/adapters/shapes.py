@@ -279,6 +279,17 @@ def splits_as_loss(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
             if key in SPLIT_TRAIN or key in SPLIT_EVAL else (k, v) for (k, v), key in zip(pairs, keys)]
 
 
+def letter_as_loss(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """`L: 7.94, L_crf: 7.07, L_selection: 0.87`: a loss written as the letter of the papers, with its terms
+    as `L_<term>` beside it, is the loss. The letter alone says nothing (a length, a layer count), so it is
+    read as the loss only beside its terms, on a line where no key says loss."""
+    if len(pairs) < 2 or not any(k == "L" for k, _ in pairs) \
+            or not any(k.startswith("L_") and len(k) > 2 for k, _ in pairs) \
+            or any("loss" in k.lower() for k, _ in pairs):
+        return pairs
+    return [("loss", v) if k == "L" else (k, v) for k, v in pairs]
+
+
 # a round's summary printed as a tuple (`fit progress: (3, 3.04, {'cen_accuracy': 0.206}, 1915.6)`): the step,
 # the loss, then its named metrics, then the seconds elapsed (Flower's history; any `(step, loss, {...})`)
 STEP_TUPLE = re.compile(r"^[:\s]*[A-Za-z][\w ]{0,40}?\s*:\s*\(\s*(?P<n>\d+)\s*,\s*(?P<loss>" + NUM

@@ -355,12 +355,13 @@ class SignatureScanner:
                 for p in sig.patterns:
                     m = p.search(line)
                     if m:
-                        text = line
+                        text, at = line, m.start()
                         if "\r" in line:
-                            text = line[line.rfind("\r", 0, m.start()) + 1:]
+                            cut = line.rfind("\r", 0, m.start()) + 1
+                            text, at = line[cut:], at - cut
                             end = text.find("\r")
                             text = text if end < 0 else text[:end]
-                        text = text.strip()
+                        text = _unglued(text, at).strip()
                         fields = _fields(sig, line)
                         if rank is not None:
                             fields.setdefault("rank", rank)
@@ -507,3 +508,11 @@ class SignatureScanner:
         text = "\n".join(c.get("text", []))[:EVENT_TEXT_CHARS]
         return Event(kind=EventKind.ERROR, source=self.source, line=c.get("lineno", 0), signature=sig,
                      text=text, fields=fields)
+
+
+def _unglued(text: str, at: int) -> str:
+    """A message printed over a progress bar's last redraw with no line break (`... 3:40<38:10WARNING CUDA ...`)
+    told from its level word on: the bar before it is another line's."""
+    lead = text[:at]
+    k = max(lead.rfind("WARNING"), lead.rfind("ERROR"))
+    return text[k:] if k > 0 and "%" in lead[:k] else text

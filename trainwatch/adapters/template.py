@@ -98,6 +98,9 @@ class TemplateAdapter(KeyValueAdapter):
         for i, line in enumerate(lines):
             try:
                 got = list(probe.parse(line, i + 1))
+                if "\r" in line and "%|" not in line and len({r.step for r in got if type(r) is Sample}) < 2:
+                    # each redraw of a table row a record, though the rows of one epoch share its step
+                    hits += sum(any(type(r) is Sample for r in probe.parse(redraw, i + 1)) for redraw in _redraws(line))
             except Exception:
                 got = []
             # records, not lines: one physical line of tqdm redraws holds a record per step
@@ -425,7 +428,7 @@ class TemplateAdapter(KeyValueAdapter):
         named = [(k, v) for k, v in pairs if k.lower() in shapes.COUNTER_RANK and math.isfinite(v)]
         counters = counters + [shapes.Counter(k.lower(), int(v), None) for k, v in named]
         kept = [(k, v) for k, v in pairs if k.lower() not in shapes.COUNTER_RANK]
-        summed = shapes.total_as_loss(kept, self.total_loss)
+        summed = shapes.letter_as_loss(shapes.total_as_loss(kept, self.total_loss))
         self.total_loss = self.total_loss or summed != kept  # a `total` once a loss stays one when it prints whole
         pairs = generator_as_loss(shapes.splits_as_loss(summed))
         if not pairs:
@@ -461,6 +464,15 @@ class TemplateAdapter(KeyValueAdapter):
         out = self._flush_box()
         out.extend(super().finish())
         return out
+
+
+def _redraws(line: str) -> list[str]:
+    """The redraws of a progress line other than tqdm's (Ultralytics' `  1/100  6.15G  3.33 ...  0% ━━━ 0/6848`
+    table row, rewritten after each `\\r`), a few of them: parsed whole, such a line gives its last redraw
+    only, one record for an epoch, and an epoch cut short is then no evidence of the format; each redraw
+    is a row of it. Only detection reads them apart."""
+    parts = [p for p in line.split("\r") if p.strip()]
+    return parts[-(MIN_RECORD_LINES + 1):] if len(parts) > MIN_RECORD_LINES else []
 
 
 def _headed(pairs: list[tuple[str, float]], counters: list[shapes.Counter],

@@ -103,6 +103,11 @@ class EngineState:
                        or (isinstance(cfg, RunConfig) and cfg.hf_trainer))
         return fit_fixes(spec.family, _this_case(_this_side(fixes, finding), finding), view)
 
+    @property
+    def quality(self) -> Quality:
+        """Which way is better for a metric, by its name (the table the rules ask, with the config's own)."""
+        return self._ctx.quality
+
     def source(self, name: str, fmt: str = "") -> SourceState:
         state = self.sources.get(name)
         if state is None:

@@ -41,6 +41,7 @@ class QualityCollapseParams:
     min_best: float
     smooth_fraction: float
     smooth_max: int
+    smooth_jump: float
     zero: float
     zero_points: int
     share_drop: float
@@ -96,6 +97,9 @@ class QualityCollapse(Rule):
         if c.recovered is not None:
             msg += (f"; a transient collapse: it recovered to {t.shown(c.back)} by step "
                     f"{int(t.steps[c.recovered])}")
+        elif last > (1 - self.p.drop) * c.best:  # partly back, never to its best again
+            msg += (f" and never came back to {self.p.recover:.0%} of its best: {t.shown(last)} at the last step "
+                    f"{int(t.steps[-1])}")
         else:
             msg += f" and stayed down: {t.shown(last)} at the last step {int(t.steps[-1])}"
         others = [o.t.name for o in found[1:]]
@@ -128,6 +132,8 @@ class QualityCollapse(Rule):
         w = max(1, min(p.smooth_max, int(n * p.smooth_fraction)))
         w += 1 - w % 2  # odd
         v = rolling_median(raw, w)
+        if w > 1 and _smooth(raw, float(v.max()), p.smooth_jump):
+            w, v = 1, raw  # evaluations that move little from one to the next: a fall among them is no noise
         noise = nz(max(diff_sigma(v.tolist()), diff_sigma(raw.tolist()) / max(1.0, w ** 0.5)))
         best = np.maximum.accumulate(v)
         if float(raw.min()) < 0:
@@ -146,7 +152,8 @@ class QualityCollapse(Rule):
         for i in np.flatnonzero(below).tolist():
             if i + k > n:
                 break
-            if i < after or median(v[i:i + k].tolist()) > bar[i]:
+            held = float(v[i:i + k].max()) if w == 1 else median(v[i:i + k].tolist())  # as logged: all of them
+            if i < after or held > bar[i]:
                 continue
             b = float(best[i])
             bi = int(np.flatnonzero(v[:i + 1] == b)[0])
@@ -162,3 +169,11 @@ class QualityCollapse(Rule):
         # the deepest fall is the story (a small dip early in a run that later climbs far higher is not)
         return max(found, key=lambda c: c.best - c.low) if found else None
 
+
+def _smooth(raw: np.ndarray, best: float, jump: float) -> bool:
+    """Whether 3 in 4 of a series' point-to-point moves are within `jump` of its best level: a curve of
+    evaluations, each a measurement of the whole model, where a rolling median would hide a real fall
+    that lasts fewer points than half its window. A reward or accuracy logged per batch jumps more."""
+    if len(raw) < 3 or best <= 0:
+        return False
+    return float(np.quantile(np.abs(np.diff(raw)), 0.75)) <= jump * best

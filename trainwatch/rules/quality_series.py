@@ -51,6 +51,12 @@ def _values(s: Series) -> tuple[np.ndarray, np.ndarray]:
     return steps[keep], values[keep]
 
 
+def series_values(s: Series) -> tuple[np.ndarray, np.ndarray]:
+    """A series' finite (step, value) columns over the whole run, oldest first (bucket means past the kept
+    rows), for the rules that judge a whole run once it has ended."""
+    return _values(s)
+
+
 def _quality_series(ctx: RuleContext, source: str) -> list[tuple[Series, Direction]]:
     """The source's series whose names have a direction, each with its split as the log means it: a
     name that does not say (`accuracy`) next to one of the same kind on the eval split (`val_accuracy`)

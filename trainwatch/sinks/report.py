@@ -26,6 +26,12 @@ SCHEMA_VERSION = 1
 STATUS = {0: "ok", 1: "warning", 2: "critical", 3: "unknown"}
 
 
+def judged(engine: Engine, name: str) -> bool:
+    """Whether a metric says how training went: a loss-like name, or any whose direction the quality
+    table knows (a Dice, an AP, a fitness): a log whose numbers were read and judged is not unknown."""
+    return bool(JUDGED.search(name)) or engine.quality(name) is not None
+
+
 def exit_code(engine: Engine) -> int:
     worst = engine.worst()
     return int(worst) if worst is not None else 0
@@ -64,7 +70,7 @@ def document(engine: Engine, sources: list[SourceInfo], preset: str, preset_auto
     """The JSON report; its fields are documented in docs/usage.md and only ever grow."""
     code = exit_code(engine)
     alerts = engine.alerts(inhibited=False)  # what a live follower was told; echoes are listed apart
-    if code == 0 and not alerts and not any(JUDGED.search(series.name) for series in engine.store):
+    if code == 0 and not alerts and not any(judged(engine, series.name) for series in engine.store):
         code = 3  # nothing that says how training went was read, and nothing was found: unknown
     everything = engine.alerts()
     echoes = [a for a in everything if not a.told and not a.retracted]

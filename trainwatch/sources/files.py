@@ -31,6 +31,9 @@ LOG_NAMES = ("trainer_state.json", "metrics.csv", "trainer_log.jsonl")
 STATE_SUFFIX = "trainer_state.json"
 UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 UTF16_MAX = 256 << 20  # a UTF-16 log is decoded whole, in memory: at most this many bytes of it
+CR_PROBE = 1 << 16  # the bytes that tell a log whose lines end in a bare `\r` (see cr_only)
+CR_MIN = 3  # carriage returns those bytes must hold, with no newline
+BARE_CR = re.compile(rb"\r(?!\n)")
 """A Trainer's state file, also when saved under a name of its own (`run1-trainer_state.json`)."""
 
 
@@ -75,20 +78,45 @@ def discover(paths: list[str]) -> list[Path]:
 
 def open_checked(path: Path) -> BinaryIO:
     """The file's bytes as UTF-8 text: a UTF-16 log (what Windows PowerShell's `>` writes, with its byte
-    order mark) is decoded, so every reader (detection, the scanner) sees the text it holds."""
+    order mark) is decoded, so every reader (detection, the scanner) sees the text it holds; a log whose
+    lines end in a bare carriage return (see `cr_only`) is given with newlines."""
     try:
         f = open(path, "rb")  # noqa: SIM115 (returned open, or closed here once decoded)
-        if f.read(2) not in UTF16_BOMS:
-            f.seek(0)
+        start = f.read(2)
+        if start in UTF16_BOMS:
+            with f:
+                return _cr_as_newlines(_utf16_as_utf8(path, f))
+        probe = start + f.read(CR_PROBE)
+        f.seek(0)
+        if not cr_only(probe) or os.fstat(f.fileno()).st_size > UTF16_MAX:
             return f
         with f:
-            return _utf16_as_utf8(path, f)
+            return _cr_as_newlines(f)
     except PermissionError:
         raise SourceError(f"{path}: permission denied") from None
     except IsADirectoryError:
         raise SourceError(f"{path}: is a directory") from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot open: {exc.strerror or exc}") from None
+
+
+def cr_only(head: bytes) -> bool:
+    """Whether a file's first bytes end their lines with a bare `\\r` and never a newline: a progress bar
+    redrawn for the whole run under nohup (tqdm writes `\\r` before each redraw and a newline only when the
+    bar closes), or a classic Mac text file. Read as it is, the file is one physical line of thousands of
+    records, too long for any reader; each `\\r` is the end of a line."""
+    return b"\n" not in head and head.count(b"\r") >= CR_MIN
+
+
+def _cr_as_newlines(f: BinaryIO) -> BinaryIO:
+    """`f`'s bytes with every bare `\\r` (not the one of a `\\r\\n`) made a newline, when its start is
+    `cr_only`; else `f` as it is."""
+    head = f.read(CR_PROBE)
+    f.seek(0)
+    if not cr_only(head):
+        return f
+    with f:
+        return io.BytesIO(BARE_CR.sub(b"\n", f.read()))
 
 
 def _utf16_as_utf8(path: Path, f: BinaryIO) -> BinaryIO:
@@ -147,9 +175,9 @@ def read_sample_start(path: Path) -> int | None:
     """`sample_start` of a path; None (the whole sample) when it cannot be read: the sample's reader
     reports that."""
     try:
-        with open(path, "rb") as f:
+        with open_checked(path) as f:  # the bytes the sample is taken from (a UTF-16 or CR-only log's are made)
             return sample_start(f)
-    except OSError:
+    except (OSError, SourceError):
         return None
 
 
