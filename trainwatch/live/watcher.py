@@ -320,7 +320,7 @@ class Watcher:
                         next_round = now + max(self.tick_interval, (time.thread_time() - cpu) / ROUND_SHARE)
                     next_tick = now + self.tick_interval
                     pacer.retune()
-                self._check_finished()
+                    self._check_finished()  # (at each tick, not each read: it looks at every source)
 
     def _read(self, path: str) -> None:
         """A file wake-up read, its cost told to the pacer."""
