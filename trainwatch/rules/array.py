@@ -21,10 +21,6 @@ from trainwatch.rules.stats import fmt
 from trainwatch.store import Series
 
 
-RECOVERY_POINTS = 5
-"""Points whose median says where a metric stands when its alert stops holding (`ArrayRule.unrecovered`)."""
-
-
 @dataclass
 class Window:
     """Rows of one series as arrays: `history` rows already judged, then the new ones from `start`."""
@@ -52,16 +48,11 @@ class Window:
         return cls(series.name, series.source, step, value, line, inferred,
                    max(0, len(value) - new), series.nan_count - nan, series.inf_count - inf)
 
-    def level_at(self, row: int, n: int = RECOVERY_POINTS) -> tuple[float, str] | None:
-        """Where the series stands at `row`: the median of its last `n` finite values up to it (fewer when
-        the window holds fewer), and that said with its step and count; None when none is finite."""
-        v = self.value[max(0, row + 1 - 4 * n):row + 1]
-        v = v[np.isfinite(v)][-n:]
-        if not len(v):
-            return None
-        level = float(np.median(v))
-        said = f"{fmt(level)} at step {int(self.step[row])}"
-        return level, said + (f" (the median of its last {len(v)} points)" if len(v) > 1 else "")
+    def said_at(self, row: int) -> tuple[float, str]:
+        """The value logged at `row`, and that said with its step (the log's own number, whatever the
+        batching: a median over the rows a window happens to hold would not be)."""
+        v = float(self.value[row])
+        return v, f"{fmt(v)} at step {int(self.step[row])}"
 
     @property
     def new(self) -> np.ndarray:

@@ -247,8 +247,8 @@ class LossSpike(ArrayRule):
         """A spike measured against the recent median stops holding once that median has risen to it: if
         the loss is still this rule's ratio over the level before the spike, it did not come back."""
         base = evidence.get("baseline")
-        level = w.level_at(row)
-        if not isinstance(base, (int, float)) or not base > 0 or level is None:
+        level = w.said_at(row)
+        if not isinstance(base, (int, float)) or not base > 0:
             return None
         now, said = level
         if now < self.p.ratio * base:

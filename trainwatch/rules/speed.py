@@ -171,8 +171,8 @@ class SpeedDrop(ArrayRule):
         the drop stops holding without the speed ever coming back. Recovered means back within `drop` of
         the level the drop was found against."""
         base = evidence.get("baseline")
-        level = w.level_at(row, self.p.recent)
-        if not isinstance(base, (int, float)) or not base > 0 or level is None:
+        level = w.said_at(row)
+        if not isinstance(base, (int, float)) or not base > 0:
             return None
         now, said = level
         higher = w.name in SLOWER_IS_HIGHER
