@@ -332,6 +332,8 @@ class AlertBook:
             return
         for target in _distinct(track.alert, self.alerts.get(track.alert.fingerprint)):
             target.stopped = why
+            if target.episodes and target.episodes[-1].resolved_at is not None:
+                target.episodes[-1].stopped = why  # (this episode ended; a later one may still recover)
 
     def retract(self, spec: RuleSpec, source: str, subject: str, reason: str, now: float) -> list[AlertChange]:
         """The rule says its finding was wrong: the alert resolves at once (keep_firing_for does not

@@ -131,9 +131,13 @@ class Episode:
     started_at: float = 0.0
     resolved_at: float | None = None  # None while it fires
     line: int = 0  # the log line it began on (0: not known): in a log of several attempts, says whose step
+    stopped: str = ""  # why it ended without its metric recovering (then `resolved` only says it ended)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"start": self.start_step, "end": self.end_step, "resolved": self.resolved_at is not None}
+        out: dict[str, Any] = {"start": self.start_step, "end": self.end_step, "resolved": self.resolved_at is not None}
+        if self.stopped:
+            out["stopped"] = self.stopped
+        return out
 
 
 @dataclass(slots=True)

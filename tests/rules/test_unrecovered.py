@@ -43,3 +43,10 @@ def test_a_throughput_that_stays_slow_is_not_a_resolved_drop():
 def test_a_throughput_that_comes_back_resolves():
     a = final(throughput([1000.0 + (i % 3) for i in range(60)] + [300.0] * 10 + [1000.0] * 60), "speed.drop")
     assert a.state is AlertState.RESOLVED and not a.stopped
+
+
+def test_the_episode_that_ended_without_recovering_says_why():
+    r = loss_run([2.0 - 0.01 * i for i in range(40)] + [40.0 + 0.1 * i for i in range(60)])
+    record = next(a for a in r.engine.alerts() if a.rule == "loss.spike")
+    last = record.episodes[-1].to_dict()
+    assert last["resolved"] and "did not come back" in last["stopped"]
