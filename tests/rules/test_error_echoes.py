@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from trainwatch import runner
 from trainwatch.adapters.signatures import SignatureScanner
 from trainwatch.session import LogClock
@@ -93,6 +95,26 @@ def test_crash_is_dated_at_the_running_step(tmp_path: Path) -> None:
     alerts = check_text(tmp_path, STEPS + "\n".join(rank_traceback(0, OOM.format(r=0))) + "\n")
     oom = alerts["oom.cuda"]
     assert (oom.first_step, oom.finding.step_inferred) == (31, True)
+
+
+@pytest.mark.parametrize(("exc_line", "step", "inferred"), [
+    ("RuntimeError: synthetic failure on rank 1 at step 34: corrupted batch", 34, False),
+    ("ValueError: bad batch (global_step=33)", 33, False),
+    ("RuntimeError: loss is NaN at iteration 32", 32, False),
+    # numbers that are no step: a line, a rank, a size, a longer name, two different steps, one before the last
+    ("RuntimeError: parse error at line 57 of shard 9", 31, True),
+    ("RuntimeError: rank 3 sent 4096 bytes, expected 8192", 31, True),
+    ("ValueError: max_steps=500 but step_size=4", 31, True),
+    ("RuntimeError: expected step 32, checkpoint holds step 33", 31, True),
+    ("RuntimeError: stale gradient from step 12", 31, True),
+])
+def test_an_error_that_names_its_step_is_dated_there(tmp_path: Path, exc_line: str, step: int,
+                                                     inferred: bool) -> None:
+    """The error's own text says the step it failed at: the finding is dated there, not at the step after
+    the last one logged; a number the text gives for anything else (or one before the last logged step,
+    which the failing step cannot be) leaves the inferred step."""
+    tb = check_text(tmp_path, STEPS + "\n".join(rank_traceback(1, exc_line)) + "\n")["error.traceback"]
+    assert (tb.first_step, tb.finding.step, tb.finding.step_inferred) == (step, step, inferred)
 
 
 def test_crash_in_a_checkpoint_save_keeps_the_step(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -177,16 +178,24 @@ def test_the_level_shown_reads_past_the_carry_of_a_small_window() -> None:
     assert _judge(recs, cfg, [500, 1099]) == want
 
 
-def test_a_flat_start_that_falls_later_is_withdrawn_in_any_batching() -> None:
+@pytest.mark.parametrize(("drop_at", "steps", "noise", "read"), [
+    (500, 1600, 0.002, "points was"),  # a slow fall: the full judgement withdraws it
+    (700, 900, 0.05, "last 9 points was"),  # a noisy curve halved at once: the cheap look does
+])
+def test_a_flat_start_that_falls_later_is_withdrawn_in_any_batching(drop_at: int, steps: int, noise: float,
+                                                                   read: str) -> None:
     rng = np.random.default_rng(1)
     recs: list[Record] = []
-    for s in range(1, 1601):
-        level = 2.0 if s < 500 else 2.0 - 0.5 * (s - 500) / 1100
-        recs.append(Sample("loss", level * (1 + 0.002 * rng.standard_normal()), s, time=float(s), source="run",
+    for s in range(1, steps + 1):
+        if noise < 0.01:
+            level = 2.0 if s < drop_at else 2.0 - 0.5 * (s - drop_at) / 1100
+        else:
+            level = 2.0 if s <= drop_at else 1.0
+        recs.append(Sample("loss", level * (1 + noise * rng.standard_normal()), s, time=float(s), source="run",
                            line=s))
     cfg = _config()
     want = _judge(recs, cfg, None)
-    assert '"retracted": "the loss fell after all' in want
+    assert '"retracted": "the loss fell after all' in want and read in want
     assert _judge(recs, cfg, []) == want
     assert _judge(recs, cfg, [3, 400, 401, 999]) == want
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import math
 import random
+import re
+from collections.abc import Callable
+from statistics import median
 
+from trainwatch.rules.stats import fmt
 from trainwatch.sinks import report
 
 from rulekit import Run
@@ -59,6 +63,45 @@ def test_a_loss_called_flat_that_falls_later_is_withdrawn() -> None:
     flat = [a for a in r.engine.alerts() if a.rule == "loss.flat_from_start"]
     assert flat and flat[0].retracted.startswith("the loss fell after all")
     assert r.engine.worst() is None
+
+
+WITHDRAWN_FLAT = re.compile(r"the loss fell after all: by step (\d+) the median of its last (\d+) points was (\S+), "
+                            r"more than \d+% below the median of its first (\d+) points \((\S+)\)$")
+
+
+def _flat_withdrawn_then_read_back(curve: Callable[[int], float], steps: int, noise: float) -> tuple[str, int]:
+    """A loss called flat and later withdrawn; the withdrawal's medians recomputed from the logged values
+    at the step it names, by the counts it names. Returns the text and that step."""
+    r = Run()
+    rnd = random.Random(1)
+    logged: list[float] = []
+    for s in range(1, steps + 1):
+        logged.append(curve(s) * (1 + rnd.gauss(0, noise)))
+        r.step(s, loss=logged[-1])
+    r.finish()
+    flat = [a for a in r.engine.alerts() if a.rule == "loss.flat_from_start"]
+    assert flat and flat[0].retracted
+    m = WITHDRAWN_FLAT.match(flat[0].retracted)
+    assert m, flat[0].retracted
+    step, last_n, last, first_n, first = int(m[1]), int(m[2]), m[3], int(m[4]), m[5]
+    upto = logged[:step]
+    assert fmt(median(upto[-last_n:])) == last and fmt(median(upto[:first_n])) == first
+    assert median(upto[-last_n:]) < 0.97 * median(upto[:first_n])
+    return flat[0].retracted, step
+
+
+def test_a_withdrawn_flat_start_names_the_counts_of_its_medians_read_at_its_step() -> None:
+    """A slow fall: the full judgement withdraws it; both medians are the log's, with their counts."""
+    text, _ = _flat_withdrawn_then_read_back(lambda s: 2.0 if s < 500 else 2.0 - 0.5 * (s - 500) / 1100, 1600, 0.002)
+    assert "last 9 points" not in text  # the full judgement: a quarter on each side
+
+
+def test_a_flat_start_withdrawn_by_a_sudden_drop_quotes_that_drop_not_an_earlier_level() -> None:
+    """A noisy flat curve that drops by half: a judgement inside the drop cannot tell (the episode ends),
+    the next one's cheap look at the last nine points withdraws it. That look reads no quarter's level:
+    the withdrawal quotes those nine at its step, not the level the judgement before read."""
+    text, step = _flat_withdrawn_then_read_back(lambda s: 2.0 if s <= 700 else 1.0, 900, 0.05)
+    assert 700 < step < 800 and "last 9 points" in text
 
 
 def test_an_error_before_any_training_step_is_a_warning_once_a_later_launch_trains() -> None:

@@ -32,17 +32,42 @@ waiting in a collective) is its echo, not a bug of its own."""
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.I)
 
 
+NAMED_STEP = re.compile(r"(?i)(?<![\w.])(?:global[ _]?)?(?:step|iteration|iter)\s*(?:[=:#]\s*|\s)(\d+)\b(?![.,]\d)")
+"""A step an error's own text names (`at step 30`, `step=30`, `iteration 30`): the word itself, not part
+of a longer name (`max_steps=30`, `step_size=3`, `optimizer.step`), right before a whole number. A line
+number, a rank or a size has another word before it and is never read as a step."""
+
+
+def named_step(event: Event) -> int | None:
+    """The step the error's message says it failed at, when it names exactly one.
+
+    Only the message (the exception line, or the error line itself) is read: a traceback's frames
+    quote source code, whose numbers are not the run's. Two different steps named: none is taken.
+    """
+    message = " ".join(str(event.fields.get(k) or "") for k in ("root_message", "message")).strip()
+    if not message:
+        lines = event.text.strip().splitlines()
+        message = lines[-1] if lines else ""
+    steps = {int(m) for m in NAMED_STEP.findall(message)}
+    return steps.pop() if len(steps) == 1 else None
+
+
 def running_step(ctx: RuleContext, event: Event) -> tuple[int | None, bool]:
     """The step that was running when the error was printed, and whether that is inferred.
 
-    The last step a log shows (a metrics line, or a progress bar counted on since) has finished;
-    an error printed after it happened in the next one. Not so in an evaluation or a checkpoint
-    save, which belong to the step just finished, or once the known last step has been reached.
+    An error whose text names the step it failed at is dated there: the log's own word, not a guess
+    (a step before the last one logged, or past the run's known length, is not that step and is not
+    taken). Otherwise: the last step a log shows (a metrics line, or a progress bar counted on since)
+    has finished; an error printed after it happened in the next one. Not so in an evaluation or a
+    checkpoint save, which belong to the step just finished, or once the known last step has been reached.
     """
     step = event.step
     st = ctx.sources.get(event.source)
     if step is None or st is None or st.step is None or step != st.step:
         return step, False  # the adapter dated the event itself
+    named = named_step(event)
+    if named is not None and named >= step and (st.total_steps is None or named <= st.total_steps):
+        return named, False
     if st.ended or st.phase != "train" or (st.total_steps is not None and step >= st.total_steps):
         return step, False
     return step + 1, True

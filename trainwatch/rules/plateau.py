@@ -325,6 +325,10 @@ class LossFlatFromStart(ArrayRule):
         self._first: dict[int, tuple[Any, ...]] = {}
         """Per run segment (by identity): (segment, h, its start's median, its noise), the last start read.
         One entry per segment, so many sources judged in turn each keep theirs."""
+        self._fell = ""
+        """What the last judgement that returned FELL read, with its counts and its step: a withdrawal
+        quotes that judgement, not a level kept from an earlier one (a FELL of the cheap look reads no
+        level of its own)."""
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         p = self.p
@@ -381,15 +385,7 @@ class LossFlatFromStart(ArrayRule):
                 st.opened, st.flat_since = None, None
                 if f is FELL and st.told is seg:
                     st.told = None
-                    known = self._first.get(id(seg))
-                    start = f" ({fmt(known[2])})" if known is not None and known[0] is seg else ""
-                    if st.level is not None:
-                        lv = f"the median of its last points was {fmt(st.level)}"
-                    else:
-                        lv = f"it logged {fmt(float(new[r]))}"
-                    why = (f"the loss fell after all: by step {step} {lv}, more than {p.min_drop:.0%} below "
-                           f"the median of its first points{start}")
-                    withdrawn.append((w.start + r, why))
+                    withdrawn.append((w.start + r, f"the loss fell after all: {self._fell}"))
                 continue
             if st.opened is None:
                 if st.flat_since is None or st.flat_since[0] is not seg:
@@ -493,6 +489,7 @@ class LossFlatFromStart(ArrayRule):
         fall stays below min_drop (the noise band is for calling it, not for keeping it, or a noisy
         flat curve would flap). Each quarter holds at most `quarter_max` points. `tail(k)` gives the
         last k finite values."""
+        self._fell = ""
         if n < need or not head or self._late(head_steps):
             return None, None
         h = max(2, min(n // 4, self.p.quarter_max, len(head)))
@@ -507,17 +504,20 @@ class LossFlatFromStart(ArrayRule):
             return None, None
         min_drop = self.p.min_drop
         k = max(3, h // 16)
-        if median(head[:k]) * (1 - 2 * min_drop) > first + 3 * median_se(head_noise, k):
+        start_k = median(head[:k])
+        if start_k * (1 - 2 * min_drop) > first + 3 * median_se(head_noise, k):
+            self._fell = fell_in_first_quarter(step, k, start_k, h, first, 2 * min_drop)
             return FELL, None  # it fell fast within its first quarter (6.55 -> 4.3 in five epochs), then rested:
             # a plateau's case (loss.plateau), not a loss that never decreased
         if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
             if few is not None:
-                if few + 3 * median_se(head_noise, 9) < first * (1 - 2 * min_drop):
-                    return FELL, None
+                nine, few_n = few, 9
             else:
                 last9 = tail(9)
-                if last9 and median(last9) + 3 * median_se(head_noise, len(last9)) < first * (1 - 2 * min_drop):
-                    return FELL, None
+                nine, few_n = (median(last9) if last9 else math.inf), len(last9)
+            if few_n and nine + 3 * median_se(head_noise, few_n) < first * (1 - 2 * min_drop):
+                self._fell = fell_below(step, few_n, nine, h, first, 2 * min_drop)
+                return FELL, None
         vals = tail(h)
         if not vals:
             return None, None
@@ -531,6 +531,7 @@ class LossFlatFromStart(ArrayRule):
         se = math.hypot(median_se(noise, h), median_se(noise, len(vals)))
         z_se = self.p.noise_z * se / first
         if drop - z_se >= min_drop:
+            self._fell = fell_below(step, len(vals), last, h, first, min_drop)
             return FELL, last  # it fell by more than min_drop, beyond the noise
         if drop + (0.0 if holding else z_se) >= min_drop:
             return False, last  # it may have fallen: the noise could hide a fall of min_drop
@@ -580,6 +581,18 @@ class LossFlatFromStart(ArrayRule):
         if first <= self.p.start_within:
             return False
         return len(head_steps) < 2 or first > head_steps[1] - head_steps[0]
+
+def fell_below(step: int, count: int, last: float, h: int, first: float, share: float) -> str:
+    """Why a flat start was withdrawn: the median the judgement read at `step`, with both counts."""
+    return (f"by step {step} the median of its last {count} points was {fmt(last)}, more than {share:.0%} below "
+            f"the median of its first {h} points ({fmt(first)})")
+
+
+def fell_in_first_quarter(step: int, k: int, start_k: float, h: int, first: float, share: float) -> str:
+    """Why a flat start was withdrawn when, judged at `step`, it had fallen within its first quarter."""
+    return (f"judged at step {step}, the median of its first {h} points ({fmt(first)}) was more than {share:.0%} "
+            f"below that of its first {k} ({fmt(start_k)}): it fell within its first quarter")
+
 
 def _seg_changes(seg: np.ndarray) -> np.ndarray:
     """Per index k (and one past the end), the first index at or after k where the segment differs from

@@ -13,6 +13,7 @@ import math
 
 from trainwatch.model import Finding, Retraction
 from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.plateau import fell_below, fell_in_first_quarter  # one wording of a withdrawal
 from trainwatch.rules.stats import Episodes, Segment, Segments, diff_sigma, fmt, median_se, nz, scaled_window
 from trainwatch.store import Point, Series
 
@@ -185,6 +186,7 @@ class LossFlatFromStart(Rule):
         self._level: dict[str, float] = {}
         self._flat_since: dict[str, tuple[Segment, int]] = {}  # source -> (segment, points seen when first flat)
         self._told: dict[str, Segment] = {}  # source -> the run segment whose flat curve was reported
+        self._fell = ""  # what the last FELL judgement read, with its counts and step: a withdrawal quotes it
 
     def _judge(self, series: Series, need: int, step: int, holding: bool = False) -> Finding | bool | str | None:
         """A finding when flat, FELL when it fell beyond the noise, False when not flat otherwise, None
@@ -193,6 +195,7 @@ class LossFlatFromStart(Rule):
         keeping it, or a noisy flat curve would flap). Each quarter holds at most
         `quarter_max` points, so the cost per sample does not grow with the run. A step that goes back
         starts a new run: its own start is the one compared."""
+        self._fell = ""
         seg = self._segments.get(series.source)
         if seg is None:
             return None
@@ -211,11 +214,14 @@ class LossFlatFromStart(Rule):
         if first <= 0:
             return None
         k = max(3, h // 16)
-        if median([p.value for p in head[:k]]) * (1 - 2 * self.p.min_drop) > first + 3 * median_se(head_noise, k):
+        start_k = median([p.value for p in head[:k]])
+        if start_k * (1 - 2 * self.p.min_drop) > first + 3 * median_se(head_noise, k):
+            self._fell = fell_in_first_quarter(step, k, start_k, h, first, 2 * self.p.min_drop)
             return FELL  # it fell fast within its first quarter, then rested: a plateau's case
         if not holding:  # a cheap look first: the last 9 points far below the start need no full quarter
             few = series.tail_values(9)
             if few and median(few) + 3 * median_se(head_noise, len(few)) < first * (1 - 2 * self.p.min_drop):
+                self._fell = fell_below(step, len(few), median(few), h, first, 2 * self.p.min_drop)
                 return FELL
         vals = series.tail_values(h)
         if not vals:
@@ -231,6 +237,7 @@ class LossFlatFromStart(Rule):
         se = math.hypot(median_se(noise, h), median_se(noise, len(vals)))
         z_se = self.p.noise_z * se / first
         if drop - z_se >= self.p.min_drop:
+            self._fell = fell_below(step, len(vals), last, h, first, self.p.min_drop)
             return FELL  # it fell by more than min_drop, beyond the noise
         if drop + (0.0 if holding else z_se) >= self.p.min_drop:
             return False  # it may have fallen: the noise could hide a fall of min_drop
@@ -266,13 +273,7 @@ class LossFlatFromStart(Rule):
             self._episodes.close(src)
             self._flat_since.pop(src, None)
             if f is FELL and self._told.pop(src, None) is seg:
-                known = self._first.get(src)
-                start = f" ({fmt(known[2])})" if known is not None and known[0] is seg else ""
-                level = self._level.get(src)
-                lv = f"the median of its last points was {fmt(level)}" if level is not None else \
-                    f"it logged {fmt(point.value)}"
-                return Retraction(f"the loss fell after all: by step {point.step} {lv}, more than "
-                                  f"{self.p.min_drop:.0%} below the median of its first points{start}")
+                return Retraction(f"the loss fell after all: {self._fell}")
             return None
         if self._episodes.is_open(src):
             return self._episodes.repeat(src, self._level[src], point.step)
