@@ -247,14 +247,13 @@ class LossSpike(ArrayRule):
         """A spike measured against the recent median stops holding once that median has risen to it: if
         the loss is still this rule's ratio over the level before the spike, it did not come back."""
         base = evidence.get("baseline")
-        level = w.said_at(row)
         if not isinstance(base, (int, float)) or not base > 0:
             return None
-        now, said = level
+        now, said = w.said_at(row)
         if now < self.p.ratio * base:
             return None
-        return (f"{w.name} did not come back: {said} is {fmt(now / base)}x the {fmt(base)} before the spike; "
-                "the recent median it is measured against rose with it")
+        return (f"{w.name} did not come back: {said} is {fmt(now / base)}x its recent median before the spike "
+                f"({fmt(base)}); that median rose with it")
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         src = w.source

@@ -171,15 +171,14 @@ class SpeedDrop(ArrayRule):
         the drop stops holding without the speed ever coming back. Recovered means back within `drop` of
         the level the drop was found against."""
         base = evidence.get("baseline")
-        level = w.said_at(row)
         if not isinstance(base, (int, float)) or not base > 0:
             return None
-        now, said = level
+        now, said = w.said_at(row)
         higher = w.name in SLOWER_IS_HIGHER
         if (now <= base / self.p.drop) if higher else (now >= self.p.drop * base):
             return None
-        return (f"{w.name} did not come back: {said} against {fmt(base)} before the drop; the run's "
-                "level it is measured against moved to the slow speed")
+        return (f"{w.name} did not come back: {said} against the run's level before the drop, the median of "
+                f"the points before it ({fmt(base)}); that level moved to the slow speed")
 
     def _began(self, lv: _Levels, i: int, base: float, higher: bool) -> tuple[int, float]:
         """Where the drop began: the first of the recent points (those whose median was found slow) that is
