@@ -140,13 +140,14 @@ class Direction:
     share: bool
     split: str
     tradeoff: bool = False  # one side of a trade-off (precision against recall): a fall is no failure alone
+    guess: bool = False  # the direction is a guess from a generic name (a bare `score`), not a known metric
 
     @property
     def is_loss(self) -> bool:
         return self.kind == "loss"
 
 
-def _kinds() -> tuple[list[tuple[str, bool, bool, bool, re.Pattern[str]]], set[str]]:
+def _kinds() -> tuple[list[tuple[str, bool, bool, bool, bool, re.Pattern[str]]], set[str]]:
     text = resources.files("trainwatch").joinpath("data/quality.yaml").read_text(encoding="utf-8")
     out = []
     table = yamltext.load(text)
@@ -154,7 +155,7 @@ def _kinds() -> tuple[list[tuple[str, bool, bool, bool, re.Pattern[str]]], set[s
     for kind, spec in table.items():
         pats = "|".join(f"(?:{p})" for p in spec["names"])
         out.append((str(kind), spec["better"] == "higher", bool(spec.get("share", False)),
-                    bool(spec.get("tradeoff", False)), re.compile(r"(?:^|_)(?:" + pats + r")(?:_|$)")))
+                    bool(spec.get("tradeoff", False)), bool(spec.get("guess", False)), re.compile(r"(?:^|_)(?:" + pats + r")(?:_|$)")))
     return out, ignore
 
 
@@ -187,9 +188,9 @@ class Quality:
             return Direction(low, self._extra[low], False, split)
         if self._ignore.intersection(tokens):
             return None
-        for kind, higher, share, tradeoff, pat in self._kinds:
+        for kind, higher, share, tradeoff, guess, pat in self._kinds:
             if pat.search(norm):
-                return Direction(kind, higher, share, split, tradeoff)
+                return Direction(kind, higher, share, split, tradeoff, guess)
         return None
 
 

@@ -14,6 +14,7 @@ BRIEF_IDS = {
     "data.chat_template_boundary", "data.cas_error", "loss.nan_message", "run.signal", "run.child_failed",
     "megatron.grad_nan", "ckpt.disk_full", "env.abi_mismatch", "compile.failed", "run.bad_args",
     "run.killed", "run.native_crash", "sched.time_limit", "sched.cancelled", "sched.preempted", "sched.job_failed",
+    "sched.job_report",
     "oom.skipped",
     "oom.fallback",
     "run.instantiate_failed",
@@ -123,6 +124,7 @@ KILL_LINES = [  # how a run is stopped from outside: each says who did it where 
     ("oom.skipped", "| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 20.00 MiB;"
                     " skipping batch"),  # LSF's report of a job whose command failed
     ("sched.job_failed", "    Exit_status=2"),  # PBS
+    ("sched.job_report", "Job Wall-clock time: 15:51:00"),  # seff, in a Slurm epilogue
     ("sched.job_failed", "\t(1) Normal termination (return value 1)"),  # HTCondor
     ("sched.cancelled", "slurmstepd: error: *** JOB 99 ON n1 CANCELLED AT 2024-05-06T07:08:09 DUE TO NODE FAILURE, "
                         "SEE SLURMCTLD LOG FOR DETAILS ***"),

@@ -97,3 +97,25 @@ def test_not_when_the_validation_loss_had_stopped_improving() -> None:
         r.clock.t += 3 * 3600
         r.changes.extend(r.engine.tick())
         assert ("run.ended_early" in r.fired()) is expect
+
+
+SEFF_REPORT = (b"\nJOB STATISTICS\n==============\nJob ID: 4242\nState: RUNNING\nNodes: 1\n"
+               b"Job Wall-clock time: 03:59:58\nMemory Utilized: 0.00 MB\n")
+
+
+def test_a_job_report_after_a_trainer_log_without_its_summary_is_a_run_ended_early(tmp_path: Path) -> None:
+    """A Slurm epilogue (seff's job statistics) says the job is over; the HF Trainer always prints its
+    `train_runtime` summary when train() returns, and this log has none and no error: the job was stopped
+    from outside, even while the file is fresh and whatever total the run had."""
+    log = cut(ROOT / "examples/logs/hf_healthy.log", tmp_path / "job.out", 40, 5)
+    log.write_bytes(log.read_bytes() + SEFF_REPORT)
+    f = next(f for f in check(log)["findings"] if f["id"] == "run.ended_early")
+    assert f["severity"] == "warning" and "job ended" in f["message"]
+    text = log.read_bytes()
+    assert f["evidence"]["report_line"] == text[:text.index(b"Job Wall-clock")].count(b"\n") + 1
+
+
+def test_a_job_report_after_the_trainers_summary_is_a_finished_run(tmp_path: Path) -> None:
+    log = cut(ROOT / "examples/logs/hf_healthy.log", tmp_path / "job.out", 10**6, 5)
+    log.write_bytes(log.read_bytes() + SEFF_REPORT)
+    assert "run.ended_early" not in ids(check(log))

@@ -491,3 +491,40 @@ def test_an_overfit_warning_is_withdrawn_when_the_task_metric_turns_out_to_impro
     assert [w["id"] for w in doc["withdrawn"]] == ["loss.overfit"]
     told = [f for f in doc["findings"] if f["id"] == "loss.overfit"]
     assert len(told) == 1 and told[0]["severity"] == "info" and "calibration" in told[0]["message"]
+
+
+# -- a metric named only a `score`: its direction is a guess ---------------------------------------
+
+
+def test_a_bare_score_has_a_guessed_direction_and_a_known_metric_does_not() -> None:
+    assert Quality()("eval_structure_score_neg").guess  # type: ignore[union-attr]
+    assert not Quality()("eval_exact_match_accuracy").guess  # type: ignore[union-attr]
+    assert not Quality()("f1_score").guess  # type: ignore[union-attr]
+
+
+def _score_beside(accuracy: list[float]) -> Run:
+    """A `score` that falls to a quarter of its start and another that stays 0, beside an accuracy."""
+    r = Run()
+    n = len(accuracy)
+    falls = [0.012 * (1 - 0.75 * e / (n - 1)) for e in range(n)]
+    _epochs(r, n, 10, lambda s: 3.0 - s * 0.004, eval_penalty_score=falls, eval_pos_score=[0.0] * n,
+            eval_accuracy=accuracy)
+    r.finish()
+    return r
+
+
+def test_a_bare_score_falling_while_the_accuracy_climbs_is_told_as_info_with_that_climb() -> None:
+    """Lower may be better for a score the name says nothing of (a penalty): the accuracy beside it rose
+    0 -> 0.39, so its fall is no collapse the tool can be sure of, and neither is the other score's 0."""
+    fired = _firing(_score_beside([0.39 * e / 19 for e in range(20)]))
+    collapse, stuck = fired["quality.collapse"], fired["quality.not_learning"]
+    assert collapse.severity is Severity.INFO and stuck.severity is Severity.INFO  # type: ignore[attr-defined]
+    assert "eval_accuracy improved" in collapse.finding.message  # type: ignore[attr-defined]
+    assert "the model learns" in stuck.finding.message  # type: ignore[attr-defined]
+    assert "majority" not in stuck.finding.message  # type: ignore[attr-defined]
+
+
+def test_a_bare_score_falling_while_nothing_known_improves_is_still_a_warning() -> None:
+    fired = _firing(_score_beside([0.2] * 20))
+    assert fired["quality.collapse"].severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert fired["quality.not_learning"].severity is Severity.WARNING  # type: ignore[attr-defined]

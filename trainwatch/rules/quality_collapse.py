@@ -13,7 +13,10 @@ A share with a full scale (accuracy, mIoU: 0-1 or 0-100 %) also collapses withou
 near the top, what counts is the shortfall from the full scale. A classifier at 99 % that falls to 60 %
 and stays there got forty times worse (a verifier that now refuses everything, a model that predicts the
 majority class), though 60 is more than half of 99. So a fall of `share_drop` of the scale that also
-multiplies the shortfall by `share_worse` is a collapse too; mid-range wobbles (60 % -> 45 %) are not."""
+multiplies the shortfall by `share_worse` is a collapse too; mid-range wobbles (60 % -> 45 %) are not.
+
+A metric named only a `score` may be one where lower is better (a penalty, a distance): when a metric of
+known direction improved by `quality_gain` over the same steps, its fall is told as info."""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ import numpy as np
 
 from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import Track, centred_count, medians_label, rolling_median, tracks
+from trainwatch.rules.quality_series import Track, centred_count, improving, medians_label, rolling_median, tracks
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import diff_sigma, nz
 
@@ -46,6 +49,7 @@ class QualityCollapseParams:
     zero_points: int
     share_drop: float
     share_worse: float
+    quality_gain: float
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,11 @@ class QualityCollapse(Rule):
                       and bool((np.abs(tail) <= self.p.zero * c.best).all()))
         if to_nothing:
             msg += f"; its last {len(tail)} values were all near 0: the run ends producing nothing it was trained for"
+        gain = improving(ctx, source, c.best_step, None, self.p.quality_gain, known_only=True) \
+            if t.d.guess else None
+        if gain is not None:  # a generic name whose fall the run's known metrics contradict: maybe lower is better
+            msg += (f"; meanwhile {gain.said()}: the name does not say which way is better for {t.name} "
+                    f"(a `directions:` entry in the config tells it)")
         f = Finding(message=msg, step=at_step, began_step=at_step, subject=t.name,
                         evidence={"value": c.fell_to, "step": at_step, "best": c.best, "best_step": c.best_step,
                                   "low": c.low, "low_step": low_step,
@@ -119,7 +128,9 @@ class QualityCollapse(Rule):
                                   "recovered": c.recovered is not None, "metrics": [o.t.name for o in found],
                                   "detected_step": at_step, "last_value": last, "last_step": int(t.steps[-1]),
                                   "to_zero": to_nothing})
-        if to_nothing:
+        if gain is not None:
+            f.severity = Severity.INFO
+        elif to_nothing:
             f.severity = Severity.CRITICAL
         return [f]
 

@@ -6,7 +6,9 @@ lucky draw, so the best must be followed by at least `later_evals` evaluations (
 them), the median of the latest ones must stand below the level around the best by `level_k` noise
 widths (the evaluations' own second differences) and `min_drop` of the best, and the train loss must
 have fallen `train_fall` since the best. Rewards are left out (a policy has no held-out split), and so
-are precision and recall alone (a threshold trades one for the other)."""
+are precision and recall alone (a threshold trades one for the other). A metric named only a `score`
+that fell while a metric of known direction improved by `quality_gain` is told as info (lower may be
+better for it)."""
 
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainwatch.model import Finding
+from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import tracks
+from trainwatch.rules.quality_series import improving, tracks
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import curve_sigma, fmt, nz
 
@@ -34,6 +36,7 @@ class QualityOverfitParams:
     latest: int
     train_window: int
     train_fall: float
+    quality_gain: float
 
 
 @register("quality.overfit")
@@ -81,7 +84,12 @@ class QualityOverfit(Rule):
                    f"since were all worse, lately {t.shown(t.sign * latest)} (median of the last {p.latest}), "
                    f"while the train loss fell {fmt(then)} -> {fmt(now)} ({_medians(n_then, len(recent))} "
                    f"to step {b_step} and to the end)")
+            gain = improving(ctx, source, b_step, None, p.quality_gain, known_only=True) if t.d.guess else None
+            if gain is not None:  # a generic name that the run's known metrics contradict: maybe lower is better
+                msg += (f"; meanwhile {gain.said()}: the name does not say which way is better for {t.name} "
+                        f"(a `directions:` entry in the config tells it)")
             return [Finding(message=msg, step=b_step, began_step=b_step, subject=t.name,
+                            severity=Severity.INFO if gain is not None else None,
                             evidence={"value": float(t.values[b]), "step": b_step, "latest": t.sign * latest,
                                       "noise": noise, "train_then": then, "train_now": now,
                                       "detected_step": last_step, "last_value": float(t.values[-1]),

@@ -118,15 +118,16 @@ class Gain:
 
 
 def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, min_gain: float,
-              min_points: int = 3) -> Gain | None:
+              min_points: int = 3, *, known_only: bool = False) -> Gain | None:
     """A quality metric (not on the train split) that improved since `since_step`, as it was read when
     `line` was logged (None: now): at least `min_points` values since then, each better than the one
     before while there are fewer than five, else the median of the last third better than that of the
     first by `min_gain` of its size and by three noise widths (a metric at chance level wanders, it does
-    not climb). A loss curve that misbehaves while the task metric gets better is no training failure."""
+    not climb). A loss curve that misbehaves while the task metric gets better is no training failure.
+    `known_only`: only metrics whose direction the name makes sure of (not a bare `score`)."""
     best: Gain | None = None
     for s, d in _quality_series(ctx, source):
-        if d.is_loss or d.split == "train" or d.tradeoff:
+        if d.is_loss or d.split == "train" or d.tradeoff or (known_only and d.guess):
             continue
         steps, values = _read_upto(s, line)
         at = steps >= since_step

@@ -15,7 +15,11 @@ Any other few evaluations stay info, since an untrained model's first evaluation
 When the run's config gives its number of classes K (`num_classes`, `num_labels`), a top-1 accuracy that
 stayed within the band of a guess, 1/K (at most `chance_ratio` times it and `chance_room` of the rest
 of the scale above it), with no climb, is at chance: a 10-class accuracy at 9-11 % learnt nothing either.
-Top-k and pixel accuracies are left out: their chance level is not 1/K."""
+Top-k and pixel accuracies are left out: their chance level is not 1/K.
+
+A metric named only a `score` that stays at 0 while a metric of known direction (an accuracy, an eval
+loss is not one) improved by `quality_gain` is told as info: the model learns, and that score may be
+one whose best is 0."""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 
 from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import Track, tracks
+from trainwatch.rules.quality_series import Gain, Track, improving, tracks
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import fmt, latest_start
 from trainwatch.store import Series
@@ -42,6 +46,7 @@ class QualityNotLearningParams:
     min_climb: float
     chance_ratio: float
     chance_room: float
+    quality_gain: float
 
 
 @register("quality.not_learning")
@@ -65,7 +70,12 @@ class QualityNotLearning(Rule):
         n = len(main.values)
         parts = [_said(t) for t in stuck[:3]]
         msg = "; ".join(parts) + (f" (and {len(stuck) - 3} more)" if len(stuck) > 3 else "")
-        if stuck:
+        gain = self._contradicted(ctx, source, stuck, at_chance)
+        if gain is not None:
+            msg += (f": near 0 the whole run, while {gain.said()}: the model learns, but not what "
+                    f"{'these metrics measure' if len(stuck) > 1 else 'this metric measures'} (check how it is "
+                    f"computed, or whether 0 is its best)")
+        elif stuck:
             msg += ": near 0 the whole run, the model learnt nothing the task metric sees"
         if at_chance and k is not None:
             t = at_chance[0]
@@ -77,8 +87,9 @@ class QualityNotLearning(Rule):
         if start is not None and loss is not None and loss.last is not None:
             msg += (f", while the train loss went {fmt(start.value)} (step {start.step}) -> {fmt(loss.last.value)} "
                     f"(step {loss.last.step})")
-        msg += _beside(tracks_all, stuck)
-        sure = n >= self.p.sure_evals or _final(main, loss)
+        if gain is None:
+            msg += _beside(tracks_all, stuck)
+        sure = gain is None and (n >= self.p.sure_evals or _final(main, loss))
         first, last = int(main.steps[0]), int(main.steps[-1])
         return [Finding(message=msg, step=first, began_step=first, subject=main.name,
                         severity=None if sure else Severity.INFO,
@@ -87,6 +98,15 @@ class QualityNotLearning(Rule):
                                   **({"classes": k} if at_chance else {}),
                                   "detected_step": last, "last_value": float(main.values[-1]),
                                   "last_step": last})]
+
+    def _contradicted(self, ctx: RuleContext, source: str, stuck: list[Track],
+                      at_chance: list[Track]) -> Gain | None:
+        """A metric of known direction that improved over the run, when every stuck metric is only named a
+        `score` (a penalty or a count of mistakes is best at 0): the model learns what that one measures."""
+        if at_chance or not stuck or not all(t.d.guess for t in stuck):
+            return None
+        return improving(ctx, source, min(int(t.steps[0]) for t in stuck), None, self.p.quality_gain,
+                         known_only=True)
 
     def _stuck(self, t: Track) -> bool:
         v = t.values

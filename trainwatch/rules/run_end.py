@@ -14,6 +14,12 @@ Each part keeps it quiet where it would be wrong:
 - a line that says the training stopped itself (an early-stopping callback): by design, and
   run.early_stopped says so.
 
+A scheduler's job report at the end of the file (seff's `Job Wall-clock time:` in a Slurm epilogue)
+says the job is over, total or not: a run of a format whose trainer always prints an
+end-of-training summary (`summary_formats`: the HF Trainer's `train_runtime` dict) that logged its
+learning rate and ends in that report without the summary and without an error was stopped from outside
+(a time limit whose message went to the .err file, a cancel) or died with its error in another file.
+
 `check` knows how long the file has been quiet from its modification time (the `quiet_s` fact that
 `check` sets for logs that grow; a whole-file snapshot such as trainer_state.json has none). `tail`
 sees the quiet time itself, on its clock, since the last step arrived.
@@ -50,6 +56,8 @@ class EndedEarlyParams:
     not_fatal: tuple[str, ...]
     patience: int
     patience_max: int
+    job_over: tuple[str, ...]
+    summary_formats: tuple[str, ...]
 
 
 @register("run.ended_early")
@@ -64,8 +72,12 @@ class EndedEarly(Rule):
         super().__init__(spec)
         self._errors: set[str] = set()  # sources whose log says why they stopped
         self._benign = set(self.p.not_fatal)
+        self._over: dict[str, int] = {}  # source -> the line of the scheduler's report that the job is over
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
+        if event.kind is EventKind.ERROR and event.signature in self.p.job_over:
+            self._over.setdefault(event.source, event.line)
+            return None
         if crash.handled(event):
             return None  # the program went on after it: no reason it stopped
         if event.kind is EventKind.TRACEBACK or event.signature not in self._benign:
@@ -89,23 +101,27 @@ class EndedEarly(Rule):
     def _judge(self, ctx: RuleContext, state: SourceState, quiet: float) -> Finding | None:
         if state.ended or state.name in self._errors:
             return None  # an error's finding says why it stopped (a kill, a time limit, a crash)
-        if state.early_stop is not None or _stopped_by_patience(ctx, state.name, self.p.patience, self.p.patience_max):
-            return None  # stopped by design (run.early_stopped tells where, when the log said so)
+        if state.early_stop is not None:
+            return None  # stopped by design (run.early_stopped tells where)
+        # a trainer that stops itself early (a patience callback) still prints its summary
+        summary = self._no_summary(ctx, state)
+        if summary is None and _stopped_by_patience(ctx, state.name, self.p.patience, self.p.patience_max):
+            return None  # stopped by design, though the log did not say so
         at = where(ctx, state)
         if at is None:
-            return None
+            return summary
         unit, reached, total, plan = at
         series = _main_series(ctx, state.name)
         # a counter of epochs (or kimg) may count from 0: its last value is then total - 1
         slack = self.p.end_intervals * _log_every(series) if unit == "step" else self.p.end_units
         if total - reached <= max(slack, self.p.end_fraction * total):
-            return None  # it got to the end (or within a logging interval or two of it)
+            return summary  # it got to the end (or within a logging interval or two of it)
         interval = _time_interval(series)
         limit = self.p.unlearned_s if interval is None else max(self.p.quiet_factor * interval, self.p.floor_s)
         if state.phase != "train":
             limit = max(limit, self.p.unlearned_s)  # an evaluation or a checkpoint save may be long
         if quiet < limit:
-            return None
+            return summary  # quiet for too short a time to tell, unless the job's report says it is over
         step = state.step
         ev: dict[str, object] = {"step": step}
         if plan is None:
@@ -119,6 +135,20 @@ class EndedEarly(Rule):
         return Finding(message=f"the run ended early at {at_text}, killed, preempted or hung: "
                                f"no end-of-training summary, no error, and no new line for {span(quiet)}",
                        subject=SUBJECT, evidence=ev, step=step, line=state.lines)
+
+
+    def _no_summary(self, ctx: RuleContext, state: SourceState) -> Finding | None:
+        """The job's report says it is over, and a trainer that always ends with a summary printed none."""
+        over = self._over.get(state.name)
+        if over is None or state.format not in self.p.summary_formats or ctx.store.get("lr", state.name) is None:
+            return None
+        step = state.step
+        at = f" after step {step}" if step is not None else ""
+        return Finding(message=f"the job ended{at} (the scheduler's job report at line {over}) before the "
+                               f"training did: no end-of-training summary and no error in this log, so it was "
+                               f"stopped from outside (a time limit, a cancel) or its error went to another "
+                               f"file (the job's .err)",
+                       subject=SUBJECT, evidence={"step": step, "report_line": over}, step=step, line=over)
 
 
 class At(NamedTuple):
