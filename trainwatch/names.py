@@ -155,7 +155,8 @@ def _kinds() -> tuple[list[tuple[str, bool, bool, bool, bool, re.Pattern[str]]],
     for kind, spec in table.items():
         pats = "|".join(f"(?:{p})" for p in spec["names"])
         out.append((str(kind), spec["better"] == "higher", bool(spec.get("share", False)),
-                    bool(spec.get("tradeoff", False)), bool(spec.get("guess", False)), re.compile(r"(?:^|_)(?:" + pats + r")(?:_|$)")))
+                    bool(spec.get("tradeoff", False)), bool(spec.get("guess", False)),
+                    re.compile(r"(?:^|_)(?:" + pats + r")(?:_|$)")))
     return out, ignore
 
 
