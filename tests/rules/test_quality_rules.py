@@ -528,3 +528,14 @@ def test_a_bare_score_falling_while_nothing_known_improves_is_still_a_warning() 
     fired = _firing(_score_beside([0.2] * 20))
     assert fired["quality.collapse"].severity is Severity.WARNING  # type: ignore[attr-defined]
     assert fired["quality.not_learning"].severity is Severity.WARNING  # type: ignore[attr-defined]
+
+
+def test_an_eval_metric_best_before_any_training_is_not_overfitting() -> None:
+    """An evaluation on start (step 0, before the first train loss) that every later one falls below:
+    training never improved the metric, so 'overfitting since its best' (and a train-loss median 'to
+    step 0' taken over later points) would be untrue."""
+    r = Run()
+    r.sample("val_acc", 86.0, 0)
+    _epochs(r, 20, 10, lambda s: 3.5 - s * 0.005, val_acc=[85.0 - 0.5 * e for e in range(20)])
+    r.finish()
+    assert "quality.overfit" not in _firing(r)

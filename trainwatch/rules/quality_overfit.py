@@ -75,6 +75,8 @@ class QualityOverfit(Rule):
             if gap < p.level_k * noise or gap < p.min_drop * abs(best) or not (v[b + 1:] < best).all():
                 continue
             b_step, last_step = int(t.steps[b]), int(t.steps[-1])
+            if not len(l_steps) or b_step < int(l_steps[0]):
+                continue  # best before any training (an evaluation on start): never improved, not overfitting
             then, n_then = _median_upto(l_steps, l_vals, b_step, p.train_window)
             recent = l_vals[-p.train_window:].tolist()
             now = median(recent) if recent else float("nan")
@@ -98,11 +100,9 @@ class QualityOverfit(Rule):
 
 
 def _median_upto(steps: np.ndarray, values: np.ndarray, step: int, w: int) -> tuple[float, int]:
-    """Median of the last w train-loss values logged at or before `step` (the first w when none is), and
-    how many it was taken over: fewer than w when the run logged fewer, and the label says so."""
+    """Median of the last w train-loss values logged at or before `step` (the caller makes sure there is
+    one), and how many it was taken over: fewer than w when the run logged fewer, and the label says so."""
     vals = values[steps <= step][-w:]
-    if not len(vals):
-        vals = values[:w]
     return (median(vals.tolist()), len(vals)) if len(vals) else (float("nan"), 0)
 
 
