@@ -11,12 +11,11 @@ so a live reader gives only the epochs past those it already gave.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable
 from typing import Any
 
-from trainwatch.adapters.base import Adapter, json_number
+from trainwatch.adapters.base import json_number
+from trainwatch.adapters.document import JsonDocumentAdapter
 from trainwatch.adapters.shapes import METRIC_WORDS
 from trainwatch.model import Record, Sample
 
@@ -46,12 +45,10 @@ def _lists(data: Any) -> dict[str, list[float | None]]:
     return out
 
 
-class JsonHistoryAdapter(Adapter):
+class JsonHistoryAdapter(JsonDocumentAdapter):
     name = "json_history"
     description = "A JSON object of per-epoch lists (Keras history.history dumped with json, a script's own)"
     example = '{"loss": [0.91, 0.52, 0.4], "val_loss": [0.7, 0.55, 0.5]}'
-    whole_file = True
-    text_signatures = False
 
     def __init__(self, source: str = "") -> None:
         super().__init__(source)
@@ -67,14 +64,7 @@ class JsonHistoryAdapter(Adapter):
             return 0.85 if any(METRIC_WORDS.search(n) for n in names) else 0.5
         return 0.4
 
-    def parse(self, line: str, lineno: int) -> Iterable[Record]:
-        return ()
-
-    def parse_document(self, text: str) -> Iterable[Record]:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return []  # half-written file: the next change brings a whole one
+    def records(self, data: Any) -> list[Record]:
         out: list[Record] = []
         for key, values in _lists(data).items():
             start = self.given.get(key, 0)

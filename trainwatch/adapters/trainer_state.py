@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
 from typing import Any
 
-from trainwatch.adapters.base import Adapter, json_number
+from trainwatch.adapters.base import json_number
+from trainwatch.adapters.document import JsonDocumentAdapter
 from trainwatch.model import Event, EventKind, Record, Sample
 
 SKIP_KEYS = frozenset({"step"})
@@ -23,12 +23,10 @@ BARE_HISTORY = re.compile(r'\s*\[\s*\{[^{}]*"(?:loss|eval_loss|learning_rate|epo
                           r'\s*\[\s*\{[^{}]*"step"\s*:[^{}]*"(?:loss|eval_loss|learning_rate|epoch)"\s*:')
 
 
-class TrainerStateAdapter(Adapter):
+class TrainerStateAdapter(JsonDocumentAdapter):
     name = "trainer_state"
     description = "Hugging Face trainer_state.json (log_history entries, read whole on each change)"
     example = '{"log_history": [{"epoch": 0.1, "grad_norm": 2.75, "learning_rate": 1.8e-05, "loss": 1.14, "step": 50}]}'
-    whole_file = True
-    text_signatures = False
 
     def __init__(self, source: str = "") -> None:
         super().__init__(source)
@@ -47,14 +45,7 @@ class TrainerStateAdapter(Adapter):
             return 0.8  # `json.dump(trainer.state.log_history, f)`: the list without its wrapper
         return 0.0
 
-    def parse(self, line: str, lineno: int) -> Iterable[Record]:
-        return ()
-
-    def parse_document(self, text: str) -> Iterable[Record]:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return []  # half-written file: the next change brings a whole one
+    def records(self, data: Any) -> list[Record]:
         history = data.get("log_history") if isinstance(data, dict) else data if isinstance(data, list) else None
         if not isinstance(history, list):
             return []
