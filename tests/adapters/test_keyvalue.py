@@ -820,3 +820,25 @@ def test_a_record_printed_as_a_short_repr_is_still_read() -> None:
     recs = run(KeyValueAdapter(), [f"Step {s}: Metrics(loss={2 - 0.1 * s:.2f}, acc={0.5 + 0.01 * s:.2f})"
                                    for s in range(1, 5)])
     assert len(series(recs, "acc")) == 4  # (a repr of a few fields is a record, not a config dump)
+
+
+def test_a_python_config_echoed_into_the_log_is_no_metric_record() -> None:
+    """MMCV prints its config file's source before training: an IoU threshold set there is a setting,
+    not an IoU the model reached; the metric lines after it are read as before."""
+    lines = ["model = dict(",
+             "    train_cfg=dict(",
+             "        rpn=dict(",
+             "            pos_iou_thr=0.7,",
+             "            neg_iou_thr=0.3,",
+             "            min_pos_iou=0.3),",
+             "        rcnn=dict(",
+             "            pos_iou_thr=0.5,",
+             "            neg_iou_thr=0.5,",
+             "            min_pos_iou=0.5),",
+             "        nms=dict(type='nms', iou_threshold=0.5),",
+             "        nms=dict(type='nms', iou_threshold=0.7),",
+             "    ))",
+             "Epoch [1][50/361]\tlr: 2.473e-04, time: 1.122, loss_cls: 1.1899, acc: 73.9214, loss: 1.4563"]
+    names = {s.name for s in samples(run(KeyValueAdapter(""), lines))}
+    assert "loss" in names and "acc" in names
+    assert not {n for n in names if "iou" in n}

@@ -539,3 +539,13 @@ def test_an_eval_metric_best_before_any_training_is_not_overfitting() -> None:
     _epochs(r, 20, 10, lambda s: 3.5 - s * 0.005, val_acc=[85.0 - 0.5 * e for e in range(20)])
     r.finish()
     assert "quality.overfit" not in _firing(r)
+
+
+def test_a_percent_accuracy_does_not_make_a_fractional_map_a_percent() -> None:
+    """MMDetection prints its classifier's accuracy as a percent (97.19) and its bbox mAP as a fraction
+    (0.358): read as a percent, a detector that reached 35.8 % mAP would be 'stuck at 0.358 %'."""
+    r = Run()
+    _epochs(r, 12, 10, lambda s: 1.5 - s * 0.01, acc=[90.0 + e * 0.5 for e in range(12)],
+            bbox_mAP=[0.05 + 0.025 * e for e in range(12)])
+    r.finish()
+    assert "quality.not_learning" not in _firing(r)

@@ -148,6 +148,9 @@ CONFIG_KEYS = 16
 """A line holding a `CamelCase(name=...` repr with at least this many `=` is a config dump
 (`TrainConfig(run_name=..., model=ModelConfig(d_model=768, ...))`, `Namespace(lr=0.02, ...)`): its numbers are
 settings, one of each, not metrics; a record printed as a repr has a few fields."""
+CONFIG_SOURCE = re.compile(r"=\s*dict\(|^\s*[A-Za-z_]\w*\s*=\s*[^=\s][^=]*,\s*$")
+"""A line of a Python config file echoed into the log (MMCV's `Config.pretty_text`): `nms=dict(type='nms',
+iou_threshold=0.5),`, or one keyword argument alone on its line, ending in a comma (`        pos_iou_thr=0.7,`). Its numbers are settings (an IoU threshold is no IoU), not metrics."""
 DIGIT = re.compile(r"\d")
 NONFINITE_VALUE = re.compile(r"[\s:=](?:nan|NaN|inf|Inf|Infinity)\b")
 WORD = re.compile(r"[A-Za-z]{2}")
@@ -555,6 +558,8 @@ class KeyValueAdapter(Adapter):
             return  # (`local_val_loss   nan`: a value with no digit is still one)
         if text.count("=") >= CONFIG_KEYS and CONFIG_REPR.search(text) is not None:
             return  # the run's settings as a dataclass or Namespace repr: read by runconfig, not a record
+        if "=" in text and CONFIG_SOURCE.search(text) is not None:
+            return  # a config file's source echoed (settings, not a record)
         if "%|" in text and (bar := BAR_TAIL.search(text)) is not None:
             postfix = "=" in text[bar.end():]
             text = text[:bar.start()]  # a tqdm bar whose description holds the metrics: keep those only

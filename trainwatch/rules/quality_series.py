@@ -79,7 +79,9 @@ def other_train_loss(ctx: RuleContext, source: str) -> str | None:
 
 def tracks(ctx: RuleContext, source: str, *, higher_only: bool = False) -> list[Track]:
     """The source's quality metrics other than losses (those have rules of their own), with the unit of
-    each share: a share printed above 1 anywhere in the source makes the source's shares percents."""
+    each share: a share printed above 1 makes the source's shares of the same kind percents (a top-5
+    accuracy of 2.5 makes the top-1's 0.7 a percent), but not those of another kind: MMDetection prints its
+    accuracy as a percent (97.19) and its mAP as a fraction (0.358)."""
     out: list[Track] = []
     for s, d in _quality_series(ctx, source):
         if d.is_loss or (higher_only and not d.higher):
@@ -88,12 +90,12 @@ def tracks(ctx: RuleContext, source: str, *, higher_only: bool = False) -> list[
         if len(values):
             out.append(Track(s.name, d, steps, values))
     shares = [t for t in out if t.d.share]
-    in_percent = any(1.0 < float(t.values.max()) <= 100.0 for t in shares)
+    in_percent = {t.d.kind for t in shares if 1.0 < float(t.values.max()) <= 100.0}
     for t in shares:
         top, low = float(t.values.max()), float(t.values.min())
         if top > 100.0 or low < 0.0:
             t.percent = False  # no share at all, whatever its name says
-        elif top > 1.0 or in_percent:
+        elif top > 1.0 or t.d.kind in in_percent:
             t.percent = True
     return out
 
