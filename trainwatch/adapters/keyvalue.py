@@ -150,7 +150,8 @@ CONFIG_KEYS = 16
 settings, one of each, not metrics; a record printed as a repr has a few fields."""
 CONFIG_SOURCE = re.compile(r"=\s*dict\(|^\s*[A-Za-z_]\w*\s*=\s*[^=\s][^=]*,\s*$")
 """A line of a Python config file echoed into the log (MMCV's `Config.pretty_text`): `nms=dict(type='nms',
-iou_threshold=0.5),`, or one keyword argument alone on its line, ending in a comma (`        pos_iou_thr=0.7,`). Its numbers are settings (an IoU threshold is no IoU), not metrics."""
+iou_threshold=0.5),`, or one keyword argument alone on its line, ending in a comma (`        pos_iou_thr=0.7,`).
+Its numbers are settings (an IoU threshold is no IoU), not metrics."""
 DIGIT = re.compile(r"\d")
 NONFINITE_VALUE = re.compile(r"[\s:=](?:nan|NaN|inf|Inf|Infinity)\b")
 WORD = re.compile(r"[A-Za-z]{2}")
