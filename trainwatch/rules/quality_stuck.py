@@ -4,8 +4,9 @@ its evaluations: whatever the loss does, the model learnt nothing the task can s
 Judged once the run's data has ended, over all its evaluations. The unit is read from the values: a
 share printed above 1 makes the source's shares of its kind percents, so 0.7 next to a top-5 accuracy of
 2.5 is 0.7 %, not 70 % (a mAP of 0.358 next to an accuracy of 97.19 % stays a fraction). A share that
-never rose above `near_zero` of its full scale and did not climb is near 0 in either unit only when the values settle the unit or sit below `near_zero` of 1; otherwise the
-rule cannot tell 0.7 % from 0.7 and says nothing. A run of few evaluations is told as info.
+never rose above `near_zero` of its full scale and did not climb is near 0 in either unit only when the
+values settle the unit or sit below `near_zero` of 1; otherwise the rule cannot tell 0.7 % from 0.7 and
+says nothing. A run of few evaluations is told as info.
 
 A share that is exactly 0 is no noise: conlleval's `precision: 0.00%; recall: 0.00%; FB1: 0.00` means the
 model found no entity at all. From `zero_evals` evaluations on that is judged, and it is a warning when
