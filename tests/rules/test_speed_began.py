@@ -46,3 +46,12 @@ def test_the_example_slowdown_is_dated_where_it_begins() -> None:
     a = next(a for a in eng.alerts() if a.rule == "speed.drop")
     assert (a.first_step, a.found_step) == (185, 195)
     assert a.finding.evidence["began_value"] == 2780.8
+
+
+def test_a_step_time_is_told_as_a_multiple_of_its_level_and_the_throughput_as_a_share() -> None:
+    """A step time of 1250 ms against a level of 300 is 4.17x it, a throughput at 24% of the run's: the
+    message must not call 1250 '24% of' 300."""
+    rows = [(s, 300.0) for s in range(1, 51)] + [(s, 1250.0) for s in range(51, 57)]
+    a = _speed("step_time_ms", rows, None)
+    assert "1250, is 4.17x the run's own level, the median of the points before: 300 (a throughput at 24% of it)" \
+        in a["message"]

@@ -8,6 +8,7 @@ import math
 
 from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext, median
+from trainwatch.rules.speed import against
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
 
@@ -36,15 +37,15 @@ class SpeedDrop(Rule):
         slower = now > base / drop if series.name in SLOWER_IS_HIGHER else now < base * drop
         if not slower:
             return None
-        speed = now / base if series.name not in SLOWER_IS_HIGHER else base / now
         steps, values = series.tail_columns(recent_n)  # where the drop began: the first slow recent point
         slow = [v > base / drop if series.name in SLOWER_IS_HIGHER else v < base * drop for v in values.tolist()]
         first = slow.index(True)
         began, began_value = int(steps[first]), float(values[first])
         moved = "rose" if series.name in SLOWER_IS_HIGHER else "fell"
+        rel, means = against(now, base, series.name in SLOWER_IS_HIGHER)
         return Finding(message=f"{series.name} {moved} to {fmt(began_value)} at step {began}; the median of the last "
-                               f"{self.p.recent} {series.name} points, {fmt(now)}, is "
-                               f"{speed:.0%} of the run's own level, the median of the points before: {fmt(base)}",
+                               f"{self.p.recent} {series.name} points, {fmt(now)}, is {rel} the run's own level, "
+                               f"the median of the points before: {fmt(base)}{means}",
                        began_step=began,
                        evidence={"metric": series.name, "value": now, "baseline": base, "ratio": now / base,
                                  "step": point.step, "last_value": now,
