@@ -73,6 +73,19 @@ def test_a_csv_with_units_in_its_header_and_a_generation_counter(tmp_path: Path,
     assert "quality.collapse" in found and doc["exit_code"] == 1
 
 
+def test_a_csv_whose_first_column_is_a_loop_index_named_i_has_it_as_the_step(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`i,time,loss,accuracy`: a loop's index in the first column is the step (steps 0, 100, ...), so
+    findings are dated at the logged steps, not all at step 0."""
+    rows = ["i,time,loss,accuracy"] + [f"{i * 100},{i * 10.5:.2f},{2.9 / (1 + i / 20):.4f},"
+                                       f"{min(0.9, 0.05 + i / 200):.4f}" for i in range(300)]
+    log = tmp_path / "train.csv"
+    log.write_text("\n".join(rows) + "\n")
+    doc = _check(log, capsys)
+    m = _metrics(doc)
+    assert m["loss"]["last_step"] == 29900 and m["loss"]["count"] == 300
+
+
 def test_a_json_file_of_per_epoch_lists_is_read_as_series(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     hist = {"train_loss": [1.0 / (1 + e) for e in range(40)], "test_loss": [1.1 / (1 + e) for e in range(40)],

@@ -26,3 +26,22 @@ def test_an_elapsed_clock_named_time_is_no_slowdown() -> None:
         clock += 0.78 if i <= 80 else 4.8  # the clock runs faster when the steps get slower, yet only grows
         r.step(i * 50, loss=0.4, time=clock)
     assert "speed.drop" not in r.fired()
+
+
+def test_an_elapsed_clock_set_back_by_resumes_and_switched_to_unix_time_is_no_slowdown() -> None:
+    """A `time` column that is the run's elapsed clock, started again by each resume and after the last
+    one written as Unix time (1.7e9): a handful of falls in hundreds of moves is a clock, not durations."""
+    r = Run()
+    clock, step = 0.0, 0
+    for _ in range(3):
+        clock = 0.0
+        for _ in range(150):
+            step += 100
+            clock += 11.5
+            r.step(step, loss=0.4, time=clock)
+    clock = 1_706_114_812.0
+    for _ in range(150):
+        step += 100
+        clock += 11.5
+        r.step(step, loss=0.4, time=clock)
+    assert "speed.drop" not in r.fired()

@@ -35,6 +35,9 @@ EPOCH_COLUMNS = ("epoch", "epochs")  # the step of epoch-only logs
 # counters of the other loops a training can count in, read as the step when no step or epoch column is
 # there: a genetic algorithm's generation, an RL script's episode
 COUNTER_COLUMNS = ("generation", "gen", "episode")
+# a loop index's short names, taken as the step only in the first column, where a loop writes its counter
+# (`i,time,loss,...`): elsewhere `n` or `i` may be anything
+FIRST_COUNTERS = ("i", "it", "idx", "index", "n", "iters", "batch", "update", "round")
 # what a column name may hold besides letters and digits: separators, and a unit in brackets
 # (`Run Time (s)`, `acc[%]`, `lr@peak`)
 UNIT_MARKS = re.compile(r"[_/\-. ()\[\]%@#]")
@@ -161,7 +164,7 @@ class CsvMetricsAdapter(Adapter):
             self.time_col = 2
         self.adversarial = len(generator_as_loss([(h, 0.0) for h in self.header])) > len(self.header)
         self.step_col = next((lowered.index(k) for k in STEP_COLUMNS + EPOCH_COLUMNS + COUNTER_COLUMNS
-                              if k in lowered), -1)
+                              if k in lowered), 0 if lowered and lowered[0] in FIRST_COUNTERS else -1)
         self.parts = []
         if not any(n in lowered for n in TOTAL_NAMES):
             for prefix, total in PART_PREFIXES:

@@ -188,11 +188,12 @@ def _final(t: Track, loss: Series | None) -> bool:
 
 
 def _beside(all_tracks: list[Track], stuck: list[Track]) -> str:
-    """Another task metric of the same evaluations well above 0 (accuracy 69 % beside an F1 of 0): the
-    model predicts the majority class, which a plain accuracy rewards."""
+    """Another task metric of the same evaluations well above 0 (accuracy 69 % beside an F1 of 0): a model
+    that predicts the majority class scores so on a plain accuracy. Said as what may be, not as what is:
+    the log does not show the class balance."""
     names = {t.name for t in stuck}
     for t in all_tracks:
         if t.name not in names and t.d.share and t.percent is not False and float(t.values[-1]) > 0:
-            return (f"; {t.name} is {t.shown(float(t.values[-1]))} at the same time: what predicting one class "
-                    f"(the majority) scores")
+            return (f"; {t.name} is {t.shown(float(t.values[-1]))} at the same time, a level that predicting one "
+                    f"class (the majority) alone can reach")
     return ""

@@ -24,8 +24,9 @@ from trainwatch.rules.registry import register
 SLOWER_IS_HIGHER = {"step_time_ms", "time"}
 CLOCK_PRONE = {"time"}
 """A bare `time` is the seconds one iteration took in some logs (mmengine, detectron2: `time: 0.7816
-data_time: 0.0035`) and the run's elapsed clock in others. A clock never goes down, a duration does, so
-such a series is judged from its first fall on: until then it may be the clock."""
+data_time: 0.0035`) and the run's elapsed clock in others. A duration goes down about as often as up; a
+clock only grows, except where a resumed run starts it again (or switches it to the Unix time). So such a
+series is judged only while its falls are at least `clock_falls` of its moves so far."""
 
 
 @dataclass
@@ -49,6 +50,7 @@ class SpeedDropParams:
     recent: int
     min_history: int
     drop: float
+    clock_falls: float
 
 
 @register("speed.drop")
@@ -63,7 +65,7 @@ class SpeedDrop(ArrayRule):
         super().__init__(spec)
         self._rows: dict[tuple[str, str], RowTail] = {}
         self._levels: dict[tuple[str, str], _Levels] = {}
-        self._fell: dict[tuple[str, str], tuple[object, bool, float]] = {}  # series, fell yet, last finite value
+        self._fell: dict[tuple[str, str], tuple[object, int, int, float]] = {}  # series, falls, moves, last value
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         recent, window = self.p.recent, self.p.window
@@ -120,18 +122,22 @@ class SpeedDrop(ArrayRule):
         return cond & slower
 
     def _duration(self, key: tuple[str, str], series: object, new: np.ndarray, fin_new: np.ndarray) -> np.ndarray:
-        """Per new row, whether the series has fallen at least once by then (a duration, not a clock)."""
-        was, fell, last = self._fell.get(key, (None, False, np.nan))
+        """Per new row, whether the series has fallen in at least `clock_falls` of its moves by then (a
+        duration, not a clock that only a restart set back)."""
+        was, falls, moves, last = self._fell.get(key, (None, 0, 0, np.nan))
         if was is not series:
-            fell, last = False, np.nan
+            falls, moves, last = 0, 0, np.nan
         fv = new[fin_new]
         prev = np.concatenate(([last], fv[:-1]))
         with np.errstate(invalid="ignore"):
-            down = np.logical_or.accumulate(fell | (fv < prev)) if len(fv) else np.zeros(0, dtype=bool)
-        out = np.full(len(new), fell)
+            down = falls + np.cumsum(fv < prev)
+        n_moves = moves + np.cumsum(~np.isnan(prev))
+        ok = (down >= 1) & (down >= self.p.clock_falls * n_moves)
+        out = np.full(len(new), bool(falls >= 1 and falls >= self.p.clock_falls * moves))
         pos = np.cumsum(fin_new) - 1  # the last finite point at or before each row
-        out[pos >= 0] = down[pos[pos >= 0]]
-        self._fell[key] = (series, bool(down[-1]) if len(fv) else fell, float(fv[-1]) if len(fv) else last)
+        out[pos >= 0] = ok[pos[pos >= 0]]
+        if len(fv):
+            self._fell[key] = (series, int(down[-1]), int(n_moves[-1]), float(fv[-1]))
         return out
 
     @staticmethod
