@@ -6,6 +6,7 @@ faster and one where higher is slower."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from tests.examples import examples
 from tests.rules.rowref.compare import alerts, random_cuts, samples
 from tests.rules.rowref.speed_row import SpeedDrop as RowSpeedDrop
+from trainwatch.rules.stats import fmt
 
 KINDS = ("steady", "slow", "fast", "zero", "nan", "restart", "jitter")
 
@@ -68,3 +70,21 @@ def test_a_long_nan_stretch_shortens_the_window_as_the_row_rule_did() -> None:
     want = alerts("speed.drop", RowSpeedDrop, samples("step_time_ms", rows), None)
     assert '"id": "speed.drop"' in want
     assert alerts("speed.drop", None, samples("step_time_ms", rows), random_cuts(len(rows), 9)) == want
+
+
+def test_a_throughput_that_stays_slow_stopped_the_same_in_both_forms() -> None:
+    """tokens/s 1000 -> 300 and stays: the run's level (a moving median) moves to 300 and the drop stops
+    holding without the speed coming back. The row oracle and the array rule both tell it as stopped,
+    with the same reason naming the value logged at the row it ended on."""
+    rows = [(i + 1, 1000.0 + (i % 3)) for i in range(60)] + [(61 + i, 300.0 + (i % 3)) for i in range(200)]
+    records = samples("tokens_per_sec", rows)
+    want = alerts("speed.drop", RowSpeedDrop, records, None)
+    for cuts in ([], None, random_cuts(len(records), 4)):
+        assert alerts("speed.drop", None, records, cuts) == want
+    (alert,) = json.loads(want)
+    assert alert["state"] == "stopped"
+    why = alert["stopped"]
+    step = int(why.split(" at step ")[1].split()[0])
+    assert why.startswith(f"tokens_per_sec did not come back: {fmt(rows[step - 1][1])} at step {step} against")
+    assert alert["episodes"][-1]["stopped"] == why
+

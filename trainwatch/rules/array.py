@@ -11,7 +11,7 @@ a check of a gigabyte runs it on thousands of rows at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -85,13 +85,6 @@ class ArrayRule(Rule):
     def last_value(self, w: Window, row: int) -> float | None:
         """The value an alert shows as its latest while the condition holds at `row`."""
         return float(w.value[row])
-
-    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
-        """Why an alert that stopped holding at `row` did not recover, or None when it did. A rule that
-        judges against a moving baseline (a spike over the recent median, a drop below the run's level)
-        stops holding once the baseline has caught up with a level that never came back: that is not
-        "resolved". `evidence` is the finding's, made where the episode began."""
-        return None
 
     def retractions(self, ctx: RuleContext, w: Window) -> list[tuple[int, str]]:
         """(row, reason) where later data disproves what the rule reported, rows ascending (indices into

@@ -5,8 +5,10 @@ Throughput falling well below the run's own level (tokens/s, samples/s, step tim
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from trainwatch.model import Finding
+from trainwatch.rules.array import Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.stats import fmt
 from trainwatch.store import Point, Series
@@ -51,3 +53,16 @@ class SpeedDrop(Rule):
                                  "value_stat": f"median of the last {self.p.recent} points",
                                  "last_stat": f"median of the last {self.p.recent} points",
                                  "began_step": began, "began_value": began_value})
+
+    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
+        """The row the alert resolved on, against the level the drop was found below: a speed still past
+        `drop` of that level stopped being a drop only because the level (a median) moved to it."""
+        base = evidence.get("baseline")
+        if not isinstance(base, (int, float)) or not base > 0:
+            return None
+        v, step = float(w.value[row]), int(w.step[row])
+        back = v <= base / self.p.drop if w.name in SLOWER_IS_HIGHER else v >= self.p.drop * base
+        if back:
+            return None
+        return (f"{w.name} did not come back: {fmt(v)} at step {step} against the run's level before the drop, "
+                f"the median of the points before it ({fmt(base)}); that level moved to the slow speed")
