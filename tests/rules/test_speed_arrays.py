@@ -88,3 +88,16 @@ def test_a_throughput_that_stays_slow_stopped_the_same_in_both_forms() -> None:
     assert why.startswith(f"tokens_per_sec did not come back: {fmt(rows[step - 1][1])} at step {step} against")
     assert alert["episodes"][-1]["stopped"] == why
 
+
+def test_each_attempt_is_judged_on_its_own_in_both_forms() -> None:
+    """The step goes back (a relaunch from step 200): its slow first points (warm-up) are no drop, and a
+    drop later in that attempt is found against the attempt's own level, by both forms, however cut."""
+    rows = [(i, 4096.0 + (i % 7)) for i in range(1, 301)]
+    rows += [(200 + k, (150.0, 900.0, 1500.0)[k - 1] if k <= 3 else 4096.0 + (k % 5)) for k in range(1, 120)]
+    rows += [(320 + k, 1300.0 + (k % 5)) for k in range(1, 30)]
+    records = samples("tokens_per_sec", rows)
+    want = alerts("speed.drop", RowSpeedDrop, records, None)
+    for cuts in ([], None, [300, 302], random_cuts(len(records), 6)):
+        assert alerts("speed.drop", None, records, cuts) == want
+    (alert,) = json.loads(want)
+    assert alert["step"] == alert["evidence"]["began_step"] == 321 and alert["evidence"]["began_value"] == 1301.0

@@ -3,6 +3,11 @@
 Written over arrays: the run's level (the median of a long window) and the recent median are rolling
 medians over the finite points, computed for a whole batch of rows at once; wording is paid only where
 an alert begins.
+
+A log that holds a relaunch or a resume (the step counter goes back) holds several attempts, and each is
+judged on its own: a relaunch compiles and warms up again, and a throughput or clock measured since the
+launch starts over, so its first points are no slowdown of the run before it. The level and the warm-up
+`skip` count from the attempt's first point.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext
-from trainwatch.rules.rolling import RowTail, tail_sizes, trailing_max, trailing_median_where, trailing_min
+from trainwatch.rules.rolling import (RowTail, restarts, tail_sizes, trailing_max, trailing_median_where,
+                                      trailing_min)
 from trainwatch.rules.stats import fmt
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
 from trainwatch.rulespec import RuleSpec
@@ -38,6 +44,15 @@ class _Levels:
     steps: np.ndarray  # the rows carried before the new ones, then the new ones: where a drop began
     values: np.ndarray
     held: int  # how many of them were carried
+
+
+@dataclass
+class _Attempt:
+    """Where a series' current attempt began, carried from one batch of rows to the next."""
+
+    series: object  # the series it was counted on: a new one (another training in the log) starts afresh
+    last_step: int  # the step of the last row seen: a lower one starts a new attempt
+    finite_before: int  # the series' finite points before the attempt's first row
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,7 @@ class SpeedDrop(ArrayRule):
         self._rows: dict[tuple[str, str], RowTail] = {}
         self._levels: dict[tuple[str, str], _Levels] = {}
         self._fell: dict[tuple[str, str], tuple[object, bool, float]] = {}  # series, fell yet, last finite value
+        self._attempts: dict[tuple[str, str], _Attempt] = {}
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         recent, window = self.p.recent, self.p.window
@@ -77,7 +93,8 @@ class SpeedDrop(ArrayRule):
         fin_new = finite[held:]
         total = series.finite_count if series is not None else int(finite.sum())
         count = total - (int(fin_new.sum()) - np.cumsum(fin_new))  # the series' finite count at each row
-        usable = count - self.p.skip  # the first points are warm-up
+        restart = self._restarts(key, series, w.step[w.start:])
+        usable = self._in_attempt(key, series, w.step[w.start:], count, fin_new, restart) - self.p.skip  # warm-up
         wanted = np.clip(usable, 0, window + recent)
         need = min(RECENT_POINTS, max(SCAN_MIN, 8 * (window + recent)))
         lo = max(0, held - need)
@@ -116,22 +133,55 @@ class SpeedDrop(ArrayRule):
             cond = ok & (base > 0) & (now > 0)
             slower = now > base / drop if higher else now < base * drop
         if w.name in CLOCK_PRONE:
-            cond &= self._duration(key, series, values[held:], fin_new)
+            cond &= self._duration(key, series, values[held:], fin_new, restart)
         return cond & slower
 
-    def _duration(self, key: tuple[str, str], series: object, new: np.ndarray, fin_new: np.ndarray) -> np.ndarray:
-        """Per new row, whether the series has fallen at least once by then (a duration, not a clock)."""
+    def _restarts(self, key: tuple[str, str], series: object, step: np.ndarray) -> np.ndarray:
+        """Per new row, whether it begins an attempt: the step went back (or the series is new)."""
+        a = self._attempts.get(key)
+        fresh = a is None or a.series is not series
+        out = np.diff(restarts(step, None if fresh or a is None else a.last_step), prepend=0) > 0
+        if fresh and len(out):
+            out[0] = True
+        return out
+
+    def _in_attempt(self, key: tuple[str, str], series: object, step: np.ndarray, count: np.ndarray,
+                    fin_new: np.ndarray, restart: np.ndarray) -> np.ndarray:
+        """Per new row, the finite points of the series' current attempt up to it (`count`: of the whole
+        series); where the last row's attempt began is carried to the next batch."""
+        a = self._attempts.get(key)
+        m = len(count)
+        if not m:
+            return count
+        before_row = count - fin_new  # the series' finite count before each row
+        first = np.maximum.accumulate(np.where(restart, np.arange(m), -1))  # the attempt's first row, if new
+        base = np.where(first < 0, a.finite_before if a is not None else 0, before_row[np.maximum(first, 0)])
+        self._attempts[key] = _Attempt(series, int(step[-1]), int(base[-1]))
+        return count - base
+
+    def _duration(self, key: tuple[str, str], series: object, new: np.ndarray, fin_new: np.ndarray,
+                  restart: np.ndarray) -> np.ndarray:
+        """Per new row, whether the series has fallen at least once by then (a duration, not a clock). A
+        fall across a relaunch is no fall: an elapsed clock starts again at 0 there."""
         was, fell, last = self._fell.get(key, (None, False, np.nan))
         if was is not series:
             fell, last = False, np.nan
         fv = new[fin_new]
+        attempt = np.cumsum(restart)[fin_new]  # the attempt of each finite point (counted in this batch)
+        same = attempt == np.concatenate(([0], attempt[:-1]))  # no relaunch since the point before
         prev = np.concatenate(([last], fv[:-1]))
         with np.errstate(invalid="ignore"):
-            down = np.logical_or.accumulate(fell | (fv < prev)) if len(fv) else np.zeros(0, dtype=bool)
+            down = np.logical_or.accumulate(fell | ((fv < prev) & same)) if len(fv) else np.zeros(0, dtype=bool)
         out = np.full(len(new), fell)
         pos = np.cumsum(fin_new) - 1  # the last finite point at or before each row
         out[pos >= 0] = down[pos[pos >= 0]]
-        self._fell[key] = (series, bool(down[-1]) if len(fv) else fell, float(fv[-1]) if len(fv) else last)
+        after = restart  # the rows after the last finite one
+        if len(fv):
+            last = float(fv[-1])
+            after = restart[len(fin_new) - int(np.argmax(fin_new[::-1])):]
+        if after.any():
+            last = np.nan  # a relaunch after the last point: the next one is compared with none
+        self._fell[key] = (series, bool(down[-1]) if len(fv) else fell, last)
         return out
 
     @staticmethod

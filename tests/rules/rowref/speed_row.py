@@ -17,14 +17,33 @@ SLOWER_IS_HIGHER = {"step_time_ms"}
 
 
 class SpeedDrop(Rule):
+    """Each attempt of a log (the step counter went back: a relaunch, a resume) is judged on its own: the
+    level and the warm-up `skip` count from its first point."""
+
     id = "speed.drop"
     watches = ("tokens_per_sec", "samples_per_sec", "steps_per_sec", "step_time_ms")
 
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self._attempts: dict[tuple[str, str], tuple[Series, int, int]] = {}  # series, last step, finite before
+
+    def _in_attempt(self, series: Series, point: Point) -> int:
+        """The finite points of the series since its attempt began, this one included."""
+        key = (series.source, series.name)
+        was = self._attempts.get(key)
+        if was is None or was[0] is not series or point.step < was[1]:
+            before = series.finite_count - int(math.isfinite(point.value))
+        else:
+            before = was[2]
+        self._attempts[key] = (series, point.step, before)
+        return series.finite_count - before
+
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
+        in_attempt = self._in_attempt(series, point)
         if not math.isfinite(point.value):
             return None
         recent_n, window = self.p.recent, self.p.window
-        usable = series.finite_count - self.p.skip  # the first points are warm-up
+        usable = in_attempt - self.p.skip  # the first points of each attempt are warm-up
         if usable < max(self.p.min_history, recent_n + 3):
             return None
         vals = series.tail_values(min(usable, window + recent_n))  # the values of tail(), copied at C speed
