@@ -101,3 +101,19 @@ def test_each_attempt_is_judged_on_its_own_in_both_forms() -> None:
         assert alerts("speed.drop", None, records, cuts) == want
     (alert,) = json.loads(want)
     assert alert["step"] == alert["evidence"]["began_step"] == 321 and alert["evidence"]["began_value"] == 1301.0
+
+
+def test_a_drop_that_held_until_its_attempt_ended_is_not_measured_by_the_relaunch() -> None:
+    """Slow until the attempt ended, then a relaunch from step 200 whose first point (150 tokens/s) is its
+    warm-up: the alert is stopped, said as the attempt's end, not as 'did not come back: 150' against
+    the level before the drop; the same in both forms, however cut."""
+    rows = [(i, 4096.0 + (i % 7) if i <= 290 else 1300.0 + (i % 5)) for i in range(1, 301)]
+    rows += [(200 + k, (150.0, 900.0, 1500.0)[k - 1] if k <= 3 else 4096.0 + (k % 5)) for k in range(1, 100)]
+    records = samples("tokens_per_sec", rows)
+    want = alerts("speed.drop", RowSpeedDrop, records, None)
+    for cuts in ([], None, [300, 301], random_cuts(len(records), 8)):
+        assert alerts("speed.drop", None, records, cuts) == want
+    (alert,) = json.loads(want)
+    assert alert["state"] == "stopped" and alert["episodes"][-1]["end"] == 300
+    assert alert["stopped"].startswith("tokens_per_sec was still slow when its attempt ended (the run was started "
+                                       "again at step 201")

@@ -44,6 +44,9 @@ class _Levels:
     steps: np.ndarray  # the rows carried before the new ones, then the new ones: where a drop began
     values: np.ndarray
     held: int  # how many of them were carried
+    attempt: np.ndarray  # per new row, the number of its attempt
+    began: np.ndarray  # per new row, the first step of its attempt
+    held_in: np.ndarray  # per new row, the attempt of the finite row before it if the drop held there, else -1
 
 
 @dataclass
@@ -53,6 +56,9 @@ class _Attempt:
     series: object  # the series it was counted on: a new one (another training in the log) starts afresh
     last_step: int  # the step of the last row seen: a lower one starts a new attempt
     finite_before: int  # the series' finite points before the attempt's first row
+    number: int  # how many attempts began, this one included
+    began: int  # the attempt's first step
+    held_in: int = -1  # the attempt of the last finite row if the drop held there, else -1
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ class SpeedDrop(ArrayRule):
         total = series.finite_count if series is not None else int(finite.sum())
         count = total - (int(fin_new.sum()) - np.cumsum(fin_new))  # the series' finite count at each row
         restart = self._restarts(key, series, w.step[w.start:])
+        was = self._attempts.get(key)
         usable = self._in_attempt(key, series, w.step[w.start:], count, fin_new, restart) - self.p.skip  # warm-up
         wanted = np.clip(usable, 0, window + recent)
         need = min(RECENT_POINTS, max(SCAN_MIN, 8 * (window + recent)))
@@ -127,14 +134,35 @@ class SpeedDrop(ArrayRule):
             want[:] = False
             want[at] = True
             now[can] = trailing_median_where(fv, ns_now, want)[at]
-        # read back only at rows whose condition held
-        self._levels[key] = _Levels(w.start, base, now, steps, values, held)
         with np.errstate(invalid="ignore", over="ignore"):
             cond = ok & (base > 0) & (now > 0)
             slower = now > base / drop if higher else now < base * drop
         if w.name in CLOCK_PRONE:
             cond &= self._duration(key, series, values[held:], fin_new, restart)
-        return cond & slower
+        cond &= slower
+        # read back only at rows whose condition held, or where an alert ended
+        self._levels[key] = _Levels(w.start, base, now, steps, values, held,
+                                    *self._attempt_rows(key, was, w.step[w.start:], restart, fin_new, cond))
+        return cond
+
+    def _attempt_rows(self, key: tuple[str, str], was: _Attempt | None, step: np.ndarray, restart: np.ndarray,
+                      fin_new: np.ndarray, cond: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per new row: its attempt's number and first step, and the attempt of the finite row before it
+        when the drop held there (else -1), for `unrecovered`. The last row's are carried."""
+        m = len(step)
+        number = (was.number if was is not None else 0) + np.cumsum(restart)
+        first = np.maximum.accumulate(np.where(restart, np.arange(m), -1))
+        began = np.where(first < 0, was.began if was is not None else 0, step[np.maximum(first, 0)])
+        rows = np.flatnonzero(fin_new)
+        mark = np.where(cond[rows], number[rows], -1)  # per finite row: its attempt where the drop held
+        k = np.cumsum(fin_new) - fin_new - 1  # per row, the finite row before it (-1: one carried)
+        carried = was.held_in if was is not None else -1
+        held_in = np.where(k >= 0, mark[np.maximum(k, 0)] if len(mark) else -1, carried)
+        if m:
+            a = self._attempts[key]
+            a.number, a.began = int(number[-1]), int(began[-1])
+            a.held_in = int(mark[-1]) if len(mark) else carried
+        return number, began, held_in
 
     def _restarts(self, key: tuple[str, str], series: object, step: np.ndarray) -> np.ndarray:
         """Per new row, whether it begins an attempt: the step went back (or the series is new)."""
@@ -156,7 +184,8 @@ class SpeedDrop(ArrayRule):
         before_row = count - fin_new  # the series' finite count before each row
         first = np.maximum.accumulate(np.where(restart, np.arange(m), -1))  # the attempt's first row, if new
         base = np.where(first < 0, a.finite_before if a is not None else 0, before_row[np.maximum(first, 0)])
-        self._attempts[key] = _Attempt(series, int(step[-1]), int(base[-1]))
+        self._attempts[key] = _Attempt(series, int(step[-1]), int(base[-1]), a.number if a is not None else 0,
+                                       a.began if a is not None else 0, a.held_in if a is not None else -1)
         return count - base
 
     def _duration(self, key: tuple[str, str], series: object, new: np.ndarray, fin_new: np.ndarray,
@@ -219,7 +248,14 @@ class SpeedDrop(ArrayRule):
     def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
         """The run's level is a moving median: after a long slow stretch it is the slow speed itself, and
         the drop stops holding without the speed ever coming back. Recovered means back within `drop` of
-        the level the drop was found against."""
+        the level the drop was found against. A drop that held until its attempt ended (a crash, then a
+        relaunch) did not recover either: the next attempt's first points are its own warm-up, no
+        measure of the speed the drop was found in."""
+        lv = self._levels[(w.source, w.name)]
+        i = row - lv.start
+        if 0 <= lv.held_in[i] != lv.attempt[i]:  # it held until its attempt ended
+            return (f"{w.name} was still slow when its attempt ended (the run was started again at step "
+                    f"{int(lv.began[i])}, and each attempt is judged on its own)")
         base = evidence.get("baseline")
         if not isinstance(base, (int, float)) or not base > 0:
             return None

@@ -26,6 +26,9 @@ class SpeedDrop(Rule):
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec)
         self._attempts: dict[tuple[str, str], tuple[Series, int, int]] = {}  # series, last step, finite before
+        self._numbers: dict[tuple[str, str], tuple[int, int]] = {}  # attempts begun, the latest one's first step
+        self._last: dict[tuple[str, str], int] = {}  # the attempt of the last finite point if the drop held there
+        self._before: dict[tuple[str, str], int] = {}  # the same, for the finite point before the newest
 
     def _in_attempt(self, series: Series, point: Point) -> int:
         """The finite points of the series since its attempt began, this one included."""
@@ -33,6 +36,7 @@ class SpeedDrop(Rule):
         was = self._attempts.get(key)
         if was is None or was[0] is not series or point.step < was[1]:
             before = series.finite_count - int(math.isfinite(point.value))
+            self._numbers[key] = (self._numbers.get(key, (0, 0))[0] + 1, point.step)
         else:
             before = was[2]
         self._attempts[key] = (series, point.step, before)
@@ -42,6 +46,13 @@ class SpeedDrop(Rule):
         in_attempt = self._in_attempt(series, point)
         if not math.isfinite(point.value):
             return None
+        key = (series.source, series.name)
+        self._before[key] = self._last.get(key, -1)
+        found = self._judge(series, point, in_attempt)
+        self._last[key] = self._numbers[key][0] if found is not None else -1
+        return found
+
+    def _judge(self, series: Series, point: Point, in_attempt: int) -> Finding | None:
         recent_n, window = self.p.recent, self.p.window
         usable = in_attempt - self.p.skip  # the first points of each attempt are warm-up
         if usable < max(self.p.min_history, recent_n + 3):
@@ -76,6 +87,11 @@ class SpeedDrop(Rule):
     def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
         """The row the alert resolved on, against the level the drop was found below: a speed still past
         `drop` of that level stopped being a drop only because the level (a median) moved to it."""
+        key = (w.source, w.name)
+        number, began = self._numbers[key]
+        if 0 <= self._before.get(key, -1) != number:  # it held until its attempt ended
+            return (f"{w.name} was still slow when its attempt ended (the run was started again at step "
+                    f"{began}, and each attempt is judged on its own)")
         base = evidence.get("baseline")
         if not isinstance(base, (int, float)) or not base > 0:
             return None
