@@ -21,7 +21,7 @@ from trainwatch.engine.state import HeldRows
 from trainwatch.lifecycle import Step
 from trainwatch.model import Event, EventKind, Finding, Retraction
 from trainwatch.rules import crash
-from trainwatch.rules.array import ArrayRule, Window
+from trainwatch.rules.array import ArrayRule, JudgesRecovery, Window
 from trainwatch.rules.base import Rule
 
 ANY = "*"  # a rule switched off for every source (one that judges them all at once, on the clock)
@@ -314,14 +314,16 @@ class Dispatch(Progress):
     def _why_stopped(self, rule: Rule, w: Window, row: int) -> None:
         """The alert of `rule` on `w`'s series resolved at `row`: said as stopped when it did not recover,
         because its metric went non-finite or because the rule's moving baseline caught up with a level
-        that never came back (`Rule.unrecovered`). The same reading for row rules and array rules."""
+        that never came back (`JudgesRecovery`). The same reading for row rules and array rules."""
         spec, source, subject = rule.spec, w.source, w.name
         value = float(w.value[row])
         if not math.isfinite(value):
             self.book.stopped(spec, source, subject, _nonfinite(subject, value, int(w.step[row])))
             return
         finding = self.book.finding_of(spec, source, subject)
-        why = rule.unrecovered(w, row, finding.evidence) if finding is not None else None
+        if finding is None or not isinstance(rule, JudgesRecovery):
+            return
+        why = rule.unrecovered(w, row, finding.evidence)
         if why:
             self.book.stopped(spec, source, subject, why)
 

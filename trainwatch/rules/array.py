@@ -11,7 +11,7 @@ a check of a gigabyte runs it on thousands of rows at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -67,6 +67,15 @@ class Window:
         return self.inf_before + int(np.isinf(self.value[:row + 1]).sum())
 
 
+@runtime_checkable
+class JudgesRecovery(Protocol):
+    """A rule that says whether an alert that stopped holding recovered (`ArrayRule.unrecovered`). Every
+    array rule does; a row rule may too (the row-at-a-time oracles of array rules do, so that a rule
+    means the same in either form), and the engine asks it on the row its alert resolved on."""
+
+    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None: ...
+
+
 class ArrayRule(Rule):
     """Base for rules written over arrays. Subclasses set `id`, `watches` and `history`, and implement
     `condition` and `finding`."""
@@ -85,6 +94,13 @@ class ArrayRule(Rule):
     def last_value(self, w: Window, row: int) -> float | None:
         """The value an alert shows as its latest while the condition holds at `row`."""
         return float(w.value[row])
+
+    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
+        """Why an alert that stopped holding at `row` did not recover, or None when it did. A rule that
+        judges against a moving baseline (a spike over the recent median, a drop below the run's level)
+        stops holding once the baseline has caught up with a level that never came back: that is not
+        "resolved". `evidence` is the finding's, made where the episode began."""
+        return None
 
     def retractions(self, ctx: RuleContext, w: Window) -> list[tuple[int, str]]:
         """(row, reason) where later data disproves what the rule reported, rows ascending (indices into

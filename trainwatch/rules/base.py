@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -20,9 +20,6 @@ from trainwatch.model import Event, EventKind, Finding, Retraction
 from trainwatch.names import Quality
 from trainwatch.plans import Plan
 from trainwatch.store import MetricStore, Point, Series
-
-if TYPE_CHECKING:
-    from trainwatch.rules.array import Window
 
 
 @dataclass
@@ -108,15 +105,6 @@ class Rule:
     def gated(self, source: str) -> bool:
         """Whether the gate computed before the last row shown still holds (False: show every row)."""
         return True
-
-    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
-        """Why an alert that stopped holding at `row` (an index into `w`) did not recover, or None when it
-        did. A rule that judges against a moving baseline (a spike over the recent median, a drop below
-        the run's level) stops holding once the baseline has caught up with a level that never came
-        back: that is not "resolved". `evidence` is the finding's, made where the episode began. Asked of
-        row rules too (with a window of the row they resolved on), so that a rule means the same in
-        either form."""
-        return None
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
         return None

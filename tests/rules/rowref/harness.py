@@ -44,7 +44,8 @@ def report(rule_id: str, records: Sequence[Record], cuts: Sequence[int] | None, 
 
 def decided(d: dict[str, Any]) -> dict[str, Any]:
     """What the rule decided, stop reasons included: a moving baseline that caught up with a level that
-    never came back (`Rule.unrecovered`) is told the same by a row rule and its array form."""
+    never came back (`ArrayRule.unrecovered`, which the row oracles implement too) is told the same by a
+    row rule and its array form."""
     return d
 
 
