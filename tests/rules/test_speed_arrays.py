@@ -6,6 +6,7 @@ faster and one where higher is slower."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from tests.examples import examples
 from tests.rules.rowref.compare import alerts, random_cuts, samples
 from tests.rules.rowref.speed_row import SpeedDrop as RowSpeedDrop
+from trainwatch.rules.stats import fmt
 
 KINDS = ("steady", "slow", "fast", "zero", "nan", "restart", "jitter")
 
@@ -68,3 +70,50 @@ def test_a_long_nan_stretch_shortens_the_window_as_the_row_rule_did() -> None:
     want = alerts("speed.drop", RowSpeedDrop, samples("step_time_ms", rows), None)
     assert '"id": "speed.drop"' in want
     assert alerts("speed.drop", None, samples("step_time_ms", rows), random_cuts(len(rows), 9)) == want
+
+
+def test_a_throughput_that_stays_slow_stopped_the_same_in_both_forms() -> None:
+    """tokens/s 1000 -> 300 and stays: the run's level (a moving median) moves to 300 and the drop stops
+    holding without the speed coming back. The row oracle and the array rule both tell it as stopped,
+    with the same reason naming the value logged at the row it ended on."""
+    rows = [(i + 1, 1000.0 + (i % 3)) for i in range(60)] + [(61 + i, 300.0 + (i % 3)) for i in range(200)]
+    records = samples("tokens_per_sec", rows)
+    want = alerts("speed.drop", RowSpeedDrop, records, None)
+    for cuts in ([], None, random_cuts(len(records), 4)):
+        assert alerts("speed.drop", None, records, cuts) == want
+    (alert,) = json.loads(want)
+    assert alert["state"] == "stopped"
+    why = alert["stopped"]
+    step = int(why.split(" at step ")[1].split()[0])
+    assert why.startswith(f"tokens_per_sec did not come back: {fmt(rows[step - 1][1])} at step {step} against")
+    assert alert["episodes"][-1]["stopped"] == why
+
+
+def test_each_attempt_is_judged_on_its_own_in_both_forms() -> None:
+    """The step goes back (a relaunch from step 200): its slow first points (warm-up) are no drop, and a
+    drop later in that attempt is found against the attempt's own level, by both forms, however cut."""
+    rows = [(i, 4096.0 + (i % 7)) for i in range(1, 301)]
+    rows += [(200 + k, (150.0, 900.0, 1500.0)[k - 1] if k <= 3 else 4096.0 + (k % 5)) for k in range(1, 120)]
+    rows += [(320 + k, 1300.0 + (k % 5)) for k in range(1, 30)]
+    records = samples("tokens_per_sec", rows)
+    want = alerts("speed.drop", RowSpeedDrop, records, None)
+    for cuts in ([], None, [300, 302], random_cuts(len(records), 6)):
+        assert alerts("speed.drop", None, records, cuts) == want
+    (alert,) = json.loads(want)
+    assert alert["step"] == alert["evidence"]["began_step"] == 321 and alert["evidence"]["began_value"] == 1301.0
+
+
+def test_a_drop_that_held_until_its_attempt_ended_is_not_measured_by_the_relaunch() -> None:
+    """Slow until the attempt ended, then a relaunch from step 200 whose first point (150 tokens/s) is its
+    warm-up: the alert is stopped, said as the attempt's end, not as 'did not come back: 150' against
+    the level before the drop; the same in both forms, however cut."""
+    rows = [(i, 4096.0 + (i % 7) if i <= 290 else 1300.0 + (i % 5)) for i in range(1, 301)]
+    rows += [(200 + k, (150.0, 900.0, 1500.0)[k - 1] if k <= 3 else 4096.0 + (k % 5)) for k in range(1, 100)]
+    records = samples("tokens_per_sec", rows)
+    want = alerts("speed.drop", RowSpeedDrop, records, None)
+    for cuts in ([], None, [300, 301], random_cuts(len(records), 8)):
+        assert alerts("speed.drop", None, records, cuts) == want
+    (alert,) = json.loads(want)
+    assert alert["state"] == "stopped" and alert["episodes"][-1]["end"] == 300
+    assert alert["stopped"].startswith("tokens_per_sec was still slow when its attempt ended (the run was started "
+                                       "again at step 201")

@@ -22,6 +22,7 @@ from trainwatch.batch import from_records
 from trainwatch.engine import Engine
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.rules.base import Rule
+from trainwatch.rules.stats import fmt
 from tests.rules.rowref.harness import decided
 from tests.rules.rowref.spike_rows import GradSpikeRows, LossSpikeRows
 
@@ -44,9 +45,9 @@ def report(rule_id: str, oracle: type[Rule] | None, records: list[Record], cuts:
     engine = make_engine(rule_id, oracle)
     told: list[dict] = []  # what the sinks were told: each alert's own finding (a later episode's too)
     engine.listeners.append(lambda c: told.append({
-        "state": c.state.value, "message": c.alert.finding.message, "evidence": c.alert.finding.evidence,
-        "step": c.alert.finding.step, "line": c.alert.finding.line, "first_step": c.alert.first_step,
-        "found_step": c.alert.found_step}))
+        "state": c.state.value, "message": c.alert.finding.message,
+        "evidence": c.alert.finding.evidence, "step": c.alert.finding.step, "line": c.alert.finding.line,
+        "first_step": c.alert.first_step, "found_step": c.alert.found_step}))
     fresh = list(from_records(SOURCE, records).records())  # the engine settles steps on its own copies
     if cuts is None:
         for r in fresh:
@@ -144,3 +145,28 @@ def test_a_jump_after_the_alert_resolved_but_within_the_episode_tells_the_first_
     assert alert["episode_count"] == 2
     second = [t for t in json.loads(want)["told"] if t["state"] == "firing"][1]
     assert second["message"].startswith("loss 40 at step 31") and second["evidence"]["last_value"] == 45.0
+
+
+def test_a_loss_that_jumps_and_stays_up_stopped_the_same_in_both_forms() -> None:
+    """Loss 1 -> 1e8 and stays there: the recent median the spike was found over rises to 1e8 and the
+    condition stops holding without the loss ever coming back. Both the array rule and its row oracle
+    tell the alert, its episode and what the sinks heard as stopped, with the same reason, on the row
+    the alert ended on, whatever the cuts."""
+    vals = [1.0 + 0.01 * (i % 3) for i in range(40)] + [1e8 + 1e5 * (i % 3) for i in range(80)]
+    records: list[Record] = [Sample("loss", v, i + 1, source=SOURCE, line=i + 1) for i, v in enumerate(vals)]
+    for oracle, cuts in ((LossSpikeRows, []), (LossSpikeRows, None), (None, []), (None, None), (None, [45, 60])):
+        got = json.loads(report("loss.spike", oracle, records, cuts))
+        engine = make_engine("loss.spike", oracle)
+        told: list[str] = []  # what the sinks heard
+        engine.listeners.append(lambda c, told=told: told.append(c.told_state))
+        engine.feed_batch(from_records(SOURCE, list(from_records(SOURCE, records).records())))
+        engine.finish(SOURCE)
+        (alert,) = got["alerts"]
+        assert alert["state"] == "stopped"
+        why = alert["stopped"]
+        assert why.startswith("loss did not come back: ")
+        step = int(why.split(" at step ")[1].split()[0])
+        assert f": {fmt(vals[step - 1])} at step {step} is " in why  # the value logged at that step
+        assert "its recent median before the spike (1.01)" in why
+        assert alert["episodes"][-1]["stopped"] == why
+        assert told == ["firing", "stopped"]

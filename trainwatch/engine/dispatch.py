@@ -21,7 +21,7 @@ from trainwatch.engine.state import HeldRows
 from trainwatch.lifecycle import Step
 from trainwatch.model import Event, EventKind, Finding, Retraction
 from trainwatch.rules import crash
-from trainwatch.rules.array import ArrayRule, Window
+from trainwatch.rules.array import ArrayRule, JudgesRecovery, Window
 from trainwatch.rules.base import Rule
 
 ANY = "*"  # a rule switched off for every source (one that judges them all at once, on the clock)
@@ -90,8 +90,8 @@ class Dispatch(Progress):
                 if book.tracks(rule_id, source, name) and not book.settled(spec, source, name):
                     out.extend(self._before_book())  # a pending or firing alert to resolve: in log order
                     out.extend(self.book.judge(spec, source, name, None, now))
-                    if not math.isfinite(point.value):
-                        self.book.stopped(spec, source, name, _nonfinite(name, point.value, point.step))
+                    if book.settled(spec, source, name):  # it resolved on this row (or a pending was dropped)
+                        self._why_stopped(rule, Window.of(series, 1, 0), 0)
                 continue
             if isinstance(finding, Retraction):
                 out.extend(self._before_book())
@@ -307,17 +307,25 @@ class Dispatch(Progress):
         elif step is Step.RESOLVED or step is Step.DROPPED:
             held = self._held_since(p, p.row)
         changes = self.book.enact(spec, source, subject, step, t, finding=p.finding, held=held, reason=p.reason)
-        if step is Step.RESOLVED:  # a metric that went non-finite stopped, it did not recover
-            at = p.w.start + p.row
-            value = float(p.w.value[at])
-            if not math.isfinite(value):
-                self.book.stopped(spec, source, subject, _nonfinite(subject, value, int(p.w.step[at])))
-            else:
-                finding = self.book.finding_of(spec, source, subject)
-                why = p.rule.unrecovered(p.w, at, finding.evidence) if finding is not None else None
-                if why:
-                    self.book.stopped(spec, source, subject, why)
+        if step is Step.RESOLVED:
+            self._why_stopped(p.rule, p.w, p.w.start + p.row)
         return changes
+
+    def _why_stopped(self, rule: Rule, w: Window, row: int) -> None:
+        """The alert of `rule` on `w`'s series resolved at `row`: said as stopped when it did not recover,
+        because its metric went non-finite or because the rule's moving baseline caught up with a level
+        that never came back (`JudgesRecovery`). The same reading for row rules and array rules."""
+        spec, source, subject = rule.spec, w.source, w.name
+        value = float(w.value[row])
+        if not math.isfinite(value):
+            self.book.stopped(spec, source, subject, _nonfinite(subject, value, int(w.step[row])))
+            return
+        finding = self.book.finding_of(spec, source, subject)
+        if finding is None or not isinstance(rule, JudgesRecovery):
+            return
+        why = rule.unrecovered(w, row, finding.evidence)
+        if why:
+            self.book.stopped(spec, source, subject, why)
 
     def _held_since(self, p: Planned, hi: int) -> Held | None:
         """The rows in [p.held_from, hi) where the condition held, as the book counts them."""

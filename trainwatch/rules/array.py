@@ -11,7 +11,7 @@ a check of a gigabyte runs it on thousands of rows at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -65,6 +65,15 @@ class Window:
 
     def inf_count(self, row: int) -> int:
         return self.inf_before + int(np.isinf(self.value[:row + 1]).sum())
+
+
+@runtime_checkable
+class JudgesRecovery(Protocol):
+    """A rule that says whether an alert that stopped holding recovered (`ArrayRule.unrecovered`). Every
+    array rule does; a row rule may too (the row-at-a-time oracles of array rules do, so that a rule
+    means the same in either form), and the engine asks it on the row its alert resolved on."""
+
+    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None: ...
 
 
 class ArrayRule(Rule):

@@ -3,6 +3,11 @@
 Written over arrays: the run's level (the median of a long window) and the recent median are rolling
 medians over the finite points, computed for a whole batch of rows at once; wording is paid only where
 an alert begins.
+
+A log that holds a relaunch or a resume (the step counter goes back) holds several attempts, and each is
+judged on its own: a relaunch compiles and warms up again, and a throughput or clock measured since the
+launch starts over, so its first points are no slowdown of the run before it. The level and the warm-up
+`skip` count from the attempt's first point.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext
-from trainwatch.rules.rolling import RowTail, tail_sizes, trailing_max, trailing_median_where, trailing_min
+from trainwatch.rules.rolling import (RowTail, restarts, tail_sizes, trailing_max, trailing_median_where,
+                                      trailing_min)
 from trainwatch.rules.stats import fmt
 from trainwatch.store import RECENT_POINTS, SCAN_MIN
 from trainwatch.rulespec import RuleSpec
@@ -39,6 +45,21 @@ class _Levels:
     steps: np.ndarray  # the rows carried before the new ones, then the new ones: where a drop began
     values: np.ndarray
     held: int  # how many of them were carried
+    attempt: np.ndarray  # per new row, the number of its attempt
+    began: np.ndarray  # per new row, the first step of its attempt
+    held_in: np.ndarray  # per new row, the attempt of the finite row before it if the drop held there, else -1
+
+
+@dataclass
+class _Attempt:
+    """Where a series' current attempt began, carried from one batch of rows to the next."""
+
+    series: object  # the series it was counted on: a new one (another training in the log) starts afresh
+    last_step: int  # the step of the last row seen: a lower one starts a new attempt
+    finite_before: int  # the series' finite points before the attempt's first row
+    number: int  # how many attempts began, this one included
+    began: int  # the attempt's first step
+    held_in: int = -1  # the attempt of the last finite row if the drop held there, else -1
 
 
 @dataclass(frozen=True)
@@ -66,6 +87,7 @@ class SpeedDrop(ArrayRule):
         self._rows: dict[tuple[str, str], RowTail] = {}
         self._levels: dict[tuple[str, str], _Levels] = {}
         self._fell: dict[tuple[str, str], tuple[object, int, int, float]] = {}  # series, falls, moves, last value
+        self._attempts: dict[tuple[str, str], _Attempt] = {}
 
     def condition(self, ctx: RuleContext, w: Window) -> np.ndarray:
         recent, window = self.p.recent, self.p.window
@@ -79,7 +101,9 @@ class SpeedDrop(ArrayRule):
         fin_new = finite[held:]
         total = series.finite_count if series is not None else int(finite.sum())
         count = total - (int(fin_new.sum()) - np.cumsum(fin_new))  # the series' finite count at each row
-        usable = count - self.p.skip  # the first points are warm-up
+        restart = self._restarts(key, series, w.step[w.start:])
+        was = self._attempts.get(key)
+        usable = self._in_attempt(key, series, w.step[w.start:], count, fin_new, restart) - self.p.skip  # warm-up
         wanted = np.clip(usable, 0, window + recent)
         need = min(RECENT_POINTS, max(SCAN_MIN, 8 * (window + recent)))
         lo = max(0, held - need)
@@ -112,32 +136,87 @@ class SpeedDrop(ArrayRule):
             want[:] = False
             want[at] = True
             now[can] = trailing_median_where(fv, ns_now, want)[at]
-        # read back only at rows whose condition held
-        self._levels[key] = _Levels(w.start, base, now, steps, values, held)
         with np.errstate(invalid="ignore", over="ignore"):
             cond = ok & (base > 0) & (now > 0)
             slower = now > base / drop if higher else now < base * drop
         if w.name in CLOCK_PRONE:
-            cond &= self._duration(key, series, values[held:], fin_new)
-        return cond & slower
+            cond &= self._duration(key, series, values[held:], fin_new, restart)
+        cond &= slower
+        # read back only at rows whose condition held, or where an alert ended
+        self._levels[key] = _Levels(w.start, base, now, steps, values, held,
+                                    *self._attempt_rows(key, was, w.step[w.start:], restart, fin_new, cond))
+        return cond
 
-    def _duration(self, key: tuple[str, str], series: object, new: np.ndarray, fin_new: np.ndarray) -> np.ndarray:
+    def _attempt_rows(self, key: tuple[str, str], was: _Attempt | None, step: np.ndarray, restart: np.ndarray,
+                      fin_new: np.ndarray, cond: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per new row: its attempt's number and first step, and the attempt of the finite row before it
+        when the drop held there (else -1), for `unrecovered`. The last row's are carried."""
+        m = len(step)
+        number = (was.number if was is not None else 0) + np.cumsum(restart)
+        first = np.maximum.accumulate(np.where(restart, np.arange(m), -1))
+        began = np.where(first < 0, was.began if was is not None else 0, step[np.maximum(first, 0)])
+        rows = np.flatnonzero(fin_new)
+        mark = np.where(cond[rows], number[rows], -1)  # per finite row: its attempt where the drop held
+        k = np.cumsum(fin_new) - fin_new - 1  # per row, the finite row before it (-1: one carried)
+        carried = was.held_in if was is not None else -1
+        held_in = np.where(k >= 0, mark[np.maximum(k, 0)] if len(mark) else -1, carried)
+        if m:
+            a = self._attempts[key]
+            a.number, a.began = int(number[-1]), int(began[-1])
+            a.held_in = int(mark[-1]) if len(mark) else carried
+        return number, began, held_in
+
+    def _restarts(self, key: tuple[str, str], series: object, step: np.ndarray) -> np.ndarray:
+        """Per new row, whether it begins an attempt: the step went back (or the series is new)."""
+        a = self._attempts.get(key)
+        fresh = a is None or a.series is not series
+        out = np.diff(restarts(step, None if fresh or a is None else a.last_step), prepend=0) > 0
+        if fresh and len(out):
+            out[0] = True
+        return out
+
+    def _in_attempt(self, key: tuple[str, str], series: object, step: np.ndarray, count: np.ndarray,
+                    fin_new: np.ndarray, restart: np.ndarray) -> np.ndarray:
+        """Per new row, the finite points of the series' current attempt up to it (`count`: of the whole
+        series); where the last row's attempt began is carried to the next batch."""
+        a = self._attempts.get(key)
+        m = len(count)
+        if not m:
+            return count
+        before_row = count - fin_new  # the series' finite count before each row
+        first = np.maximum.accumulate(np.where(restart, np.arange(m), -1))  # the attempt's first row, if new
+        base = np.where(first < 0, a.finite_before if a is not None else 0, before_row[np.maximum(first, 0)])
+        self._attempts[key] = _Attempt(series, int(step[-1]), int(base[-1]), a.number if a is not None else 0,
+                                       a.began if a is not None else 0, a.held_in if a is not None else -1)
+        return count - base
+
+    def _duration(self, key: tuple[str, str], series: object, new: np.ndarray, fin_new: np.ndarray,
+                  restart: np.ndarray) -> np.ndarray:
         """Per new row, whether the series has fallen in at least `clock_falls` of its moves by then (a
-        duration, not a clock that only a restart set back)."""
+        duration, not a clock). A fall across a relaunch is no fall, nor a move: an elapsed clock starts
+        again at 0 there."""
         was, falls, moves, last = self._fell.get(key, (None, 0, 0, np.nan))
         if was is not series:
             falls, moves, last = 0, 0, np.nan
         fv = new[fin_new]
+        attempt = np.cumsum(restart)[fin_new]  # the attempt of each finite point (counted in this batch)
+        same = attempt == np.concatenate(([0], attempt[:-1]))  # no relaunch since the point before
         prev = np.concatenate(([last], fv[:-1]))
         with np.errstate(invalid="ignore"):
-            down = falls + np.cumsum(fv < prev)
-        n_moves = moves + np.cumsum(~np.isnan(prev))
+            down = falls + np.cumsum((fv < prev) & same)
+        n_moves = moves + np.cumsum(~np.isnan(prev) & same)
         ok = (down >= 1) & (down >= self.p.clock_falls * n_moves)
         out = np.full(len(new), bool(falls >= 1 and falls >= self.p.clock_falls * moves))
         pos = np.cumsum(fin_new) - 1  # the last finite point at or before each row
         out[pos >= 0] = ok[pos[pos >= 0]]
+        after = restart  # the rows after the last finite one
         if len(fv):
-            self._fell[key] = (series, int(down[-1]), int(n_moves[-1]), float(fv[-1]))
+            last = float(fv[-1])
+            after = restart[len(fin_new) - int(np.argmax(fin_new[::-1])):]
+            falls, moves = int(down[-1]), int(n_moves[-1])
+        if after.any():
+            last = np.nan  # a relaunch after the last point: the next one is compared with none
+        self._fell[key] = (series, falls, moves, last)
         return out
 
     @staticmethod
@@ -175,7 +254,14 @@ class SpeedDrop(ArrayRule):
     def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
         """The run's level is a moving median: after a long slow stretch it is the slow speed itself, and
         the drop stops holding without the speed ever coming back. Recovered means back within `drop` of
-        the level the drop was found against."""
+        the level the drop was found against. A drop that held until its attempt ended (a crash, then a
+        relaunch) did not recover either: the next attempt's first points are its own warm-up, no
+        measure of the speed the drop was found in."""
+        lv = self._levels[(w.source, w.name)]
+        i = row - lv.start
+        if 0 <= lv.held_in[i] != lv.attempt[i]:  # it held until its attempt ended
+            return (f"{w.name} was still slow when its attempt ended (the run was started again at step "
+                    f"{int(lv.began[i])}, and each attempt is judged on its own)")
         base = evidence.get("baseline")
         if not isinstance(base, (int, float)) or not base > 0:
             return None

@@ -43,16 +43,9 @@ def report(rule_id: str, records: Sequence[Record], cuts: Sequence[int] | None, 
 
 
 def decided(d: dict[str, Any]) -> dict[str, Any]:
-    """What the rule decided. Whether an ended alert is told as `stopped` (its metric went non-finite) or
-    `resolved` is the engine's reading of the row it ended on, which differs between a row rule and its
-    array form where non-finite rows are skipped, and is made for array rules only where a moving baseline
-    caught up (`ArrayRule.unrecovered`); tests/test_resolved_means_recovered.py and
-    tests/rules/test_unrecovered.py pin those."""
-    if d.get("state") == "stopped":
-        d["state"] = "resolved"
-    d.pop("stopped", None)
-    for e in d.get("episodes") or []:
-        e.pop("stopped", None)  # (the same reading, on the episode it ended)
+    """What the rule decided, stop reasons included: a moving baseline that caught up with a level that
+    never came back (`ArrayRule.unrecovered`, which the row oracles implement too) is told the same by a
+    row rule and its array form."""
     return d
 
 

@@ -5,8 +5,10 @@ tests depend on it."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from trainwatch.model import Finding
+from trainwatch.rules.array import Window
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.loss import _beyond_log_noise
 from trainwatch.rules.stats import Episodes, Segment, Segments, before, diff_sigma, fmt, mad_sigma
@@ -47,6 +49,18 @@ class LossSpikeRows(Rule):
         if self._episodes.is_open(src):  # a blow-up that keeps jumping: one spike, the first one told
             return self._episodes.repeat(src, v, point.step)
         return self._episodes.open(src, found, v, point.step)
+
+    def unrecovered(self, w: Window, row: int, evidence: dict[str, Any]) -> str | None:
+        """The row the alert resolved on, against the median the spike was found over: a loss still
+        `ratio` times that median stopped being a spike only because the median rose with it."""
+        base = evidence.get("baseline")
+        if not isinstance(base, (int, float)) or not base > 0:
+            return None
+        v, step = float(w.value[row]), int(w.step[row])
+        if v < self.p.ratio * base:
+            return None
+        return (f"loss did not come back: {fmt(v)} at step {step} is {fmt(v / base)}x its recent median before "
+                f"the spike ({fmt(base)}); that median rose with it")
 
     def _material(self, seg: Segment, found: Finding) -> bool:
         """A jump smaller than `min_jump` of where the run began is not a spike, whatever its ratio: a
