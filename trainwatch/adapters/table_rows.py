@@ -8,7 +8,7 @@ read from the bytes in one pass of a native kernel (`kernels.table_cells`; its r
 expression and numpy's parse, about 3x faster than the line path, no more); the reader's
 state then moves as reading the rows one by one would have moved it (`TemplateAdapter.read_rows`).
 
-Anything else stops a run and goes through the line path: a `%`, a `nan.0`, a `\\r`, a tab of a
+Anything else stops a run and goes through the line path: a `%`, a `nan.0`, a `\\r`, a row of a
 different width, a counter that is not a finite number a float holds exactly, a header whose names
 the reader renames by their values (`total`), or a reader in a state where a row means more than its
 cells (a boxed table, a Rich bar's wrapped lines).
