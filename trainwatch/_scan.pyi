@@ -68,6 +68,11 @@ def positions(data: bytes, needle: bytes) -> _I64:
 def count_byte(data: bytes, end: int, byte: int) -> int:
     """How many `byte`s data[:end] holds (a vector count)."""
 
+def table_cells(data: bytes, start: int, end: int, width: int) -> tuple[_F64, int]:
+    """The cells of the run of plain table rows at data[start:end], row after row, and how many rows: whole
+    lines of `width` numbers (shapes.NUM less `nan.0` and `%`), blanks before, between and after them; the
+    run stops at the first other line, or one with no `\\n` before `end`."""
+
 def ema_path(ema: float, values: _F64, windows: _I64) -> _F64:
     """The smoothed value after each row: `ema = ema + (value - ema) * 2.0 / window`, float for float."""
 

@@ -416,6 +416,22 @@ fn count_byte(py: Python<'_>, data: PyBackedBytes, end: usize, byte: u8) -> usiz
     py.detach(move || memchr::memchr_iter(byte, hay).count())
 }
 
+/// The cells of the run of plain table rows at `data[start..end]` (see `kernels::table`), row after row,
+/// and how many rows.
+#[pyfunction]
+fn table_cells<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    start: usize,
+    end: usize,
+    width: usize,
+) -> (Bound<'py, PyArray1<f64>>, usize) {
+    let bytes: &[u8] = &data;
+    let part = bytes.get(start..end.min(bytes.len())).unwrap_or(&[]);
+    let (cells, rows) = py.detach(move || crate::kernels::table::table_cells(part, width));
+    (cells.into_pyarray(py), rows)
+}
+
 type Lines<'py> = (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>);
 type Dicts<'py> = (
     PyReadonlyArray1<'py, i64>,
@@ -838,6 +854,7 @@ fn _scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(span_census, m)?)?;
     m.add_function(wrap_pyfunction!(positions, m)?)?;
     m.add_function(wrap_pyfunction!(count_byte, m)?)?;
+    m.add_function(wrap_pyfunction!(table_cells, m)?)?;
     m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;
     m.add_function(wrap_pyfunction!(gather_rows, m)?)?;
     m.add_function(wrap_pyfunction!(group_rows, m)?)?;

@@ -31,12 +31,15 @@ from trainwatch.scan.chunk import MAX_LINE
 from trainwatch.textsafe import strip_escapes
 
 if TYPE_CHECKING:
+    from trainwatch.adapters.table_rows import Rows
     from trainwatch.scan import Chunk
 
 PlainBars = Callable[[bytes, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 SpanCensus = Callable[[bytes, np.ndarray, np.ndarray, np.ndarray, int, int, int, int],
                       tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
 Positions = Callable[[bytes, bytes], np.ndarray]
+ReadRows = Callable[[bytes, int, int, int], "Rows | None"]
+"""`TemplateAdapter.read_rows`: (data, start, end, first line number) -> a run of table rows, or None."""
 
 BACKLOG_BLOCK = 2 << 20
 """Bytes a backlog is read, scanned and judged in. One block's records are all that is held before the
@@ -292,6 +295,8 @@ class _ByteReader:
         self.plan_kw = np.array([w in (ESC, CSI8) or w in plan_words for w in keywords], dtype=bool)
         self.out = BatchBuilder(parser.source)  # one per source: its name table lives as long as the source
         self.own_kw = np.array([w in (ESC, CSI8) or w in own_words for w in keywords], dtype=bool)
+        # an adapter of lines that reads runs of table rows from the bytes itself (the template reader)
+        self.read_rows: ReadRows | None = None if self.chunked else getattr(parser.adapter, "read_rows", None)
 
     def chunk(self, chunk: Chunk) -> Batch:
         """The batch of one scanned chunk (made before the next chunk is scanned, so the scanner's key
@@ -305,7 +310,7 @@ class _ByteReader:
         lines = _Lines(parser, chunk)
         found = self._signatures(chunk, lines) if parser.scanner is not None else []
         if parser.plans is not None:
-            if not self.chunked:
+            if not self.chunked and self.read_rows is None:
                 lines.decode_all()  # every line is decoded for the adapter below: once, not line by line
             found = _merged(found, self._plans(chunk, lines))
         if self.chunked:
@@ -319,9 +324,17 @@ class _ByteReader:
             view.close()
             return out.build().with_events(found)
         first = chunk.first_lineno
-        lines.decode_all()
+        read_rows = self.read_rows if chunk._cut_line_starts is None else None
+        if read_rows is None:
+            lines.decode_all()  # (else lines are decoded as asked for, and all at once when most are)
         k = 0
-        for i in range(n):
+        i = 0
+        while i < n:
+            if read_rows is not None:
+                stop = found[k][0] - first if k < len(found) else n  # a line with events is read as a line
+                if stop > i and (took := self._rows(read_rows, chunk, i, stop)):
+                    i += took
+                    continue
             got = parser._adapt(lines.text(i), first + i)
             if got:
                 out.extend(got)
@@ -329,7 +342,43 @@ class _ByteReader:
                 for e in found[k][1]:
                     out.event(e)
                 k += 1
+            i += 1
         return out.build()
+
+    def _rows(self, read_rows: ReadRows, chunk: Chunk, i: int, stop: int) -> int:
+        """Lines i.. (before `stop`) read by the adapter as a run of table rows (`read_rows`, see
+        TemplateAdapter.read_rows): how many it took, 0 for none. Around it, what the line path does to
+        each line: the prefix stripper counts them (a row of numbers is nothing it takes off or learns
+        from), and a stepped row that repeats the metric line before it is dropped (`_repeated`)."""
+        parser = self.parser
+        base = chunk.base_offset
+        end = int(chunk.line_start[stop]) - base if stop < len(chunk) else len(chunk.data)
+        try:
+            got = read_rows(chunk.data, int(chunk.line_start[i]) - base, end, chunk.first_lineno + i)
+        except Exception as exc:  # an adapter bug must cost its lines, not the watcher
+            parser.failed(exc)
+            return 0
+        if got is None:
+            return 0
+        rows, names, step, value, line, inferred = got
+        if parser.prefixes is not None:
+            parser.prefixes.count(rows)
+        stepped = ~inferred
+        keep = np.ones(rows, dtype=bool)
+        keep[1:] = ~(stepped[1:] & stepped[:-1] & (step[1:] == step[:-1]) & (value[1:] == value[:-1]).all(axis=1))
+        first_row = tuple((k, int(step[0]), v) for k, v in zip(names, value[0].tolist()))
+        if stepped[0] and first_row == parser._last_metric_rows:
+            keep[0] = False
+        parser._last_metric_rows = (tuple((k, int(step[-1]), v) for k, v in zip(names, value[-1].tolist()))
+                                    if stepped[-1] else None)
+        if not keep.all():
+            step, value, line, inferred = step[keep], value[keep], line[keep], inferred[keep]
+        width = len(names)
+        out = self.out
+        ids = np.array([out.name_id(k) for k in names], dtype=np.int32)
+        out.columns(np.tile(ids, len(step)), np.repeat(step, width), value.ravel(), np.repeat(line, width),
+                    None, np.repeat(inferred, width))
+        return rows
 
     def _signatures(self, chunk: Chunk, lines: _Lines) -> list[tuple[int, list[Event]]]:
         """The signature scanner fed the lines that can matter to it: those with a keyword, and every

@@ -21,7 +21,9 @@ import math
 import re
 from collections.abc import Iterable
 
-from trainwatch.adapters import shapes
+import numpy as np
+
+from trainwatch.adapters import shapes, table_rows
 from trainwatch.adapters.cjk import translate
 from trainwatch.adapters.jsonl import JsonLinesAdapter
 from trainwatch.adversarial import generator_as_loss
@@ -65,6 +67,8 @@ class TemplateAdapter(KeyValueAdapter):
         self.rich_step: int | None = None  # the step of a Rich bar just read: its wrapped metric lines follow
         self.rich_read = False  # a Rich training bar showed a metric: a training log, even from one redraw
         self.json = JsonLinesAdapter(source)  # `[train_inner][INFO] - {"loss": "0.264", ...}`: a dict after a tag
+        self._plan_of: list[str] | None = None  # the header `_plan` was made for (held: `is` stays true to it)
+        self._plan: table_rows.RowPlan | None = None
 
     @classmethod
     def score(cls, head: str, path: str) -> float:
@@ -207,6 +211,49 @@ class TemplateAdapter(KeyValueAdapter):
                 out.extend(Sample(k, v, self.printed_step, when, self.source, lineno, True) for k, v in pairs)
                 return out
         return out + got
+
+    # -- runs of plain table rows, from the bytes ----------------------------------------------------
+    def read_rows(self, data: bytes, start: int, end: int, lineno: int) -> table_rows.Rows | None:
+        """The rows of the table under the current header that start at data[start:end] (whole lines,
+        the first numbered `lineno`), read at once: the records and the state `parse` would give them line
+        by line (see trainwatch/adapters/table_rows.py), or None (nothing taken) when the first line is no
+        such row or the reader is in a state where a row can mean more."""
+        if self.header is None or self.rich_step is not None or self.box is not None:
+            return None
+        if self._plan_of is not self.header:
+            self._plan_of, self._plan = self.header, table_rows.plan_for(self.header)
+        plan = self._plan
+        if plan is None:
+            return None
+        values = table_rows.run_values(plan, data, start, end)
+        if values is None:
+            return None
+        rows = len(values)
+        inner = np.trunc(values[:, plan.inner]).astype(np.int64)
+        if plan.by_epoch:  # `_record`: the epoch is the step
+            self._epoch_base(int(inner[0]))
+            step, inferred = inner, np.zeros(rows, dtype=bool)
+        elif plan.epoch < 0:  # the finest counter is the step
+            self.finer = True
+            step, inferred = inner, np.zeros(rows, dtype=bool)
+        else:  # a batch counter beside the epoch: `_global_step`, row by row, as one pass
+            self.finer = True
+            epoch = np.trunc(values[:, plan.epoch])
+            last = self.inner_last
+            prev_e = np.empty(rows)
+            prev_n = np.empty(rows, dtype=np.int64)
+            prev_e[1:], prev_n[1:] = epoch[:-1], inner[:-1]
+            prev_e[0], prev_n[0] = (last[0], last[1]) if last is not None else (np.inf, 0)
+            restarted = (epoch > prev_e) & (inner <= prev_n)
+            base = self.inner_base + np.cumsum(np.where(restarted, np.maximum(prev_n, 1), 0))
+            step, inferred = base + inner, base > 0
+            self.inner_base = int(base[-1])
+            self.inner_last = (float(epoch[-1]), int(inner[-1]))
+            self.inner_closed = True
+        self.printed_step = int(step[-1])
+        if self.alone_epoch is not None:
+            self.alone_logged = True
+        return table_rows.Rows(rows, plan.names, step, values[:, plan.kept], lineno + np.arange(rows), inferred)
 
     # -- shapes ---------------------------------------------------------------------------------
     def _json_step(self, got: list[Record]) -> None:

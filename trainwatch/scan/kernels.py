@@ -6,8 +6,8 @@ so TRAINWATCH_SCANNER=reference runs pure Python throughout, and every array han
 made contiguous and of its dtype in one place.
 
 Two kinds of kernel live here:
-- numeric kernels (byte counts, row grouping, the store's buckets and gather, rolling medians and extremes,
-  smoothing): both answers are here, the reference in `trainwatch.scan.reference.kernels`;
+- numeric kernels (byte counts, a numeric table's cells, row grouping, the store's buckets and gather,
+  rolling medians and extremes, smoothing): both answers are here, the reference in `trainwatch.scan.reference.kernels`;
 - the formats' fast paths (the Trainer console's plan and steady runs, JSON lines' readable lines, rows and
   one-pass take): these return None when the native core is not in use (or a number does not fit its
   int64), and the adapter's own numpy path, the reference those are proven against, answers.
@@ -98,6 +98,17 @@ def count_byte(data: bytes, end: int, byte: int) -> int:
     if ext is not None:
         return int(ext.count_byte(data, end, byte))
     return ref.count_byte(data, end, byte)
+
+
+def table_cells(data: bytes, start: int, end: int, width: int) -> np.ndarray:
+    """The cells of the run of plain table rows of `width` cells at data[start:end] (whole lines, blanks
+    between the cells, each a number; trainwatch/adapters/table_rows.py), as rows x width."""
+    ext = _core()
+    if ext is not None:
+        cells, rows = ext.table_cells(data, start, end, width)
+    else:
+        cells, rows = ref.table_cells(data, start, end, width)
+    return np.asarray(cells, dtype=_f64).reshape(rows, width)
 
 
 def group_rows(name: np.ndarray, table: np.ndarray, kinds: int) -> Groups:
