@@ -51,6 +51,9 @@ def _epochs(r: Run, n: int, per: int, loss, **evals) -> None:  # type: ignore[no
     ("eval_loss", "loss", False, "eval"),
     ("perplexity", "perplexity", False, ""),
     ("wer", "wer", False, ""),
+    ("Val MAE", "error", False, "eval"),
+    ("test_rmse", "error", False, "eval"),
+    ("train/mean_squared_error", "error", False, "train"),
 ])
 def test_the_name_says_which_way_is_better(name: str, kind: str, higher: bool, split: str) -> None:
     d = Quality()(name)
