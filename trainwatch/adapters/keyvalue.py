@@ -59,6 +59,9 @@ STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iterati
                        "num_updates", "trainer/global_step", "_step", "outer", "outer_step", "round", "tick",
                        "episode", "frame", "frames"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
+# a time of day with no date before the record (`09:11:35    [val] step=2000  val_loss=0.22`): the line's stamp,
+# taken off so that what follows it (a phase tag, a step) starts the record; no date, so no time is kept
+CLOCK = re.compile(r"^\[?\d{1,2}:\d\d:\d\d(?:[.,]\d{1,6})?\]?[ \t]+(?=\S)")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 # a bracketed head that holds the step among other counters (`[ep 1 step   300 t=    576s vram= 5904MB] L=0.48`):
 # not a level tag to drop, the line's step
@@ -463,6 +466,8 @@ class KeyValueAdapter(Adapter):
             if m is not None:
                 when = _stamp(m.group(1), m.group(2), m.group(3))
                 text = text[m.end():]
+            elif (clock := CLOCK.match(text)) is not None:
+                text = text[clock.end():]
         if text[:1] == "[" and (boost := BOOST_ROUND.match(text)) is not None \
                 and self._boosting(int(boost.group(1)), text[boost.end():], lineno, when, out):
             return out
