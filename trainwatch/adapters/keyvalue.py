@@ -37,7 +37,7 @@ PAIR = re.compile(
 )
 STEP_PREFIX = re.compile(
     r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
-    r"\s*[:,|\]\-]?\s*", re.I)
+    r"\s*[:,|\])\-]?\s*", re.I)  # (`(step=0000013) Train Loss: ..`: the bullet's `(` came off, its `)` closes the step)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 # blanks that align rather than separate: `Val   Loss: 0.0002` (a phase word padded to the width of `Train`), and
 # `Global Step:     10, accuracy:  10.9%` (values padded, on a line whose fields are split by commas); closed up
