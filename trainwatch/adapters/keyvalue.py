@@ -27,6 +27,7 @@ from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, le
                                         splits_as_loss, step_tuple, total_as_loss, zip_names)
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
+from trainwatch.adapters.loss_dict import Printed, RunningTotals, loss_dict
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Canonicalizer, Quality, averaged, known, step_loss
 
@@ -385,6 +386,7 @@ class KeyValueAdapter(Adapter):
         self.boost_best = False  # `Best iteration is:` came: the next round line repeats that round
         self.mark: tuple[int, int] | None = None  # (epoch, records counted) at the last EPOCH_MARK heading
         self.mark_first: int | None = None  # the epoch the first such heading said: where a training starts
+        self.totals = RunningTotals()  # `Losses {'ner': 172.9}` dicts: running totals per epoch, or per batch
 
     _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
 
@@ -547,12 +549,24 @@ class KeyValueAdapter(Adapter):
             return out
         if text[:4] == "The " and (ordinal := ORDINAL_HEAD.match(text)) is not None:
             text = f"step {ordinal.group(1)}: {text[ordinal.end():]}"
+        if text[-1:] == "}" and (losses := loss_dict(text)) is not None:
+            self._printed_losses(self.totals.feed(Printed(losses, lineno, when)), out)
+            return out
         self._generic(text, lineno, when, out)
         return out
 
     def finish(self) -> Iterable[Record]:
         held, self.epoch_first = self.epoch_first, []
-        return held + self._flush()
+        out: list[Record] = []
+        self._printed_losses(self.totals.finish(), out)
+        return held + out + self._flush()
+
+    def _printed_losses(self, records: list[Printed], out: list[Record]) -> None:
+        """The records a dict of losses gives (each as printed, or an epoch's running total at its end),
+        counted as records that print no step."""
+        for rec in records:
+            step, inferred = self._stepless_step(rec.pairs, rec.line, out)
+            out.extend(Sample(k, v, step, rec.time, self.source, rec.line, inferred) for k, v in rec.pairs)
 
     # -- shapes ---------------------------------------------------------------------------------
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:
