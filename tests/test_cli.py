@@ -45,6 +45,19 @@ def test_healthy_log_exits_zero(healthy: Path) -> None:
     assert "Status: OK" in proc.stdout
 
 
+def test_a_log_of_only_a_validation_error_per_epoch_is_judged_not_unknown(tmp_path: Path) -> None:
+    """An MAE/RMSE is lower-is-better: a log that holds only it says how training went (not exit 3), and a
+    minimum followed by a small rise is no critical drop in quality."""
+    p = tmp_path / "log.txt"
+    p.write_text("".join(f"Epoch {e}: Val RMSE = {0.03 - 0.01 * min(e, 10) / 10 + 0.0002 * max(0, e - 10):.6f}\n"
+                         for e in range(40)))
+    proc = tw("check", str(p), "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert doc["counts"]["critical"] == 0
+    assert doc["sources"][0]["metrics"]["Val RMSE"]["count"] == 40
+
+
 def test_nan_loss_is_critical_with_step_and_line(tmp_path: Path) -> None:
     p = tmp_path / "run.log"
     p.write_text(HEALTHY + "Step 410: loss=nan, lr=1.00e-04, grad_norm=1.2\n")

@@ -187,8 +187,8 @@ class Quality:
             split = "eval"
         if low in self._extra:
             return Direction(low, self._extra[low], False, split)
-        if self._ignore.intersection(tokens):
-            return None
+        if self._ignore.intersection(tokens) or any(f"_{w}_" in f"_{norm}_" for w in self._ignore if "_" in w):
+            return None  # (an entry of several tokens, `prob_perplexity`, matches them in a row)
         for kind, higher, share, tradeoff, guess, pat in self._kinds:
             if pat.search(norm):
                 return Direction(kind, higher, share, split, tradeoff, guess)

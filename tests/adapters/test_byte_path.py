@@ -455,3 +455,14 @@ def test_nul_padding_is_dropped_and_the_text_after_it_is_read(tmp_path: Path) ->
     assert src.format == "keyvalue"
     got = [r for r in src.parser.feed_bytes(padded) + src.parser.finish() if getattr(r, "name", None) == "loss"]
     assert [(r.step, r.value) for r in got][:2] == [(710, 3.79), (720, 3.78)]
+
+
+def test_a_parenthesised_step_in_a_coloured_crlf_terminal_capture_dates_its_loss(scanner_class: Any) -> None:
+    """`[ESC[34m2024-07-18 18:59:44ESC[0m] (step=0000013) Train Loss: 0.5001, Train Steps/Sec: 0.51\\r\\n`: the
+    colour codes and the carriage returns come off, the `(step=N)` in parentheses is the step, and the loss
+    after it is read at that step (the `)` that closed the step had hidden it)."""
+    lines = [f"[\x1b[34m2024-07-18 19:{s // 60:02d}:{s % 60:02d}\x1b[0m] (step={s:07d}) "
+             f"Train Loss: {0.6 - s / 1e4:.4f}, Train Steps/Sec: 0.51\r\n" for s in range(13, 13 * 9, 13)]
+    got = by_bytes(SourceParser(KeyValueAdapter("x")), "".join(lines).encode())
+    losses = [(r[3], r[2]) for r in got if r[0] == "Sample" and r[1] == "Train Loss"]
+    assert losses == [(s, round(0.6 - s / 1e4, 4)) for s in range(13, 13 * 9, 13)]

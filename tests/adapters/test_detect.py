@@ -71,6 +71,28 @@ def test_one_dict_of_settings_does_not_make_a_console_log_the_trainers() -> None
     assert detect(head, "run.log") == "keyvalue"
 
 
+def test_json_dicts_after_logger_tags_are_read_though_key_value_lines_surround_them(tmp_path: Path) -> None:
+    """fairseq under hydra: `[time][train_inner][INFO] - {"epoch": 1, "loss": "9.276", ...}` (values in quotes)
+    after a long preamble, with `setting loss scale to: 64` notes the key-value reader reads: the dicts are the
+    records, so the reader that reads them claims the log, and the loss, LR and gradient norm are read."""
+    stamp = "[2022-01-01 10:00:00,000]"
+    lines = [f"{stamp}[cli.train][INFO] - {{'_name': None, 'common': {{'log_interval': 200, 'seed': 1}}}}"]
+    lines += [f"  (layer{i}): Linear(in_features=512, out_features=512, bias=True)" for i in range(40)]
+    for k in range(1, 9):
+        lines.append(f"{stamp}[trainer][INFO] - NOTE: gradient overflow detected, ignoring gradient, "
+                     f"setting loss scale to: {2 ** (8 - k)}")
+        lines.append(f'{stamp}[train_inner][INFO] - {{"epoch": 1, "loss": "{9 - k / 2:.3f}", "accuracy": "0.0{k}", '
+                     f'"num_updates": "{200 * k}", "lr": "{k * 3.1e-6:.4g}", "gnorm": "1.{k}", "wall": "{k * 400}"}}')
+    lines.append(f'{stamp}[valid][INFO] - {{"epoch": 1, "valid_loss": "6.389", "valid_accuracy": "0.026", '
+                 f'"valid_num_updates": "1600"}}')
+    path = tmp_path / "hydra_train.log"
+    path.write_text("\n".join(lines) + "\n")
+    fmt = detect(head_of(path), str(path))
+    assert fmt == "template"
+    got = {(r.name, r.step) for r in parse_file(path, fmt) if isinstance(r, Sample)}
+    assert {("loss", 1600), ("lr", 1600), ("gnorm", 1600), ("valid_loss", 1600)} <= got
+
+
 def test_killed_run_last_partial_line_and_traceback_are_read() -> None:
     recs = parse_file(DATA / "hf_console_v5_grpo.log", "hf_console")
     assert [r.signature for r in recs if getattr(r, "kind", None) == EventKind.ERROR] == ["oom.cuda"]

@@ -476,6 +476,20 @@ def test_a_bracketed_phase_names_whose_metrics_follow() -> None:
     assert ("eval_loss", 1, 1.65) in got and ("eval_loss", 2, 0.825) in got and ("loss", 2, 0.95) in got
 
 
+def test_a_time_of_day_before_a_bracketed_phase_does_not_hide_the_evaluation() -> None:
+    """`09:11:35    [val] step=2000  val_loss=0.22`: a clock with no date stamps the line; the phase tag and
+    the step after it still start the record, so the validation loss is read at its own step."""
+    canon = Canonicalizer()
+    lines = []
+    for s in range(100, 700, 100):
+        lines.append(f"08:{s // 100:02d}:31  step={s}  loss={0.3 - s / 1e4:.4f}  lr=1.00e-03  elapsed={s}s")
+        if s % 300 == 0:
+            lines.append(f"08:{s // 100:02d}:59    [val] step={s}  val_loss={0.25 - s / 1e4:.4f}")
+    got = {(canon(s.name), s.step, round(s.value, 4)) for s in samples(run(KeyValueAdapter(""), lines))}
+    assert ("eval_loss", 300, 0.22) in got and ("eval_loss", 600, 0.19) in got
+    assert ("loss", 600, 0.24) in got and not any(n == "loss" and v in (0.22, 0.19) for n, _, v in got)
+
+
 def test_a_metric_dated_by_the_step_its_sentence_names() -> None:
     """`Loss at step 12: 8.49` after a time and a tab: the loss at step 12."""
     lines = [f"2017-08-18 02:43:{50 + s}:\tLoss at step {s}: {8.5 - s / 10:.6f}" for s in range(1, 6)]

@@ -158,6 +158,10 @@ NOT_EARLY_STOPS = [
     "Metric val_loss improved by 0.012 >= min_delta = 0.0. New best score: 0.512",
     "Stopping training: loss is NaN",
     "use early stopping: True",
+    # a data set printed whole: words of prose far apart on one long line say nothing about the training
+    "[('He said that sacking players will not improve things. " + "The team played well. " * 40
+    + "The announced stoppage of all transactions', {'entities': []})]",
+    "[('There was no improvement in the talks. " + "Markets rose. " * 40 + "Traffic will stop at noon', {})]",
 ]
 
 

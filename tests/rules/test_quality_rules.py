@@ -51,6 +51,9 @@ def _epochs(r: Run, n: int, per: int, loss, **evals) -> None:  # type: ignore[no
     ("eval_loss", "loss", False, "eval"),
     ("perplexity", "perplexity", False, ""),
     ("wer", "wer", False, ""),
+    ("Val MAE", "error", False, "eval"),
+    ("test_rmse", "error", False, "eval"),
+    ("train/mean_squared_error", "error", False, "train"),
 ])
 def test_the_name_says_which_way_is_better(name: str, kind: str, higher: bool, split: str) -> None:
     d = Quality()(name)
@@ -58,7 +61,7 @@ def test_the_name_says_which_way_is_better(name: str, kind: str, higher: bool, s
 
 
 @pytest.mark.parametrize("name", ["lr", "grad_norm", "epoch", "reward_std", "frac_reward_zero_std", "kimg",
-                                  "tokens_per_sec", "capacity"])
+                                  "tokens_per_sec", "capacity", "valid_prob_perplexity", "train_code_perplexity"])
 def test_names_that_say_nothing_about_quality_have_no_direction(name: str) -> None:
     assert Quality()(name) is None
 

@@ -27,6 +27,7 @@ from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, le
                                         splits_as_loss, step_tuple, total_as_loss, zip_names)
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
+from trainwatch.adapters.loss_dict import Printed, RunningTotals, loss_dict
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Canonicalizer, Quality, averaged, known, step_loss
 
@@ -37,7 +38,7 @@ PAIR = re.compile(
 )
 STEP_PREFIX = re.compile(
     r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
-    r"\s*[:,|\]\-]?\s*", re.I)
+    r"\s*[:,|\])\-]?\s*", re.I)  # (`(step=0000013) Train Loss: ..`: the bullet's `(` came off, its `)` closes the step)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 # blanks that align rather than separate: `Val   Loss: 0.0002` (a phase word padded to the width of `Train`), and
 # `Global Step:     10, accuracy:  10.9%` (values padded, on a line whose fields are split by commas); closed up
@@ -59,6 +60,9 @@ STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iterati
                        "num_updates", "trainer/global_step", "_step", "outer", "outer_step", "round", "tick",
                        "episode", "frame", "frames"})
 STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?\]?\s*")
+# a time of day with no date before the record (`09:11:35    [val] step=2000  val_loss=0.22`): the line's stamp,
+# taken off so that what follows it (a phase tag, a step) starts the record; no date, so no time is kept
+CLOCK = re.compile(r"^\[?\d{1,2}:\d\d:\d\d(?:[.,]\d{1,6})?\]?[ \t]+(?=\S)")
 LEVEL_TOKEN = re.compile(r"^(?:\[[^\]]{0,60}\]\s*)+")
 # a bracketed head that holds the step among other counters (`[ep 1 step   300 t=    576s vram= 5904MB] L=0.48`):
 # not a level tag to drop, the line's step
@@ -386,6 +390,7 @@ class KeyValueAdapter(Adapter):
         self.boost_best = False  # `Best iteration is:` came: the next round line repeats that round
         self.mark: tuple[int, int] | None = None  # (epoch, records counted) at the last EPOCH_MARK heading
         self.mark_first: int | None = None  # the epoch the first such heading said: where a training starts
+        self.totals = RunningTotals()  # `Losses {'ner': 172.9}` dicts: running totals per epoch, or per batch
 
     _last_score: tuple[str, str, float] | None = None  # detection asks twice: once here, once for the template reader
 
@@ -467,6 +472,8 @@ class KeyValueAdapter(Adapter):
             if m is not None:
                 when = _stamp(m.group(1), m.group(2), m.group(3))
                 text = text[m.end():]
+            elif (clock := CLOCK.match(text)) is not None:
+                text = text[clock.end():]
         if text[:1] == "[" and (boost := BOOST_ROUND.match(text)) is not None \
                 and self._boosting(int(boost.group(1)), text[boost.end():], lineno, when, out):
             return out
@@ -546,12 +553,24 @@ class KeyValueAdapter(Adapter):
             return out
         if text[:4] == "The " and (ordinal := ORDINAL_HEAD.match(text)) is not None:
             text = f"step {ordinal.group(1)}: {text[ordinal.end():]}"
+        if text[-1:] == "}" and (losses := loss_dict(text)) is not None:
+            self._printed_losses(self.totals.feed(Printed(losses, lineno, when)), out)
+            return out
         self._generic(text, lineno, when, out)
         return out
 
     def finish(self) -> Iterable[Record]:
         held, self.epoch_first = self.epoch_first, []
-        return held + self._flush()
+        out: list[Record] = []
+        self._printed_losses(self.totals.finish(), out)
+        return held + out + self._flush()
+
+    def _printed_losses(self, records: list[Printed], out: list[Record]) -> None:
+        """The records a dict of losses gives (each as printed, or an epoch's running total at its end),
+        counted as records that print no step."""
+        for rec in records:
+            step, inferred = self._stepless_step(rec.pairs, rec.line, out)
+            out.extend(Sample(k, v, step, rec.time, self.source, rec.line, inferred) for k, v in rec.pairs)
 
     # -- shapes ---------------------------------------------------------------------------------
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:

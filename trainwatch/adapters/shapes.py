@@ -453,6 +453,25 @@ def counted_table(lines: list[str], least: int = 3) -> bool:
     return False
 
 
+TAGGED_DICT_KEY = re.compile(r'"[A-Za-z_][\w/.\-]{0,60}"\s*:\s*"?' + NUM + r'"?\s*[,}]')
+
+
+def tagged_dicts(lines: list[str], least: int = 3) -> bool:
+    """Whether `lines` hold at least `least` records that are a JSON dict of metrics after a logger's tags
+    (fairseq under hydra: `[2022-04-08 18:48:05,372][train_inner][INFO] - {"epoch": 1, "loss": "9.276", ..}`,
+    its values numbers or numbers in quotes): a log of such dicts, whatever key-value lines are between them."""
+    rows = 0
+    for line in lines:
+        text = line.rstrip()
+        if text[-1:] != "}" or (brace := text.find('{"')) <= 0:
+            continue
+        if len(TAGGED_DICT_KEY.findall(text, brace)) >= 2:
+            rows += 1
+            if rows >= least:
+                return True
+    return False
+
+
 # -- counters and metrics written as words: `Global-step 34 --Accept update with kl=2e-07, old=-3.8`,
 # `epoch 1, minibatch 120/120, validation error 86.93 %`, `Total reward in global step 33: 1.37`
 LEAD_COUNTER = re.compile(r"^[\s=>#*\-]*(?P<c>[A-Za-z][A-Za-z_\- ]{0,20}?)\s*[:#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<t>\d+))?"

@@ -76,8 +76,10 @@ class TemplateAdapter(KeyValueAdapter):
         if (plain := KeyValueAdapter.score(head, path)) >= DETECT_THRESHOLD:
             # the key-value reader claims it and reads it the same way, unless its records are a training
             # table's (`Epoch  Batch  loss` rows of `a/b` counters) that only this reader reads: then this
-            # reader, which reads the key-value lines between the rows as that reader does, claims it
-            return plain + 0.001 if shapes.counted_table(lines[:PROBE_LINES]) else 0.0
+            # reader, which reads the key-value lines between the rows as that reader does, claims it; so it
+            # does when its records are JSON dicts after a logger's tags, which the key-value reader does not read
+            head_lines = lines[:PROBE_LINES]
+            return plain + 0.001 if shapes.counted_table(head_lines) or shapes.tagged_dicts(head_lines) else 0.0
         if len(lines) > 1:  # the last may be cut off mid-line: its whole redraws are kept (a console that
             last = lines.pop()  # is one line of tqdm redraws has no other)
             if "\r" in last:
