@@ -856,3 +856,15 @@ def test_a_python_config_echoed_into_the_log_is_no_metric_record() -> None:
     names = {s.name for s in samples(run(KeyValueAdapter(""), lines))}
     assert "loss" in names and "acc" in names
     assert not {n for n in names if "iou" in n}
+
+
+def test_a_phase_word_before_a_dash_names_the_split_of_the_pairs_after_it() -> None:
+    """`Epoch 1 Validation - Loss: 18.49, Mod Acc: 0.0`: the validation loss is the eval loss, not a train
+    loss that jumped from 1.2 to 18.5; the training line's pairs stay the train split's."""
+    recs = samples(run(KeyValueAdapter(""), [
+        "Epoch 1 Training - Loss: 1.2084, Mod Acc: 0.8061, Time: 16.9s",
+        "Epoch 1 Validation - Loss: 18.4914, Mod Acc: 0.0000, Mod F1: 0.0000"]))
+    canon = Canonicalizer()
+    got = {canon(s.name): s.value for s in recs}
+    assert got["loss"] == 1.2084 and got["eval_loss"] == 18.4914
+    assert any(s.name.lower().startswith("validation") and "acc" in s.name.lower() for s in recs)

@@ -119,6 +119,21 @@ def test_an_early_stop_is_an_info_by_design_not_a_warning() -> None:
     assert a.finding.message == f"the run stopped early by design at epoch 11 of 25 (step 110): {text}"
 
 
+def test_an_early_stop_is_not_told_against_a_plan_that_a_later_launch_set() -> None:
+    """A run of 100 epochs stopped itself at its 11th; the same file then holds a launch of 1 epoch. The
+    stop was not 'at epoch 1 of 1': the later plan says nothing of it, so the step alone is told."""
+    r = Run()
+    plan(r, "epoch", 100, 1)
+    steps(r, 10, 110)
+    plan(r, "epoch", 100, 1, reached=11)
+    text = "Early stopping triggered after 15 epochs without improvement"
+    r.event(EventKind.PLAN, text=text, early_stop=True)
+    plan(r, "epoch", 1, r.line + 5, reached=1)
+    r.finish()
+    a = r.alert("run.early_stopped")
+    assert a.finding.message == f"the run stopped early by design at step 110: {text}"
+
+
 def test_a_kill_with_its_own_finding_gets_no_second_warning() -> None:
     r = Run()
     plan(r, "epoch", 10, 1)

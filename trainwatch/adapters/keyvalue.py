@@ -269,7 +269,11 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
             pos = m.end()
             skip = SKIP.match(field, pos)  # a unit or "/513" stuck to the value
             pos = skip.end() if skip else len(field)
-        if pos < len(field) and WORD.search(field, pos):
+        if pos < len(field) and (alone := LABEL_PHASE.fullmatch(field[pos:].strip())) is not None:
+            phase = alone.group().lower().replace("ing", "") + "_"  # `Epoch 1 Validation - Loss: 18.49`: its split
+            if pos == 0:
+                bare_fields += 1
+        elif pos < len(field) and WORD.search(field, pos):
             dirty += 1
             if pos == 0 and DIGIT.search(field) is None:
                 bare_fields += 1  # a title among the fields (`Validation done | val_loss=0.0566`): no field of its own

@@ -41,6 +41,8 @@ def _judge(ctx: RuleContext, state: SourceState) -> Finding | None:
     at = where(ctx, state)
     text = str(stop.get("text") or "")
     step, line = stop.get("step"), stop.get("line")
+    if at is not None and at.plan is not None and isinstance(line, int) and at.plan.since > line:
+        at = None  # a plan a later launch set (`Starting training for 1 epochs`) says nothing of this stop
     ev: dict[str, object] = {"text": text}
     if at is not None:
         unit, reached, total, _ = at
