@@ -820,3 +820,45 @@ def test_a_record_printed_as_a_short_repr_is_still_read() -> None:
     recs = run(KeyValueAdapter(), [f"Step {s}: Metrics(loss={2 - 0.1 * s:.2f}, acc={0.5 + 0.01 * s:.2f})"
                                    for s in range(1, 5)])
     assert len(series(recs, "acc")) == 4  # (a repr of a few fields is a record, not a config dump)
+
+
+def _strided_eval_log(epochs: int, every: int = 10, batches: int = 250, evals: int = 242) -> list[str]:
+    """The PyTorch ImageNet example's shape: `Epoch: [e][b/n]` and `Test: [b/n]` lines printed every `every`
+    batches, tab-separated `Name value (running mean)`; the evaluation's count (242) is no multiple of
+    `every`, so its last printed batch is 240, not 241. The eval mean falls to epoch 10, then rises."""
+    out: list[str] = []
+    for e in range(epochs):
+        for b in range(0, batches, every):
+            out.append(f"Epoch: [{e}][{b}/{batches}]\tTime 1.150 (1.210)\tData 0.360 (0.370)\t"
+                       f"Loss {3.0 / (1 + e) + b / 10000:.4f} ({3.0 / (1 + e):.4f})")
+        level = 2.5 - 0.05 * e if e <= 10 else 2.0 + 0.08 * (e - 10)
+        for b in range(0, evals, every):
+            out.append(f"Test: [{b}/{evals}]\tTime 0.640 (0.640)\tLoss {level + 0.5:.4f} ({level + b / 100000:.4f})")
+        out.append(f" * Prec@1 {60 + e / 2:.3f} Prec@5 {85 + e / 5:.3f}")
+    return out
+
+
+def test_an_evaluation_printed_every_k_batches_is_read_at_its_last_printed_batch() -> None:
+    """`Test: [240/242]` printed every 10 batches is the evaluation's last line (the next would be past the
+    end): its running mean is the evaluation's, once per evaluation, at the step training reached."""
+    from trainwatch.adapters.template import TemplateAdapter
+
+    for adapter in (KeyValueAdapter(""), TemplateAdapter("")):
+        got = series(run(adapter, _strided_eval_log(3)), "eval_Loss")
+        assert got == [(240, 2.5024), (490, 2.4524), (740, 2.4024)], type(adapter).__name__
+
+
+def test_a_strided_evaluation_that_rises_while_the_train_loss_falls_is_overfitting(tmp_path) -> None:
+    from tests.rules.rulekit import run_log, told
+
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(_strided_eval_log(30)) + "\n")
+    eng = run_log(p)
+    assert "loss.overfit" in told(eng)
+
+
+def test_split_sizes_are_no_split_losses() -> None:
+    """`Train:[5994], Val:[5794]` counts each split's examples: whole numbers are no loss (the same line with
+    fractions is each split's loss)."""
+    assert not samples(run(KeyValueAdapter(""), ["Dataset Name:bird, Train:[5994], Val:[5794]"]))
+    assert series(run(KeyValueAdapter(""), ["Epoch 3: Train=0.41  Val=0.44"]), "Val loss") == [(3, 0.44)]

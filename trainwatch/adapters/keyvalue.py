@@ -369,6 +369,7 @@ class KeyValueAdapter(Adapter):
         self.absorbed = 0  # block lines taken (for scoring)
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.in_eval = False  # a MetricLogger evaluation (`Test: [i/n]`) is under way: its `* Acc@1` summary repeats it
+        self.eval_batch: int | None = None  # the last batch of that evaluation printed, None once it was read
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
         self.tutorial_epoch0: int | None = None  # the first epoch a `[epoch, batch]` counter said: 0 or 1
         self.counter_base = 0  # the counts of the epochs a bare `[i/n]` counter went through before this one
@@ -757,10 +758,17 @@ class KeyValueAdapter(Adapter):
                 return label in EPOCH_KEYS and m.group("e") is None
             # (`Epoch: [3/100] loss: 0.5`: a metric under the epoch's counter alone is stepped by it)
             if label.startswith(EVAL_LABELS):
-                self.in_eval = True
                 i, n = int(m.group("i")), int(m.group("n"))
-                if i + 1 < n:
+                prev = self.eval_batch if self.in_eval else -1
+                self.in_eval = True
+                if prev is None and i > 0:
+                    return True  # a batch printed after the evaluation's last one was read: nothing new
+                # the last batch printed: the one before n, or one whose next print (as far on as this one
+                # was from the last) would be past the end (`[240/242]` printed every 10 batches)
+                self.eval_batch = i
+                if i + 1 < n and not (prev is not None and 0 <= prev < i and 2 * i - prev >= n):
                     return True  # a batch of the evaluation: its window's figures, not the evaluation's yet
+                self.eval_batch = None
                 # its last batch: in parentheses, each metric's mean over the whole evaluation
                 pairs = _pairs(WHOLE_MEAN.sub(r"\2", text[m.end():]))[0]
                 pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
