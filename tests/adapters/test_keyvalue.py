@@ -822,7 +822,8 @@ def test_a_record_printed_as_a_short_repr_is_still_read() -> None:
     assert len(series(recs, "acc")) == 4  # (a repr of a few fields is a record, not a config dump)
 
 
-def _strided_eval_log(epochs: int, every: int = 10, batches: int = 250, evals: int = 242) -> list[str]:
+def _strided_eval_log(epochs: int, every: int = 10, batches: int = 250, evals: int = 242,
+                      summary: bool = True) -> list[str]:
     """The PyTorch ImageNet example's shape: `Epoch: [e][b/n]` and `Test: [b/n]` lines printed every `every`
     batches, tab-separated `Name value (running mean)`; the evaluation's count (242) is no multiple of
     `every`, so its last printed batch is 240, not 241. The eval mean falls to epoch 10, then rises."""
@@ -834,7 +835,8 @@ def _strided_eval_log(epochs: int, every: int = 10, batches: int = 250, evals: i
         level = 2.5 - 0.05 * e if e <= 10 else 2.0 + 0.08 * (e - 10)
         for b in range(0, evals, every):
             out.append(f"Test: [{b}/{evals}]\tTime 0.640 (0.640)\tLoss {level + 0.5:.4f} ({level + b / 100000:.4f})")
-        out.append(f" * Prec@1 {60 + e / 2:.3f} Prec@5 {85 + e / 5:.3f}")
+        if summary:
+            out.append(f" * Prec@1 {60 + e / 2:.3f} Prec@5 {85 + e / 5:.3f}")
     return out
 
 
@@ -843,9 +845,23 @@ def test_an_evaluation_printed_every_k_batches_is_read_at_its_last_printed_batch
     end): its running mean is the evaluation's, once per evaluation, at the step training reached."""
     from trainwatch.adapters.template import TemplateAdapter
 
-    for adapter in (KeyValueAdapter(""), TemplateAdapter("")):
-        got = series(run(adapter, _strided_eval_log(3)), "eval_Loss")
-        assert got == [(240, 2.5024), (490, 2.4524), (740, 2.4024)], type(adapter).__name__
+    want = [(240, 2.5024), (490, 2.4524), (740, 2.4024)]
+    for adapter in (KeyValueAdapter, TemplateAdapter):
+        assert series(run(adapter(""), _strided_eval_log(3)), "eval_Loss") == want, adapter.__name__
+        # no summary after it: the next training line ends an evaluation, the log's end its last one
+        assert series(run(adapter(""), _strided_eval_log(3, summary=False)), "eval_Loss") == want
+        # cut in the middle of its last evaluation: that one is no evaluation's result
+        cut = _strided_eval_log(3, summary=False)[:-10]
+        assert series(run(adapter(""), cut), "eval_Loss") == want[:2]
+    # torchvision's MetricLogger prints every k batches and the last one (`[156/157]`): the evaluation is
+    # read there, not at the batch before it (`[100/157]`), however far apart they are
+    lines = ["Epoch: [0]  [300/313]  eta: 0:00:03  loss: 1.5021 (1.8810)  time: 0.2010",
+             "Test:  [  0/157]  eta: 0:00:41  loss: 1.4102 (1.4102)  acc1: 48.4375 (48.4375)  time: 0.5276",
+             "Test:  [100/157]  eta: 0:00:20  loss: 1.3001 (1.3802)  acc1: 50.0 (47.9)  time: 0.5276",
+             "Test:  [156/157]  eta: 0:00:00  loss: 1.3502 (1.3902)  acc1: 48.4375 (47.5)  time: 0.5276",
+             "Epoch: [1]  [  0/313]  eta: 0:00:45  loss: 1.4 (1.4)  time: 0.2"]
+    got = run(KeyValueAdapter(""), lines)
+    assert series(got, "eval_loss") == [(300, 1.3902)] and series(got, "eval_acc1") == [(300, 47.5)]
 
 
 def test_a_strided_evaluation_that_rises_while_the_train_loss_falls_is_overfitting(tmp_path) -> None:

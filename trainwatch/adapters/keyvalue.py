@@ -369,7 +369,10 @@ class KeyValueAdapter(Adapter):
         self.absorbed = 0  # block lines taken (for scoring)
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.in_eval = False  # a MetricLogger evaluation (`Test: [i/n]`) is under way: its `* Acc@1` summary repeats it
-        self.eval_batch: int | None = None  # the last batch of that evaluation printed, None once it was read
+        self.eval_held: tuple[str, int, float | None, int, int, int] | None = None
+        """The last batch line of that evaluation printed so far, not its last batch (n - 1): (its text after
+        the counter, line, time, batch, batch before it, n). A log that prints every k batches may never
+        print batch n - 1: the evaluation's last printed line is known only once the evaluation is over."""
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
         self.tutorial_epoch0: int | None = None  # the first epoch a `[epoch, batch]` counter said: 0 or 1
         self.counter_base = 0  # the counts of the epochs a bare `[i/n]` counter went through before this one
@@ -547,7 +550,9 @@ class KeyValueAdapter(Adapter):
         return out
 
     def finish(self) -> Iterable[Record]:
-        held, self.epoch_first = self.epoch_first, []
+        held: list[Record] = list(self.epoch_first)
+        self.epoch_first = []
+        self._eval_over(held, at_end=True)
         return held + self._flush()
 
     # -- shapes ---------------------------------------------------------------------------------
@@ -582,6 +587,7 @@ class KeyValueAdapter(Adapter):
             text = text[named.end():]
         if text[:1] in "*•(":
             if self.in_eval and text[:1] == "*":
+                self._eval_over(out)
                 return  # `* Acc@1 0.74 Acc@5 2.54 loss 7.148`: the evaluation's means, read off its last batch
             text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
         word: str | None = None
@@ -759,23 +765,16 @@ class KeyValueAdapter(Adapter):
             # (`Epoch: [3/100] loss: 0.5`: a metric under the epoch's counter alone is stepped by it)
             if label.startswith(EVAL_LABELS):
                 i, n = int(m.group("i")), int(m.group("n"))
-                prev = self.eval_batch if self.in_eval else -1
+                held = self.eval_held if self.in_eval else None
                 self.in_eval = True
-                if prev is None and i > 0:
-                    return True  # a batch printed after the evaluation's last one was read: nothing new
-                # the last batch printed: the one before n, or one whose next print (as far on as this one
-                # was from the last) would be past the end (`[240/242]` printed every 10 batches)
-                self.eval_batch = i
-                if i + 1 < n and not (prev is not None and 0 <= prev < i and 2 * i - prev >= n):
-                    return True  # a batch of the evaluation: its window's figures, not the evaluation's yet
-                self.eval_batch = None
-                # its last batch: in parentheses, each metric's mean over the whole evaluation
-                pairs = _pairs(WHOLE_MEAN.sub(r"\2", text[m.end():]))[0]
-                pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
-                step = self.printed_step
-                out.extend(Sample(k if k.lower().startswith("eval") else f"eval_{k}", v, step, when,
-                                  self.source, lineno, True) for k, v in pairs)
+                if i + 1 < n:  # a batch of the evaluation: its window's figures, not the evaluation's yet
+                    before = held[3] if held is not None and held[3] < i else -1
+                    self.eval_held = (text[m.end():], lineno, when, i, before, n)
+                    return True
+                self.eval_held = None
+                self._eval_means(text[m.end():], lineno, when, out)
                 return True
+            self._eval_over(out)  # training went on: the evaluation's last printed batch was its last
             self.in_eval = False
             i, n = int(m.group("i")), int(m.group("n"))
             if m.group("e") is not None:
@@ -802,6 +801,25 @@ class KeyValueAdapter(Adapter):
         self.printed_step = step
         out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
         return True
+
+    def _eval_means(self, rest: str, lineno: int, when: float | None, out: list[Record]) -> None:
+        """An evaluation's last batch line: in parentheses, each metric's mean over the whole evaluation."""
+        pairs = _pairs(WHOLE_MEAN.sub(r"\2", rest))[0]
+        pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
+        out.extend(Sample(k if k.lower().startswith("eval") else f"eval_{k}", v, self.printed_step, when,
+                          self.source, lineno, True) for k, v in pairs)
+
+    def _eval_over(self, out: list[Record], *, at_end: bool = False) -> None:
+        """The evaluation under way is over (training went on, its `*` summary came): its last printed
+        batch line, held, was its last. At the end of the log only when the next print, as far on as that
+        line was from the one before, would have been past the end: else the log was cut mid-evaluation."""
+        held, self.eval_held = self.eval_held, None
+        if held is None:
+            return
+        rest, lineno, when, i, before, n = held
+        if at_end and not (0 <= before < i and 2 * i - before >= n):
+            return
+        self._eval_means(rest, lineno, when, out)
 
     def _boosting(self, rnd: int, rest: str, lineno: int, when: float | None, out: list[Record]) -> bool:
         """A boosting round's evaluation (`[50]\tvalid_0's binary_logloss: 0.5286`): each field is named
