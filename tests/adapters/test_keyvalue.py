@@ -862,6 +862,10 @@ def test_an_evaluation_printed_every_k_batches_is_read_at_its_last_printed_batch
              "Epoch: [1]  [  0/313]  eta: 0:00:45  loss: 1.4 (1.4)  time: 0.2"]
     got = run(KeyValueAdapter(""), lines)
     assert series(got, "eval_loss") == [(300, 1.3902)] and series(got, "eval_acc1") == [(300, 47.5)]
+    # two evaluations in a row, each printed every 10 batches: its batches starting again end the first
+    two = [lines[0]] + [f"{split}: [{b}/25]\tTime 0.6 (0.6)\tLoss 9.0 ({v + b / 1000:.3f})"
+                        for split, v in (("Val", 1.0), ("Test", 2.0)) for b in (0, 10, 20)] + [lines[-1]]
+    assert series(run(KeyValueAdapter(""), two), "eval_Loss") == [(300, 1.02), (300, 2.02)]
 
 
 def test_a_strided_evaluation_that_rises_while_the_train_loss_falls_is_overfitting(tmp_path) -> None:
