@@ -868,3 +868,65 @@ def test_a_phase_word_before_a_dash_names_the_split_of_the_pairs_after_it() -> N
     got = {canon(s.name): s.value for s in recs}
     assert got["loss"] == 1.2084 and got["eval_loss"] == 18.4914
     assert any(s.name.lower().startswith("validation") and "acc" in s.name.lower() for s in recs)
+
+
+def _strided_eval_log(epochs: int, every: int = 10, batches: int = 250, evals: int = 242,
+                      summary: bool = True) -> list[str]:
+    """The PyTorch ImageNet example's shape: `Epoch: [e][b/n]` and `Test: [b/n]` lines printed every `every`
+    batches, tab-separated `Name value (running mean)`; the evaluation's count (242) is no multiple of
+    `every`, so its last printed batch is 240, not 241. The eval mean falls to epoch 10, then rises."""
+    out: list[str] = []
+    for e in range(epochs):
+        for b in range(0, batches, every):
+            out.append(f"Epoch: [{e}][{b}/{batches}]\tTime 1.150 (1.210)\tData 0.360 (0.370)\t"
+                       f"Loss {3.0 / (1 + e) + b / 10000:.4f} ({3.0 / (1 + e):.4f})")
+        level = 2.5 - 0.05 * e if e <= 10 else 2.0 + 0.08 * (e - 10)
+        for b in range(0, evals, every):
+            out.append(f"Test: [{b}/{evals}]\tTime 0.640 (0.640)\tLoss {level + 0.5:.4f} ({level + b / 100000:.4f})")
+        if summary:
+            out.append(f" * Prec@1 {60 + e / 2:.3f} Prec@5 {85 + e / 5:.3f}")
+    return out
+
+
+def test_an_evaluation_printed_every_k_batches_is_read_at_its_last_printed_batch() -> None:
+    """`Test: [240/242]` printed every 10 batches is the evaluation's last line (the next would be past the
+    end): its running mean is the evaluation's, once per evaluation, at the step training reached."""
+    from trainwatch.adapters.template import TemplateAdapter
+
+    want = [(240, 2.5024), (490, 2.4524), (740, 2.4024)]
+    for adapter in (KeyValueAdapter, TemplateAdapter):
+        assert series(run(adapter(""), _strided_eval_log(3)), "eval_Loss") == want, adapter.__name__
+        # no summary after it: the next training line ends an evaluation, the log's end its last one
+        assert series(run(adapter(""), _strided_eval_log(3, summary=False)), "eval_Loss") == want
+        # cut in the middle of its last evaluation: that one is no evaluation's result
+        cut = _strided_eval_log(3, summary=False)[:-10]
+        assert series(run(adapter(""), cut), "eval_Loss") == want[:2]
+    # torchvision's MetricLogger prints every k batches and the last one (`[156/157]`): the evaluation is
+    # read there, not at the batch before it (`[100/157]`), however far apart they are
+    lines = ["Epoch: [0]  [300/313]  eta: 0:00:03  loss: 1.5021 (1.8810)  time: 0.2010",
+             "Test:  [  0/157]  eta: 0:00:41  loss: 1.4102 (1.4102)  acc1: 48.4375 (48.4375)  time: 0.5276",
+             "Test:  [100/157]  eta: 0:00:20  loss: 1.3001 (1.3802)  acc1: 50.0 (47.9)  time: 0.5276",
+             "Test:  [156/157]  eta: 0:00:00  loss: 1.3502 (1.3902)  acc1: 48.4375 (47.5)  time: 0.5276",
+             "Epoch: [1]  [  0/313]  eta: 0:00:45  loss: 1.4 (1.4)  time: 0.2"]
+    got = run(KeyValueAdapter(""), lines)
+    assert series(got, "eval_loss") == [(300, 1.3902)] and series(got, "eval_acc1") == [(300, 47.5)]
+    # two evaluations in a row, each printed every 10 batches: its batches starting again end the first
+    two = [lines[0]] + [f"{split}: [{b}/25]\tTime 0.6 (0.6)\tLoss 9.0 ({v + b / 1000:.3f})"
+                        for split, v in (("Val", 1.0), ("Test", 2.0)) for b in (0, 10, 20)] + [lines[-1]]
+    assert series(run(KeyValueAdapter(""), two), "eval_Loss") == [(300, 1.02), (300, 2.02)]
+
+
+def test_a_strided_evaluation_that_rises_while_the_train_loss_falls_is_overfitting(tmp_path) -> None:
+    from tests.rules.rulekit import run_log, told
+
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(_strided_eval_log(30)) + "\n")
+    eng = run_log(p)
+    assert "loss.overfit" in told(eng)
+
+
+def test_split_sizes_are_no_split_losses() -> None:
+    """`Train:[5994], Val:[5794]` counts each split's examples: whole numbers are no loss (the same line with
+    fractions is each split's loss)."""
+    assert not samples(run(KeyValueAdapter(""), ["Dataset Name:bird, Train:[5994], Val:[5794]"]))
+    assert series(run(KeyValueAdapter(""), ["Epoch 3: Train=0.41  Val=0.44"]), "Val loss") == [(3, 0.44)]

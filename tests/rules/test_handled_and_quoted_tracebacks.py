@@ -166,3 +166,28 @@ def test_a_traceback_python_ignored_at_exit_is_no_crash(tmp_path: Path) -> None:
     assert told and all(a.severity is Severity.INFO for a in told) and "ignored" in told[0].finding.message
     crashed = check_text(tmp_path, STEPS + "\n".join(tb) + "\n")
     assert any(a.rule == "error.traceback" and a.severity is Severity.CRITICAL for a in crashed)
+
+
+THREAD_TB = ["Traceback (most recent call last):",
+             '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner',
+             "    self.run()",
+             '  File "/usr/lib/python3.11/subprocess.py", line 1599, in _readerthread',
+             "    buffer.append(fh.read())",
+             "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xad in position 7: invalid start byte"]
+
+
+def test_a_traceback_that_ended_a_thread_is_no_crash_of_the_run(tmp_path: Path) -> None:
+    """`Exception in thread X:` heads a traceback that ended thread X, not the program: a warning that the
+    thread died, not critical, and no root that a later error would be the echo of. The same traceback
+    without that header is a crash; a crash of the main thread after a thread's death is one too."""
+    thread = ["Exception in thread Thread-2 (_readerthread):", *THREAD_TB]
+    alerts = check_text(tmp_path, STEPS + "\n".join(thread) + "\n" + LATER)
+    (tb,) = [a for a in alerts if a.rule == "error.traceback"]
+    assert tb.severity is Severity.WARNING and "Thread-2 (_readerthread) died" in tb.finding.message
+    assert not [a for a in alerts if a.severity is Severity.CRITICAL]
+    bare = check_text(tmp_path, STEPS + "\n".join(THREAD_TB) + "\n")
+    assert [a.severity for a in bare if a.rule == "error.traceback"] == [Severity.CRITICAL]
+    main = ["Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>', "    train()",
+            "RuntimeError: shapes do not match"]
+    both = check_text(tmp_path, STEPS + "\n".join(thread) + "\n" + LATER + "\n".join(main) + "\n")
+    assert max(a.severity for a in both if a.rule == "error.traceback") is Severity.CRITICAL

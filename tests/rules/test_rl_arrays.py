@@ -47,3 +47,23 @@ def test_a_reward_that_never_left_zero_is_reported_once_it_spans_the_steps() -> 
     got = report("rl.reward_zero", records, [7], preset="grpo")
     assert "has stayed at 0" in got and "for 20 steps" in got
     assert got == report("rl.reward_zero", records, None, oracle=row_rl.StaysZero, preset="grpo")
+
+
+def test_a_reward_functions_mean_named_without_mean_is_judged_and_its_spread_is_not() -> None:
+    """Older TRL logs a reward function's mean as `rewards/<name>` (its spread as `rewards/<name>/std`): a task
+    reward at 0 in every record is told under that name as under `rewards/<name>/mean`; the spread at 0 and a
+    preference run's implicit `rewards/chosen` near 0 are no reward stuck at 0."""
+    from tests.rules.rulekit import Run
+
+    r = Run("grpo")
+    for s in range(10, 310, 10):
+        r.step(s, **{"rewards/format_func": 0.1 + (s % 30) / 100, "rewards/equation_func": 0.0,
+                     "rewards/equation_func/std": 0.0, "rewards/chosen": 0.0})
+    r.finish()
+    got = {c.alert.finding.evidence.get("metric") for c in r.changes if c.alert.rule == "rl.reward_zero"}
+    assert got == {"rewards/equation_func"}
+    records: list[Record] = [Sample(name, 0.0, s, source=SRC, line=2 * s + i + 1)
+                             for s in range(30) for i, name in enumerate(("rewards/eq", "rewards/eq/std"))]
+    want = report("rl.reward_zero", records, None, oracle=row_rl.StaysZero, preset="grpo")
+    assert "rewards/eq has stayed at 0" in want and "rewards/eq/std" not in want
+    assert report("rl.reward_zero", records, [9], preset="grpo") == want

@@ -381,6 +381,11 @@ class KeyValueAdapter(Adapter):
         self.absorbed = 0  # block lines taken (for scoring)
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.in_eval = False  # a MetricLogger evaluation (`Test: [i/n]`) is under way: its `* Acc@1` summary repeats it
+        self.eval_held: tuple[str, int, float | None, int | None, int, int, int] | None = None
+        """The last batch line of that evaluation printed so far, not its last batch (n - 1): (its text after
+        the counter, line, time, the step training had reached, batch, batch before it, n). A log that prints
+        every k batches may never print batch n - 1: the evaluation's last printed line is known only once
+        the evaluation is over."""
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
         self.tutorial_epoch0: int | None = None  # the first epoch a `[epoch, batch]` counter said: 0 or 1
         self.counter_base = 0  # the counts of the epochs a bare `[i/n]` counter went through before this one
@@ -564,7 +569,9 @@ class KeyValueAdapter(Adapter):
         return out
 
     def finish(self) -> Iterable[Record]:
-        held, self.epoch_first = self.epoch_first, []
+        held: list[Record] = list(self.epoch_first)
+        self.epoch_first = []
+        self._eval_over(held, at_end=True)
         out: list[Record] = []
         self._printed_losses(self.totals.finish(), out)
         return held + out + self._flush()
@@ -610,6 +617,7 @@ class KeyValueAdapter(Adapter):
             text = text[named.end():]
         if text[:1] in "*•(":
             if self.in_eval and text[:1] == "*":
+                self._eval_over(out)
                 return  # `* Acc@1 0.74 Acc@5 2.54 loss 7.148`: the evaluation's means, read off its last batch
             text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
         word: str | None = None
@@ -786,17 +794,20 @@ class KeyValueAdapter(Adapter):
                 return label in EPOCH_KEYS and m.group("e") is None
             # (`Epoch: [3/100] loss: 0.5`: a metric under the epoch's counter alone is stepped by it)
             if label.startswith(EVAL_LABELS):
-                self.in_eval = True
                 i, n = int(m.group("i")), int(m.group("n"))
-                if i + 1 < n:
-                    return True  # a batch of the evaluation: its window's figures, not the evaluation's yet
-                # its last batch: in parentheses, each metric's mean over the whole evaluation
-                pairs = _pairs(WHOLE_MEAN.sub(r"\2", text[m.end():]))[0]
-                pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
-                step = self.printed_step
-                out.extend(Sample(k if k.lower().startswith("eval") else f"eval_{k}", v, step, when,
-                                  self.source, lineno, True) for k, v in pairs)
+                held = self.eval_held if self.in_eval else None
+                self.in_eval = True
+                if held is not None and i <= held[4]:
+                    self._eval_over(out)  # its batches start again: another evaluation (a second split)
+                    held = None
+                if i + 1 < n:  # a batch of the evaluation: its window's figures, not the evaluation's yet
+                    before = held[4] if held is not None else -1
+                    self.eval_held = (text[m.end():], lineno, when, self.printed_step, i, before, n)
+                    return True
+                self.eval_held = None
+                self._eval_means(text[m.end():], lineno, when, self.printed_step, out)
                 return True
+            self._eval_over(out)  # training went on: the evaluation's last printed batch was its last
             self.in_eval = False
             i, n = int(m.group("i")), int(m.group("n"))
             if m.group("e") is not None:
@@ -823,6 +834,26 @@ class KeyValueAdapter(Adapter):
         self.printed_step = step
         out.extend(Sample(k, v, step, when, self.source, lineno, True) for k, v in pairs)
         return True
+
+    def _eval_means(self, rest: str, lineno: int, when: float | None, step: int | None, out: list[Record]) -> None:
+        """An evaluation's last batch line: in parentheses, each metric's mean over the whole evaluation,
+        at the step training had reached."""
+        pairs = _pairs(WHOLE_MEAN.sub(r"\2", rest))[0]
+        pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
+        out.extend(Sample(k if k.lower().startswith("eval") else f"eval_{k}", v, step, when,
+                          self.source, lineno, True) for k, v in pairs)
+
+    def _eval_over(self, out: list[Record], *, at_end: bool = False) -> None:
+        """The evaluation under way is over (training went on, its `*` summary came): its last printed
+        batch line, held, was its last. At the end of the log only when the next print, as far on as that
+        line was from the one before, would have been past the end: else the log was cut mid-evaluation."""
+        held, self.eval_held = self.eval_held, None
+        if held is None:
+            return
+        rest, lineno, when, step, i, before, n = held
+        if at_end and not (0 <= before < i and 2 * i - before >= n):
+            return
+        self._eval_means(rest, lineno, when, step, out)
 
     def _boosting(self, rnd: int, rest: str, lineno: int, when: float | None, out: list[Record]) -> bool:
         """A boosting round's evaluation (`[50]\tvalid_0's binary_logloss: 0.5286`): each field is named

@@ -269,11 +269,15 @@ def splits_as_loss(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """`Epoch 3: Train=0.41  Val=0.44  MAE=12.1`: values named by their split alone, the train split's beside an
     evaluation's, on a line where no key names a loss, are each split's loss (what a loop prints first, and
     unnamed, is its objective). A test value beside a validation one keeps a name of its own (`test_set loss`):
-    one eval loss is one curve. A split alone (`Train: 0.93`) says no more than that, and is left as it is."""
+    one eval loss is one curve. A split alone (`Train: 0.93`) says no more than that, and is left as it is; so
+    are splits whose values are all whole numbers above 1 (`Train:[5994], Val:[5794]`): their sizes."""
     keys = [k.strip().lower() for k, _ in pairs]
     if not SPLIT_TRAIN.intersection(keys) or not SPLIT_EVAL.intersection(keys) \
             or any(LOSS_WORDS.search(k) for k in keys):
         return pairs
+    if all(math.isfinite(v) and v == int(v) and v > 1 for (_, v), key in zip(pairs, keys)
+           if key in SPLIT_TRAIN or key in SPLIT_EVAL):
+        return pairs  # counts of examples (or batches) per split, not a loss
     apart = "test" in keys and len(SPLIT_EVAL.intersection(keys)) > 1
     return [(("test_set loss" if apart and key == "test" else f"{k.strip()} loss"), v)
             if key in SPLIT_TRAIN or key in SPLIT_EVAL else (k, v) for (k, v), key in zip(pairs, keys)]

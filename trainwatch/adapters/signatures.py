@@ -22,6 +22,13 @@ TB_START = "Traceback (most recent call last):"
 UNRAISABLE = "Exception ignored in"
 """Python's header for an exception it could not raise (in an atexit callback, a __del__, a weakref
 callback, a thread at shutdown): it prints the traceback that follows and goes on, so it ends nothing."""
+THREAD_EXC = re.compile(r"Exception in thread (?P<name>.{1,120}?):\s*$")
+"""Python's header for an exception that ended a thread other than the main one (threading.excepthook):
+that thread died, the process did not (a thread's uncaught exception stops only its thread)."""
+THREAD_WORD = "Exception in thread "
+EXC_HEADS = "Exception i"
+"""The start UNRAISABLE and THREAD_WORD share: one keyword of the byte-level prefilter for both (the native
+scanner's fast pass holds at most 64 long keywords in all)."""
 TB_CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
 TB_HEAD = 60  # a long traceback keeps its first TB_HEAD lines and its last TB_TAIL
 TB_TAIL = 200
@@ -107,7 +114,7 @@ def trigger_keywords() -> list[str]:
     none of them (and no ANSI code, which the pipeline strips first) is a no-op for an idle scanner, so a
     byte-level search for these lets the pipeline skip every other line without decoding it."""
     sigs, cf = _load()
-    return list(dict.fromkeys([*(k for s in sigs for k in s.keywords), TB_START, UNRAISABLE, cf.start]))
+    return list(dict.fromkeys([*(k for s in sigs for k in s.keywords), TB_START, EXC_HEADS, cf.start]))
 
 
 def _value(text: str) -> Any:
@@ -167,6 +174,7 @@ class _Traceback:
         self.prefix = _prefix_shape(prefix)  # a logger's prefix on every line of it, stripped before reading
         self.warning = self.prefix is not None and WARNING_PREFIX.search(prefix) is not None
         self.ignored = False  # an exception Python ignored and went on from (UNRAISABLE)
+        self.thread: str | None = None  # the thread (not the main one) it ended (THREAD_EXC)
         self.head: list[str] = [first]
         self.tail: deque[str] = deque(maxlen=TB_TAIL)
         self.count = 1
@@ -227,6 +235,8 @@ class _Traceback:
             fields["logged_as"] = "warning"
         if self.ignored:
             fields["ignored"] = True
+        if self.thread is not None:
+            fields["thread"] = self.thread
         return Event(kind=EventKind.TRACEBACK, source=source, line=self.lineno, text="\n".join(lines),
                      fields=fields)
 
@@ -283,6 +293,7 @@ class SignatureScanner:
         self._tbs: dict[int | None, _Traceback] = {}
         self._child: dict[str, Any] | None = None
         self._ignored: dict[int | None, int] = {}  # per rank, the line of the last `Exception ignored in`
+        self._thread: dict[int | None, tuple[int, str]] = {}  # per rank, the last `Exception in thread X:`
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -322,6 +333,8 @@ class SignatureScanner:
         rank = _rank_of(seg)
         if UNRAISABLE in seg:
             self._ignored[rank] = lineno
+        if THREAD_WORD in seg and (thread := THREAD_EXC.search(seg)) is not None:
+            self._thread[rank] = (lineno, thread.group("name").strip())
         if self._child is not None and self._child_line(seg, out):
             return
         tb = self._tbs.get(rank)
@@ -380,6 +393,9 @@ class SignatureScanner:
         tb = self._tbs[rank] = _Traceback(line[at:], lineno, rank, prefix=line[:at])
         if self._ignored.get(rank) == lineno - 1:  # printed under `Exception ignored in ...`: Python went on
             tb.warning = tb.ignored = True
+        thread_line, name = self._thread.get(rank, (0, ""))
+        if thread_line == lineno - 1:  # printed under `Exception in thread X:`: X died, the program did not
+            tb.thread = name
 
     def _traceback_line(self, tb: _Traceback, line: str, lineno: int, out: list[Event]) -> None:
         body = RANK_PREFIX.sub("", line, count=1) if line[:1] in "[ 0123456789" else line

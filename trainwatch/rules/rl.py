@@ -3,6 +3,7 @@ alignment trending down, and a logits tensor that cannot fit in memory."""
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -37,13 +38,17 @@ class StaysZeroParams:
     """Parameters of rl.reward_zero and rl.reward_std_zero; their meaning and defaults are in presets/base.yaml."""
 
     metric_glob: str
+    skip: tuple[str, ...]
     eps: float
     steps: int
 
 
 @register("rl.reward_zero", "rl.reward_std_zero")
 class StaysZero(ArrayRule):
-    """A metric (glob) that has been ~0 on every logged step since the start, for `steps` steps.
+    """A metric (glob) that has been ~0 on every logged step since the start, for `steps` steps. A name the
+    glob matches that one of the `skip` globs matches too is not judged: older TRL names a reward
+    function's mean `rewards/<name>`, newer TRL `rewards/<name>/mean`; one glob takes both, and the
+    `rewards/<name>/std` (and a preference run's implicit `rewards/chosen`) it also takes are no reward.
 
     Over arrays: the range so far is a running minimum and maximum, the latest finite point a forward
     fill. As the store's `tail(1)` does, a finite point more than SCAN_MIN rows back is not looked for.
@@ -67,8 +72,8 @@ class StaysZero(ArrayRule):
         st = self._since.get(key)
         if st is None or st.series is not series:  # a new run in the same log starts a new series
             st = self._since[key] = _Since(series)  # type: ignore[arg-type]
-        if not m:
-            return np.zeros(0, dtype=bool)
+        if not m or skipped(w.name, self.p.skip):
+            return np.zeros(m, dtype=bool)
         finite = np.isfinite(v)
         steps = w.step[w.start:]
         hi = np.maximum(np.maximum.accumulate(np.where(finite, v, -math.inf)), st.hi)
@@ -106,6 +111,11 @@ class StaysZero(ArrayRule):
         return Finding(message=f"{w.name} has stayed at {fmt(value)} (|x| <= {eps:g}) for {span} steps",
                        evidence={"metric": w.name, "value": value, "steps": span, "max": float(hi[k]),
                                  "step": int(w.step[row])})
+
+
+def skipped(name: str, skip: tuple[str, ...]) -> bool:
+    """Whether a name the rule's glob matched is one of the names it leaves out."""
+    return any(fnmatch.fnmatchcase(name, g) for g in skip)
 
 
 def _max_length(ctx: RuleContext, source: str) -> float | None:

@@ -1,6 +1,9 @@
 """Python tracebacks: a crash is critical; Ctrl-C is a person stopping the run; a signal is outside.
 
-A traceback a logger printed as a warning is an exception the program handled (info). A traceback
+A traceback a logger printed as a warning is an exception the program handled (info). One Python printed
+under `Exception in thread X:` ended that thread, not the program (a thread's uncaught exception stops only
+its thread): a warning that the thread died, never the run's crash; if the program then stops or hangs
+for want of it, the rules that judge the run's end and its silence say so. A traceback
 that holds a known error (an OOM, a disk full, an import of a mismatched binary) is that
 error's finding already, so it adds nothing of its own. A traceback printed after the source's first
 critical error is most often its echo (a driver failing after its worker did, a teardown hook) and is
@@ -36,7 +39,7 @@ class TracebackRule(Rule):
     def __init__(self, spec: RuleSpec) -> None:
         super().__init__(spec)
         self.ranks = crash.RankList()
-        self._told: set[str] = set()
+        self._told: set[tuple[str, str]] = set()
 
     def on_event(self, ctx: RuleContext, event: Event) -> Finding | None:
         if event.fields.get("signatures"):
@@ -54,19 +57,22 @@ class TracebackRule(Rule):
         if "root_exception" in event.fields:
             ev["root_exception"] = exc
             ev["root_message"] = message
-        ranks = self.ranks.add(event.source, "traceback", event.fields.get("rank"))
+        thread = str(event.fields.get("thread") or "")
+        # a thread's death is told apart from the program's crash: neither joins the other's finding
+        subject = "thread traceback" if thread else "traceback"
+        ranks = self.ranks.add(event.source, subject, event.fields.get("rank"))
         if len(ranks) > 1:
             ev["ranks"] = ranks
         elif ranks:
             ev["rank"] = ranks[0]
-        repeat = event.source in self._told
+        repeat = (event.source, subject) in self._told
         if repeat:
             # a later one joins the first one's finding (same subject): only the ranks are new evidence
             ev = {"ranks": ranks} if len(ranks) > 1 else {}
-        self._told.add(event.source)
-        if repeat and len(ranks) > 1:
+        self._told.add((event.source, subject))
+        if repeat and len(ranks) > 1 and not thread:
             crash.join_ranks(ctx, event.source, self.spec.id, ranks)
-        finding = Finding(message=text[:300], subject="traceback", evidence=ev, source=event.source,
+        finding = Finding(message=text[:300], subject=subject, evidence=ev, source=event.source,
                           line=event.line, amends=repeat)
         crash.date(finding, ctx, event)
         if event.fields.get("ignored"):
@@ -97,6 +103,11 @@ class TracebackRule(Rule):
         if not repeat and crash.PEER_LOST.search(text) is not None \
                 and (peer := crash.peer_root(ctx, event.source)) is not None:
             return crash.echo(finding, peer[0], peer[1], event.source)  # it lost a peer that had crashed first
+        if thread:
+            finding.message = (f"thread {thread} died of an uncaught exception, which does not stop the program "
+                               f"(it ends only its thread): {text}")[:300]
+            finding.severity = Severity.WARNING
+            return finding  # no root of later errors: the run did not crash here
         crash.remember(ctx, finding, self.spec.id, self.spec.title, self.spec.severity)
         return finding
 

@@ -3,6 +3,7 @@ tests/rules/test_rl_arrays.py. Not part of trainwatch."""
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from typing import Any
 
@@ -22,7 +23,7 @@ class StaysZero(Rule):
         self.watches = (spec.params.metric_glob,)  # type: ignore[misc]
 
     def on_sample(self, ctx: RuleContext, series: Series, point: Point) -> Finding | None:
-        if not series.head:
+        if not series.head or any(fnmatch.fnmatchcase(series.name, g) for g in self.p.skip):
             return None
         eps = self.p.eps
         if series.minimum < -eps or series.maximum > eps:
