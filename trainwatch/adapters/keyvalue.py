@@ -123,7 +123,8 @@ PHASE_KEY = re.compile(r"^(?P<p>val|valid|validation|eval|evaluation|dev|test|te
 PIPE_TITLE = re.compile(r"^(?:[-*•]\s+)?(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
                         r"(?:\s+(?:summary|results?|stats|metrics|phase|set))?\s*\|\s*", re.I)
 PIPE_COUNT = re.compile(r"\|\s*(\d+)\s*/\s*(\d+)\s*(?:\||$)")
-# `Starting epoch 3 ...`, `Begin epoch 3`, `Now training epoch 3. LR=..`: the epoch that starts, then what it starts with
+# `Starting epoch 3 ...`, `Begin epoch 3`, `Now training epoch 3. LR=..`: the epoch that starts, then what it
+# starts with
 STARTED = re.compile(r"^(?:now\s+)?(?:starting|start|started|begin|beginning|begins|entering|training)\s+"
                      r"(?=(?:epoch|ep|round)\s*[:#]?\s*\d)", re.I)
 SPLIT_NAMES = frozenset({"train", "val", "valid", "test"})
@@ -374,7 +375,7 @@ class KeyValueAdapter(Adapter):
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.in_eval = False  # a MetricLogger evaluation (`Test: [i/n]`) is under way: its `* Acc@1` summary repeats it
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
-        self.tutorial_epoch0: int | None = None  # the first epoch a `[epoch, batch]` or `Epoch[e/n], Step[i/m]` counter said
+        self.tutorial_epoch0: int | None = None  # the first epoch a `[epoch, batch]`, `Epoch[e/n], Step[i/m]` said
         self.counter_base = 0  # the counts of the epochs a bare `[i/n]` counter went through before this one
         self.counter_losses: tuple[float | None, float | None] = (None, None)  # its training's first and last loss
         self.epoch_head: int | None = None  # the epoch an `* epoch N` heading said: the step of the records under it
