@@ -37,7 +37,7 @@ def test_healthy_and_noisy_runs_and_late_excerpts_are_not_told():
 def test_a_loss_below_zero_that_rose_and_stayed_is_judged_by_its_rise():
     """A trading objective (a negative Sharpe ratio) starts at -0.08 and sits at +0.106 from its third
     epoch on: worse than at the start, though a ratio to a negative start would read it as a fall. One
-    that fell further below 0, or moved only by its noise, is not told."""
+    that fell further below 0, moved only by its noise, or drifted up toward 0 is not told."""
     rng = random.Random(7)
     rose = [-0.0758, -0.0899] + [0.106 + rng.uniform(-0.0004, 0.0004) for _ in range(60)]
     a = run(rose).alert("loss.ended_higher")
@@ -47,3 +47,6 @@ def test_a_loss_below_zero_that_rose_and_stayed_is_judged_by_its_rise():
     assert "loss.ended_higher" not in run(fell).fired()
     level = [-0.0358 + rng.uniform(-0.0006, 0.0006) for _ in range(62)]
     assert "loss.ended_higher" not in run(level).fired()
+    # a policy-gradient loss, centred on 0 by its normalised advantages, drifting from -0.11 toward 0
+    policy = [-0.1081, -0.06] + [rng.uniform(-0.001, 0.002) for _ in range(60)]
+    assert "loss.ended_higher" not in run(policy).fired()

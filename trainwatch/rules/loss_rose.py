@@ -59,10 +59,13 @@ class LossEndedHigher(Rule):
         noise = diff_sigma(values[1:])  # the points after the first: the run's own point-to-point noise
         if noise != noise or end - first.value < p.noise_k * noise:
             return []
-        # a loss below 0 (a negative Sharpe ratio, a bound): a ratio to a negative start means nothing (it
-        # would read any rise as a fall), so the rise is weighed against the start's size instead
+        # a loss below 0 (a negative Sharpe ratio, a policy-gradient loss): a ratio to a negative start means
+        # nothing (it would read any rise as a fall). Judged by its rise instead, and told only when it
+        # crossed 0 to at least as far above as it began below: a policy loss centred on 0 by its normalised
+        # advantages drifts toward 0 in a healthy run, and a negative loss that rose but stayed below 0
+        # says too little about a scale the log does not give
         signed = first.value < 0
-        if end < p.ratio * first.value if not signed else end - first.value < (p.ratio - 1) * -first.value:
+        if end < p.ratio * first.value if not signed else end < -first.value:
             return []
         peak = max(run, key=lambda pt: pt.value)
         last = run[-1]
