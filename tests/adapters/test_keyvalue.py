@@ -848,3 +848,11 @@ def test_named_step_counter_within_the_epoch_and_an_evaluations_running_batches(
     assert epochs == [(50, 0.86), (130, 0.76), (210, 0.66)]
     assert ("eval_loss", 210, 1.3809) in got
     assert [(step, v) for name, step, v in got if name == "lr"][-1][1] == 0.00009
+
+
+def test_a_named_iteration_counter_that_never_goes_back_is_the_runs_own() -> None:
+    """`Epoch[2/3] Iter[1100/3000] loss: ..`: an iteration that carries on across the epochs counts the run,
+    not the epoch: it is the step as printed, with nothing added."""
+    lines = [f"Epoch[{1 + i // 1000}/3] Iter[{i}/3000] loss: {2.0 - i / 3000:.4f}" for i in range(100, 3000, 500)]
+    got = series(run(KeyValueAdapter(""), lines), "loss")
+    assert [s for s, _ in got] == [100, 600, 1100, 1600, 2100, 2600]

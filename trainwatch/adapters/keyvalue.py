@@ -375,7 +375,7 @@ class KeyValueAdapter(Adapter):
         self.epoch_len: int | None = None  # batches per epoch, once a `[epoch, i/n]` head said it
         self.in_eval = False  # a MetricLogger evaluation (`Test: [i/n]`) is under way: its `* Acc@1` summary repeats it
         self.counter_last: tuple[int, int] | None = None  # the last bare `[i/n]` counter
-        self.tutorial_epoch0: int | None = None  # the first epoch a `[epoch, batch]`, `Epoch[e/n], Step[i/m]` said
+        self.tutorial_epoch0: int | None = None  # the first epoch a `[epoch, batch]` counter said: 0 or 1
         self.counter_base = 0  # the counts of the epochs a bare `[i/n]` counter went through before this one
         self.counter_losses: tuple[float | None, float | None] = (None, None)  # its training's first and last loss
         self.epoch_head: int | None = None  # the epoch an `* epoch N` heading said: the step of the records under it
@@ -577,7 +577,7 @@ class KeyValueAdapter(Adapter):
             return
         lead_pairs: list[tuple[str, float]] = []
         word: str | None = None
-        named_within = False  # a named step counter beside the epoch's: it counts within the epoch
+        named_within = False  # a named step counter beside the epoch's counted within it (inferred)
         if "[" in text[:24] and (named := NAMED_COUNTERS.match(text)) is not None:
             epoch_at: int | None = None
             for c in NAMED_COUNTER.finditer(named.group()):  # the step's and the epoch's; an outer one (a fold) no
@@ -591,13 +591,12 @@ class KeyValueAdapter(Adapter):
                 word = named.group("p").lower()
                 if not word.startswith("train") and step is not None and total is not None and step + 1 < total:
                     return  # `Val Step[0100/3125], Avg Loss: ..`: an evaluation's running figures, not its result
-            if step is not None and total and epoch_at is not None and (word is None or word.startswith("train")):
-                # `Epoch[002/100], Step[0100/0196]`: the step's total is the epoch's length (the count starts over
-                # with each epoch); the batches of the epochs before are added, marked inferred
-                if self.tutorial_epoch0 is None:
-                    self.tutorial_epoch0 = min(epoch_at, 1)  # epochs counted from 1 or from 0
-                step = max(0, epoch_at - self.tutorial_epoch0) * total + step
-                total, named_within = None, True
+            if step is not None and epoch_at is not None and (word is None or word.startswith("train")):
+                # `Epoch[002/100], Step[0000/0196]` after `Epoch[001/100], Step[0100/0196]`: a count that goes
+                # back as the epoch moves on counts within it (its total is the epoch's length): the batches of
+                # the epochs before are added, marked inferred. Its total is no run's length either way.
+                step, named_within = self._global_step(step, [("epoch", float(epoch_at))], total)
+                total = None
             text = text[named.end():]
         if text[:1] in "*•(":
             if self.in_eval and text[:1] == "*":
