@@ -930,3 +930,39 @@ def test_split_sizes_are_no_split_losses() -> None:
     fractions is each split's loss)."""
     assert not samples(run(KeyValueAdapter(""), ["Dataset Name:bird, Train:[5994], Val:[5794]"]))
     assert series(run(KeyValueAdapter(""), ["Epoch 3: Train=0.41  Val=0.44"]), "Val loss") == [(3, 0.44)]
+
+
+def test_named_step_counter_within_the_epoch_and_an_evaluations_running_batches() -> None:
+    """`Epoch[002/100], Step[0100/0196], Avg Loss: ..`: the step counts within the epoch (its total is the
+    epoch's length), so the run's step adds the epochs before; `Now training epoch 2. LR=..` says the
+    epoch's LR; `Val Step[i/n], Avg Loss: ..` are an evaluation's running figures under way (its first
+    batches far from its mean), not training points; its result line is the eval loss."""
+    canon = Canonicalizer()
+    lines = []
+    for e in (1, 2, 3):
+        lines.append(f"2023-01-02 10:0{e}:00,000 Now training epoch {e}. LR={e * 0.00003:.6f}")
+        for i, v in ((0, 0.9 - e / 10), (50, 0.95 - e / 10)):
+            lines.append(f"2023-01-02 10:0{e}:10,000 Epoch[{e:03d}/100], Step[{i:04d}/0080], Avg Loss: {v:.4f}, "
+                         f"Avg Acc: 0.8000")
+        lines.append(f"2023-01-02 10:0{e}:20,000 ----- Epoch[{e:03d}/100], Train Loss: {0.96 - e / 10:.4f}, "
+                     "Train Acc: 0.8100, time: 170.12")
+    lines.append("2023-01-02 10:05:00,000 ----- Validation after Epoch: 3")
+    lines += [f"2023-01-02 10:05:0{k},000 Val Step[{i:04d}/0500], Avg Loss: {v:.4f}, Avg Acc@1: 0.6000"
+              for k, (i, v) in enumerate(((0, 2.5), (100, 1.4), (200, 1.38)))]
+    lines.append("2023-01-02 10:06:00,000 ----- Epoch[003/100], Validation Loss: 1.3809, Validation Acc@1: 0.7034")
+    recs = run(KeyValueAdapter(""), lines)
+    got = [(canon(s.name), s.step, s.value) for s in samples(recs)]
+    avg = [(s.step, s.value) for s in samples(recs) if s.name == "Avg Loss"]
+    assert avg == [(0, 0.8), (50, 0.85), (80, 0.7), (130, 0.75), (160, 0.6), (210, 0.65)]  # the epochs before added
+    epochs = [(s.step, s.value) for s in samples(recs) if s.name == "Train Loss"]
+    assert epochs == [(50, 0.86), (130, 0.76), (210, 0.66)]
+    assert ("eval_loss", 210, 1.3809) in got
+    assert [(step, v) for name, step, v in got if name == "lr"][-1][1] == 0.00009
+
+
+def test_a_named_iteration_counter_that_never_goes_back_is_the_runs_own() -> None:
+    """`Epoch[2/3] Iter[1100/3000] loss: ..`: an iteration that carries on across the epochs counts the run,
+    not the epoch: it is the step as printed, with nothing added."""
+    lines = [f"Epoch[{1 + i // 1000}/3] Iter[{i}/3000] loss: {2.0 - i / 3000:.4f}" for i in range(100, 3000, 500)]
+    got = series(run(KeyValueAdapter(""), lines), "loss")
+    assert [s for s, _ in got] == [100, 600, 1100, 1600, 2100, 2600]

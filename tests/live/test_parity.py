@@ -32,7 +32,7 @@ def _key(f: dict[str, Any]) -> tuple[str, str, str]:
 
 
 END_ONLY = {"quality.not_learning", "quality.collapse", "quality.overfit", "quality.no_progress", "run.ended_early",
-            "loss.eval_frozen", "loss.ended_higher"}
+            "loss.eval_frozen", "loss.ended_higher", "loss.stuck"}
 """Rules that judge a run as a whole once its source has ended (`on_end` alone): a `tail` stopped while
 following never reaches that end, so it cannot be asked to have fired them."""
 

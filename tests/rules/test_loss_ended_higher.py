@@ -32,3 +32,21 @@ def test_healthy_and_noisy_runs_and_late_excerpts_are_not_told():
     noisy = [1.0] + [1.0 * rng.lognormvariate(0.0, 0.6) for _ in range(40)]
     assert "loss.ended_higher" not in run(noisy).fired()
     assert "loss.ended_higher" not in run(jumped(), first_step=3404).fired()
+
+
+def test_a_loss_below_zero_that_rose_and_stayed_is_judged_by_its_rise():
+    """A trading objective (a negative Sharpe ratio) starts at -0.08 and sits at +0.106 from its third
+    epoch on: worse than at the start, though a ratio to a negative start would read it as a fall. One
+    that fell further below 0, moved only by its noise, or drifted up toward 0 is not told."""
+    rng = random.Random(7)
+    rose = [-0.0758, -0.0899] + [0.106 + rng.uniform(-0.0004, 0.0004) for _ in range(60)]
+    a = run(rose).alert("loss.ended_higher")
+    assert a.severity is Severity.WARNING and a.first_step == 0
+    assert 0.17 < a.finding.evidence["rise"] < 0.19 and "ratio" not in a.finding.evidence
+    fell = [-0.0758, -0.0899] + [-0.30 + rng.uniform(-0.004, 0.004) for _ in range(60)]
+    assert "loss.ended_higher" not in run(fell).fired()
+    level = [-0.0358 + rng.uniform(-0.0006, 0.0006) for _ in range(62)]
+    assert "loss.ended_higher" not in run(level).fired()
+    # a policy-gradient loss, centred on 0 by its normalised advantages, drifting from -0.11 toward 0
+    policy = [-0.1081, -0.06] + [rng.uniform(-0.001, 0.002) for _ in range(60)]
+    assert "loss.ended_higher" not in run(policy).fired()

@@ -52,7 +52,11 @@ PAREN_COUNTS = re.compile(r"^\(\s*\d+(?:\s*/\s*\d+)?\s*\)\W*$")  # `(512570/2466
 BASICSR_HEAD = re.compile(r"\[epoch:\s*(?P<e>\d+),\s*iter:\s*(?P<i>[\d,]+),\s*lr:\((?P<lr>[-+.\deE]+)[^)]*\)\]\s*"
                           r"(?:\[eta:[^\]]*\]\s*)?")
 # `fold[1/5] epoch[3/100] loss: 3.01 train accuracy: 0.21`: counters written `name[i/n]` before the pairs
-NAMED_COUNTERS = re.compile(r"^(?:[A-Za-z_]{1,12}\[\s*\d+\s*/\s*\d+\s*\]\s*)+")
+# (`Epoch[001/100], Step[0100/0196], Avg Loss: ..`: commas between them; `Val Step[0100/3125], ..`: an evaluation's
+# counter, titled by its phase; `----- Epoch[001/100], Train Loss: ..`: an epoch's summary under a rule of dashes)
+NAMED_COUNTERS = re.compile(r"^(?:[-=*#>~]{3,}\s*)?(?:(?P<p>train|training|val|valid|validation|eval|evaluation|dev"
+                            r"|test|testing)\s+(?=[A-Za-z_]{1,12}\[))?(?:[A-Za-z_]{1,12}\[\s*\d+\s*/\s*\d+\s*\]"
+                            r"(?:\s*,\s*|\s*))+", re.I)
 NAMED_COUNTER = re.compile(r"([A-Za-z_]{1,12})\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 COMPACT_SPLIT = re.compile(r",(?=[A-Za-z_])")
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
@@ -123,8 +127,9 @@ PHASE_KEY = re.compile(r"^(?P<p>val|valid|validation|eval|evaluation|dev|test|te
 PIPE_TITLE = re.compile(r"^(?:[-*•]\s+)?(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
                         r"(?:\s+(?:summary|results?|stats|metrics|phase|set))?\s*\|\s*", re.I)
 PIPE_COUNT = re.compile(r"\|\s*(\d+)\s*/\s*(\d+)\s*(?:\||$)")
-# `Starting epoch 3 ...`, `Begin epoch 3`: the epoch that starts, then what it starts with
-STARTED = re.compile(r"^(?:starting|start|started|begin|beginning|begins|entering)\s+"
+# `Starting epoch 3 ...`, `Begin epoch 3`, `Now training epoch 3. LR=..`: the epoch that starts, then what it
+# starts with
+STARTED = re.compile(r"^(?:now\s+)?(?:starting|start|started|begin|beginning|begins|entering|training)\s+"
                      r"(?=(?:epoch|ep|round)\s*[:#]?\s*\d)", re.I)
 SPLIT_NAMES = frozenset({"train", "val", "valid", "test"})
 UNPHASED = frozenset({"train", "val", "valid", "test", "lr", "learning_rate", "epoch"})  # not an eval's own
@@ -607,20 +612,33 @@ class KeyValueAdapter(Adapter):
         if " at " in text and self._at_counter(text, lineno, when, out):
             return
         lead_pairs: list[tuple[str, float]] = []
-        if "[" in text[:16] and (named := NAMED_COUNTERS.match(text)) is not None:
+        word: str | None = None
+        named_within = False  # a named step counter beside the epoch's counted within it (inferred)
+        if "[" in text[:24] and (named := NAMED_COUNTERS.match(text)) is not None:
+            epoch_at: int | None = None
             for c in NAMED_COUNTER.finditer(named.group()):  # the step's and the epoch's; an outer one (a fold) no
                 key = c.group(1).lower()
                 if key in STEP_KEYS and step is None:
                     step, total = int(c.group(2)), int(c.group(3))
                 elif _is_epoch(key):
                     lead_pairs.append(("epoch", float(c.group(2))))
+                    epoch_at = int(c.group(2))
+            if named.group("p") is not None:
+                word = named.group("p").lower()
+                if not word.startswith("train") and step is not None and total is not None and step + 1 < total:
+                    return  # `Val Step[0100/3125], Avg Loss: ..`: an evaluation's running figures, not its result
+            if step is not None and epoch_at is not None and (word is None or word.startswith("train")):
+                # `Epoch[002/100], Step[0000/0196]` after `Epoch[001/100], Step[0100/0196]`: a count that goes
+                # back as the epoch moves on counts within it (its total is the epoch's length): the batches of
+                # the epochs before are added, marked inferred. Its total is no run's length either way.
+                step, named_within = self._global_step(step, [("epoch", float(epoch_at))], total)
+                total = None
             text = text[named.end():]
         if text[:1] in "*•(":
             if self.in_eval and text[:1] == "*":
                 self._eval_over(out)
                 return  # `* Acc@1 0.74 Acc@5 2.54 loss 7.148`: the evaluation's means, read off its last batch
             text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
-        word: str | None = None
         if text[:1] == "[" and (bracket := PHASE_BRACKET.match(text)) is not None:
             text = text[bracket.end():]
             word = bracket.group("p").lower()
@@ -631,7 +649,7 @@ class KeyValueAdapter(Adapter):
             step = int(m.group("n"))
             total = int(m.group("m")) if m.group("m") else None
             text = text[m.end():]
-        verb = STARTED.match(text) if text[:1] in "SsBbEe" else None
+        verb = STARTED.match(text) if text[:1] in "SsBbEeNnTt" else None
         started = verb is not None
         if verb is not None:  # `Starting epoch 3 current lr is 0.001`: the epoch under way, and what it starts with
             text = text[verb.end():]
@@ -669,7 +687,7 @@ class KeyValueAdapter(Adapter):
                 if low in STEP_KEYS and math.isfinite(v):
                     step, step_key, step_raw = int(v), low, k
                     break
-        inferred = False
+        inferred = named_within
         hold_first = False
         if step is not None and step_raw is not None and step_key not in INNER_KEYS:  # (a batch: _global_step's)
             step, inferred, hold_first = self._epoch_length(step, pairs, out)

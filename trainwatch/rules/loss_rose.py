@@ -52,22 +52,34 @@ class LossEndedHigher(Rule):
         if len(run) < max(p.min_points, p.last + 3):
             return []
         first = run[0]
-        if first.value <= 0 or first.step > p.start_within:
+        if first.value == 0 or first.step > p.start_within:
             return []
         values = [pt.value for pt in run]
         end = median(values[-p.last:])
         noise = diff_sigma(values[1:])  # the points after the first: the run's own point-to-point noise
-        if end < p.ratio * first.value or noise != noise or end - first.value < p.noise_k * noise:
+        if noise != noise or end - first.value < p.noise_k * noise:
+            return []
+        # a loss below 0 (a negative Sharpe ratio, a policy-gradient loss): a ratio to a negative start means
+        # nothing (it would read any rise as a fall). Judged by its rise instead, and told only when it
+        # crossed 0 to at least as far above as it began below: a policy loss centred on 0 by its normalised
+        # advantages drifts toward 0 in a healthy run, and a negative loss that rose but stayed below 0
+        # says too little about a scale the log does not give
+        signed = first.value < 0
+        if end < p.ratio * first.value if not signed else end < -first.value:
             return []
         peak = max(run, key=lambda pt: pt.value)
         last = run[-1]
+        how = f"{end / first.value:.1f}x" if not signed else (
+            f"{fmt(end - first.value)} higher; a loss below 0 is judged by its rise, not by a ratio")
         msg = (f"its first value {fmt(first.value)} (step {first.step}), the median of its last {p.last} points "
-               f"{fmt(end)} ({end / first.value:.1f}x), after a peak of {fmt(peak.value)} at step {peak.step}: "
+               f"{fmt(end)} ({how}), after a peak of {fmt(peak.value)} at step {peak.step}: "
                f"training made the model worse and it never got back")
         f = Finding(message=msg, step=first.step, began_step=first.step, subject="loss",
-                    evidence={"value": first.value, "step": first.step, "end": end, "ratio": end / first.value,
+                    evidence={"value": first.value, "step": first.step, "end": end, "rise": end - first.value,
                               "noise": noise, "peak": peak.value, "peak_step": peak.step,
                               "detected_step": last.step, "last_step": last.step})
+        if not signed:
+            f.evidence["ratio"] = end / first.value
         gain = improving(ctx, source, first.step, None, p.quality_gain)
         if gain is not None:
             f.severity = Severity.INFO
