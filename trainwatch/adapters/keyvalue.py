@@ -27,6 +27,7 @@ from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, le
                                         splits_as_loss, step_tuple, total_as_loss, zip_names)
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
+from trainwatch.adapters.metric_report import report_results
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Canonicalizer, Quality, averaged, known, step_loss
 
@@ -140,6 +141,8 @@ MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's
 KERAS_LINE = re.compile(r"^\s*(?:\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
 BARE_NUMBER = re.compile(NUM + r"%?\s+(?=[A-Za-z_])")
+# the parts after the first of a duration written in units (`1d 14h 14m`, `2h 03m 51s`, `1m 03s`)
+DURATION_REST = re.compile(r"(?:\s+\d{1,2}[hms]\b)+")
 SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separator (`epoch 0 : loss : 5.7`)
 LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test|testing|eval|evaluation)\b")
 LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
@@ -246,6 +249,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                 # `Iter 100 eta: 0:12:34 lr: 0.001`: a clock among the pairs is no metric; the pairs after it are
                 gap = field.find(" ", clock.end())
                 pos = len(field) if gap < 0 else gap + 1
+                continue
+            if m.group("u") in ("d", "h", "m") and (rest := DURATION_REST.match(field, m.end())) is not None:
+                pos = rest.end()  # `time 1h 03m 51s`: an elapsed time in parts is no metric, nor its first part
                 continue
             value = _number(m.group("v"))
             key = m.group("k").strip()
@@ -527,6 +533,10 @@ class KeyValueAdapter(Adapter):
         if text[:1] == "{" and is_history(text):
             if self.keras_epoch is None:  # after fit lines it repeats what they said
                 out.extend(history_samples(text, self.source, lineno))
+            return out
+        if text[:1] == "{" and (report := report_results(text)) is not None:
+            step, inferred = self._stepless_step(report, lineno, out)  # the snapshot the last printed step wrote
+            out.extend(Sample(k, v, step, when, self.source, lineno, inferred) for k, v in report)
             return out
         if text[:1] in "sS" and text.lower().startswith("saving checkpoint to"):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
