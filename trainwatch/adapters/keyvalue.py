@@ -37,7 +37,7 @@ PAIR = re.compile(
     r"(?P<u>%|[A-Za-z]{1,3}\b)?"
 )
 STEP_PREFIX = re.compile(
-    r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
+    r"^(?:train(?:ing)?\s+)?(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\]\-]?\s*", re.I)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 # blanks that align rather than separate: `Val   Loss: 0.0002` (a phase word padded to the width of `Train`), and
@@ -55,6 +55,7 @@ BASICSR_HEAD = re.compile(r"\[epoch:\s*(?P<e>\d+),\s*iter:\s*(?P<i>[\d,]+),\s*lr
 NAMED_COUNTERS = re.compile(r"^(?:[A-Za-z_]{1,12}\[\s*\d+\s*/\s*\d+\s*\]\s*)+")
 NAMED_COUNTER = re.compile(r"([A-Za-z_]{1,12})\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 COMPACT_SPLIT = re.compile(r",(?=[A-Za-z_])")
+VALUE_COMMA_KEY = re.compile(r"(?<=\d),(?=[A-Za-z_][\w ]{0,30}?\s*[:=])")  # a value, a comma, then the next key
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
                        "num_updates", "trainer/global_step", "_step", "outer", "outer_step", "round", "tick",
@@ -218,6 +219,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     if " " not in text and "," in text:  # `kl:0.011,lr_multiplier:1.000,loss:5.31`: compact, a comma before each key
         fields = [f for f in COMPACT_SPLIT.split(text) if f]
     else:
+        if "," in text and (glued := VALUE_COMMA_KEY.sub(", ", text)) != text:
+            text = glued  # `step:100/6176,Loc Loss: 0.68,Cls Loss: 0.70`: a comma with no blank still ends a pair
         fields = [f.lstrip() for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f.strip()]
         if len(fields) > 1 and (", " in text or "|" not in text):
             # (`loss_train, 0.838`, or a name and its value aligned by blanks: `local_val_loss   1.24`; a boxed
