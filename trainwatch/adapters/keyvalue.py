@@ -28,6 +28,7 @@ from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, le
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.adapters.metric_report import report_results
+from trainwatch.adapters.tune_result import HEAD as TUNE_HEAD, TuneResult
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Canonicalizer, Quality, averaged, known, step_loss
 
@@ -358,6 +359,8 @@ class KeyValueAdapter(Adapter):
     def __init__(self, source: str = "") -> None:
         super().__init__(source)
         self.block: _Block | None = None
+        self.tune: TuneResult | None = None  # a Ray Tune `Result for` block being read
+        self.tune_trial: str | None = None  # the first trial whose results were read
         self.keras_epoch: int | None = None
         self.keras_logged = False  # a fit line followed the last `Epoch N/M`
         self.keras_runs = 1
@@ -448,6 +451,15 @@ class KeyValueAdapter(Adapter):
                 and line[lead.end():].strip():
             line = line[lead.end():]  # a bar left on the line, then a log line written over it
         out: list[Record] = []
+        if self.tune is not None:
+            if self.tune.feed(line):
+                self.absorbed += 1
+                return out
+            out.extend(self._tune_flush())
+        if line[:11] == "Result for " and (head := TUNE_HEAD.match(line)) is not None:
+            self.tune = TuneResult(head.group("trial"), lineno)  # Ray Tune's result dict, as indented YAML
+            self.absorbed += 1
+            return out
         if self.block is not None:
             m = BLOCK_LINE.match(line) if line[:1] in " \t" else None
             if m is not None:
@@ -560,7 +572,28 @@ class KeyValueAdapter(Adapter):
 
     def finish(self) -> Iterable[Record]:
         held, self.epoch_first = self.epoch_first, []
-        return held + self._flush()
+        return held + self._flush() + self._tune_flush()
+
+    def _tune_flush(self) -> list[Record]:
+        """The samples of the `Result for` block just read, at its training iteration."""
+        block, self.tune = self.tune, None
+        if block is None:
+            return []
+        step, pairs = block.pairs()
+        if not pairs:
+            return []
+        if self.tune_trial is None:
+            self.tune_trial = block.trial
+        elif block.trial != self.tune_trial:
+            pairs = [(f"{block.trial}/{k}", v) for k, v in pairs]
+        out: list[Record] = []
+        inferred = False
+        if step is None:
+            step, inferred = self._stepless_step(pairs, block.line, out)
+        else:
+            self.printed_step = step
+        out.extend(Sample(k, v, step, None, self.source, block.line, inferred) for k, v in pairs)
+        return out
 
     # -- shapes ---------------------------------------------------------------------------------
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:
