@@ -10,14 +10,15 @@ from trainwatch.names import Canonicalizer
 
 
 def tune_block(it: int, q: float, gnorm: float, trial: str = "DQN_env_1a2b3_00000",
-               policies: tuple[str, ...] = ("default_policy",)) -> list[str]:
+               policies: tuple[str, ...] = ("default_policy",), reward: float | None = None) -> list[str]:
     """A Tune status table, then one result block of a DQN trial at iteration `it`."""
     lines = ["== Status ==", f"Current time: 2023-01-01 10:00:{it % 60:02d} (running for 00:00:{it % 60:02d}.00)",
              "+------------------+----------+--------+", "| Trial name       | status   |   iter |",
              f"| {trial} | RUNNING  | {it:6d} |", "+------------------+----------+--------+", "", "",
              f"Result for {trial}:", f"  agent_timesteps_total: {1000 * it}", "  custom_metrics: {}",
              "  date: 2023-01-01_10-00-00", "  done: false", f"  episode_len_mean: {7.0 + it / 10}",
-             f"  episode_reward_mean: {0.1 * it}", f"  experiment_id: 0f{it}a", "  info:", "    learner:"]
+             f"  episode_reward_mean: {0.1 * it if reward is None else reward}", f"  experiment_id: 0f{it}a",
+             "  info:", "    learner:"]
     for k, p in enumerate(policies):
         lines += [f"      {p}:", "        custom_metrics: {}", "        learner_stats:",
                   "          cur_lr: 0.0005", f"          grad_gnorm: {gnorm * (k + 1)}",

@@ -59,3 +59,15 @@ def test_an_fid_only_worse_in_a_log_without_losses_warns_one_improving_or_wobbli
         path = tmp_path / name
         path.write_text("\n".join(_gan_console(fids)) + "\n")
         assert not [a for a in run_log(path).alerts() if a.rule == "quality.worsened"], name
+
+
+def test_a_metric_that_collapsed_is_told_as_the_collapse_alone(tmp_path: Path) -> None:
+    """Worse since its best and far below it: quality.collapse tells it, quality.worsened stays quiet."""
+    dice = [0.60 + 0.014 * e for e in range(10)] + [0.62, 0.63, 0.61, 0.08, 0.05, 0.06, 0.07, 0.30, 0.55, 0.60,
+                                                    0.61, 0.62]
+    path = tmp_path / "test.log"
+    path.write_text("\n".join(f"Epoch {e + 1:04d} : Dice = {d:.4f}" for e, d in enumerate(dice)) + "\n")
+    eng = run_log(path)
+    assert {"quality.collapse", "quality.worsened"} <= {a.rule for a in eng.alerts()}
+    told = {a.rule for a in eng.alerts(inhibited=False)}
+    assert "quality.collapse" in told and "quality.worsened" not in told
