@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainwatch.adapters.keyvalue import KeyValueAdapter
 from trainwatch.adapters.template import TemplateAdapter
-from trainwatch.names import Canonicalizer, averaged, step_loss
+from trainwatch.names import Canonicalizer, Quality, averaged, step_loss
 from tests.adapters.helpers import run, samples, series
 
 
@@ -30,6 +30,18 @@ def test_an_episode_reward_abbreviated_is_the_reward() -> None:
     canon = Canonicalizer()
     assert [canon(n) for n in ("Rew", "rwd", "Ret", "episode_return", "Episode Reward")] == ["reward"] * 5
     assert canon("rewrite") == "rewrite"
+
+
+def test_the_tutorials_ep_r_is_the_episode_reward_and_its_averages_keep_their_names_but_read_as_rewards() -> None:
+    """`EP: 12 | ep_r -54` is a reward (higher is better); `avg ep_r` one of its kind; a name that only
+    holds the letters (`step_r`, `rep_r`, `ep_rate`) is not."""
+    canon, quality = Canonicalizer(), Quality()
+    assert [canon(n) for n in ("ep_r", "Ep_r", "ep_rwd", "Episode_Rewards", "ep reward")] == ["reward"] * 5
+    for name in ("avg ep_r", "ep_r_mean", "mean_reward", "Average reward", "eval reward"):
+        got = quality(canon(name))
+        assert got is not None and got.kind == "reward" and got.higher, name
+    assert [canon(n) for n in ("step_r", "rep_r", "ep_rate")] == ["step_r", "rep_r", "ep_rate"]
+    assert all(quality(n) is None for n in ("step_r", "rep_r", "ep_rate"))
 
 
 def test_tab_separated_phase_lines_keep_every_metric_field_and_the_epoch_before_them() -> None:

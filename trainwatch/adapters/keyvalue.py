@@ -28,6 +28,8 @@ from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, le
 from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.adapters.loss_dict import Printed, RunningTotals, loss_dict
+from trainwatch.adapters.metric_report import report_results
+from trainwatch.adapters.tune_result import HEAD as TUNE_HEAD, TuneResult
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Canonicalizer, Quality, averaged, known, step_loss
 
@@ -37,7 +39,8 @@ PAIR = re.compile(
     r"(?P<u>%|[A-Za-z]{1,3}\b)?"
 )
 STEP_PREFIX = re.compile(
-    r"^(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
+    r"^(?:train(?:ing)?\s+)?(?P<k>step|steps|iter|iters|iteration|it|global_step|batch|update|outer|round|tick)\b"
+    r"\s*[:=#]?\s*(?P<n>\d+)(?:\s*/\s*(?P<m>\d+))?(?![\d.])"
     r"\s*[:,|\])\-]?\s*", re.I)  # (`(step=0000013) Train Loss: ..`: the bullet's `(` came off, its `)` closes the step)
 FIELD_SPLIT = re.compile(r",\s+|;\s+|\s+-\s+|\s+and\s+|\t|\s{2,}")
 # blanks that align rather than separate: `Val   Loss: 0.0002` (a phase word padded to the width of `Train`), and
@@ -59,6 +62,7 @@ NAMED_COUNTERS = re.compile(r"^(?:[-=*#>~]{3,}\s*)?(?:(?P<p>train|training|val|v
                             r"(?:\s*,\s*|\s*))+", re.I)
 NAMED_COUNTER = re.compile(r"([A-Za-z_]{1,12})\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 COMPACT_SPLIT = re.compile(r",(?=[A-Za-z_])")
+VALUE_COMMA_KEY = re.compile(r"(?<=\d),(?=[A-Za-z_][\w ]{0,30}?\s*[:=])")  # a value, a comma, then the next key
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
 STEP_KEYS = frozenset({"step", "steps", "global_step", "iter", "iters", "iteration", "it", "batch", "update",
                        "num_updates", "trainer/global_step", "_step", "outer", "outer_step", "round", "tick",
@@ -149,6 +153,8 @@ MM_TIMING = frozenset({"eta", "time", "data_time", "memory"})  # an evaluation's
 KERAS_LINE = re.compile(r"^\s*(?:\d+/\d+\s+(?:\[[=>.]*\]\s+|━+\s+)?)?(?:-\s+)?\d+m?s\b")
 KERAS_PAIR = re.compile(r"(?:^|\s)-\s+(?P<k>[A-Za-z_][\w]*):\s+(?P<v>" + NUM + r")")
 BARE_NUMBER = re.compile(NUM + r"%?\s+(?=[A-Za-z_])")
+# the parts after the first of a duration written in units (`1d 14h 14m`, `2h 03m 51s`, `1m 03s`)
+DURATION_REST = re.compile(r"(?:\s+\d{1,2}[hms]\b)+")
 SKIP = re.compile(r"\S*\s*(?:[:=|]\s+)?")  # a unit, `/513`, or a spaced separator (`epoch 0 : loss : 5.7`)
 LABEL_PHASE = re.compile(r"(?i)\b(?:train|training|val|valid|validation|dev|test|testing|eval|evaluation)\b")
 LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,60}?:\s+(?=[A-Za-z_])")  # `Testing performance in val model: mean_dice : 0.1`
@@ -228,6 +234,8 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
     if " " not in text and "," in text:  # `kl:0.011,lr_multiplier:1.000,loss:5.31`: compact, a comma before each key
         fields = [f for f in COMPACT_SPLIT.split(text) if f]
     else:
+        if "," in text and (glued := VALUE_COMMA_KEY.sub(", ", text)) != text:
+            text = glued  # `step:100/6176,Loc Loss: 0.68,Cls Loss: 0.70`: a comma with no blank still ends a pair
         fields = [f.lstrip() for f in (PIPE_SPLIT if "|" in text else FIELD_SPLIT).split(text) if f.strip()]
         if len(fields) > 1 and (", " in text or "|" not in text):
             # (`loss_train, 0.838`, or a name and its value aligned by blanks: `local_val_loss   1.24`; a boxed
@@ -259,6 +267,9 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
                 # `Iter 100 eta: 0:12:34 lr: 0.001`: a clock among the pairs is no metric; the pairs after it are
                 gap = field.find(" ", clock.end())
                 pos = len(field) if gap < 0 else gap + 1
+                continue
+            if m.group("u") in ("d", "h", "m") and (rest := DURATION_REST.match(field, m.end())) is not None:
+                pos = rest.end()  # `time 1h 03m 51s`: an elapsed time in parts is no metric, nor its first part
                 continue
             value = _number(m.group("v"))
             key = m.group("k").strip()
@@ -366,6 +377,8 @@ class KeyValueAdapter(Adapter):
     def __init__(self, source: str = "") -> None:
         super().__init__(source)
         self.block: _Block | None = None
+        self.tune: TuneResult | None = None  # a Ray Tune `Result for` block being read
+        self.tune_trial: str | None = None  # the first trial whose results were read
         self.keras_epoch: int | None = None
         self.keras_logged = False  # a fit line followed the last `Epoch N/M`
         self.keras_runs = 1
@@ -462,6 +475,15 @@ class KeyValueAdapter(Adapter):
                 and line[lead.end():].strip():
             line = line[lead.end():]  # a bar left on the line, then a log line written over it
         out: list[Record] = []
+        if self.tune is not None:
+            if self.tune.feed(line):
+                self.absorbed += 1
+                return out
+            out.extend(self._tune_flush())
+        if line[:11] == "Result for " and (head := TUNE_HEAD.match(line)) is not None:
+            self.tune = TuneResult(head.group("trial"), lineno)  # Ray Tune's result dict, as indented YAML
+            self.absorbed += 1
+            return out
         if self.block is not None:
             m = BLOCK_LINE.match(line) if line[:1] in " \t" else None
             if m is not None:
@@ -553,6 +575,10 @@ class KeyValueAdapter(Adapter):
             if self.keras_epoch is None:  # after fit lines it repeats what they said
                 out.extend(history_samples(text, self.source, lineno))
             return out
+        if text[:1] == "{" and (report := report_results(text)) is not None:
+            step, inferred = self._stepless_step(report, lineno, out)  # the snapshot the last printed step wrote
+            out.extend(Sample(k, v, step, when, self.source, lineno, inferred) for k, v in report)
+            return out
         if text[:1] in "sS" and text.lower().startswith("saving checkpoint to"):
             out.append(Event(EventKind.CHECKPOINT, self.source, lineno, text=text[:500]))
             return out
@@ -579,7 +605,7 @@ class KeyValueAdapter(Adapter):
         self._eval_over(held, at_end=True)
         out: list[Record] = []
         self._printed_losses(self.totals.finish(), out)
-        return held + out + self._flush()
+        return held + out + self._flush() + self._tune_flush()
 
     def _printed_losses(self, records: list[Printed], out: list[Record]) -> None:
         """The records a dict of losses gives (each as printed, or an epoch's running total at its end),
@@ -587,6 +613,27 @@ class KeyValueAdapter(Adapter):
         for rec in records:
             step, inferred = self._stepless_step(rec.pairs, rec.line, out)
             out.extend(Sample(k, v, step, rec.time, self.source, rec.line, inferred) for k, v in rec.pairs)
+
+    def _tune_flush(self) -> list[Record]:
+        """The samples of the `Result for` block just read, at its training iteration."""
+        block, self.tune = self.tune, None
+        if block is None:
+            return []
+        step, pairs = block.pairs()
+        if not pairs:
+            return []
+        if self.tune_trial is None:
+            self.tune_trial = block.trial
+        elif block.trial != self.tune_trial:
+            pairs = [(f"{block.trial}/{k}", v) for k, v in pairs]
+        out: list[Record] = []
+        inferred = False
+        if step is None:
+            step, inferred = self._stepless_step(pairs, block.line, out)
+        else:
+            self.printed_step = step
+        out.extend(Sample(k, v, step, None, self.source, block.line, inferred) for k, v in pairs)
+        return out
 
     # -- shapes ---------------------------------------------------------------------------------
     def _generic(self, text: str, lineno: int, when: float | None, out: list[Record]) -> None:

@@ -29,7 +29,7 @@ BUILTIN_MODULES = (
     "loss", "divergence", "plateau", "overfit", "grad", "lr", "fp16", "restart", "resume", "speed", "rl", "traceback",
     "run_end", "early_stop", "stall", "gpu", "ranks", "mfu", "child_exit", "contact",
     "quality_stuck", "quality_flat", "quality_collapse", "quality_overfit", "value_loss", "eval_frozen",
-    "loss_rose", "kl_collapse", "loss_zero", "loss_stuck",
+    "loss_rose", "kl_collapse", "loss_zero", "loss_stuck", "quality_worse", "loss_component", "q_values",
 )
 """Modules under trainwatch.rules whose classes register themselves when imported."""
 
