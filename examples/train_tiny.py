@@ -166,7 +166,7 @@ def apply_preset(args):
 
 def run_hf(args):
     import transformers
-    from transformers import Trainer, TrainingArguments, TrainerCallback
+    from transformers import Trainer, TrainerCallback, TrainingArguments
 
     if args.verbose:
         transformers.logging.set_verbosity_info()

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.rules.rowref.harness import feed_in_cuts
 from trainwatch import runner
-from trainwatch.session import LogClock, make_engine
 from trainwatch.model import Record, Sample
 from trainwatch.rules.base import Rule
-
-from tests.rules.rowref.harness import feed_in_cuts
+from trainwatch.session import LogClock, make_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = sorted(p for p in (ROOT / "examples/logs").glob("*") if p.suffix in (".log", ".jsonl"))

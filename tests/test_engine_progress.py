@@ -5,10 +5,10 @@ an evaluation, whichever is later."""
 from __future__ import annotations
 
 from trainwatch.batch import BatchBuilder
-from trainwatch.session import LogClock
 from trainwatch.config import load
 from trainwatch.engine import Engine
 from trainwatch.model import Event, EventKind
+from trainwatch.session import LogClock
 
 SRC = "run.log"
 

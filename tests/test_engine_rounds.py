@@ -8,10 +8,10 @@ import json
 import math
 
 from trainwatch.batch import BatchBuilder
-from trainwatch.session import LogClock
 from trainwatch.config import load
 from trainwatch.engine import Engine
 from trainwatch.model import Record, Sample
+from trainwatch.session import LogClock
 
 SRC = "run.log"
 

@@ -425,8 +425,8 @@ def test_stream_writes_a_handshake_then_lines_with_offsets_and_resumes_from_one(
 
 
 def test_gpu_records_survive_the_trip_as_json() -> None:
-    from trainwatch.sources.stream_protocol import record_from_json, record_to_json
     from trainwatch.model import Event, EventKind, Sample
+    from trainwatch.sources.stream_protocol import record_from_json, record_to_json
 
     records = [Sample("gpu0/util", 97.0, step=3, time=1.5, source="gpu"),
                Event(EventKind.ERROR, source="gpu", signature="gpu.lost", text="gpu0 is lost", fields={"gpu": "gpu0"})]
@@ -444,8 +444,8 @@ def test_gpus_of_two_nodes_stay_apart_in_the_store_the_dashboard_and_the_exporte
     from trainwatch.live.watcher import Watcher
     from trainwatch.model import GPU_SOURCE
     from trainwatch.sinks.prometheus import Collector
-    from trainwatch.view import snapshot as view
     from trainwatch.tui.widgets.gpu_panel import render_gpus
+    from trainwatch.view import snapshot as view
 
     stand_in = tmp_path / "trainwatch-with-traces"  # the nodes' trainwatch, with recorded GPUs instead of NVML
     stand_in.write_text(f'#!/bin/sh\ncommand="$1"; shift\ncase "$*" in *idle.log*) trace={TRACES}/idle_stalled.jsonl;;'

@@ -38,8 +38,7 @@ def test_metrics_logged_one_after_another_keep_no_round_of_room(tmp_path: Path) 
     its arrays shrink back to its recent window, so memory does not grow with the number of metrics done."""
     from trainwatch import runner
     from trainwatch.adapters.pipeline import BACKLOG_BLOCK
-    from trainwatch.session import LogClock
-    from trainwatch.session import Session
+    from trainwatch.session import LogClock, Session
 
     path = tmp_path / "phases.jsonl"
     with path.open("w") as f:

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-import pytest
-
 import math
 import tracemalloc
 
 import numpy as np
+import pytest
 
 from trainwatch.store import HISTORY_BUCKETS, KEPT_ROWS, RECENT_POINTS, MetricStore, Point
 

@@ -18,6 +18,7 @@ import yaml
 from trainwatch import yamltext
 from trainwatch.errors import ConfigError
 from trainwatch.rules.registry import plugin_defaults, registry
+
 # the types and checks live below the rules (trainwatch.rulespec); callers keep reading them here
 from trainwatch.rulespec import META_KEYS as META_KEYS
 from trainwatch.rulespec import Config as Config

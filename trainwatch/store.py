@@ -12,7 +12,6 @@ import numpy as np
 
 from trainwatch.scan import kernels
 
-
 RECENT_POINTS = 2048
 HISTORY_BUCKETS = 1024
 HEAD_POINTS = 64  # the first finite points of a run, kept for rules that compare with the start

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.examples import examples
 import trainwatch.scan as scan
+from tests.examples import examples
 from trainwatch import runner
 from trainwatch.adapters import pipeline
 from trainwatch.adapters.base import Adapter

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import math
 
+from tests.adapters.helpers import events, run, samples, series
 from trainwatch.adapters.hf_console import HFConsoleAdapter, parse_repr_dict
 from trainwatch.model import EventKind
-from tests.adapters.helpers import events, run, samples, series
 
 BAR = "{pct:3d}%|#         | {n}/{m} [00:{n:02d}<00:30,  1.50it/s]"
 
@@ -173,8 +173,8 @@ def test_resume_restarts_the_count_from_the_checkpoint() -> None:
 
 
 def test_an_infinite_epoch_does_not_cost_the_line_its_nan_loss() -> None:
-    from trainwatch.adapters.hf_console import HFConsoleAdapter
     from tests.adapters.helpers import run, samples
+    from trainwatch.adapters.hf_console import HFConsoleAdapter
 
     lines = ["{'loss': 2.0, 'epoch': 0.1}", "{'loss': 1.9, 'epoch': 0.2}", "{'loss': nan, 'epoch': inf}"]
     got = [s for s in samples(run(HFConsoleAdapter(""), lines)) if s.name == "loss"]
@@ -184,8 +184,8 @@ def test_an_infinite_epoch_does_not_cost_the_line_its_nan_loss() -> None:
 def test_an_eval_dict_takes_the_bars_step_when_the_bar_is_newer_than_the_last_dict() -> None:
     """Excerpted logs (and logging intervals longer than the eval interval) show an eval right after a
     bar far past the last train dict: the eval ran at the bar's step."""
-    from trainwatch.adapters.hf_console import HFConsoleAdapter
     from tests.adapters.helpers import run, samples
+    from trainwatch.adapters.hf_console import HFConsoleAdapter
 
     lines = ["   15%|#5        | 2000/13605 [3:38:47<21:07:24,  6.55s/it]",
              "{'loss': 0.0145, 'grad_norm': 0.004, 'learning_rate': 4.26e-05, 'epoch': 0.73}",
@@ -198,9 +198,9 @@ def test_an_eval_dict_takes_the_bars_step_when_the_bar_is_newer_than_the_last_di
 def test_trainer_banners_mark_the_evaluation_and_the_end_of_training() -> None:
     """`***** Running Evaluation *****` starts an evaluation whose bar counts batches, not steps;
     `***** train metrics *****` is what log_metrics("train") prints once training has ended."""
+    from tests.adapters.helpers import events, run
     from trainwatch.adapters.hf_console import HFConsoleAdapter
     from trainwatch.model import EventKind
-    from tests.adapters.helpers import events, run
 
     lines = ["***** train metrics *****", "  epoch                    =     0.9997",
              "  train_loss               =     2.6578", "***** Running Evaluation *****",
@@ -214,8 +214,8 @@ def test_trainer_banners_mark_the_evaluation_and_the_end_of_training() -> None:
 def test_max_steps_inside_the_first_epoch_steps_by_the_data_not_by_the_total() -> None:
     """Unsloth/Trainer banners say `Num Epochs = 1 | Total steps = 300` when max_steps stops the run at
     epoch 0.16: an epoch is examples / total batch steps (1869), not 300."""
-    from trainwatch.adapters.hf_console import HFConsoleAdapter
     from tests.adapters.helpers import run, samples
+    from trainwatch.adapters.hf_console import HFConsoleAdapter
 
     lines = ["==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1",
              "   \\\\   /|    Num examples = 7,473 | Num Epochs = 1 | Total steps = 300",

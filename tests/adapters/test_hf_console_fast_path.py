@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.examples import examples
 import trainwatch.scan as scan
+from tests.examples import examples
 from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.hf_console import HFConsoleAdapter
 from trainwatch.adapters.pipeline import SourceParser

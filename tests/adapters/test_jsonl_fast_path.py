@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.examples import examples
 import trainwatch.scan as scan
+from tests.examples import examples
 from trainwatch.adapters import jsonl
 from trainwatch.adapters.jsonl import JsonLinesAdapter
 from trainwatch.adapters.pipeline import SourceParser

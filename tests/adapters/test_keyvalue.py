@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
+from tests.adapters.helpers import events, run, samples, series
 from trainwatch.adapters.keyvalue import KeyValueAdapter, _pairs
 from trainwatch.model import EventKind
 from trainwatch.names import Canonicalizer, Quality
-from tests.adapters.helpers import events, run, samples, series
 
 
 def values(line: str) -> dict[str, tuple[int | None, float]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
+from tests.adapters.helpers import run, series
 from trainwatch.adapters.keyvalue import KeyValueAdapter
 from trainwatch.adapters.loss_dict import loss_dict
-from tests.adapters.helpers import run, series
 
 
 def _running_totals(epochs: list[list[float]]) -> list[str]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import math
 
+from tests.adapters.helpers import events, run, samples, series
 from trainwatch.adapters.csv_metrics import CsvMetricsAdapter
 from trainwatch.adapters.jsonl import JsonLinesAdapter
 from trainwatch.adapters.megatron import MegatronAdapter
 from trainwatch.adapters.trainer_state import TrainerStateAdapter
 from trainwatch.model import EventKind
-from tests.adapters.helpers import events, run, samples, series
 
 STATE = {
     "best_metric": None, "epoch": 0.9, "global_step": 20,
@@ -163,9 +163,9 @@ def test_csv_score() -> None:
 
 def test_tab_separated_metrics_read_like_csv() -> None:
     """`step<TAB>loss` files (a loop writing with csv's excel-tab dialect) are CSV with tabs."""
+    from tests.adapters.helpers import run, samples
     from trainwatch import adapters
     from trainwatch.adapters.csv_metrics import CsvMetricsAdapter
-    from tests.adapters.helpers import run, samples
 
     lines = ["step\tloss\tlr"] + [f"{s}\t{8.5 - s / 100:.4f}\t3e-4" for s in range(10, 200, 10)]
     assert adapters.detect("\n".join(lines) + "\n", "train.log") == "csv"
@@ -189,8 +189,8 @@ def test_a_bare_log_history_list_is_read_as_trainer_state() -> None:
 
 
 def test_yolo_zero_val_losses_while_validation_is_off_are_no_eval_loss() -> None:
-    from trainwatch.adapters.csv_metrics import CsvMetricsAdapter
     from tests.adapters.helpers import run, samples
+    from trainwatch.adapters.csv_metrics import CsvMetricsAdapter
 
     head = "epoch,train/box_loss,train/cls_loss,train/dfl_loss,val/box_loss,val/cls_loss,val/dfl_loss"
     rows = [f"{e},1.{9 - e},2.{9 - e},1.{5 - e},0,0,0" for e in range(1, 4)] + ["4,1.5,2.5,1.1,1.2,1.4,1.0"]

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.adapters.test_byte_path import SCANNERS, by_bytes, by_lines
 import trainwatch.scan as scan
+from tests.adapters.test_byte_path import SCANNERS, by_bytes, by_lines
 from trainwatch.adapters.pipeline import SourceParser
 from trainwatch.adapters.template import TemplateAdapter
 from trainwatch.scan import kernels

@@ -3,10 +3,10 @@ named as a phase, a reward abbreviated; and the shapes of line that carry them."
 
 from __future__ import annotations
 
+from tests.adapters.helpers import run, samples, series
 from trainwatch.adapters.keyvalue import KeyValueAdapter
 from trainwatch.adapters.template import TemplateAdapter
 from trainwatch.names import Canonicalizer, Quality, averaged, step_loss
-from tests.adapters.helpers import run, samples, series
 
 
 def test_a_loss_averaged_and_spelt_short_or_running_so_far_is_the_loss_but_not_the_steps_own() -> None:

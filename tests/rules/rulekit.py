@@ -6,8 +6,6 @@ import math
 import random
 from pathlib import Path
 
-
-
 from trainwatch import config
 from trainwatch.engine import Engine
 from trainwatch.model import AlertState, Event, EventKind, Sample

@@ -5,10 +5,10 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from rulekit import Run
+
 from trainwatch.model import AlertState
 from trainwatch.sinks import report
-
-from rulekit import Run
 
 RANGE = "rules:\n  foo.high: {metric: foo, above: 5, severity: warning, family: loss, title: Foo too high}\n"
 
@@ -106,6 +106,7 @@ def test_the_line_a_report_names_holds_the_step_beside_it(tmp_path: Path) -> Non
     import re
 
     from rulekit import run_log
+
     from tests.fixtures import blowup_repro
 
     log = tmp_path / "blowup.log"

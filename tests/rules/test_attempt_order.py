@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import random
 
+from rulekit import Run
+
 from trainwatch import incident
 from trainwatch.model import Severity
-
-from rulekit import Run
 
 
 def attempt(r: Run, steps: range, seed: int, grad: float = 0.2, spikes: dict[int, dict[str, float]] | None = None

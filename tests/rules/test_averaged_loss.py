@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rulekit import Run, run_log
+
 from trainwatch.model import Sample
 
 

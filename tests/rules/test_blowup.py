@@ -4,11 +4,10 @@ that diverged is neither flat from the start nor a leak; a restarted run gets it
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
-
 from rulekit import Run, healthy_loss, run_log, told
-from pathlib import Path
 
 LOGS = Path(__file__).resolve().parents[2] / "examples" / "logs"
 

@@ -1,14 +1,14 @@
 from __future__ import annotations
 
 import io
+
 import pytest
+from rulekit import Run
 
 from trainwatch import config
 from trainwatch.errors import ConfigError
 from trainwatch.model import EventKind, Severity
 from trainwatch.rules import build_rule
-
-from rulekit import Run
 
 
 def test_presets_load_and_differ_as_intended():

@@ -8,12 +8,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from trainwatch import runner
-from trainwatch.session import LogClock
-from trainwatch.model import Alert
-from trainwatch.session import Session
-
 from rulekit import Run
+
+from trainwatch import runner
+from trainwatch.model import Alert
+from trainwatch.session import LogClock, Session
 
 PER_EPOCH, EPOCHS = 600, 2
 

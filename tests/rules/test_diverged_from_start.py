@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from rulekit import Run
+
 from tests.rules.rowref.compare import alerts, random_cuts, samples
 from tests.rules.rowref.divergence_row import LossDiverging as RowLossDiverging
 from trainwatch.model import Event, EventKind, Severity

@@ -4,6 +4,7 @@ logged beside it, that rise is a warning about the adversarial balance, never a 
 from __future__ import annotations
 
 from rulekit import Run
+
 from trainwatch.model import Severity
 
 

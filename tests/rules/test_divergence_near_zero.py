@@ -8,8 +8,8 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from rulekit import Run, loss_run
+
 from trainwatch.model import Severity
 
 

@@ -10,8 +10,8 @@ import math
 import random
 
 import pytest
-
 from rulekit import Run, loss_run
+
 from trainwatch.model import Severity
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from rulekit import Run
+
 from trainwatch.model import Severity
 
 

@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from rulekit import Run
 
 from trainwatch.model import EventKind
-
-from rulekit import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"

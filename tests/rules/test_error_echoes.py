@@ -5,14 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rulekit import Run
 
 from trainwatch import runner
 from trainwatch.adapters.signatures import SignatureScanner
-from trainwatch.session import LogClock
-from trainwatch.session import Session
 from trainwatch.model import Alert, EventKind, Severity
-
-from rulekit import Run
+from trainwatch.session import LogClock, Session
 
 ROOT = Path(__file__).resolve().parents[2]
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.92 GiB. GPU {r} has a total capacity of "

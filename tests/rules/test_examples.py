@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from rulekit import run_log, told
 
 LOGS = Path(__file__).resolve().parents[2] / "examples" / "logs"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rulekit import Run
+
 from trainwatch import config, runconfig
 from trainwatch.model import EventKind
 from trainwatch.runconfig.fit import RunView, fit
-
-from rulekit import Run
 
 SPECS = config.load("sft").rules
 OOM = SPECS["oom.cuda"].fixes
@@ -192,10 +192,9 @@ def test_a_finding_made_during_warmup_quotes_the_runs_peak_once_the_run_has_ende
     """grpo_tiny warms its LR up to 3e-3 (lines 11 on); its reward finding is made at line 10, where the
     LR logged so far is 1e-3. A live alert can quote only that; the report of the whole run quotes 3e-3."""
     import json
+    import re
     import subprocess
     import sys
-
-    import re
 
     text = (Path(__file__).resolve().parents[2] / "examples" / "logs" / "grpo_tiny.log").read_text()
     # its entropy kept high to the end, so the early entropy finding stands (the real run's falls back)

@@ -10,10 +10,10 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.examples import examples
 from rowref import fp16 as row_fp16
 from rowref.harness import report
 
+from tests.examples import examples
 from trainwatch.model import Event, EventKind, Record, Sample
 
 SRC = "run.log"

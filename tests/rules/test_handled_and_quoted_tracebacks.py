@@ -9,9 +9,8 @@ from pathlib import Path
 
 from trainwatch import runner
 from trainwatch.adapters.signatures import SignatureScanner
-from trainwatch.session import LogClock
 from trainwatch.model import Alert, Event, EventKind, Severity
-from trainwatch.session import Session
+from trainwatch.session import LogClock, Session
 
 STEPS = "".join(f"Step {s}: loss={2.0 - s / 100:.3f}, lr=1e-4, grad_norm=1.0\n" for s in (10, 20, 30))
 LATER = "".join(f"Step {s}: loss={1.6 - s / 1000:.3f}, lr=1e-4, grad_norm=1.0\n" for s in (40, 50, 60))

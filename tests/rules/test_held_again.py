@@ -10,10 +10,10 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from rulekit import Run
+
 from trainwatch.model import AlertState
 from trainwatch.sinks import report
-
-from rulekit import Run
 
 RANGE = ("rules:\n  foo.high: {metric: foo, above: 5, for: 4, severity: warning, family: loss,"
          " title: Foo too high}\n")

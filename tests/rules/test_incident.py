@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from rulekit import Run, healthy_loss, run_log
+
 from tests.fixtures import blowup_repro
 from trainwatch.model import Severity
 from trainwatch.sinks import report

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from trainwatch import runner
-from trainwatch.session import LogClock
 from trainwatch.model import Alert, Severity
-from trainwatch.session import Session
+from trainwatch.session import LogClock, Session
 
 STEPS = "".join(f"Step {s}: loss={2.0 - s / 100:.3f}, lr=1e-4, grad_norm=1.0\n" for s in (10, 20, 30))
 TIME_LIMIT = "slurmstepd: error: *** JOB 4242 ON gpu07 CANCELLED AT 2024-03-02T11:22:33 DUE TO TIME LIMIT ***"

@@ -12,8 +12,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 from rulekit import Clock, Run
+
 from trainwatch import runner
 from trainwatch.model import AlertState, Severity
 from trainwatch.session import make_engine

@@ -8,6 +8,7 @@ import random
 
 from rulekit import healthy_loss
 from rulekit import loss_run as run
+
 from trainwatch.model import Severity
 
 

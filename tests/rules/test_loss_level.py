@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from rulekit import Run
 
 from trainwatch import config
 from trainwatch.errors import ConfigError
-
-from rulekit import Run
 
 
 def _final(level: float) -> tuple[str, ...]:

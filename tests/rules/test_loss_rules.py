@@ -3,9 +3,9 @@ from __future__ import annotations
 import math
 import random
 
-from trainwatch.model import EventKind, Severity
-
 from rulekit import Run, healthy_loss, warmup_decay_lr
+
+from trainwatch.model import EventKind, Severity
 
 
 def feed_healthy(r: Run, n: int, seed: int = 0, **kw) -> None:

@@ -9,6 +9,7 @@ import random
 
 from rulekit import healthy_loss
 from rulekit import loss_run as run
+
 from trainwatch.model import Severity
 from trainwatch.rules.loss_stuck import printed, uniform_classes
 

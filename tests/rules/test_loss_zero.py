@@ -5,7 +5,6 @@ loss came back from are not."""
 from __future__ import annotations
 
 from tests.rules.rulekit import Run, loss_run
-
 from trainwatch.model import Severity
 
 BROKEN = [2.31, 2.05, 1.92, 1.88] + [0.0] * 12

@@ -9,10 +9,10 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.examples import examples
 from rowref import lr as row_lr
 from rowref.harness import report
 
+from tests.examples import examples
 from trainwatch.model import Sample
 
 PIECE = st.tuples(st.sampled_from(["ramp", "decay", "flat", "jump", "zero", "nan", "noise", "restart"]),

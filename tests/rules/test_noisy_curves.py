@@ -8,8 +8,8 @@ import math
 import random
 
 import pytest
-
 from rulekit import Run, warmup_decay_lr
+
 from tests.examples import FACTOR
 
 QUIET = ("loss.flat_from_start", "loss.diverging", "loss.spike", "loss.plateau")

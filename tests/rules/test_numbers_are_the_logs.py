@@ -11,8 +11,8 @@ import re
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
 from rulekit import Run
+
 from tests.examples import examples
 from tests.fixtures import blowup_repro
 from trainwatch.model import Alert, evidence_points
@@ -173,6 +173,7 @@ def _final_losses(path) -> tuple[set[str], float]:
     from pathlib import Path
 
     from rulekit import run_log
+
     from trainwatch.sinks import report
 
     eng = run_log(Path(path))
@@ -230,6 +231,7 @@ def test_the_headers_last_value_that_is_nan_gives_the_last_finite_one_with_its_s
     import io
 
     from rulekit import run_log
+
     from trainwatch.sinks import report
 
     rows = [(s, 2.5 * 0.97 ** s if s <= 50 else math.nan) for s in range(1, 61)]
@@ -255,6 +257,7 @@ def test_the_headers_last_value_logged_before_the_last_step_says_its_own_step(tm
     import io
 
     from rulekit import run_log
+
     from trainwatch.sinks import report
 
     p = tmp_path / "train.log"

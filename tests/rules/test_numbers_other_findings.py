@@ -9,8 +9,8 @@ import random
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
 from rulekit import Run
+
 from tests.live.conftest import FakeClock
 from tests.live.test_gpu_rules import replay
 from tests.rules.test_numbers_are_the_logs import _named, by_step, violations

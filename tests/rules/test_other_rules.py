@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import random
 
-from trainwatch.model import EventKind, Severity
-
 from rulekit import Run
+
+from trainwatch.model import EventKind, Severity
 
 
 def test_grad_spike_relative_and_absolute():

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 
+from rulekit import Run
+
 from trainwatch.model import Severity
 from trainwatch.runconfig.fit import topics
 from trainwatch.sinks import report
-
-from rulekit import Run
 
 
 def _run(n: int, **evals: list[float]) -> Run:

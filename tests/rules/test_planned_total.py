@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from trainwatch.model import EventKind
-
 from rulekit import Run
+
+from trainwatch.model import EventKind
 
 ROOT = Path(__file__).resolve().parents[2]
 HOURS = 3 * 3600

@@ -16,16 +16,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.examples import examples
 from rowref.harness import decided
 from rowref.plateau_rows import LossFlatFromStart as RowFlat
 from rowref.plateau_rows import LossPlateau as RowPlateau
+
+from tests.examples import examples
 from trainwatch import config
-from trainwatch.session import LogClock
 from trainwatch.engine import Engine
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.rules.plateau import LossFlatFromStart, LossPlateau
+from trainwatch.session import LogClock
 
 IDS = ("loss.plateau", "loss.flat_from_start")
 

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from rulekit import run_log
+
 from tests.adapters.test_tune_result import tune_block
 from trainwatch.rules.q_values import is_q_estimate
 

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from rulekit import Run, run_log
+
 from trainwatch.model import Severity
 from trainwatch.names import Quality
 

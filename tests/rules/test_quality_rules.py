@@ -14,8 +14,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 from rulekit import Run, run_log
+
 from trainwatch import config
 from trainwatch.errors import ConfigError
 from trainwatch.model import Severity

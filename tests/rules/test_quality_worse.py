@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from rulekit import run_log
+
 from tests.adapters.helpers import run, series
 from trainwatch.adapters.keyvalue import KeyValueAdapter
 

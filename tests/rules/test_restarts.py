@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainwatch import runner
-from trainwatch.session import LogClock
 from trainwatch.model import Alert, Severity
-from trainwatch.session import Session
+from trainwatch.session import LogClock, Session
 
 
 def steps(start: int, stop: int, every: int = 100, total: int | None = None) -> str:

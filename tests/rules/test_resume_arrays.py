@@ -10,10 +10,10 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.examples import examples
 from rowref import resume as row_resume
 from rowref.harness import report
 
+from tests.examples import examples
 from trainwatch.model import Event, EventKind, Record, Sample
 
 SRC = "run.log"

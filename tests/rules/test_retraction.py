@@ -9,10 +9,10 @@ import re
 from collections.abc import Callable
 from statistics import median
 
+from rulekit import Run
+
 from trainwatch.rules.stats import fmt
 from trainwatch.sinks import report
-
-from rulekit import Run
 
 
 def _bump_then_new_low(r: Run) -> None:
@@ -106,8 +106,9 @@ def test_a_flat_start_withdrawn_by_a_sudden_drop_quotes_that_drop_not_an_earlier
 
 def test_an_error_before_any_training_step_is_a_warning_once_a_later_launch_trains() -> None:
     """A launch rejected at once (argparse), then launched again and trained: the rejection is history."""
-    from trainwatch.model import EventKind, Severity
     from rulekit import Run
+
+    from trainwatch.model import EventKind, Severity
 
     rejected = "train.py: error: argument --name: expected one argument"
     r = Run()

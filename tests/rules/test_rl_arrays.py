@@ -10,10 +10,10 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.examples import examples
 from rowref import rl as row_rl
 from rowref.harness import report
 
+from tests.examples import examples
 from trainwatch.model import Record, Sample
 
 SRC = "run.log"

@@ -11,8 +11,16 @@ from hypothesis import strategies as st
 from tests.examples import examples
 from trainwatch.rules import rolling
 from trainwatch.rules.base import median
-from trainwatch.rules.rolling import (restarts, run_lengths, spike_medians, trailing_diff_sigma, trailing_median,
-                                      trailing_median_where, trailing_min, value_before)
+from trainwatch.rules.rolling import (
+    restarts,
+    run_lengths,
+    spike_medians,
+    trailing_diff_sigma,
+    trailing_median,
+    trailing_median_where,
+    trailing_min,
+    value_before,
+)
 from trainwatch.rules.stats import diff_sigma
 
 floats = st.floats(-1e6, 1e6, allow_nan=False, width=32)

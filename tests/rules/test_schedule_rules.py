@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from trainwatch.model import EventKind, Severity
-
 from rulekit import Run
+
+from trainwatch.model import EventKind, Severity
 
 
 def cosine(step: int, total: int, peak: float = 1e-5, warmup: int = 10) -> float:

@@ -17,14 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.examples import examples
+from tests.rules.rowref.harness import decided
+from tests.rules.rowref.spike_rows import GradSpikeRows, LossSpikeRows
 from trainwatch import config
 from trainwatch.batch import from_records
 from trainwatch.engine import Engine
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.rules.base import Rule
 from trainwatch.rules.stats import fmt
-from tests.rules.rowref.harness import decided
-from tests.rules.rowref.spike_rows import GradSpikeRows, LossSpikeRows
 
 SOURCE = "run.log"
 

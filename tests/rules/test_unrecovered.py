@@ -5,6 +5,7 @@ the metric came back to where it was."""
 from __future__ import annotations
 
 from rulekit import Run, loss_run
+
 from trainwatch.model import AlertState
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from trainwatch.model import Severity
 from rulekit import Run
+
+from trainwatch.model import Severity
 
 
 def test_a_critic_loss_that_jumps_a_thousandfold_is_a_warning_dated_where_it_jumped() -> None:

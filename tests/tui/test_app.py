@@ -498,8 +498,8 @@ async def test_chart_legend_in_the_curves_own_colours_and_glyphs_under_no_color(
 def test_detail_puts_a_long_title_on_its_own_line_in_a_narrow_panel() -> None:
     import dataclasses
 
-    from trainwatch.view import snapshot as view
     from trainwatch.tui.widgets.alerts import detail
+    from trainwatch.view import snapshot as view
 
     model = fixtures.critical()
     snap = view.take(model, selected=None, log_source=None)
@@ -558,8 +558,8 @@ async def test_the_header_shortens_the_directory_before_the_file_name(monkeypatc
 
 def test_an_alert_that_stopped_without_recovering_is_not_shown_as_resolved() -> None:
     from trainwatch.model import AlertState
-    from trainwatch.view import snapshot as view
     from trainwatch.tui.widgets.alerts import row_state
+    from trainwatch.view import snapshot as view
 
     model = fixtures.critical()
     alert = next(iter(model.engine.book.all()))
@@ -585,11 +585,10 @@ def test_a_cards_min_and_max_cover_its_sparklines_window() -> None:
 
 
 async def test_too_few_points_to_chart_gives_a_crash_traceback_the_room() -> None:
+    from trainwatch import config
     from trainwatch.engine import Engine
     from trainwatch.model import Event, EventKind, Sample
     from trainwatch.view.model import EngineModel
-
-    from trainwatch import config
 
     engine = Engine(config.load("sft"), clock=fixtures.clock)  # with the traceback rule
     engine.source(fixtures.SOURCE, "hf_console")

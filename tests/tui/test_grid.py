@@ -8,14 +8,14 @@ from textual.color import Color
 from tests.tui import fixtures
 from trainwatch.engine import Engine
 from trainwatch.model import Event, EventKind, Sample
-from trainwatch.view.model import EngineModel
 from trainwatch.tui import charts
-from trainwatch.view import snapshot as view
 from trainwatch.tui.app import TrainwatchApp
 from trainwatch.tui.themes import METRIC_VARS, metric_var
 from trainwatch.tui.widgets.chart import MetricChart
 from trainwatch.tui.widgets.grid import ChartGrid, SmallChart
 from trainwatch.tui.widgets.metric_list import MetricList
+from trainwatch.view import snapshot as view
+from trainwatch.view.model import EngineModel
 
 
 def app_for(model) -> TrainwatchApp:  # type: ignore[no-untyped-def]

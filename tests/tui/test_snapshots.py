@@ -5,10 +5,8 @@ Deterministic: a hand-fed engine, a frozen injected clock (elapsed 0:00:00, no r
 
 from __future__ import annotations
 
-
 from tests.tui import fixtures
 from trainwatch.tui.app import TrainwatchApp
-
 
 
 def _run(snap_compare, which: str, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]

@@ -16,10 +16,9 @@ last carriage-return segments for a bar.
 
 from __future__ import annotations
 
-import math
-
 import glob
 import json
+import math
 import os
 import re
 from collections.abc import Iterable
@@ -31,8 +30,7 @@ from trainwatch.adapters import hf_console_columns as columns
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.adapters.restep import interval_steps
-from trainwatch.batch import (INT64_MAX, BatchBuilder, IntColumns, RecordList, RedrawColumns, column_step,
-                              progress_event)
+from trainwatch.batch import INT64_MAX, BatchBuilder, IntColumns, RecordList, RedrawColumns, column_step, progress_event
 from trainwatch.model import Event, EventKind, Record
 
 if TYPE_CHECKING:

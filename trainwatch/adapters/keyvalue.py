@@ -22,14 +22,24 @@ from typing import TypedDict
 
 from trainwatch.adapters.base import Adapter
 from trainwatch.adapters.cjk import translate
-from trainwatch.adapters.signatures import TB_START
-from trainwatch.adapters.shapes import (METRIC_WORDS, at_counter, count_pair, letter_as_loss, list_pair,
-                                        splits_as_loss, step_tuple, total_as_loss, zip_names)
-from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keras_history import history_samples, is_history
 from trainwatch.adapters.loss_dict import Printed, RunningTotals, loss_dict
 from trainwatch.adapters.metric_report import report_results
-from trainwatch.adapters.tune_result import HEAD as TUNE_HEAD, TuneResult
+from trainwatch.adapters.shapes import (
+    METRIC_WORDS,
+    at_counter,
+    count_pair,
+    letter_as_loss,
+    list_pair,
+    splits_as_loss,
+    step_tuple,
+    total_as_loss,
+    zip_names,
+)
+from trainwatch.adapters.signatures import TB_START
+from trainwatch.adapters.tune_result import HEAD as TUNE_HEAD
+from trainwatch.adapters.tune_result import TuneResult
+from trainwatch.adversarial import generator_as_loss
 from trainwatch.model import Event, EventKind, Record, Sample
 from trainwatch.names import Canonicalizer, Quality, averaged, known, step_loss
 

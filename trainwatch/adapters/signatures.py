@@ -15,7 +15,6 @@ from importlib import resources
 from typing import Any
 
 from trainwatch import yamltext
-
 from trainwatch.model import Event, EventKind
 
 TB_START = "Traceback (most recent call last):"

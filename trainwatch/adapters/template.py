@@ -26,8 +26,8 @@ import numpy as np
 from trainwatch.adapters import shapes, table_rows
 from trainwatch.adapters.cjk import translate
 from trainwatch.adapters.jsonl import JsonLinesAdapter
-from trainwatch.adversarial import generator_as_loss
 from trainwatch.adapters.keyvalue import RUNNING_MEAN, STAMP, KeyValueAdapter, _pairs, _stamp
+from trainwatch.adversarial import generator_as_loss
 from trainwatch.model import Event, EventKind, Record, Sample
 
 SCORE = 0.41  # over `text` (0.31) and a console of bare tqdm bars (0.4); under every format that names itself

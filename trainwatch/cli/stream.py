@@ -40,6 +40,7 @@ from trainwatch.sources.stream_protocol import (
 )
 from trainwatch.sources.tail import REDRAW, FileFollower
 
+
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("stream", help="follow logs and GPUs as JSON lines (the remote end of 'tail host:PATH')",
                        description="Follow log files (and the GPUs) and write what is read as JSON lines on stdout; "

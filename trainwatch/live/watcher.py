@@ -27,19 +27,19 @@ from typing import Any
 
 from trainwatch.alerts import AlertChange
 from trainwatch.engine import Engine
+from trainwatch.errors import SourceError, TrainwatchError
 from trainwatch.live.crash_end import QUIET_S as CRASH_QUIET_S
 from trainwatch.live.crash_end import CrashEnd
 from trainwatch.live.pacer import GATHER_S, ReadPacer
 from trainwatch.live.source import LiveSource
 from trainwatch.model import Record
-from trainwatch.errors import SourceError, TrainwatchError
 from trainwatch.runner import open_source
 from trainwatch.session import Session
 from trainwatch.sources.fifo import is_fifo
 from trainwatch.sources.files import is_log_name, looks_binary, read_sample
 from trainwatch.sources.gpu import Backend, GpuSampler
-from trainwatch.sources.runfolders import is_member, members, owner, path_format
 from trainwatch.sources.nvml import default_backend
+from trainwatch.sources.runfolders import is_member, members, owner, path_format
 
 QUEUE_MAX = 10_000
 ROUND_SHARE = 0.05

@@ -7,9 +7,9 @@ title and fixes in presets/base.yaml.
 
 from __future__ import annotations
 
-from trainwatch.rulespec import Config, RuleSpec
 from trainwatch.rules.base import Rule
 from trainwatch.rules.range import RangeRule
+from trainwatch.rulespec import Config, RuleSpec
 
 
 def coded_class(rule_id: str) -> type[Rule] | None:

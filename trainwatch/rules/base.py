@@ -15,10 +15,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trainwatch.rulespec import RuleSpec
 from trainwatch.model import Event, EventKind, Finding, Retraction
 from trainwatch.names import Quality
 from trainwatch.plans import Plan
+from trainwatch.rulespec import RuleSpec
 from trainwatch.store import MetricStore, Point, Series
 
 

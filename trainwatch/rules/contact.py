@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from trainwatch.rulespec import RuleSpec
 from trainwatch.model import Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext
 from trainwatch.rules.registry import register
+from trainwatch.rulespec import RuleSpec
 
 
 @register("remote.lost_contact")

@@ -21,12 +21,19 @@ from trainwatch.model import Alert, Finding, Severity
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.quality_series import Gain, improving
-from trainwatch.rules.rolling import (RowTail, restarts, scan_reach, smoothed, tail_sizes, trailing_diff_sigma,
-                                      trailing_median)
-from trainwatch.rules.stats import cusum_onset, diff_sigma, fmt, nz, scaled_window
-from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.rolling import (
+    RowTail,
+    restarts,
+    scan_reach,
+    smoothed,
+    tail_sizes,
+    trailing_diff_sigma,
+    trailing_median,
+)
+from trainwatch.rules.stats import cusum_onset, diff_sigma, fmt, nz, scaled_window
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point
 
 HEAD = 8  # first finite points of a run whose median sets the smallest rise that counts
 

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from trainwatch.model import Finding
-from trainwatch.rules.quality_series import other_train_loss
 from trainwatch.rules.base import Rule, RuleContext
+from trainwatch.rules.quality_series import other_train_loss
 from trainwatch.rules.registry import register
 
 

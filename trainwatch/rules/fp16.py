@@ -21,10 +21,10 @@ import numpy as np
 from trainwatch.model import Event, EventKind, Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext
-from trainwatch.rules.stats import fmt
-from trainwatch.store import Series
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.stats import fmt
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import Series
 
 
 @dataclass(frozen=True)

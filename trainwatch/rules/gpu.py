@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.rules.params import SilenceParams
+from trainwatch.rules.registry import register
 from trainwatch.rules.stall import StepClock
-from trainwatch.timefmt import span
+from trainwatch.rulespec import RuleSpec
 from trainwatch.sources.gpu import throttle_names
 from trainwatch.store import MetricStore, Point, Series
-from trainwatch.rulespec import RuleSpec
-from trainwatch.rules.registry import register
+from trainwatch.timefmt import span
 
 
 def gpu_keys(store: MetricStore, field: str = "util") -> list[str]:

@@ -10,11 +10,11 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
+from trainwatch.rules.registry import register
 from trainwatch.rules.rolling import RowTail, before_counts, before_values, restarts, scan_reach, spike_medians
 from trainwatch.rules.stats import fmt, mad_sigma
-from trainwatch.rules.registry import register
-from trainwatch.store import Series
 from trainwatch.rulespec import RuleSpec
+from trainwatch.store import Series
 
 
 @register("grad.nonfinite")

@@ -16,12 +16,11 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
-from trainwatch.rules.rolling import (RowTail, before_counts, before_values, restarts, scan_reach,
-                                      spike_medians)
-from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
-from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point, Series
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.rolling import RowTail, before_counts, before_values, restarts, scan_reach, spike_medians
+from trainwatch.rules.stats import Episodes, diff_sigma, fmt, head_values, last_finite, mad_sigma
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import RECENT_POINTS, SCAN_MIN, Point, Series
 
 BLOWUP_FIXES = (
     "Optimisation blow-up: lower the peak LR 2-5x and warm up over 5-10% of the steps",

@@ -15,10 +15,10 @@ from trainwatch.model import Finding, Severity
 from trainwatch.plans import replanned
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import fmt
-from trainwatch.store import RECENT_POINTS, Point, Series
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.stats import fmt
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import RECENT_POINTS, Point, Series
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from functools import lru_cache
 from importlib import resources
 
 import numpy as np
-from trainwatch import yamltext
 
+from trainwatch import yamltext
 from trainwatch.model import GPU_SOURCE, Finding
 from trainwatch.rules.base import Rule, RuleContext
-from trainwatch.store import Point, Series
 from trainwatch.rules.registry import register
+from trainwatch.store import Point, Series
 
 
 @lru_cache(maxsize=1)

@@ -11,10 +11,10 @@ import numpy as np
 from trainwatch.model import Finding, Retraction, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.quality_series import Gain, improving, other_train_loss, outpaced
-from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
-from trainwatch.store import RECENT_POINTS, Point, Series
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.stats import Episodes, Segment, Segments, curve_sigma, fmt, nz
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import RECENT_POINTS, Point, Series
 
 
 @dataclass

@@ -25,10 +25,10 @@ from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext, median
 from trainwatch.rules.plateau_feed import Feed, LrView
 from trainwatch.rules.quality_series import StepDowns
-from trainwatch.rules.stats import diff_sigma, fmt, median_se, nz, scaled_window
-from trainwatch.store import RECENT_POINTS, SCAN_MIN
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.stats import diff_sigma, fmt, median_se, nz, scaled_window
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import RECENT_POINTS, SCAN_MIN
 
 
 @dataclass

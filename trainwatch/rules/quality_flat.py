@@ -25,7 +25,7 @@ from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.quality_series import Track, centred_count, medians_label, rolling_median, tracks
 from trainwatch.rules.registry import register
-from trainwatch.rules.stats import diff_sigma, fmt, nz, latest_start
+from trainwatch.rules.stats import diff_sigma, fmt, latest_start, nz
 
 
 @dataclass(frozen=True)

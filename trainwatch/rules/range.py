@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from trainwatch.model import Finding
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext
+from trainwatch.rulespec import RuleSpec
 
 
 class RangeRule(ArrayRule):

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding
 from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext, SourceState
-from trainwatch.rules.stall import StepClock
-from trainwatch.timefmt import span
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.stall import StepClock
+from trainwatch.rulespec import RuleSpec
+from trainwatch.timefmt import span
 
 
 @dataclass

@@ -19,10 +19,10 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from trainwatch.rulespec import check_plugin_defaults
-from trainwatch.paramcheck import param_fields
 from trainwatch.errors import ConfigError
+from trainwatch.paramcheck import param_fields
 from trainwatch.rules.base import Rule
+from trainwatch.rulespec import check_plugin_defaults
 
 GROUP = "trainwatch.rules"
 BUILTIN_MODULES = (

@@ -20,8 +20,8 @@ from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext
 from trainwatch.rules.registry import register
 from trainwatch.rules.resume import _steps_back, _went_back
-from trainwatch.store import Point, Series
 from trainwatch.rulespec import RuleSpec
+from trainwatch.store import Point, Series
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from trainwatch.model import Event, EventKind, Finding
 from trainwatch.plans import replanned
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import finite_points, fmt
-from trainwatch.store import RECENT_POINTS, Point, Series
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.stats import finite_points, fmt
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import RECENT_POINTS, Point, Series
 
 
 def _steps_back(series: Series, step: np.ndarray) -> np.ndarray:

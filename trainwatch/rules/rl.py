@@ -13,10 +13,10 @@ import numpy as np
 from trainwatch.model import Event, EventKind, Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import fmt, theil_sen
-from trainwatch.store import SCAN_MIN, Point, Series
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.stats import fmt, theil_sen
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import SCAN_MIN, Point, Series
 
 
 @dataclass

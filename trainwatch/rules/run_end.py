@@ -35,10 +35,10 @@ from trainwatch.model import Event, EventKind, Finding
 from trainwatch.plans import Plan
 from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
+from trainwatch.rules.registry import register
+from trainwatch.rulespec import RuleSpec
 from trainwatch.store import Series
 from trainwatch.timefmt import span
-from trainwatch.rulespec import RuleSpec
-from trainwatch.rules.registry import register
 
 SUBJECT = "run.ended_early"
 

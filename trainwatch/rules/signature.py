@@ -14,8 +14,8 @@ from typing import Any
 
 from trainwatch.model import Event, Finding, Severity
 from trainwatch.rules import crash
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.base import Rule, RuleContext
+from trainwatch.rulespec import RuleSpec
 
 MAX_TEXT = 300
 TORCH_SYMBOL = re.compile(r"^_ZN\w*?(?:3c10|2at|5torch)")  # a mangled name in torch's c10::, at:: or torch::

@@ -20,12 +20,11 @@ import numpy as np
 from trainwatch.model import Finding
 from trainwatch.rules.array import ArrayRule, Window
 from trainwatch.rules.base import RuleContext
-from trainwatch.rules.rolling import (RowTail, restarts, tail_sizes, trailing_max, trailing_median_where,
-                                      trailing_min)
-from trainwatch.rules.stats import fmt
-from trainwatch.store import RECENT_POINTS, SCAN_MIN
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.rolling import RowTail, restarts, tail_sizes, trailing_max, trailing_median_where, trailing_min
+from trainwatch.rules.stats import fmt
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import RECENT_POINTS, SCAN_MIN
 
 SLOWER_IS_HIGHER = {"step_time_ms", "time"}
 CLOCK_PRONE = {"time"}

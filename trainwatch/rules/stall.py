@@ -16,9 +16,9 @@ from trainwatch.model import GPU_SOURCE, Event, EventKind, Finding, Severity
 from trainwatch.rules import crash
 from trainwatch.rules.base import Rule, RuleContext, SourceState, median
 from trainwatch.rules.params import SilenceParams
-from trainwatch.timefmt import span
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rulespec import RuleSpec
+from trainwatch.timefmt import span
 
 
 @dataclass

@@ -16,9 +16,9 @@ import re
 
 from trainwatch.model import Event, EventKind, Finding, Severity
 from trainwatch.rules import crash
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.base import Rule, RuleContext
 from trainwatch.rules.registry import register
+from trainwatch.rulespec import RuleSpec
 
 BY_HAND = {"KeyboardInterrupt"}
 FROM_OUTSIDE = {"SignalException", "SIGTERM", "SystemExit"}

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import fmt
-from trainwatch.store import Point, Series
-from trainwatch.rulespec import RuleSpec
 from trainwatch.rules.registry import register
+from trainwatch.rules.stats import fmt
+from trainwatch.rulespec import RuleSpec
+from trainwatch.store import Point, Series
 
 
 @dataclass(frozen=True)

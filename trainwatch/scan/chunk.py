@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
-
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 

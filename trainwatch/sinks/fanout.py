@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import threading
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from trainwatch.alerts import AlertChange

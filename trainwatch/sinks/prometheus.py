@@ -26,8 +26,8 @@ from typing import Any
 
 from trainwatch.errors import TrainwatchError, UsageError
 from trainwatch.model import AlertState
-from trainwatch.sinks import http_server
 from trainwatch.names import rank_of
+from trainwatch.sinks import http_server
 
 DEFAULT_HOST = "127.0.0.1"  # a training node's numbers are not published to its network unless asked
 RATE_WINDOW_S = 60.0

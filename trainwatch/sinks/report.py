@@ -8,12 +8,12 @@ import re
 from typing import Any, TextIO
 
 from trainwatch.engine import Engine
+from trainwatch.model import _jsonable
+from trainwatch.plans import latest
 from trainwatch.rules.base import SourceState
 from trainwatch.runconfig import RunConfig
 from trainwatch.runconfig.fit import Given, topics
 from trainwatch.session import SourceInfo
-from trainwatch.model import _jsonable
-from trainwatch.plans import latest
 from trainwatch.task import TASK_NAMES, TASK_PRESET
 from trainwatch.textsafe import plain
 

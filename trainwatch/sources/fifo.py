@@ -25,9 +25,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from trainwatch.scan.chunk import kept
 from trainwatch.sources.files import MAX_LINE
 from trainwatch.sources.tail import POLL_BYTES, READ_CHUNK, Chunk
-from trainwatch.scan.chunk import kept
 
 SELECT_TIMEOUT_S = 0.5  # the waiting thread looks at its stop flag this often
 WAKE_AGAIN_S = 1.0  # a wake not followed by a read (the engine busy) is repeated after this long

@@ -24,20 +24,20 @@ from textual.widgets import Footer, Input, OptionList
 from trainwatch.errors import UsageError
 from trainwatch.sinks.fanout import Sinks
 from trainwatch.tui import layout, screenshot, themes
-from trainwatch.view import snapshot as view
 from trainwatch.tui.messages import AlertChanged, ExitOn, SinkNotice
-from trainwatch.view.model import WatchModel
 from trainwatch.tui.screens.alert_detail import AlertScreen
 from trainwatch.tui.screens.help import HelpScreen
 from trainwatch.tui.screens.metric import MetricScreen
 from trainwatch.tui.widgets.alerts import AlertDetail, AlertList
 from trainwatch.tui.widgets.chart import MetricChart
-from trainwatch.tui.widgets.grid import ChartGrid
 from trainwatch.tui.widgets.gpu_panel import GpuPanel
+from trainwatch.tui.widgets.grid import ChartGrid
 from trainwatch.tui.widgets.header import HeaderBar
 from trainwatch.tui.widgets.log_pane import LogPane
 from trainwatch.tui.widgets.metric_list import MetricList
 from trainwatch.tui.widgets.toasts import AlertToaster
+from trainwatch.view import snapshot as view
+from trainwatch.view.model import WatchModel
 
 UNREAD_NOTICES = 6  # while no log is read, the evidence pane shows the newest notices
 DEFAULT_REFRESH_S = 2.0  # at most one redraw per 2 s however fast the log grows: 4% of a core at 10 lines/s

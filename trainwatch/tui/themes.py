@@ -6,16 +6,15 @@ mapping is not installed; a user may also pass a path to a YAML file as --theme.
 
 from __future__ import annotations
 
+import zlib
 from importlib import resources
 from pathlib import Path
-import zlib
 from typing import Any
 
 import yaml
-
-from trainwatch import yamltext
 from textual.theme import Theme
 
+from trainwatch import yamltext
 from trainwatch.errors import ConfigError
 
 DEFAULT_THEME = "trainwatch-dark"

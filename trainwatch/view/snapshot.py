@@ -11,8 +11,8 @@ import fnmatch
 import math
 from collections import deque
 from collections.abc import Mapping
-from itertools import islice
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import PurePath
 from typing import Any
 

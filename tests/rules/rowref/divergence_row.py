@@ -8,12 +8,19 @@ import math
 from dataclasses import dataclass, field
 
 from trainwatch.model import Finding
-from trainwatch.rules.divergence import LossDiverging as ArrayLossDiverging
-from trainwatch.rules.divergence import (_Low, band, blows_up, episode_finding, first_of_rise, measured_low,
-                                          start_finding, uniform_loss)
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.stats import (Episodes, Segment, Segments, cusum_onset, diff_sigma, last_finite, nz,
-                                    scaled_window)
+from trainwatch.rules.divergence import LossDiverging as ArrayLossDiverging
+from trainwatch.rules.divergence import (
+    _Low,
+    band,
+    blows_up,
+    episode_finding,
+    first_of_rise,
+    measured_low,
+    start_finding,
+    uniform_loss,
+)
+from trainwatch.rules.stats import Episodes, Segment, Segments, cusum_onset, diff_sigma, last_finite, nz, scaled_window
 from trainwatch.store import Point, Series
 
 

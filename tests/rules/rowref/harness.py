@@ -3,11 +3,10 @@ records cut into batches anywhere: the findings of both must match to the last f
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 from trainwatch import config
 from trainwatch.batch import from_records

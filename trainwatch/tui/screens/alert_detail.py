@@ -7,8 +7,8 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from trainwatch.view.snapshot import AlertView
 from trainwatch.tui.widgets.alerts import detail
+from trainwatch.view.snapshot import AlertView
 
 
 class AlertScreen(ModalScreen[bool]):

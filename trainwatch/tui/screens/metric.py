@@ -6,8 +6,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen
 
-from trainwatch.view.snapshot import ChartSeries
 from trainwatch.tui.widgets.chart import MetricChart
+from trainwatch.view.snapshot import ChartSeries
 
 
 class MetricScreen(ModalScreen[None]):

@@ -12,8 +12,8 @@ from textual.widgets.option_list import Option
 from trainwatch.model import AlertState
 from trainwatch.tui.charts import fmt
 from trainwatch.tui.text import clean
-from trainwatch.view.snapshot import AlertView
 from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
+from trainwatch.view.snapshot import AlertView
 
 
 class AlertList(OptionList):

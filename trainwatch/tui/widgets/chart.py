@@ -26,8 +26,8 @@ from textual.widget import Widget
 
 from trainwatch.tui import charts
 from trainwatch.tui.themes import metric_var, rank_var
-from trainwatch.view.snapshot import ChartSeries
 from trainwatch.tui.widgets.styles import retitle
+from trainwatch.view.snapshot import ChartSeries
 
 # Theme variables giving each layer's colour to plotext; the raw curve is the foreground, faded. The
 # EMA curve takes the metric's own colour (themes.metric_var) and the moving average a dimmer shade of it.

@@ -17,9 +17,9 @@ from textual.app import ComposeResult
 from textual.containers import Container
 from textual.content import Content
 
-from trainwatch.view.snapshot import GRID_SIZE, ChartSeries
 from trainwatch.tui.widgets.chart import MetricChart
 from trainwatch.tui.widgets.styles import retitle
+from trainwatch.view.snapshot import GRID_SIZE, ChartSeries
 
 
 class SmallChart(MetricChart, can_focus=False):

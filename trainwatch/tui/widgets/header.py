@@ -7,11 +7,11 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.widgets import Static
 
+from trainwatch.timefmt import clock
 from trainwatch.tui.charts import fmt
 from trainwatch.tui.text import shorten_path
-from trainwatch.timefmt import clock
-from trainwatch.view.snapshot import Snapshot
 from trainwatch.tui.widgets.styles import BADGE_CLASS
+from trainwatch.view.snapshot import Snapshot
 
 
 class HeaderBar(Horizontal):

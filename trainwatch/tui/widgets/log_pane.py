@@ -10,6 +10,7 @@ matches, escape closes the box (and, in the lines, clears the search).
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from textual import on
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -18,7 +19,6 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input
-from rich.segment import Segment
 
 from trainwatch.tui.text import clean, is_error_line
 from trainwatch.tui.widgets.styles import retitle

@@ -11,8 +11,8 @@ from textual.widgets.option_list import Option
 
 from trainwatch.tui.charts import NAN_MARK, fmt, sparkline
 from trainwatch.tui.themes import metric_var
-from trainwatch.view.snapshot import MetricView
 from trainwatch.tui.widgets.styles import retitle, severity_style, severity_word
+from trainwatch.view.snapshot import MetricView
 
 
 def key_id(key: tuple[str, str]) -> str:
