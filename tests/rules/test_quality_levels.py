@@ -156,6 +156,15 @@ def test_a_score_that_climbs_or_rose_and_fell_back_is_no_flat_run() -> None:
     assert "quality.no_progress" not in _firing(rose)
 
 
+def test_a_reward_that_rose_in_its_first_episodes_then_held_is_no_flat_run() -> None:
+    """A TD3 return: about -150 for its first random episodes, about -60 from episode 25 on, for 600
+    episodes. Its first third is already the learnt level; the run learnt early and held on, so 'never rose
+    above the level it started at' would be untrue."""
+    rnd = random.Random(2)
+    vals = [-150 + 90 * min(1.0, ep / 25) + rnd.gauss(0, 12) for ep in range(600)]
+    assert "quality.no_progress" not in _firing(_episodes(lambda ep: vals[ep - 1], n=600, name="reward"))
+
+
 def test_unsure_flat_scores_say_less() -> None:
     """Few points: info. A log that starts late (a resume) or an eval split: its start is no random level."""
     assert _firing(_episodes(_random_policy(), n=12))["quality.no_progress"].severity is Severity.INFO  # type: ignore[attr-defined]

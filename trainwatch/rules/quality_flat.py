@@ -4,7 +4,9 @@ Score`) that never rose above the level it started at.
 A share (accuracy, Dice) has a floor to compare with: 0, which quality.not_learning judges. A reward has
 none, but a run that logs it from its first episodes has one of its own: an untrained policy acts at
 random, so the first values are the random-policy level. A curve whose late part and whose peak both
-stay within `min_gain` (and the noise) of that early level learnt nothing the task rewards.
+stay within `min_gain` (and the noise) of that early level learnt nothing the task rewards. The first
+third's median is that level only if the curve did not climb within it: a late level above the median of
+the very first points (one smoothing window) by as much is a run that learnt early and then held on.
 
 Judged once the run's data has ended. Only a metric first logged within the first `start_within` of its
 steps (or at its first logging interval) counts: a resumed log starts from a learnt level. So does an
@@ -134,4 +136,7 @@ class QualityNoProgress(Rule):
         bar = max(p.min_gain * abs(early), p.noise_k * noise)
         if late - early > bar or peak - early > 2 * bar:
             return None  # it climbed (or rose and fell back: quality.collapse tells that story)
+        start = median(raw[:max(3, w)].tolist())  # the first points alone: the random policy's own level
+        if late - start > max(p.min_gain * abs(start), p.noise_k * noise):
+            return None  # it learnt in its first points and then held that level: a plateau, not no progress
         return _Flat(t, early, late, peak, w, centred_count(int(np.nanargmax(v)), n, w))
