@@ -72,3 +72,14 @@ def test_a_metric_that_collapsed_is_told_as_the_collapse_alone(tmp_path: Path) -
     assert {"quality.collapse", "quality.worsened"} <= {a.rule for a in eng.alerts()}
     told = {a.rule for a in eng.alerts(inhibited=False)}
     assert "quality.collapse" in told and "quality.worsened" not in told
+
+
+def test_a_metric_near_0_all_run_is_told_as_not_learning_alone(tmp_path: Path) -> None:
+    """Validity 7.81 % at its second evaluation and 0-1.56 % at every other: near 0 the whole run, one
+    incident that quality.not_learning tells; 'worse since its best of 7.81 %' would be a second story
+    made of noise at 0."""
+    vals = [1.56, 7.81, 0.0, 1.56, 0.0, 0.0, 1.56, 0.0, 0.0, 0.0, 1.56, 0.0, 0.0, 0.0, 0.0, 0.0]
+    path = tmp_path / "eval.log"
+    path.write_text("\n".join(f"Epoch {e + 1:04d} : Validity = {v:.2f}%" for e, v in enumerate(vals)) + "\n")
+    told = {a.rule for a in run_log(path).alerts(inhibited=False)}
+    assert "quality.not_learning" in told and "quality.worsened" not in told
