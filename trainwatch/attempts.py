@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from trainwatch.model import Alert, Severity
+from trainwatch.rules import crash
 from trainwatch.rules.base import RuleContext
 
 RESTART_RULE = "run.restarted"
@@ -49,6 +50,11 @@ def lower_before_training(alerts: Iterable[Alert], source: str, step: int | None
                 a.finding.message = f"{a.finding.message}{note}"[:400]
 
 
+_CRASHES = crash.ROOT_ERRORS | crash.ECHO_PRONE
+"""Errors that end a launch: a later launch can run past them. A loss that diverged is not one (its
+training went on in the same launch, and what it did to the run is for the loss rules to tell)."""
+
+
 def lower_ran_past(alerts: Iterable[Alert], source: str, ctx: RuleContext) -> None:
     """Critical errors of `source` after which its training went on, on later lines and to later steps,
     to the run's known last step (or its end-of-training summary): a launch that crashed and was resumed
@@ -65,7 +71,8 @@ def lower_ran_past(alerts: Iterable[Alert], source: str, ctx: RuleContext) -> No
         return
     for a in alerts:
         step = a.finding.step if a.finding.step is not None else a.first_step
-        if (a.finding.source != source or a.retracted or a.severity < Severity.CRITICAL or step is None
+        if (a.rule not in _CRASHES or a.finding.source != source or a.retracted or a.severity < Severity.CRITICAL
+                or step is None
                 or not 0 < a.first_line <= (a.last_line or a.first_line) < last.line or step >= last.step):
             continue
         a.severity = a.finding.severity = Severity.WARNING
