@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from trainwatch.model import Alert, Severity
+from trainwatch.rules import crash
+from trainwatch.rules.base import RuleContext
 
 RESTART_RULE = "run.restarted"
 
@@ -46,6 +48,38 @@ def lower_before_training(alerts: Iterable[Alert], source: str, step: int | None
             note = f" (before any training step: training then ran, to step {step})"
             if note not in a.finding.message:
                 a.finding.message = f"{a.finding.message}{note}"[:400]
+
+
+_CRASHES = crash.ROOT_ERRORS | crash.ECHO_PRONE
+"""Errors that end a launch: a later launch can run past them. A loss that diverged is not one (its
+training went on in the same launch, and what it did to the run is for the loss rules to tell)."""
+
+
+def lower_ran_past(alerts: Iterable[Alert], source: str, ctx: RuleContext) -> None:
+    """Critical errors of `source` after which its training went on, on later lines and to later steps,
+    to the run's known last step (or its end-of-training summary): a launch that crashed and was resumed
+    from a checkpoint, whose counter carries on instead of going back (so run.restarted saw no restart).
+    The crash ended an attempt, not the run: it stays in the report as a warning of that attempt. A run
+    that went on for a while but never finished is left as it is: buffered output printed after a crash
+    can show steps past it too."""
+    st = ctx.sources.get(source)
+    s = ctx.store.get("loss", source)
+    last = s.last if s is not None else None
+    if st is None or last is None:
+        return
+    if not (st.ended or (st.total_steps and last.step >= st.total_steps - 1)):
+        return
+    for a in alerts:
+        step = a.finding.step if a.finding.step is not None else a.first_step
+        if (a.rule not in _CRASHES or a.finding.source != source or a.retracted or a.severity < Severity.CRITICAL
+                or step is None
+                or not 0 < a.first_line <= (a.last_line or a.first_line) < last.line or step >= last.step):
+            continue
+        a.severity = a.finding.severity = Severity.WARNING
+        note = (f" (in an earlier attempt: training went on after it, to its last step {last.step} at "
+                f"line {last.line})")
+        if note not in a.finding.message:
+            a.finding.message = f"{a.finding.message}{note}"[:400]
 
 
 _ABOUT_ATTEMPTS = (RESTART_RULE, "resume.detected")  # findings about the attempts themselves

@@ -97,6 +97,22 @@ def test_traceback_severity_by_exception():
         assert r.alert("error.traceback").severity is sev, exc
 
 
+def test_a_crash_after_a_stop_by_hand_is_told_as_a_crash_of_its_own():
+    """Ctrl-C ended a run (info), then a relaunch died at import: the second traceback is no repeat of the
+    first one's stop by hand, and the run's state is the crash."""
+    r = Run()
+    r.event(EventKind.TRACEBACK, text="Traceback (most recent call last):\n ...", exception="KeyboardInterrupt")
+    for s in range(5):
+        r.step(s, loss=2.0)
+    for _ in range(2):
+        r.event(EventKind.TRACEBACK, text="Traceback (most recent call last):\n ...",
+                exception="ModuleNotFoundError", message="No module named 'torch'")
+    r.finish()
+    found = [a for a in r.engine.alerts() if a.rule == "error.traceback"]
+    assert sorted(a.severity for a in found) == [Severity.INFO, Severity.CRITICAL]
+    assert r.engine.worst() is Severity.CRITICAL
+
+
 def test_grpo_range_rules_with_for_and_globs():
     r = Run("grpo")
     for s in range(1, 4):

@@ -299,6 +299,29 @@ def test_overfit_labels_its_train_medians_with_the_points_logged() -> None:
     assert "(medians of 2 and 4 points to step 90 and to the end)" in a.finding.message  # type: ignore[attr-defined]
 
 
+def _erratic_dice(level_after: float) -> Run:
+    """A val Dice best at the first epoch, then erratic (two deep dips) around `level_after`, every value
+    below the first, while the train loss falls by more than half."""
+    r = Run()
+    rnd = random.Random(11)
+    later = [min(0.68, max(0.02, level_after + rnd.uniform(-0.12, 0.12))) for _ in range(14)]
+    later[0], later[8], later[12] = 0.63, 0.09, 0.17  # a slow first fall, then two deep dips
+    for e, dice in enumerate([0.69, *later]):
+        r.step(e + 1, loss=0.8 * (0.93 ** e), val_dice=dice)
+    r.finish()
+    return r
+
+
+def test_an_erratic_eval_metric_best_at_its_first_evaluation_and_lower_since_is_overfitting() -> None:
+    """Its latest few are too noisy to tell a fall from a dip; the median of all the evaluations since
+    the best, every one of them worse, is not."""
+    a = _firing(_erratic_dice(0.5))["quality.overfit"]
+    ev = a.finding.evidence  # type: ignore[attr-defined]
+    assert a.first_step == 1 and a.severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert ev["since_median"] < 0.6 and "their median" in a.finding.message  # type: ignore[attr-defined]
+    assert "quality.overfit" not in _firing(_erratic_dice(0.66))  # hardly below the best: noise
+
+
 def test_no_overfit_when_the_metric_keeps_improving_or_the_train_loss_stands_still() -> None:
     assert "quality.overfit" not in _firing(_acc_overfit(True, False))
     assert "quality.overfit" not in _firing(_acc_overfit(False, True))

@@ -142,3 +142,26 @@ def test_a_finding_of_the_latest_attempt_needs_no_note(tmp_path: Path) -> None:
     restart = "Mon Jan  5 05:13:27 2026\nstarting training\n"
     alerts, _ = check_text(tmp_path, noisy_steps(0, 4000, set()) + restart + noisy_steps(0, 4000, {3000}))
     assert "attempt" not in alerts["loss.spike"].finding.message
+
+
+EVAL_CRASH = ("Traceback (most recent call last):\n  File \"/w/train.py\", line 91, in <module>\n    main()\n"
+              "  File \"/w/eval.py\", line 12, in derive\n    assert len(names) == n\nAssertionError\n")
+
+
+def test_a_crash_that_a_resumed_launch_ran_past_to_the_last_step_is_a_warning(tmp_path: Path) -> None:
+    """A launch crashes in its evaluation at step 1700; a later launch resumes from that checkpoint with
+    the counter carrying on (no restart from step 0) and trains to the known last step."""
+    text = (steps(0, 1800, total=5000) + EVAL_CRASH + "Starting training from iteration 1800\n"
+            + steps(1800, 5001, total=5000))
+    alerts, worst = check_text(tmp_path, text)
+    tb = alerts["error.traceback"]
+    assert tb.severity is Severity.WARNING and "earlier attempt" in tb.finding.message
+    assert worst is Severity.WARNING
+
+
+def test_a_crash_after_which_the_run_goes_on_but_never_finishes_stays_critical(tmp_path: Path) -> None:
+    """Steps printed after a crash may be buffered output of the same launch: without an end, the crash
+    is still the run's state."""
+    text = steps(0, 1800, total=5000) + EVAL_CRASH + steps(1800, 2500, total=5000)
+    alerts, worst = check_text(tmp_path, text)
+    assert alerts["error.traceback"].severity is Severity.CRITICAL and worst is Severity.CRITICAL

@@ -198,6 +198,7 @@ class Dispatch(Progress):
             crash.lower_explained(self.book.all(), name)
             crash.lower_peer_lost(self.book.all(), self.sources)
             attempts.lower_earlier(self.book.all(), name)
+            attempts.lower_ran_past(self.book.all(), name, ctx)
             attempts.name_attempts(self.book.all(), name)
             st = self.sources.get(name)
             attempts.lower_before_training(self.book.all(), name, st.step if st is not None else None)

@@ -21,7 +21,7 @@ from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
 from trainwatch.rules.quality_series import improving, tracks
 from trainwatch.rules.registry import register
-from trainwatch.rules.stats import curve_sigma, fmt, nz
+from trainwatch.rules.stats import curve_sigma, fmt, median_se, nz
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,18 @@ class QualityOverfit(Rule):
             around = median(v[max(0, b - 1):b + 2].tolist())
             latest = median(v[-p.latest:].tolist())
             gap = around - latest
-            if gap < p.level_k * noise or gap < p.min_drop * abs(best) or not (v[b + 1:] < best).all():
+            if not (v[b + 1:] < best).all():
                 continue
+            since = median(v[b + 1:].tolist())
+            stretch = False
+            if gap < p.level_k * noise or gap < p.min_drop * abs(best):
+                # an erratic metric: its latest few say little, the median of all of them since the best says
+                # more (its error shrinks with their number); every one of them worse and that median far
+                # enough below the best's level is the same finding, read over the whole stretch
+                gap = around - since
+                if gap < p.level_k * median_se(noise, later) or gap < p.min_drop * abs(best):
+                    continue
+                stretch = True
             b_step, last_step = int(t.steps[b]), int(t.steps[-1])
             if not len(l_steps) or b_step < int(l_steps[0]):
                 continue  # best before any training (an evaluation on start): never improved, not overfitting
@@ -82,8 +92,11 @@ class QualityOverfit(Rule):
             now = median(recent) if recent else float("nan")
             if not now < then * (1 - p.train_fall):
                 continue
+            lately = (f"their median {t.shown(t.sign * since)}, lately {t.shown(t.sign * latest)} (median of the "
+                      f"last {p.latest})") if stretch else \
+                f"lately {t.shown(t.sign * latest)} (median of the last {p.latest})"
             msg = (f"{t.name} was best at step {b_step} ({t.shown(float(t.values[b]))}); the {later} evaluations "
-                   f"since were all worse, lately {t.shown(t.sign * latest)} (median of the last {p.latest}), "
+                   f"since were all worse, {lately}, "
                    f"while the train loss fell {fmt(then)} -> {fmt(now)} ({_medians(n_then, len(recent))} "
                    f"to step {b_step} and to the end)")
             gain = improving(ctx, source, b_step, None, p.quality_gain, known_only=True) if t.d.guess else None
@@ -93,7 +106,8 @@ class QualityOverfit(Rule):
             return [Finding(message=msg, step=b_step, began_step=b_step, subject=t.name,
                             severity=Severity.INFO if gain is not None else None,
                             evidence={"value": float(t.values[b]), "step": b_step, "latest": t.sign * latest,
-                                      "noise": noise, "train_then": then, "train_now": now,
+                                      "since_median": t.sign * since, "noise": noise, "train_then": then,
+                                      "train_now": now,
                                       "detected_step": last_step, "last_value": float(t.values[-1]),
                                       "last_step": last_step})]
         return []

@@ -60,6 +60,9 @@ class TracebackRule(Rule):
         thread = str(event.fields.get("thread") or "")
         # a thread's death is told apart from the program's crash: neither joins the other's finding
         subject = "thread traceback" if thread else "traceback"
+        mild = _mild(event, short, final_exc)
+        if mild:  # a traceback that is no crash never holds a later crash's finding as a repeat of its own
+            subject = f"{subject} ({mild})"
         ranks = self.ranks.add(event.source, subject, event.fields.get("rank"))
         if len(ranks) > 1:
             ev["ranks"] = ranks
@@ -110,6 +113,17 @@ class TracebackRule(Rule):
             return finding  # no root of later errors: the run did not crash here
         crash.remember(ctx, finding, self.spec.id, self.spec.title, self.spec.severity)
         return finding
+
+
+def _mild(event: Event, short: str, final_exc: str) -> str:
+    """What makes a traceback no crash ('' when it is one): Python ignored it, a logger printed it as a
+    warning, or a person stopped the run. Such a traceback is told as info under its own subject, so
+    that a crash printed after it (a relaunch that fails at import) is told as a crash of its own."""
+    if event.fields.get("ignored"):
+        return "ignored"
+    if crash.handled(event):
+        return "handled"
+    return "by hand" if short in BY_HAND or final_exc in BY_HAND else ""
 
 
 def _failed_import(exc: str, *messages: str) -> str | None:
