@@ -966,3 +966,12 @@ def test_a_named_iteration_counter_that_never_goes_back_is_the_runs_own() -> Non
     lines = [f"Epoch[{1 + i // 1000}/3] Iter[{i}/3000] loss: {2.0 - i / 3000:.4f}" for i in range(100, 3000, 500)]
     got = series(run(KeyValueAdapter(""), lines), "loss")
     assert [s for s, _ in got] == [100, 600, 1100, 1600, 2100, 2600]
+
+
+def test_a_bare_grad_beside_the_loss_is_the_gradient_norm() -> None:
+    """`Step: 99 (0) | Loss: 1.2 | Grad: 19.8 | Lr: 1e-06`: one number named `Grad` is the gradient's norm."""
+    canon = Canonicalizer()
+    lines = [f"Step: {s} ({s // 500}) | Loss: {1.0 / (s + 1):.5f} | Grad: {2.0 - s / 1000:.5f} | Lr: {s * 1e-8:.3e}"
+             for s in range(99, 1000, 100)]
+    got = {(canon(s.name), s.step) for s in samples(run(KeyValueAdapter(""), lines))}
+    assert ("grad_norm", 99) in got and ("grad_norm", 999) in got and ("lr", 999) in got
