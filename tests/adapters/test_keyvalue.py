@@ -975,3 +975,16 @@ def test_a_bare_grad_beside_the_loss_is_the_gradient_norm() -> None:
              for s in range(99, 1000, 100)]
     got = {(canon(s.name), s.step) for s in samples(run(KeyValueAdapter(""), lines))}
     assert ("grad_norm", 99) in got and ("grad_norm", 999) in got and ("lr", 999) in got
+
+
+def test_an_epoch_counter_without_its_total_before_a_counted_iteration() -> None:
+    """`Epoch[2] Iteration[50/300] Loss: .., Base Lr: ..` (reid-baseline's ignite loop): the epoch's bracket says no
+    total, the iteration's does; the iteration counts within the epoch, and `Base Lr` is the rate."""
+    canon = Canonicalizer()
+    lines = [f"Epoch[{e}] Iteration[{i}/300] Loss: {1.0 - e / 10 - i / 3000:.3f}, Acc: 0.8, Base Lr: {e * 1e-5:.2e}"
+             for e in (1, 2, 3) for i in (100, 200, 300)]
+    got = [(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines))]
+    assert ("loss", 100, 0.867) in got and ("epoch", 100, 1.0) in got
+    assert ("lr", 300, 1e-05) in got and ("accuracy", 100, 0.8) in got
+    losses = [(step, v) for name, step, v in got if name == "loss"]
+    assert [s for s, _ in losses] == sorted(s for s, _ in losses) and len(losses) == 9

@@ -68,9 +68,11 @@ BASICSR_HEAD = re.compile(r"\[epoch:\s*(?P<e>\d+),\s*iter:\s*(?P<i>[\d,]+),\s*lr
 # (`Epoch[001/100], Step[0100/0196], Avg Loss: ..`: commas between them; `Val Step[0100/3125], ..`: an evaluation's
 # counter, titled by its phase; `----- Epoch[001/100], Train Loss: ..`: an epoch's summary under a rule of dashes)
 NAMED_COUNTERS = re.compile(r"^(?:[-=*#>~]{3,}\s*)?(?:(?P<p>train|training|val|valid|validation|eval|evaluation|dev"
-                            r"|test|testing)\s+(?=[A-Za-z_]{1,12}\[))?(?:[A-Za-z_]{1,12}\[\s*\d+\s*/\s*\d+\s*\]"
+                            r"|test|testing)\s+(?=[A-Za-z_]{1,12}\[))?(?:[A-Za-z_]{1,12}\[\s*\d+\s*\]\s*(?=[A-Za-z_]{1,12}"
+                            r"\[\s*\d+\s*/))?(?:[A-Za-z_]{1,12}\[\s*\d+\s*/\s*\d+\s*\]"
                             r"(?:\s*,\s*|\s*))+", re.I)
-NAMED_COUNTER = re.compile(r"([A-Za-z_]{1,12})\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+# (`Epoch[1] Iteration[50/3385] Loss: ..`, reid-baseline's ignite loop: the first counter may say no total)
+NAMED_COUNTER = re.compile(r"([A-Za-z_]{1,12})\[\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]")
 COMPACT_SPLIT = re.compile(r",(?=[A-Za-z_])")
 VALUE_COMMA_KEY = re.compile(r"(?<=\d),(?=[A-Za-z_][\w ]{0,30}?\s*[:=])")  # a value, a comma, then the next key
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
@@ -676,7 +678,7 @@ class KeyValueAdapter(Adapter):
             for c in NAMED_COUNTER.finditer(named.group()):  # the step's and the epoch's; an outer one (a fold) no
                 key = c.group(1).lower()
                 if key in STEP_KEYS and step is None:
-                    step, total = int(c.group(2)), int(c.group(3))
+                    step, total = int(c.group(2)), int(c.group(3)) if c.group(3) else None
                 elif _is_epoch(key):
                     lead_pairs.append(("epoch", float(c.group(2))))
                     epoch_at = int(c.group(2))
