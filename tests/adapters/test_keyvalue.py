@@ -988,3 +988,16 @@ def test_an_epoch_counter_without_its_total_before_a_counted_iteration() -> None
     assert ("lr", 300, 1e-05) in got and ("accuracy", 100, 0.8) in got
     losses = [(step, v) for name, step, v in got if name == "loss"]
     assert [s for s, _ in losses] == sorted(s for s, _ in losses) and len(losses) == 9
+
+
+def test_a_phase_tag_after_the_epochs_counter_names_the_split() -> None:
+    """`trainer: Epoch 3/50 [Val]   loss: ..` after `Epoch 3/50 [Train] loss: ..`: the tag says whose loss it is."""
+    canon = Canonicalizer()
+    lines = []
+    for e in (1, 2, 3):
+        lines.append(f"2024-05-01 10:0{e}:00 [INFO] trainer: Epoch {e}/50 [Train] loss: {0.5 - e / 100:.3f}, "
+                     f"l1: 0.1, lr_G: 0.0002")
+        lines.append(f"2024-05-01 10:0{e}:30 [INFO] trainer: Epoch {e}/50 [Val]   loss: {0.7 + e / 100:.3f}, l1: 0.2")
+    got = [(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines))]
+    assert [(st, v) for n, st, v in got if n == "loss"] == [(1, 0.49), (2, 0.48), (3, 0.47)]
+    assert [(st, v) for n, st, v in got if n == "eval_loss"] == [(1, 0.71), (2, 0.72), (3, 0.73)]

@@ -133,6 +133,10 @@ BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 # the phase in brackets names whose metrics follow (and may carry the epoch's counter)
 PHASE_BRACKET = re.compile(r"^\[\s*(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
                            r"(?:[-_ ]?step)?\s*(?:\|\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*)?\]\s*", re.I)
+# `Epoch 3/200 [Val]   loss: 0.63`: a phase tag after the epoch's counter names whose metrics follow
+# (after a logger's name, `trainer: Epoch 3/200 [Train] ..`, which comes off with it)
+EPOCH_PHASE = re.compile(r"^(?:[A-Za-z_][\w.]{0,40}:\s+)?(?P<e>(?:epoch|ep)\s*[:#]?\s*\d+(?:\s*/\s*\d+)?)\s*\[\s*(?P<p>train|training|val|valid"
+                         r"|validation|eval|evaluation|dev|test|testing)\s*\]\s*", re.I)
 # `Epoch [3]/[99]`, `epoch 3/99`, `Ep: 3` ending a tab-separated prefix: the epoch of the record after the tab
 TAB_EPOCH = re.compile(r"\b(?:epoch|ep)\s*[:#]?\s*\[?\s*(\d+)\s*\]?(?:\s*/\s*\[?\s*\d+\s*\]?)?\s*$", re.I)
 # `Validation Phase Loss: 0.06  Accuracy: 0.69`: a first key naming its split as a phase names the line's
@@ -698,6 +702,9 @@ class KeyValueAdapter(Adapter):
                 self._eval_over(out)
                 return  # `* Acc@1 0.74 Acc@5 2.54 loss 7.148`: the evaluation's means, read off its last batch
             text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
+        if word is None and "[" in text[:80] and (tagged := EPOCH_PHASE.match(text)) is not None:
+            word = tagged.group("p").lower()
+            text = f"{tagged.group('e')} {text[tagged.end():]}"
         if text[:1] == "[" and (bracket := PHASE_BRACKET.match(text)) is not None:
             text = text[bracket.end():]
             word = bracket.group("p").lower()
