@@ -1001,3 +1001,14 @@ def test_a_phase_tag_after_the_epochs_counter_names_the_split() -> None:
     got = [(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines))]
     assert [(st, v) for n, st, v in got if n == "loss"] == [(1, 0.49), (2, 0.48), (3, 0.47)]
     assert [(st, v) for n, st, v in got if n == "eval_loss"] == [(1, 0.71), (2, 0.72), (3, 0.73)]
+
+
+def test_values_each_followed_by_their_running_mean_in_brackets() -> None:
+    """`epoch [1/9] batch [5/40] time 0.2 (0.5) loss 2.5 (2.1) acc 84.3 (88.1) lr 1.0e-05 eta 0:10:00` (Dassl):
+    each value is the step's, the bracketed one its running mean; the names after the first are read too."""
+    lines = [f"epoch [{e}/9] batch [{b}/40] time 0.237 (0.573) data 0.000 (0.261) loss {3.0 - e - b / 100:.4f} "
+             f"({3.5 - e:.4f}) acc 84.3750 (88.1250) lr {e * 1e-5:.4e} eta 0:10:00" for e in (1, 2) for b in (20, 40)]
+    recs = run(KeyValueAdapter(""), lines)
+    assert [v for _, v in series(recs, "loss")] == [1.8, 1.6, 0.8, 0.6]
+    assert [v for _, v in series(recs, "lr")] == [1e-05, 1e-05, 2e-05, 2e-05]
+    assert not series(recs, "time")

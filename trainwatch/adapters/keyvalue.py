@@ -158,6 +158,8 @@ BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
 # a tqdm bar at the start of a line with text after it (`Validation: |   | 0/? [00:00<?, ?it/s][12/09/24] INFO ..`)
 BAR_LEAD = re.compile(r"^[^|\[]{0,80}?(?:\d{1,3}%)?\|[^|]{0,200}\|\s*\d+/(?:\d+|\?)\s*\[[^\]]{0,80}\]")
 RUNNING_MEAN = re.compile(r"\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
+# a value then its running mean in brackets: `loss 0.0392 (0.1691)`
+VALUE_MEAN = re.compile(r"(?<=\d)\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
 EVAL_LABELS = ("test", "val", "eval")
 LOGGER_TIMES = frozenset({"eta", "time", "data", "max mem", "total time"})  # MetricLogger's timings: no metrics
 _RUN_NUM = r"(?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
@@ -729,7 +731,12 @@ class KeyValueAdapter(Adapter):
                     and int(count.group(1)) < int(count.group(2)):
                 return  # a batch of an evaluation under way: its running figures, not the evaluation's result
             text = text[title.end():]
+        means = " (" in text and len(VALUE_MEAN.findall(text)) >= 2
+        if means:  # `loss 0.0392 (0.1691) acc 84.4 (88.1)` (Dassl): each value then its running mean; the value
+            text = VALUE_MEAN.sub("", text)  # is the step's, the mean in brackets goes (the timings too)
         pairs, nfields, dirty = _pairs(text)
+        if means:
+            pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
         if word is None and pairs and (named := PHASE_KEY.match(pairs[0][0] if not _is_epoch(pairs[0][0]) or
                                                                 len(pairs) < 2 else pairs[1][0])) is not None:
             word = named.group("p").lower()  # (its other keys, `Accuracy`, are that phase's)
