@@ -1012,3 +1012,15 @@ def test_values_each_followed_by_their_running_mean_in_brackets() -> None:
     assert [v for _, v in series(recs, "loss")] == [1.8, 1.6, 0.8, 0.6]
     assert [v for _, v in series(recs, "lr")] == [1e-05, 1e-05, 2e-05, 2e-05]
     assert not series(recs, "time")
+
+
+def test_a_leading_eta_clock_leaves_the_pairs_after_it() -> None:
+    """`eta: 0:29:06 epoch: 1 iter: 30 .. loss: 1.52 (2.28) .. lr: 0.0001 max mem: 900` (maskrcnn-benchmark's
+    MetricLogger, single blanks): the clock that leads is no metric, and the pairs after it are the record."""
+    lines = [f"2024-01-01 10:0{e}:00,000 training INFO: eta: 0:2{9 - e}:06 epoch: {e} iter: 30 data: 0.0044 (0.0341) "
+             f"loss: {2.0 - e / 10:.4f} (2.2802) loss_afm: 4.2888 (4.1966) time: 1.2761 (1.3073) lr: 0.000100 "
+             "max mem: 900" for e in (1, 2, 3)]
+    recs = run(KeyValueAdapter(""), lines)
+    assert [v for _, v in series(recs, "loss")] == [1.9, 1.8, 1.7]
+    assert [v for _, v in series(recs, "lr")] == [0.0001] * 3
+    assert not series(recs, "eta")

@@ -278,12 +278,13 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
             if m is None:
                 break
             if (clock := DATE_OR_CLOCK.match(field, m.start("v"))) is not None:
-                if pos == 0:  # `time 2021-10-17 21:28:52`: a time stamp, neither a metric nor prose
-                    bare_fields += 1
+                gap = field.find(" ", clock.end())
+                if pos == 0 and (gap < 0 or PAIR.match(field, gap + 1) is None):
+                    bare_fields += 1  # `time 2021-10-17 21:28:52`: a time stamp, neither a metric nor prose
                     pos = len(field)
                     break
                 # `Iter 100 eta: 0:12:34 lr: 0.001`: a clock among the pairs is no metric; the pairs after it are
-                gap = field.find(" ", clock.end())
+                # (and after one that leads them: `eta: 0:29:06 epoch: 1 iter: 45 loss: ..`, maskrcnn-benchmark's)
                 pos = len(field) if gap < 0 else gap + 1
                 continue
             if m.group("u") in ("d", "h", "m") and (rest := DURATION_REST.match(field, m.end())) is not None:
