@@ -1024,3 +1024,19 @@ def test_a_leading_eta_clock_leaves_the_pairs_after_it() -> None:
     assert [v for _, v in series(recs, "loss")] == [1.9, 1.8, 1.7]
     assert [v for _, v in series(recs, "lr")] == [0.0001] * 3
     assert not series(recs, "eta")
+
+
+def test_a_torch_scalar_printed_as_its_repr_is_its_value() -> None:
+    """`train loss: 1.9, acc: tensor(0.33, device='cuda:0', dtype=torch.float64)<br>` under `#### Epoch 3/9`
+    headings (a log kept as Markdown): the number inside the tensor's repr is the value."""
+    canon = Canonicalizer()
+    lines = ["## Training", ""]
+    for e in range(3):
+        lines += [f"#### Epoch {e}/9",
+                  f"train loss: {1.9 - e / 10:.4f}, acc: tensor({0.3 + e / 10:.4f}, device='cuda:0', "
+                  "dtype=torch.float64)<br>",
+                  f"val loss: {1.5 - e / 10:.4f}, acc: tensor(0.6000, device='cuda:0', dtype=torch.float64)<br>", ""]
+    got = [(canon(s.name), s.value) for s in samples(run(KeyValueAdapter(""), lines))]
+    assert [v for n, v in got if n == "loss"] == [1.9, 1.8, 1.7]
+    assert [v for n, v in got if n == "eval_loss"] == [1.5, 1.4, 1.3]
+    assert ("accuracy", 0.3) in got and ("accuracy", 0.5) in got

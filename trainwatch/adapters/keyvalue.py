@@ -212,6 +212,8 @@ def _number(raw: str) -> float | None:
 
 # NumPy 2 prints a scalar as its constructor (`actor/grad_norm:np.float64(0.63)`): the value is inside
 NP_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)(?:16|32|64|128)?\(\s*(" + NUM + r")\s*\)")
+# and PyTorch a 0-d tensor as its repr (`acc: tensor(0.33, device='cuda:0', dtype=torch.float64)`): the same
+TENSOR_SCALAR = re.compile(r"\btensor\(\s*(" + NUM + r")\s*(?:,[^()\[\]]*)?\)")
 
 # `Changed learning rate. Current lr = 0.0005`: a sentence of words before the key is prose, the name starts after
 # it (two words or more, the last a whole word: `Avg. Loss` and `Valid. loss` keep their abbreviation)
@@ -490,6 +492,8 @@ class KeyValueAdapter(Adapter):
             line = line.replace("\b", "")
         if "np." in line or "numpy." in line:
             line = NP_SCALAR.sub(r"\1", line)
+        if "tensor(" in line:
+            line = TENSOR_SCALAR.sub(r"\1", line)
         if ("/s]" in line or "s/it]" in line or "?]" in line) and (lead := BAR_LEAD.match(line)) is not None \
                 and line[lead.end():].strip():
             line = line[lead.end():]  # a bar left on the line, then a log line written over it
