@@ -135,8 +135,9 @@ PHASE_BRACKET = re.compile(r"^\[\s*(?P<p>train|training|val|valid|validation|eva
                            r"(?:[-_ ]?step)?\s*(?:\|\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*)?\]\s*", re.I)
 # `Epoch 3/200 [Val]   loss: 0.63`: a phase tag after the epoch's counter names whose metrics follow
 # (after a logger's name, `trainer: Epoch 3/200 [Train] ..`, which comes off with it)
-EPOCH_PHASE = re.compile(r"^(?:[A-Za-z_][\w.]{0,40}:\s+)?(?P<e>(?:epoch|ep)\s*[:#]?\s*\d+(?:\s*/\s*\d+)?)\s*\[\s*(?P<p>train|training|val|valid"
-                         r"|validation|eval|evaluation|dev|test|testing)\s*\]\s*", re.I)
+EPOCH_PHASE = re.compile(r"^(?:[A-Za-z_][\w.]{0,40}:\s+)?(?P<e>(?:epoch|ep)\s*[:#]?\s*\d+(?:\s*/\s*\d+)?)\s*"
+                         r"\[\s*(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)\s*\]\s*",
+                         re.I)
 # `Epoch [3]/[99]`, `epoch 3/99`, `Ep: 3` ending a tab-separated prefix: the epoch of the record after the tab
 TAB_EPOCH = re.compile(r"\b(?:epoch|ep)\s*[:#]?\s*\[?\s*(\d+)\s*\]?(?:\s*/\s*\[?\s*\d+\s*\]?)?\s*$", re.I)
 # `Validation Phase Loss: 0.06  Accuracy: 0.69`: a first key naming its split as a phase names the line's
