@@ -1012,6 +1012,11 @@ def test_values_each_followed_by_their_running_mean_in_brackets() -> None:
     assert [v for _, v in series(recs, "loss")] == [1.8, 1.6, 0.8, 0.6]
     assert [v for _, v in series(recs, "lr")] == [1e-05, 1e-05, 2e-05, 2e-05]
     assert not series(recs, "time")
+    # (tab-separated under `Epoch: [e][i]`, SwAV's: the timings go, the loss and the rate stay)
+    tabbed = [f"Epoch: [0][{i}]\tTime 2.1 (1.9)\tData 0.000 (0.014)\tLoss {4.3 - i / 100:.4f} (4.2)\tLr: 0.0019"
+              for i in (0, 50, 100)]
+    recs = run(KeyValueAdapter(""), tabbed)
+    assert [v for _, v in series(recs, "Loss")] == [4.3, 3.8, 3.3] and not series(recs, "Time")
 
 
 def test_a_leading_eta_clock_leaves_the_pairs_after_it() -> None:

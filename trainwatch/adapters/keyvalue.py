@@ -741,8 +741,8 @@ class KeyValueAdapter(Adapter):
         if means:  # `loss 0.0392 (0.1691) acc 84.4 (88.1)` (Dassl): each value then its running mean; the value
             text = VALUE_MEAN.sub("", text)  # is the step's, the mean in brackets goes (the timings too)
         pairs, nfields, dirty = _pairs(text)
-        if means:
-            pairs = [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]
+        if means and (kept := [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]) != pairs:
+            pairs, nfields = kept, max(len(kept), nfields - (len(pairs) - len(kept)))  # (fewer fields with them)
         if word is None and pairs and (named := PHASE_KEY.match(pairs[0][0] if not _is_epoch(pairs[0][0]) or
                                                                 len(pairs) < 2 else pairs[1][0])) is not None:
             word = named.group("p").lower()  # (its other keys, `Accuracy`, are that phase's)
