@@ -966,3 +966,82 @@ def test_a_named_iteration_counter_that_never_goes_back_is_the_runs_own() -> Non
     lines = [f"Epoch[{1 + i // 1000}/3] Iter[{i}/3000] loss: {2.0 - i / 3000:.4f}" for i in range(100, 3000, 500)]
     got = series(run(KeyValueAdapter(""), lines), "loss")
     assert [s for s, _ in got] == [100, 600, 1100, 1600, 2100, 2600]
+
+
+def test_a_bare_grad_beside_the_loss_is_the_gradient_norm() -> None:
+    """`Step: 99 (0) | Loss: 1.2 | Grad: 19.8 | Lr: 1e-06`: one number named `Grad` is the gradient's norm."""
+    canon = Canonicalizer()
+    lines = [f"Step: {s} ({s // 500}) | Loss: {1.0 / (s + 1):.5f} | Grad: {2.0 - s / 1000:.5f} | Lr: {s * 1e-8:.3e}"
+             for s in range(99, 1000, 100)]
+    got = {(canon(s.name), s.step) for s in samples(run(KeyValueAdapter(""), lines))}
+    assert ("grad_norm", 99) in got and ("grad_norm", 999) in got and ("lr", 999) in got
+
+
+def test_an_epoch_counter_without_its_total_before_a_counted_iteration() -> None:
+    """`Epoch[2] Iteration[50/300] Loss: .., Base Lr: ..` (reid-baseline's ignite loop): the epoch's bracket says no
+    total, the iteration's does; the iteration counts within the epoch, and `Base Lr` is the rate."""
+    canon = Canonicalizer()
+    lines = [f"Epoch[{e}] Iteration[{i}/300] Loss: {1.0 - e / 10 - i / 3000:.3f}, Acc: 0.8, Base Lr: {e * 1e-5:.2e}"
+             for e in (1, 2, 3) for i in (100, 200, 300)]
+    got = [(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines))]
+    assert ("loss", 100, 0.867) in got and ("epoch", 100, 1.0) in got
+    assert ("lr", 300, 1e-05) in got and ("accuracy", 100, 0.8) in got
+    losses = [(step, v) for name, step, v in got if name == "loss"]
+    assert [s for s, _ in losses] == sorted(s for s, _ in losses) and len(losses) == 9
+
+
+def test_a_phase_tag_after_the_epochs_counter_names_the_split() -> None:
+    """`trainer: Epoch 3/50 [Val]   loss: ..` after `Epoch 3/50 [Train] loss: ..`: the tag says whose loss it is."""
+    canon = Canonicalizer()
+    lines = []
+    for e in (1, 2, 3):
+        lines.append(f"2024-05-01 10:0{e}:00 [INFO] trainer: Epoch {e}/50 [Train] loss: {0.5 - e / 100:.3f}, "
+                     f"l1: 0.1, lr_G: 0.0002")
+        lines.append(f"2024-05-01 10:0{e}:30 [INFO] trainer: Epoch {e}/50 [Val]   loss: {0.7 + e / 100:.3f}, l1: 0.2")
+    got = [(canon(s.name), s.step, s.value) for s in samples(run(KeyValueAdapter(""), lines))]
+    assert [(st, v) for n, st, v in got if n == "loss"] == [(1, 0.49), (2, 0.48), (3, 0.47)]
+    assert [(st, v) for n, st, v in got if n == "eval_loss"] == [(1, 0.71), (2, 0.72), (3, 0.73)]
+
+
+def test_values_each_followed_by_their_running_mean_in_brackets() -> None:
+    """`epoch [1/9] batch [5/40] time 0.2 (0.5) loss 2.5 (2.1) acc 84.3 (88.1) lr 1.0e-05 eta 0:10:00` (Dassl):
+    each value is the step's, the bracketed one its running mean; the names after the first are read too."""
+    lines = [f"epoch [{e}/9] batch [{b}/40] time 0.237 (0.573) data 0.000 (0.261) loss {3.0 - e - b / 100:.4f} "
+             f"({3.5 - e:.4f}) acc 84.3750 (88.1250) lr {e * 1e-5:.4e} eta 0:10:00" for e in (1, 2) for b in (20, 40)]
+    recs = run(KeyValueAdapter(""), lines)
+    assert [v for _, v in series(recs, "loss")] == [1.8, 1.6, 0.8, 0.6]
+    assert [v for _, v in series(recs, "lr")] == [1e-05, 1e-05, 2e-05, 2e-05]
+    assert not series(recs, "time")
+    # (tab-separated under `Epoch: [e][i]`, SwAV's: the timings go, the loss and the rate stay)
+    tabbed = [f"Epoch: [0][{i}]\tTime 2.1 (1.9)\tData 0.000 (0.014)\tLoss {4.3 - i / 100:.4f} (4.2)\tLr: 0.0019"
+              for i in (0, 50, 100)]
+    recs = run(KeyValueAdapter(""), tabbed)
+    assert [v for _, v in series(recs, "Loss")] == [4.3, 3.8, 3.3] and not series(recs, "Time")
+
+
+def test_a_leading_eta_clock_leaves_the_pairs_after_it() -> None:
+    """`eta: 0:29:06 epoch: 1 iter: 30 .. loss: 1.52 (2.28) .. lr: 0.0001 max mem: 900` (maskrcnn-benchmark's
+    MetricLogger, single blanks): the clock that leads is no metric, and the pairs after it are the record."""
+    lines = [f"2024-01-01 10:0{e}:00,000 training INFO: eta: 0:2{9 - e}:06 epoch: {e} iter: 30 data: 0.0044 (0.0341) "
+             f"loss: {2.0 - e / 10:.4f} (2.2802) loss_afm: 4.2888 (4.1966) time: 1.2761 (1.3073) lr: 0.000100 "
+             "max mem: 900" for e in (1, 2, 3)]
+    recs = run(KeyValueAdapter(""), lines)
+    assert [v for _, v in series(recs, "loss")] == [1.9, 1.8, 1.7]
+    assert [v for _, v in series(recs, "lr")] == [0.0001] * 3
+    assert not series(recs, "eta")
+
+
+def test_a_torch_scalar_printed_as_its_repr_is_its_value() -> None:
+    """`train loss: 1.9, acc: tensor(0.33, device='cuda:0', dtype=torch.float64)<br>` under `#### Epoch 3/9`
+    headings (a log kept as Markdown): the number inside the tensor's repr is the value."""
+    canon = Canonicalizer()
+    lines = ["## Training", ""]
+    for e in range(3):
+        lines += [f"#### Epoch {e}/9",
+                  f"train loss: {1.9 - e / 10:.4f}, acc: tensor({0.3 + e / 10:.4f}, device='cuda:0', "
+                  "dtype=torch.float64)<br>",
+                  f"val loss: {1.5 - e / 10:.4f}, acc: tensor(0.6000, device='cuda:0', dtype=torch.float64)<br>", ""]
+    got = [(canon(s.name), s.value) for s in samples(run(KeyValueAdapter(""), lines))]
+    assert [v for n, v in got if n == "loss"] == [1.9, 1.8, 1.7]
+    assert [v for n, v in got if n == "eval_loss"] == [1.5, 1.4, 1.3]
+    assert ("accuracy", 0.3) in got and ("accuracy", 0.5) in got

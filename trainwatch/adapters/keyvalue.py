@@ -68,9 +68,11 @@ BASICSR_HEAD = re.compile(r"\[epoch:\s*(?P<e>\d+),\s*iter:\s*(?P<i>[\d,]+),\s*lr
 # (`Epoch[001/100], Step[0100/0196], Avg Loss: ..`: commas between them; `Val Step[0100/3125], ..`: an evaluation's
 # counter, titled by its phase; `----- Epoch[001/100], Train Loss: ..`: an epoch's summary under a rule of dashes)
 NAMED_COUNTERS = re.compile(r"^(?:[-=*#>~]{3,}\s*)?(?:(?P<p>train|training|val|valid|validation|eval|evaluation|dev"
-                            r"|test|testing)\s+(?=[A-Za-z_]{1,12}\[))?(?:[A-Za-z_]{1,12}\[\s*\d+\s*/\s*\d+\s*\]"
+                            r"|test|testing)\s+(?=[A-Za-z_]{1,12}\[))?(?:[A-Za-z_]{1,12}\[\s*\d+\s*\]\s*(?=[A-Za-z_]{1,12}"
+                            r"\[\s*\d+\s*/))?(?:[A-Za-z_]{1,12}\[\s*\d+\s*/\s*\d+\s*\]"
                             r"(?:\s*,\s*|\s*))+", re.I)
-NAMED_COUNTER = re.compile(r"([A-Za-z_]{1,12})\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+# (`Epoch[1] Iteration[50/3385] Loss: ..`, reid-baseline's ignite loop: the first counter may say no total)
+NAMED_COUNTER = re.compile(r"([A-Za-z_]{1,12})\[\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]")
 COMPACT_SPLIT = re.compile(r",(?=[A-Za-z_])")
 VALUE_COMMA_KEY = re.compile(r"(?<=\d),(?=[A-Za-z_][\w ]{0,30}?\s*[:=])")  # a value, a comma, then the next key
 PIPE_SPLIT = re.compile(r"\s*\|\s*")  # aligned `| key   value |` tables: pipes are the only separators
@@ -131,6 +133,11 @@ BULLET = re.compile(r"^(?:[*•]\s+)?\((?=[A-Za-z])|^[*•]\s+(?=[A-Za-z])")
 # the phase in brackets names whose metrics follow (and may carry the epoch's counter)
 PHASE_BRACKET = re.compile(r"^\[\s*(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)"
                            r"(?:[-_ ]?step)?\s*(?:\|\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*)?\]\s*", re.I)
+# `Epoch 3/200 [Val]   loss: 0.63`: a phase tag after the epoch's counter names whose metrics follow
+# (after a logger's name, `trainer: Epoch 3/200 [Train] ..`, which comes off with it)
+EPOCH_PHASE = re.compile(r"^(?:[A-Za-z_][\w.]{0,40}:\s+)?(?P<e>(?:epoch|ep)\s*[:#]?\s*\d+(?:\s*/\s*\d+)?)\s*"
+                         r"\[\s*(?P<p>train|training|val|valid|validation|eval|evaluation|dev|test|testing)\s*\]\s*",
+                         re.I)
 # `Epoch [3]/[99]`, `epoch 3/99`, `Ep: 3` ending a tab-separated prefix: the epoch of the record after the tab
 TAB_EPOCH = re.compile(r"\b(?:epoch|ep)\s*[:#]?\s*\[?\s*(\d+)\s*\]?(?:\s*/\s*\[?\s*\d+\s*\]?)?\s*$", re.I)
 # `Validation Phase Loss: 0.06  Accuracy: 0.69`: a first key naming its split as a phase names the line's
@@ -152,6 +159,8 @@ BAR_TAIL = re.compile(r":?\s*\d{1,3}%\|")
 # a tqdm bar at the start of a line with text after it (`Validation: |   | 0/? [00:00<?, ?it/s][12/09/24] INFO ..`)
 BAR_LEAD = re.compile(r"^[^|\[]{0,80}?(?:\d{1,3}%)?\|[^|]{0,200}\|\s*\d+/(?:\d+|\?)\s*\[[^\]]{0,80}\]")
 RUNNING_MEAN = re.compile(r"\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
+# a value then its running mean in brackets: `loss 0.0392 (0.1691)`
+VALUE_MEAN = re.compile(r"(?<=\d)\s\((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\)", re.I)
 EVAL_LABELS = ("test", "val", "eval")
 LOGGER_TIMES = frozenset({"eta", "time", "data", "max mem", "total time"})  # MetricLogger's timings: no metrics
 _RUN_NUM = r"(?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
@@ -204,6 +213,8 @@ def _number(raw: str) -> float | None:
 
 # NumPy 2 prints a scalar as its constructor (`actor/grad_norm:np.float64(0.63)`): the value is inside
 NP_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)(?:16|32|64|128)?\(\s*(" + NUM + r")\s*\)")
+# and PyTorch a 0-d tensor as its repr (`acc: tensor(0.33, device='cuda:0', dtype=torch.float64)`): the same
+TENSOR_SCALAR = re.compile(r"\btensor\(\s*(" + NUM + r")\s*(?:,[^()\[\]]*)?\)")
 
 # `Changed learning rate. Current lr = 0.0005`: a sentence of words before the key is prose, the name starts after
 # it (two words or more, the last a whole word: `Avg. Loss` and `Valid. loss` keep their abbreviation)
@@ -270,12 +281,13 @@ def _pairs(text: str) -> tuple[list[tuple[str, float]], int, int]:
             if m is None:
                 break
             if (clock := DATE_OR_CLOCK.match(field, m.start("v"))) is not None:
-                if pos == 0:  # `time 2021-10-17 21:28:52`: a time stamp, neither a metric nor prose
-                    bare_fields += 1
+                gap = field.find(" ", clock.end())
+                if pos == 0 and (gap < 0 or PAIR.match(field, gap + 1) is None):
+                    bare_fields += 1  # `time 2021-10-17 21:28:52`: a time stamp, neither a metric nor prose
                     pos = len(field)
                     break
                 # `Iter 100 eta: 0:12:34 lr: 0.001`: a clock among the pairs is no metric; the pairs after it are
-                gap = field.find(" ", clock.end())
+                # (and after one that leads them: `eta: 0:29:06 epoch: 1 iter: 45 loss: ..`, maskrcnn-benchmark's)
                 pos = len(field) if gap < 0 else gap + 1
                 continue
             if m.group("u") in ("d", "h", "m") and (rest := DURATION_REST.match(field, m.end())) is not None:
@@ -481,6 +493,8 @@ class KeyValueAdapter(Adapter):
             line = line.replace("\b", "")
         if "np." in line or "numpy." in line:
             line = NP_SCALAR.sub(r"\1", line)
+        if "tensor(" in line:
+            line = TENSOR_SCALAR.sub(r"\1", line)
         if ("/s]" in line or "s/it]" in line or "?]" in line) and (lead := BAR_LEAD.match(line)) is not None \
                 and line[lead.end():].strip():
             line = line[lead.end():]  # a bar left on the line, then a log line written over it
@@ -676,7 +690,7 @@ class KeyValueAdapter(Adapter):
             for c in NAMED_COUNTER.finditer(named.group()):  # the step's and the epoch's; an outer one (a fold) no
                 key = c.group(1).lower()
                 if key in STEP_KEYS and step is None:
-                    step, total = int(c.group(2)), int(c.group(3))
+                    step, total = int(c.group(2)), int(c.group(3)) if c.group(3) else None
                 elif _is_epoch(key):
                     lead_pairs.append(("epoch", float(c.group(2))))
                     epoch_at = int(c.group(2))
@@ -696,6 +710,9 @@ class KeyValueAdapter(Adapter):
                 self._eval_over(out)
                 return  # `* Acc@1 0.74 Acc@5 2.54 loss 7.148`: the evaluation's means, read off its last batch
             text = BULLET.sub("", text, count=1)  # `* (global step 50: loss: 0.81, lr: 0.001`: a bulleted record
+        if word is None and "[" in text[:80] and (tagged := EPOCH_PHASE.match(text)) is not None:
+            word = tagged.group("p").lower()
+            text = f"{tagged.group('e')} {text[tagged.end():]}"
         if text[:1] == "[" and (bracket := PHASE_BRACKET.match(text)) is not None:
             text = text[bracket.end():]
             word = bracket.group("p").lower()
@@ -720,7 +737,12 @@ class KeyValueAdapter(Adapter):
                     and int(count.group(1)) < int(count.group(2)):
                 return  # a batch of an evaluation under way: its running figures, not the evaluation's result
             text = text[title.end():]
+        means = " (" in text and len(VALUE_MEAN.findall(text)) >= 2
+        if means:  # `loss 0.0392 (0.1691) acc 84.4 (88.1)` (Dassl): each value then its running mean; the value
+            text = VALUE_MEAN.sub("", text)  # is the step's, the mean in brackets goes (the timings too)
         pairs, nfields, dirty = _pairs(text)
+        if means and (kept := [(k, v) for k, v in pairs if k.lower() not in LOGGER_TIMES]) != pairs:
+            pairs, nfields = kept, max(len(kept), nfields - (len(pairs) - len(kept)))  # (fewer fields with them)
         if word is None and pairs and (named := PHASE_KEY.match(pairs[0][0] if not _is_epoch(pairs[0][0]) or
                                                                 len(pairs) < 2 else pairs[1][0])) is not None:
             word = named.group("p").lower()  # (its other keys, `Accuracy`, are that phase's)
