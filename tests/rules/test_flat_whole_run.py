@@ -34,3 +34,13 @@ def test_a_log_that_begins_late_is_still_a_resume() -> None:
         r.step(30000 + 500 * i, loss=1.39 + rng.gauss(0, 0.01))
     r.finish()
     assert "loss.flat_from_start" not in r.fired()
+
+
+def test_a_gan_generators_flat_loss_is_a_warning_that_says_whose_loss_it_is() -> None:
+    """A fine-tuned generator's loss that never falls, with a discriminator's loss beside it: the players
+    hold each other level by design, so no critical; the same loss alone stays critical."""
+    values = [0.411, 0.4197, 0.418, 0.425, 0.4286, 0.4301, 0.4265, 0.4342, 0.4371, 0.4358, 0.4396, 0.4388, 0.4402]
+    alone = run(values, every=1).alert("loss.flat_from_start")
+    assert alone.severity is Severity.CRITICAL
+    gan = run(values, every=1, d_loss=0.95).alert("loss.flat_from_start")
+    assert gan.severity is Severity.WARNING and "GAN generator's" in gan.finding.message

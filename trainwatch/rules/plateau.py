@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from trainwatch.adversarial import adversarial
 from trainwatch.model import Finding, Severity
 from trainwatch.plans import latest
 from trainwatch.rules.array import ArrayRule, Window
@@ -401,6 +402,7 @@ class LossFlatFromStart(ArrayRule):
         v = self._verdicts[w.source]
         f = v.finding(w, row)
         self._unsure(ctx, w.source, f)
+        _generator(ctx, w.source, f)
         return self._steps.apply(ctx, w.source, v.opened_at(w, row), f, int(w.line[row]), self.p.quality_gain)
 
     def _unsure(self, ctx: RuleContext, source: str, f: Finding) -> None:
@@ -571,6 +573,7 @@ class LossFlatFromStart(ArrayRule):
                           "fall may have come before it")
         f.evidence["last_value"] = st.level if st.level is not None else f.evidence["now"]
         f.evidence["last_step"] = s.last.step
+        _generator(ctx, source, f)
         return [self._steps.apply(ctx, source, f, f, None, self.p.quality_gain)]
 
 
@@ -635,3 +638,15 @@ def _tail_list(feed: Feed, row: int, n: int) -> list[float]:
     """The last n finite values up to `row`, as the row rule read them from the store."""
     out: list[float] = feed.tail(row, n)[0].tolist()
     return out
+
+
+def _generator(ctx: RuleContext, source: str, f: Finding) -> None:
+    """A flat start of a GAN generator's loss (a discriminator's loss is logged beside it) is no critical:
+    the two players hold each other level by design, and a fine-tuned generator starts low, so a warning
+    that says whose loss it is."""
+    if f.severity not in (None, Severity.CRITICAL) or not adversarial(s.name for s in ctx.store if s.source == source):
+        return
+    f.severity = Severity.WARNING
+    f.message = (f"{f.message} -- this loss is a GAN generator's (a discriminator's loss is logged beside it): "
+                 f"the adversarial game can hold it level while the generator improves")[:600]
+    f.evidence["adversarial"] = True
