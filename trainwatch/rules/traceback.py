@@ -60,9 +60,8 @@ class TracebackRule(Rule):
         thread = str(event.fields.get("thread") or "")
         # a thread's death is told apart from the program's crash: neither joins the other's finding
         subject = "thread traceback" if thread else "traceback"
-        mild = _mild(event, short, final_exc)
-        if mild:  # a traceback that is no crash never holds a later crash's finding as a repeat of its own
-            subject = f"{subject} ({mild})"
+        if _mild(event, short, final_exc):  # a traceback that is no crash never holds a later crash's finding
+            subject = f"{subject} (no crash)"  # as a repeat of its own; those that are none join one another
         ranks = self.ranks.add(event.source, subject, event.fields.get("rank"))
         if len(ranks) > 1:
             ev["ranks"] = ranks
