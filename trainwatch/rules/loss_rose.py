@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from trainwatch.adversarial import adversarial
-from trainwatch.model import Finding, Severity
+from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import improving
+from trainwatch.rules.quality_series import improving, meanwhile
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import diff_sigma, fmt
 from trainwatch.store import RECENT_POINTS, Point
@@ -82,10 +82,7 @@ class LossEndedHigher(Rule):
             f.evidence["ratio"] = end / first.value
         gain = improving(ctx, source, first.step, None, p.quality_gain)
         if gain is not None:
-            f.severity = Severity.INFO
-            f.message = (f"{msg} -- meanwhile {gain.said()}: the task metric got better, so this loss is no "
-                         f"objective that failed")[:600]
-            f.evidence["improving"] = gain.name
+            meanwhile(f, gain, "the task metric got better, so this loss is no objective that failed")
         return [f]
 
 

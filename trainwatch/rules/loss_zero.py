@@ -20,7 +20,7 @@ import numpy as np
 
 from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext
-from trainwatch.rules.quality_series import improving
+from trainwatch.rules.quality_series import improving, meanwhile
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import fmt
 from trainwatch.store import RECENT_POINTS
@@ -77,8 +77,5 @@ class LossZero(Rule):
                     step=first, began_step=first, subject="loss", evidence=ev)
         gain = improving(ctx, source, first, None, self.p.quality_gain)
         if gain is not None:
-            f.severity = Severity.INFO
-            f.message = (f"{f.message} -- meanwhile {gain.said()}: the model still learns, so the loss logged "
-                         f"is not what trains it")[:600]
-            f.evidence["improving"] = gain.name
+            meanwhile(f, gain, "the model still learns, so the loss logged is not what trains it")
         return [f]

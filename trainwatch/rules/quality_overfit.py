@@ -19,7 +19,7 @@ import numpy as np
 
 from trainwatch.model import Finding, Severity
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import improving, tracks
+from trainwatch.rules.quality_series import best_behind, improving, tracks
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import curve_sigma, fmt, median_se, nz
 
@@ -59,14 +59,11 @@ class QualityOverfit(Rule):
         for t in tracks(ctx, source):
             if t.d.split == "train" or t.d.kind == "reward" or t.d.tradeoff:
                 continue
-            v = t.sign * t.values
-            n = len(v)
-            if n < max(p.min_evals, 5):
+            got = best_behind(t, p.min_evals, p.later_evals, p.behind)
+            if got is None:
                 continue
-            b = int(np.argmax(v))
-            later = n - 1 - b
-            if later < max(p.later_evals, int(np.ceil(p.behind * n))):
-                continue
+            v, b = got
+            later = len(v) - 1 - b
             best = float(v[b])
             noise = nz(curve_sigma(v.tolist()))
             around = median(v[max(0, b - 1):b + 2].tolist())

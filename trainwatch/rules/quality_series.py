@@ -119,6 +119,28 @@ class Gain:
         return f"{self.name} improved {fmt(self.first)} -> {fmt(self.now)} (steps {self.step}-{self.now_step})"
 
 
+def meanwhile(f: Finding, gain: Gain, why: str) -> None:
+    """Lowers a loss finding to info because a task metric improved over the same steps, and says so: a
+    loss that misbehaves while the task gets better is no training failure."""
+    f.severity = Severity.INFO
+    f.message = f"{f.message} -- meanwhile {gain.said()}: {why}"[:600]
+    f.evidence["improving"] = gain.name
+
+
+def best_behind(t: Track, min_evals: int, later_evals: int, behind: float) -> tuple[np.ndarray, int] | None:
+    """A metric's values signed so that higher is better, and the index of its best, when at least
+    `min_evals` (5 at least) evaluations were logged and the best has `later_evals` and `behind` of them
+    after it: the shared start of the rules that tell a metric worse since its best. None otherwise."""
+    v = t.sign * t.values
+    n = len(v)
+    if n < max(min_evals, 5):
+        return None
+    b = int(np.argmax(v))
+    if n - 1 - b < max(later_evals, int(np.ceil(behind * n))):
+        return None
+    return v, b
+
+
 def improving(ctx: RuleContext, source: str, since_step: int, line: int | None, min_gain: float,
               min_points: int = 3, *, known_only: bool = False) -> Gain | None:
     """A quality metric (not on the train split) that improved since `since_step`, as it was read when

@@ -17,11 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
 from trainwatch.model import Finding
 from trainwatch.rules.base import Rule, RuleContext, median
-from trainwatch.rules.quality_series import other_train_loss, tracks
+from trainwatch.rules.quality_series import best_behind, other_train_loss, tracks
 from trainwatch.rules.registry import register
 from trainwatch.rules.stats import curve_sigma, nz
 
@@ -54,14 +52,11 @@ class QualityWorsened(Rule):
         for t in tracks(ctx, source):
             if t.d.split == "train" or t.d.kind == "reward" or t.d.tradeoff or t.d.guess:
                 continue
-            v = t.sign * t.values
-            n = len(v)
-            if n < max(p.min_evals, 5):
+            got = best_behind(t, p.min_evals, p.later_evals, p.behind)
+            if got is None or not (got[0][got[1] + 1:] < got[0][got[1]]).all():
                 continue
-            b = int(np.argmax(v))
-            later = n - 1 - b
-            if later < max(p.later_evals, int(np.ceil(p.behind * n))) or not (v[b + 1:] < v[b]).all():
-                continue
+            v, b = got
+            n, later = len(v), len(v) - 1 - b
             best = float(v[b])
             latest = median(v[-p.latest:].tolist())
             noise = nz(curve_sigma(v.tolist()))
